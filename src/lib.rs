@@ -1,0 +1,10 @@
+//! raknet-dissect: a dissector and analyzer for RakNet.
+//!
+//! Layers (see DESIGN.md): `capture` yields UDP datagrams from captures,
+//! `wire` is the stateless codec, `dissect` finds RakNet flows and decodes
+//! their datagrams, `output` formats the result.
+
+pub mod capture;
+pub mod dissect;
+pub mod output;
+pub mod wire;
