@@ -1,0 +1,30 @@
+//! The stateless RakNet codec: bytes to typed messages and back.
+//!
+//! Every decoder reads through [`cursor::Reader`], which checks bounds on
+//! every field: no input can make a decoder panic, and every error names the
+//! field and its byte offset in the UDP payload. Reads borrow from the input.
+//! The facts come from `WIRE_FORMAT.md` (the original C++ library, 4.081).
+
+pub mod address;
+pub mod connected;
+pub mod cursor;
+pub mod datagram;
+pub mod ids;
+pub mod motd;
+pub mod offline;
+
+pub use address::SystemAddress;
+pub use connected::Connected;
+pub use cursor::{Reader, Trace, TraceField, WireError, WireErrorKind};
+pub use datagram::{AckList, AckRange, Capsule, DataDatagram, Datagram, Reliability, Split};
+pub use ids::message_name;
+pub use motd::Motd;
+pub use offline::{offline_id, Offline};
+
+/// `OFFLINE_MESSAGE_DATA_ID`, the magic of every offline message.
+pub const MAGIC: [u8; 16] = [
+    0x00, 0xff, 0xff, 0x00, 0xfe, 0xfe, 0xfe, 0xfe, 0xfd, 0xfd, 0xfd, 0xfd, 0x12, 0x34, 0x56, 0x78,
+];
+
+/// RakNet protocol version of the original library (`RAKNET_PROTOCOL_VERSION`).
+pub const PROTOCOL_ORIGINAL: u8 = 6;

@@ -1,0 +1,409 @@
+//! A bounds-checked reader over borrowed bytes, the writer helpers that mirror
+//! it, and the optional field trace that feeds the `-V` tree.
+//!
+//! Every read names its field; a read past the end returns a [`WireError`]
+//! with that name and the absolute byte offset, so no decoder can panic.
+
+use std::fmt;
+
+/// What went wrong while decoding, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WireError {
+    /// Absolute byte offset in the UDP payload where the field starts.
+    pub offset: usize,
+    /// The field that could not be decoded, in RakNet's words.
+    pub field: &'static str,
+    pub kind: WireErrorKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WireErrorKind {
+    /// The field needs more bytes than are left.
+    TooShort { need: usize, have: usize },
+    /// The bytes are there but the value is not allowed.
+    Invalid(String),
+}
+
+impl WireError {
+    /// True when the error is only a lack of bytes (a snapshot-length cut can explain it).
+    pub fn is_too_short(&self) -> bool {
+        matches!(self.kind, WireErrorKind::TooShort { .. })
+    }
+}
+
+impl fmt::Display for WireError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "malformed at byte {}: {}", self.offset, self.field)?;
+        match &self.kind {
+            WireErrorKind::TooShort { need, have } => {
+                write!(f, " (needs {need} bytes, {have} left)")
+            }
+            WireErrorKind::Invalid(why) => write!(f, " ({why})"),
+        }
+    }
+}
+
+impl std::error::Error for WireError {}
+
+pub type Result<T> = std::result::Result<T, WireError>;
+
+/// One decoded field, for the `-V` tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceField {
+    pub depth: u8,
+    pub name: &'static str,
+    pub offset: usize,
+    pub len: usize,
+    pub value: String,
+}
+
+/// The fields a decoder read, in order, with their nesting depth.
+#[derive(Debug, Default, Clone)]
+pub struct Trace {
+    pub fields: Vec<TraceField>,
+    depth: u8,
+    /// Indices of the headings opened and not yet closed.
+    open: Vec<usize>,
+}
+
+impl Trace {
+    pub fn push(&mut self, name: &'static str, offset: usize, len: usize, value: String) {
+        self.fields.push(TraceField {
+            depth: self.depth,
+            name,
+            offset,
+            len,
+            value,
+        });
+    }
+}
+
+/// A cursor over `buf`; offsets reported are `base + position`.
+pub struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    base: usize,
+    trace: Option<Trace>,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(buf: &'a [u8]) -> Self {
+        Reader {
+            buf,
+            pos: 0,
+            base: 0,
+            trace: None,
+        }
+    }
+
+    /// A reader whose reported offsets start at `base` (for a message inside a capsule).
+    pub fn with_base(buf: &'a [u8], base: usize) -> Self {
+        Reader {
+            buf,
+            pos: 0,
+            base,
+            trace: None,
+        }
+    }
+
+    /// Record every field read from now on.
+    pub fn traced(mut self) -> Self {
+        self.trace = Some(Trace::default());
+        self
+    }
+
+    pub fn take_trace(&mut self) -> Option<Trace> {
+        self.trace.take()
+    }
+
+    pub fn is_tracing(&self) -> bool {
+        self.trace.is_some()
+    }
+
+    /// Position relative to the start of this reader's buffer.
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+
+    /// Absolute offset of the next byte.
+    pub fn offset(&self) -> usize {
+        self.base + self.pos
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    pub fn rest(&self) -> &'a [u8] {
+        &self.buf[self.pos..]
+    }
+
+    pub fn peek(&self) -> Option<u8> {
+        self.buf.get(self.pos).copied()
+    }
+
+    /// An error for `field` at the current position.
+    pub fn invalid(&self, field: &'static str, why: impl Into<String>) -> WireError {
+        WireError {
+            offset: self.offset(),
+            field,
+            kind: WireErrorKind::Invalid(why.into()),
+        }
+    }
+
+    /// An error for `field` starting at absolute offset `offset`.
+    pub fn invalid_at(offset: usize, field: &'static str, why: impl Into<String>) -> WireError {
+        WireError {
+            offset,
+            field,
+            kind: WireErrorKind::Invalid(why.into()),
+        }
+    }
+
+    /// Take `n` bytes; the field is not traced (the caller traces it).
+    pub fn raw(&mut self, n: usize, field: &'static str) -> Result<&'a [u8]> {
+        if self.remaining() < n {
+            return Err(WireError {
+                offset: self.offset(),
+                field,
+                kind: WireErrorKind::TooShort {
+                    need: n,
+                    have: self.remaining(),
+                },
+            });
+        }
+        let s = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    /// Record a field that ended at the current position and was `len` bytes long.
+    pub fn record(&mut self, name: &'static str, len: usize, value: impl FnOnce() -> String) {
+        let offset = self.offset() - len;
+        if let Some(t) = self.trace.as_mut() {
+            t.push(name, offset, len, value());
+        }
+    }
+
+    /// Record a field at an explicit absolute offset (bit fields, derived values).
+    pub fn record_at(
+        &mut self,
+        name: &'static str,
+        offset: usize,
+        len: usize,
+        value: impl FnOnce() -> String,
+    ) {
+        if let Some(t) = self.trace.as_mut() {
+            t.push(name, offset, len, value());
+        }
+    }
+
+    /// Replace the displayed value of the last recorded field.
+    pub fn describe(&mut self, value: impl FnOnce() -> String) {
+        if let Some(f) = self.trace.as_mut().and_then(|t| t.fields.last_mut()) {
+            f.value = value();
+        }
+    }
+
+    /// Nest the following fields one level deeper, under a heading recorded now.
+    pub fn open(&mut self, name: &'static str, value: impl FnOnce() -> String) {
+        let offset = self.offset();
+        if let Some(t) = self.trace.as_mut() {
+            t.open.push(t.fields.len());
+            t.push(name, offset, 0, value());
+            t.depth = t.depth.saturating_add(1);
+        }
+    }
+
+    /// Close the level opened by [`Reader::open`], fixing the heading's length.
+    pub fn close(&mut self) {
+        self.close_with(None::<fn() -> String>);
+    }
+
+    /// Close the level and set the heading's value, known only now.
+    pub fn close_with(&mut self, value: Option<impl FnOnce() -> String>) {
+        let end = self.offset();
+        if let Some(t) = self.trace.as_mut() {
+            t.depth = t.depth.saturating_sub(1);
+            if let Some(h) = t.open.pop().and_then(|i| t.fields.get_mut(i)) {
+                h.len = end.saturating_sub(h.offset);
+                if let Some(v) = value {
+                    h.value = v();
+                }
+            }
+        }
+    }
+
+    /// Append the fields of a nested trace one level below the current one.
+    pub fn append(&mut self, nested: Trace) {
+        if let Some(t) = self.trace.as_mut() {
+            let d = t.depth;
+            for mut f in nested.fields {
+                f.depth = f.depth.saturating_add(d);
+                t.fields.push(f);
+            }
+        }
+    }
+
+    pub fn u8(&mut self, field: &'static str) -> Result<u8> {
+        let v = self.raw(1, field)?[0];
+        self.record(field, 1, || v.to_string());
+        Ok(v)
+    }
+
+    pub fn u16_be(&mut self, field: &'static str) -> Result<u16> {
+        let b = self.raw(2, field)?;
+        let v = u16::from_be_bytes([b[0], b[1]]);
+        self.record(field, 2, || v.to_string());
+        Ok(v)
+    }
+
+    /// RakNet's `uint24_t`: three bytes, little-endian.
+    pub fn u24_le(&mut self, field: &'static str) -> Result<u32> {
+        let b = self.raw(3, field)?;
+        let v = u32::from_le_bytes([b[0], b[1], b[2], 0]);
+        self.record(field, 3, || v.to_string());
+        Ok(v)
+    }
+
+    pub fn u32_be(&mut self, field: &'static str) -> Result<u32> {
+        let b = self.raw(4, field)?;
+        let v = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+        self.record(field, 4, || v.to_string());
+        Ok(v)
+    }
+
+    pub fn u64_be(&mut self, field: &'static str) -> Result<u64> {
+        let b = self.raw(8, field)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        let v = u64::from_be_bytes(a);
+        self.record(field, 8, || v.to_string());
+        Ok(v)
+    }
+
+    /// A GUID: 8 bytes big-endian, shown in hex.
+    pub fn guid(&mut self, field: &'static str) -> Result<u64> {
+        let v = self.u64_be(field)?;
+        self.describe(|| format!("{v:#018x}"));
+        Ok(v)
+    }
+
+    pub fn bytes(&mut self, n: usize, field: &'static str) -> Result<&'a [u8]> {
+        let s = self.raw(n, field)?;
+        self.record(field, n, || short_hex(s));
+        Ok(s)
+    }
+
+    /// Everything left, as one field.
+    pub fn rest_bytes(&mut self, field: &'static str) -> &'a [u8] {
+        let s = &self.buf[self.pos..];
+        self.pos = self.buf.len();
+        if !s.is_empty() {
+            self.record(field, s.len(), || short_hex(s));
+        }
+        s
+    }
+
+    /// The 16-byte offline message magic.
+    pub fn magic(&mut self) -> Result<()> {
+        let at = self.offset();
+        let m = self.raw(16, "magic")?;
+        if m != super::MAGIC {
+            return Err(Reader::invalid_at(at, "magic", "not the offline message magic"));
+        }
+        self.record("magic", 16, || "00ffff00fefefefefdfdfdfd12345678".into());
+        Ok(())
+    }
+}
+
+/// Up to 32 bytes in hex, then an ellipsis and the length.
+pub fn short_hex(s: &[u8]) -> String {
+    const MAX: usize = 32;
+    let mut out = String::with_capacity(s.len().min(MAX) * 2 + 16);
+    for b in s.iter().take(MAX) {
+        out.push_str(&format!("{b:02x}"));
+    }
+    if s.len() > MAX {
+        out.push_str(&format!("… ({} bytes)", s.len()));
+    }
+    out
+}
+
+/// The writer side: append network-order fields to a byte vector.
+pub trait WriteExt {
+    fn put_u8(&mut self, v: u8);
+    fn put_u16_be(&mut self, v: u16);
+    fn put_u24_le(&mut self, v: u32);
+    fn put_u32_be(&mut self, v: u32);
+    fn put_u64_be(&mut self, v: u64);
+    fn put_magic(&mut self);
+}
+
+impl WriteExt for Vec<u8> {
+    fn put_u8(&mut self, v: u8) {
+        self.push(v);
+    }
+    fn put_u16_be(&mut self, v: u16) {
+        self.extend_from_slice(&v.to_be_bytes());
+    }
+    fn put_u24_le(&mut self, v: u32) {
+        self.extend_from_slice(&v.to_le_bytes()[..3]);
+    }
+    fn put_u32_be(&mut self, v: u32) {
+        self.extend_from_slice(&v.to_be_bytes());
+    }
+    fn put_u64_be(&mut self, v: u64) {
+        self.extend_from_slice(&v.to_be_bytes());
+    }
+    fn put_magic(&mut self) {
+        self.extend_from_slice(&super::MAGIC);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn u24_is_little_endian() {
+        let mut r = Reader::new(&[0xef, 0xcd, 0xab]);
+        assert_eq!(r.u24_le("n").unwrap(), 0xabcdef);
+        let mut v = Vec::new();
+        v.put_u24_le(0xabcdef);
+        assert_eq!(v, [0xef, 0xcd, 0xab]);
+    }
+
+    #[test]
+    fn short_read_names_field_and_offset() {
+        let mut r = Reader::with_base(&[1, 2], 10);
+        r.u8("a").unwrap();
+        let e = r.u16_be("length").unwrap_err();
+        assert_eq!(e.offset, 11);
+        assert_eq!(e.field, "length");
+        assert_eq!(
+            e.to_string(),
+            "malformed at byte 11: length (needs 2 bytes, 1 left)"
+        );
+    }
+
+    #[test]
+    fn trace_nests_and_sizes_headings() {
+        let mut r = Reader::new(&[1, 2, 3, 4]).traced();
+        r.u8("id").unwrap();
+        r.open("body", String::new);
+        r.u8("a").unwrap();
+        r.u16_be("b").unwrap();
+        r.close();
+        let t = r.take_trace().unwrap();
+        let got: Vec<_> = t
+            .fields
+            .iter()
+            .map(|f| (f.depth, f.name, f.offset, f.len))
+            .collect();
+        assert_eq!(
+            got,
+            [(0, "id", 0, 1), (0, "body", 1, 3), (1, "a", 1, 1), (1, "b", 2, 2)]
+        );
+    }
+}
