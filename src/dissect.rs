@@ -1,0 +1,768 @@
+//! Finding RakNet in UDP and decoding each packet of it.
+//!
+//! A flow (an endpoint pair) becomes RakNet when an offline message is seen
+//! on it (id plus magic), when one of its ports is forced with `-d`, or, with
+//! heuristics on, when a datagram parses strictly to its end. Other UDP is
+//! counted and skipped. Roles come from the handshake: the side that sends a
+//! ping or Open Connection Request is the client; a flow first seen
+//! mid-connection takes the lower port (or a forced port) as the server.
+//!
+//! The flow table is bounded: idle flows are evicted, and past `max_flows`
+//! the least recently seen goes first.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::capture::UdpDatagram;
+use crate::wire::datagram::FLAG_VALID;
+use crate::wire::ids::*;
+use crate::wire::{Connected, Datagram, Offline, Reader, Reliability, Trace, WireError};
+
+/// Which way a packet goes, relative to the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dir {
+    C2s,
+    S2c,
+}
+
+impl Dir {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dir::C2s => "c2s",
+            Dir::S2c => "s2c",
+        }
+    }
+}
+
+/// Something wrong or notable about a packet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Anomaly {
+    pub kind: &'static str,
+    pub detail: String,
+}
+
+impl Anomaly {
+    fn from_wire(e: &WireError, truncated: bool) -> Anomaly {
+        if truncated && e.is_too_short() {
+            Anomaly {
+                kind: "truncated",
+                detail: format!("cut by the snapshot length at byte {}: {}", e.offset, e.field),
+            }
+        } else {
+            Anomaly {
+                kind: "malformed",
+                detail: e.to_string(),
+            }
+        }
+    }
+}
+
+/// How a flow was recognised as RakNet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Detection {
+    Handshake,
+    Port,
+    Heuristic,
+}
+
+/// What the table knows of one flow.
+#[derive(Debug, Clone)]
+pub struct Flow {
+    pub id: u32,
+    pub client: SocketAddr,
+    pub server: SocketAddr,
+    /// True once the roles come from a handshake message rather than a guess.
+    pub roles_known: bool,
+    pub detection: Detection,
+    pub protocol: Option<u8>,
+    pub mtu: Option<u16>,
+    pub client_guid: Option<u64>,
+    pub server_guid: Option<u64>,
+    pub first_seen: Duration,
+    pub last_seen: Duration,
+    pub packets: u64,
+}
+
+/// The decoded body of a packet.
+#[derive(Debug, Clone)]
+pub enum Body<'a> {
+    /// An offline message; `msg` is `None` when it did not decode.
+    Offline { id: u8, msg: Option<Offline<'a>> },
+    /// A connected datagram; `None` when not even its header decoded.
+    Datagram(Option<Datagram<'a>>),
+}
+
+/// One RakNet packet, decoded.
+#[derive(Debug, Clone)]
+pub struct Packet<'a> {
+    pub frame: u64,
+    pub ts: Duration,
+    pub src: SocketAddr,
+    pub dst: SocketAddr,
+    pub flow: u32,
+    pub dir: Dir,
+    pub body: Body<'a>,
+    pub anomalies: Vec<Anomaly>,
+    /// The field tree, when tracing.
+    pub trace: Option<Trace>,
+    pub payload: &'a [u8],
+    pub udp_len: usize,
+}
+
+impl Packet<'_> {
+    pub fn kind(&self) -> &'static str {
+        match &self.body {
+            Body::Offline { .. } => "offline",
+            Body::Datagram(Some(Datagram::Ack(_))) => "ack",
+            Body::Datagram(Some(Datagram::Nack(_))) => "nack",
+            Body::Datagram(_) => "data",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Ports forced to RakNet (`-d`).
+    pub ports: Vec<u16>,
+    pub heuristics: bool,
+    /// Build the `-V` field tree.
+    pub trace: bool,
+    /// Most flows held at once.
+    pub max_flows: usize,
+    /// A flow silent this long (capture time) is forgotten.
+    pub idle_timeout: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            ports: Vec::new(),
+            heuristics: true,
+            trace: false,
+            max_flows: 65_536,
+            idle_timeout: Duration::from_secs(600),
+        }
+    }
+}
+
+/// Counters of what was skipped.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct DissectStats {
+    pub raknet_packets: u64,
+    pub not_raknet: u64,
+    pub flows: u64,
+    pub flows_evicted: u64,
+    pub malformed: u64,
+}
+
+fn key(a: SocketAddr, b: SocketAddr) -> (SocketAddr, SocketAddr) {
+    if a <= b {
+        (a, b)
+    } else {
+        (b, a)
+    }
+}
+
+/// Which side an offline message says is the client: `Some(true)` when its
+/// sender is.
+fn sender_is_client(id: u8) -> Option<bool> {
+    match id {
+        UNCONNECTED_PING
+        | UNCONNECTED_PING_OPEN_CONNECTIONS
+        | OPEN_CONNECTION_REQUEST_1
+        | OPEN_CONNECTION_REQUEST_2 => Some(true),
+        UNCONNECTED_PONG
+        | OPEN_CONNECTION_REPLY_1
+        | OPEN_CONNECTION_REPLY_2
+        | INCOMPATIBLE_PROTOCOL_VERSION
+        | ALREADY_CONNECTED
+        | NO_FREE_INCOMING_CONNECTIONS
+        | CONNECTION_BANNED
+        | IP_RECENTLY_CONNECTED => Some(false),
+        _ => None,
+    }
+}
+
+/// Connected messages RakPeer itself decodes; a bad one is malformed.
+fn is_internal(id: u8) -> bool {
+    matches!(
+        id,
+        CONNECTED_PING
+            | CONNECTED_PONG
+            | DETECT_LOST_CONNECTIONS
+            | CONNECTION_REQUEST
+            | REMOTE_SYSTEM_REQUIRES_PUBLIC_KEY
+            | CONNECTION_REQUEST_ACCEPTED
+            | NEW_INCOMING_CONNECTION
+            | DISCONNECTION_NOTIFICATION
+            | INVALID_PASSWORD
+            | TIMESTAMP
+    )
+}
+
+/// The RakNet flow table and packet decoder.
+pub struct Dissector {
+    opts: Options,
+    flows: HashMap<(SocketAddr, SocketAddr), Flow>,
+    next_id: u32,
+    stats: DissectStats,
+    since_sweep: u32,
+}
+
+impl Dissector {
+    pub fn new(opts: Options) -> Self {
+        Dissector {
+            opts,
+            flows: HashMap::new(),
+            next_id: 1,
+            stats: DissectStats::default(),
+            since_sweep: 0,
+        }
+    }
+
+    pub fn stats(&self) -> &DissectStats {
+        &self.stats
+    }
+
+    pub fn flow(&self, a: SocketAddr, b: SocketAddr) -> Option<&Flow> {
+        self.flows.get(&key(a, b))
+    }
+
+    /// Flows currently held, by id.
+    pub fn flows(&self) -> Vec<&Flow> {
+        let mut v: Vec<&Flow> = self.flows.values().collect();
+        v.sort_by_key(|f| f.id);
+        v
+    }
+
+    fn forced(&self, a: SocketAddr) -> bool {
+        self.opts.ports.contains(&a.port())
+    }
+
+    /// Guess the server of a flow first seen mid-connection.
+    fn guess_server(&self, src: SocketAddr, dst: SocketAddr) -> SocketAddr {
+        match (self.forced(src), self.forced(dst)) {
+            (true, false) => src,
+            (false, true) => dst,
+            _ if src.port() < dst.port() => src,
+            _ => dst,
+        }
+    }
+
+    fn sweep(&mut self, now: Duration) {
+        let idle = self.opts.idle_timeout;
+        let before = self.flows.len();
+        self.flows
+            .retain(|_, f| now.saturating_sub(f.last_seen) <= idle);
+        while self.flows.len() >= self.opts.max_flows.max(1) {
+            let Some(oldest) = self
+                .flows
+                .iter()
+                .min_by_key(|(_, f)| f.last_seen)
+                .map(|(k, _)| *k)
+            else {
+                break;
+            };
+            self.flows.remove(&oldest);
+        }
+        self.stats.flows_evicted += (before - self.flows.len()) as u64;
+    }
+
+    fn flow_mut(
+        &mut self,
+        d: &UdpDatagram,
+        detection: Detection,
+        client_is_src: Option<bool>,
+    ) -> &mut Flow {
+        let k = key(d.src, d.dst);
+        if !self.flows.contains_key(&k) {
+            self.since_sweep += 1;
+            if self.flows.len() >= self.opts.max_flows.max(1) || self.since_sweep >= 4096 {
+                self.since_sweep = 0;
+                self.sweep(d.ts);
+            }
+            let (client, server) = match client_is_src {
+                Some(true) => (d.src, d.dst),
+                Some(false) => (d.dst, d.src),
+                None => {
+                    let server = self.guess_server(d.src, d.dst);
+                    (if server == d.src { d.dst } else { d.src }, server)
+                }
+            };
+            let id = self.next_id;
+            self.next_id = self.next_id.wrapping_add(1);
+            self.stats.flows += 1;
+            self.flows.insert(
+                k,
+                Flow {
+                    id,
+                    client,
+                    server,
+                    roles_known: client_is_src.is_some(),
+                    detection,
+                    protocol: None,
+                    mtu: None,
+                    client_guid: None,
+                    server_guid: None,
+                    first_seen: d.ts,
+                    last_seen: d.ts,
+                    packets: 0,
+                },
+            );
+        }
+        let f = self
+            .flows
+            .get_mut(&k)
+            .expect("flow inserted above when absent");
+        if let (false, Some(c)) = (f.roles_known, client_is_src) {
+            (f.client, f.server) = if c { (d.src, d.dst) } else { (d.dst, d.src) };
+            f.roles_known = true;
+        }
+        f.last_seen = d.ts;
+        f.packets += 1;
+        f
+    }
+
+    /// Decode one UDP datagram; `None` when it is not RakNet.
+    pub fn dissect<'a>(&mut self, d: &'a UdpDatagram) -> Option<Packet<'a>> {
+        let p = &d.payload[..];
+        let truncated = d.truncated();
+        let trace = self.opts.trace;
+        let reader = || {
+            let r = Reader::new(p);
+            if trace {
+                r.traced()
+            } else {
+                r
+            }
+        };
+
+        if let Some(id) = crate::wire::offline_id(p) {
+            let mut r = reader();
+            let parsed = Offline::parse(&mut r);
+            let mut anomalies = Vec::new();
+            let msg = match parsed {
+                Ok(m) => {
+                    if r.remaining() > 0 {
+                        let n = r.remaining();
+                        let at = r.offset();
+                        r.rest_bytes("trailing bytes");
+                        anomalies.push(Anomaly {
+                            kind: "trailing_bytes",
+                            detail: format!("{n} bytes after the message at byte {at}"),
+                        });
+                    }
+                    Some(m)
+                }
+                Err(e) => {
+                    anomalies.push(Anomaly::from_wire(&e, truncated));
+                    None
+                }
+            };
+            let flow = self.flow_mut(d, Detection::Handshake, sender_is_client(id));
+            if let Some(m) = &msg {
+                learn_offline(flow, m);
+            }
+            let (flow_id, dir) = (flow.id, dir_of(flow, d.src));
+            return Some(self.finish(
+                d,
+                flow_id,
+                dir,
+                Body::Offline { id, msg },
+                anomalies,
+                r.take_trace(),
+            ));
+        }
+
+        let known = self.flows.contains_key(&key(d.src, d.dst));
+        let forced = self.forced(d.src) || self.forced(d.dst);
+        let detection = if known {
+            Detection::Handshake
+        } else if forced {
+            Detection::Port
+        } else if self.opts.heuristics && looks_like_raknet(p) {
+            Detection::Heuristic
+        } else {
+            self.stats.not_raknet += 1;
+            return None;
+        };
+        if p.first().is_none_or(|b| b & FLAG_VALID == 0) {
+            // Not offline and not a datagram. On a RakNet flow it is shown (a
+            // bare 0x15 is rust-raknet's close signal); elsewhere it is not RakNet.
+            if detection != Detection::Handshake {
+                self.stats.not_raknet += 1;
+                return None;
+            }
+            let id = p.first().copied().unwrap_or(0);
+            let anomaly = if p.len() <= 2 {
+                Anomaly {
+                    kind: "short_datagram",
+                    detail: format!(
+                        "{}-byte datagram, which the original library ignores (2 bytes or less)",
+                        p.len()
+                    ),
+                }
+            } else {
+                Anomaly {
+                    kind: "malformed",
+                    detail: format!(
+                        "malformed at byte 0: message id ({id:#04x} without the offline magic, and not a datagram)"
+                    ),
+                }
+            };
+            let flow = self.flow_mut(d, detection, None);
+            let (flow_id, dir) = (flow.id, dir_of(flow, d.src));
+            let trace = trace.then(|| {
+                let mut r = Reader::new(p).traced();
+                r.rest_bytes("data");
+                r.take_trace().unwrap_or_default()
+            });
+            return Some(self.finish(
+                d,
+                flow_id,
+                dir,
+                Body::Offline { id, msg: None },
+                vec![anomaly],
+                trace,
+            ));
+        }
+
+        let mut r = reader();
+        let lax = Datagram::parse_lax(&mut r);
+        let mut anomalies = Vec::new();
+        if let Some(e) = &lax.error {
+            anomalies.push(Anomaly::from_wire(e, truncated));
+        }
+        let mut trace = r.take_trace();
+        let mut client_guid_seen = None;
+        if let Some(Datagram::Data(dd)) = &lax.value {
+            let mut nested = Vec::new();
+            for c in &dd.capsules {
+                if c.reliability.is_ack_receipt() {
+                    anomalies.push(Anomaly {
+                        kind: "ack_receipt_on_wire",
+                        detail: format!(
+                            "reliability {} {} is local and never sent by the original",
+                            c.reliability.0,
+                            c.reliability.name()
+                        ),
+                    });
+                }
+                let whole = c.split.is_none();
+                let base = offset_in(p, c.payload);
+                let id = c.payload.first().copied().unwrap_or(0);
+                let t = if whole && is_internal(id) {
+                    let mut cr = Reader::with_base(c.payload, base);
+                    if trace.is_some() {
+                        cr = cr.traced();
+                    }
+                    match Connected::parse(&mut cr) {
+                        Err(e) => anomalies.push(Anomaly::from_wire(&e, truncated)),
+                        Ok(Connected::ConnectionRequest { client_guid, .. }) => {
+                            client_guid_seen = Some(client_guid)
+                        }
+                        Ok(_) => {}
+                    }
+                    cr.take_trace()
+                } else {
+                    None
+                };
+                nested.push(t);
+            }
+            if let Some(t) = trace.as_mut() {
+                nest_messages(t, nested);
+            }
+        }
+        let flow = self.flow_mut(d, detection, None);
+        if client_guid_seen.is_some() {
+            flow.client_guid = client_guid_seen;
+        }
+        let (flow_id, dir) = (flow.id, dir_of(flow, d.src));
+        Some(self.finish(
+            d,
+            flow_id,
+            dir,
+            Body::Datagram(lax.value),
+            anomalies,
+            trace,
+        ))
+    }
+
+    fn finish<'a>(
+        &mut self,
+        d: &'a UdpDatagram,
+        flow: u32,
+        dir: Dir,
+        body: Body<'a>,
+        anomalies: Vec<Anomaly>,
+        trace: Option<Trace>,
+    ) -> Packet<'a> {
+        self.stats.raknet_packets += 1;
+        if anomalies.iter().any(|a| a.kind == "malformed") {
+            self.stats.malformed += 1;
+        }
+        Packet {
+            frame: d.frame,
+            ts: d.ts,
+            src: d.src,
+            dst: d.dst,
+            flow,
+            dir,
+            body,
+            anomalies,
+            trace,
+            payload: &d.payload,
+            udp_len: d.udp_len,
+        }
+    }
+}
+
+fn dir_of(flow: &Flow, src: SocketAddr) -> Dir {
+    if src == flow.client {
+        Dir::C2s
+    } else {
+        Dir::S2c
+    }
+}
+
+/// Offset of `inner` within `outer` (a subslice of it).
+fn offset_in(outer: &[u8], inner: &[u8]) -> usize {
+    (inner.as_ptr() as usize).saturating_sub(outer.as_ptr() as usize)
+}
+
+fn learn_offline(flow: &mut Flow, m: &Offline<'_>) {
+    match m {
+        Offline::UnconnectedPing {
+            client_guid: Some(g),
+            ..
+        } => flow.client_guid = Some(*g),
+        Offline::UnconnectedPong { server_guid, .. }
+        | Offline::OpenConnectionReply1 { server_guid, .. } => flow.server_guid = Some(*server_guid),
+        Offline::OpenConnectionRequest1 { protocol, .. } => flow.protocol = Some(*protocol),
+        Offline::OpenConnectionRequest2 { client_guid, .. } => {
+            flow.client_guid = Some(*client_guid)
+        }
+        Offline::OpenConnectionReply2 {
+            server_guid, mtu, ..
+        } => {
+            flow.server_guid = Some(*server_guid);
+            flow.mtu = Some(*mtu);
+        }
+        _ => {}
+    }
+}
+
+/// The heuristic for flows seen without their handshake: a datagram that
+/// decodes strictly to its end with sane values, or a well-formed ACK/NACK.
+pub fn looks_like_raknet(p: &[u8]) -> bool {
+    if p.len() < 4 || p[0] & 0x80 == 0 {
+        return false;
+    }
+    match Datagram::parse(&mut Reader::new(p)) {
+        Ok(Datagram::Data(d)) => d.capsules.iter().all(|c| {
+            c.reliability.0 <= Reliability::RELIABLE_SEQUENCED.0
+                && c.split.is_none_or(|s| s.count <= 1 << 20)
+                && (c.bit_length as usize).div_ceil(8) == c.payload.len()
+        }),
+        Ok(Datagram::Ack(l)) | Ok(Datagram::Nack(l)) => {
+            !l.ranges.is_empty() && p[0] & 0x1f == 0 && l.arrival_rate.is_none()
+        }
+        Err(_) => false,
+    }
+}
+
+/// Insert each capsule's message trace after that capsule's `payload` field.
+fn nest_messages(t: &mut Trace, nested: Vec<Option<Trace>>) {
+    if nested.iter().all(Option::is_none) {
+        return;
+    }
+    let mut out = Vec::with_capacity(t.fields.len());
+    let mut it = nested.into_iter();
+    for f in t.fields.drain(..) {
+        let is_payload = f.name == "payload";
+        let depth = f.depth;
+        out.push(f);
+        if is_payload {
+            if let Some(Some(n)) = it.next() {
+                for mut g in n.fields {
+                    g.depth = g.depth.saturating_add(depth + 1);
+                    out.push(g);
+                }
+            }
+        }
+    }
+    t.fields = out;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{AckList, AckRange};
+
+    fn udp(src: &str, dst: &str, payload: Vec<u8>) -> UdpDatagram {
+        UdpDatagram {
+            frame: 1,
+            ts: Duration::from_secs(1),
+            src: src.parse().unwrap(),
+            dst: dst.parse().unwrap(),
+            udp_len: payload.len(),
+            payload,
+        }
+    }
+
+    fn emit(o: &Offline<'_>) -> Vec<u8> {
+        let mut v = Vec::new();
+        o.emit(&mut v);
+        v
+    }
+
+    #[test]
+    fn handshake_makes_a_flow_and_sets_roles() {
+        let mut d = Dissector::new(Options::default());
+        let req = udp(
+            "127.0.0.1:50000",
+            "127.0.0.1:19132",
+            emit(&Offline::OpenConnectionRequest1 {
+                protocol: 6,
+                mtu: 1492,
+            }),
+        );
+        let p = d.dissect(&req).unwrap();
+        assert_eq!((p.flow, p.dir, p.kind()), (1, Dir::C2s, "offline"));
+        assert!(p.anomalies.is_empty());
+        // A data datagram on that flow, from the server, is decoded.
+        let data = udp(
+            "127.0.0.1:19132",
+            "127.0.0.1:50000",
+            vec![0x84, 0, 0, 0, 0x00, 0x00, 0x08, 0x86],
+        );
+        let p = d.dissect(&data).unwrap();
+        assert_eq!((p.flow, p.dir, p.kind()), (1, Dir::S2c, "data"));
+    }
+
+    #[test]
+    fn a_bare_byte_on_a_raknet_flow_is_shown_not_malformed() {
+        let mut d = Dissector::new(Options::default());
+        let req = udp(
+            "127.0.0.1:50000",
+            "127.0.0.1:19132",
+            emit(&Offline::OpenConnectionRequest1 {
+                protocol: 11,
+                mtu: 1400,
+            }),
+        );
+        d.dissect(&req).unwrap();
+        let bye = udp("127.0.0.1:50000", "127.0.0.1:19132", vec![0x15]);
+        let p = d.dissect(&bye).unwrap();
+        assert_eq!(p.anomalies[0].kind, "short_datagram");
+    }
+
+    #[test]
+    fn the_start_up_datagram_is_not_raknet() {
+        let mut d = Dissector::new(Options::default());
+        let u = udp("127.0.0.1:19132", "127.0.0.1:19132", vec![0, 0, 0, 0]);
+        assert!(d.dissect(&u).is_none());
+        assert_eq!(d.stats().not_raknet, 1);
+    }
+
+    #[test]
+    fn heuristic_finds_mid_connection_flows_and_can_be_turned_off() {
+        let mut ack = Vec::new();
+        Datagram::Ack(AckList {
+            flags: 0xc0,
+            arrival_rate: None,
+            ranges: vec![AckRange { min: 3, max: 7 }],
+        })
+        .emit(&mut ack);
+        let u = udp("10.0.0.2:60000", "10.0.0.1:19132", ack);
+        let mut d = Dissector::new(Options::default());
+        let p = d.dissect(&u).unwrap();
+        assert_eq!((p.kind(), p.dir), ("ack", Dir::C2s));
+        let mut d = Dissector::new(Options {
+            heuristics: false,
+            ..Options::default()
+        });
+        assert!(d.dissect(&u).is_none());
+        let mut d = Dissector::new(Options {
+            heuristics: false,
+            ports: vec![19132],
+            ..Options::default()
+        });
+        assert!(d.dissect(&u).is_some());
+    }
+
+    #[test]
+    fn dns_is_not_raknet() {
+        let dns = hex_bytes("abcd0100000100000000000003777777076578616d706c6503636f6d0000010001");
+        let mut d = Dissector::new(Options::default());
+        assert!(d.dissect(&udp("10.0.0.2:5353", "10.0.0.1:53", dns)).is_none());
+    }
+
+    #[test]
+    fn malformed_capsule_is_reported_with_offset() {
+        let mut d = Dissector::new(Options {
+            ports: vec![19132],
+            ..Options::default()
+        });
+        let u = udp(
+            "127.0.0.1:50000",
+            "127.0.0.1:19132",
+            vec![0x84, 0, 0, 0, 0x60, 0x00, 0x08, 0, 0, 0, 0, 0, 0, 40, 0x86],
+        );
+        let p = d.dissect(&u).unwrap();
+        assert_eq!(p.anomalies[0].kind, "malformed");
+        assert_eq!(
+            p.anomalies[0].detail,
+            "malformed at byte 13: order channel (40, at most 31)"
+        );
+    }
+
+    #[test]
+    fn snaplen_cut_is_truncated_not_malformed() {
+        let mut d = Dissector::new(Options {
+            ports: vec![19132],
+            ..Options::default()
+        });
+        let mut u = udp(
+            "127.0.0.1:50000",
+            "127.0.0.1:19132",
+            vec![0x84, 0, 0, 0, 0x00, 0x00, 0x40],
+        );
+        u.udp_len = 15;
+        let p = d.dissect(&u).unwrap();
+        assert_eq!(p.anomalies[0].kind, "truncated");
+    }
+
+    #[test]
+    fn flow_table_is_bounded() {
+        let mut d = Dissector::new(Options {
+            max_flows: 8,
+            ..Options::default()
+        });
+        for port in 0..100u16 {
+            let u = udp(
+                &format!("127.0.0.1:{}", 1000 + port),
+                "127.0.0.1:19132",
+                emit(&Offline::OpenConnectionRequest1 {
+                    protocol: 6,
+                    mtu: 576,
+                }),
+            );
+            d.dissect(&u).unwrap();
+            assert!(d.flows.len() <= 8);
+        }
+        assert_eq!(d.stats().flows, 100);
+    }
+
+    fn hex_bytes(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+}

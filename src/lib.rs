@@ -5,6 +5,7 @@
 //! their datagrams, `output` formats the result.
 
 pub mod capture;
+pub mod cli;
 pub mod dissect;
 pub mod output;
 pub mod wire;

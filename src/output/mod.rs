@@ -1,0 +1,31 @@
+//! Formatters that only format: summary lines, the `-V` tree, hex, NDJSON.
+
+pub mod json;
+pub mod text;
+
+use std::io::IsTerminal;
+
+/// `--color auto|always|never`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ColorChoice {
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorChoice {
+    /// Whether to colour standard output. `auto` colours a terminal only, and
+    /// not when `NO_COLOR` is set (to anything but empty) or `TERM=dumb`.
+    pub fn enabled(self) -> bool {
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+                let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
+                !no_color && !dumb && std::io::stdout().is_terminal()
+            }
+        }
+    }
+}

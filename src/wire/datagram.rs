@@ -372,9 +372,9 @@ impl<'a> Datagram<'a> {
         };
         let mut capsules = Vec::new();
         let mut error = None;
-        // The original stops when fewer than 4 bytes remain, or at a zero-length
-        // capsule (what trailing zero padding decodes to).
-        while r.remaining() >= 4 {
+        // Trailing zero padding decodes to a zero-length capsule, which ends
+        // the chain in the original; anything else must be a whole capsule.
+        while r.remaining() > 0 {
             if r.rest().iter().all(|&b| b == 0) {
                 r.rest_bytes("padding");
                 break;
@@ -389,13 +389,6 @@ impl<'a> Datagram<'a> {
                     error = Some(e);
                     break;
                 }
-            }
-        }
-        if error.is_none() && r.remaining() > 0 {
-            if r.rest().iter().all(|&b| b == 0) {
-                r.rest_bytes("padding");
-            } else {
-                error = Some(r.invalid("capsule flags", format!("{} stray bytes", r.remaining())));
             }
         }
         if error.is_none() && capsules.is_empty() {

@@ -28,3 +28,6 @@ pub const MAGIC: [u8; 16] = [
 
 /// RakNet protocol version of the original library (`RAKNET_PROTOCOL_VERSION`).
 pub const PROTOCOL_ORIGINAL: u8 = 6;
+
+#[cfg(test)]
+mod proptests;

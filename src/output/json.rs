@@ -1,0 +1,261 @@
+//! NDJSON records (DESIGN.md, "The NDJSON interface"): one object per line,
+//! snake_case keys in a fixed order, a `type` on every record, bytes in hex.
+
+use serde::Serialize;
+
+use crate::dissect::{Anomaly, Body, Packet};
+use crate::wire::{Capsule, Datagram, Motd, Offline, SystemAddress};
+
+/// Lowercase hex of `b`.
+pub fn hex(b: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(b.len() * 2);
+    for &x in b {
+        s.push(DIGITS[(x >> 4) as usize] as char);
+        s.push(DIGITS[(x & 15) as usize] as char);
+    }
+    s
+}
+
+fn guid(g: u64) -> String {
+    format!("{g:#018x}")
+}
+
+#[derive(Serialize)]
+pub struct SplitJson {
+    pub count: u32,
+    pub id: u16,
+    pub index: u32,
+}
+
+/// One capsule of a data datagram.
+#[derive(Serialize)]
+pub struct FrameJson {
+    pub reliability: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reliable_index: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sequence_index: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub order_index: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub channel: Option<u8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub split: Option<SplitJson>,
+    pub len: usize,
+    /// The message id, for a whole message or a first fragment.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<u8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+impl FrameJson {
+    pub fn new(c: &Capsule<'_>) -> Self {
+        let id = c.message_id();
+        FrameJson {
+            reliability: c.reliability.name(),
+            reliable_index: c.reliable_index,
+            sequence_index: c.sequence_index,
+            order_index: c.order_index,
+            channel: c.channel,
+            split: c.split.map(|s| SplitJson {
+                count: s.count,
+                id: s.id,
+                index: s.index,
+            }),
+            len: c.payload.len(),
+            id,
+            name: id.map(|i| crate::wire::message_name(i).into_owned()),
+        }
+    }
+}
+
+/// A `packet` record.
+#[derive(Serialize)]
+pub struct PacketJson {
+    #[serde(rename = "type")]
+    pub kind_of_record: &'static str,
+    pub frame: u64,
+    pub ts: f64,
+    pub src: String,
+    pub dst: String,
+    pub flow: u32,
+    pub dir: &'static str,
+    pub kind: &'static str,
+    pub len: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<u8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<u8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_guid: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_guid: Option<String>,
+    /// The sender's GUID in an out-of-band message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guid: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cookie: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub security: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payload: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub motd: Option<serde_json::Map<String, serde_json::Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frames: Option<Vec<FrameJson>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ranges: Option<Vec<[u32; 2]>>,
+    pub anomalies: Vec<Anomaly>,
+}
+
+fn addr(a: &SystemAddress) -> Option<String> {
+    Some(a.to_string())
+}
+
+impl PacketJson {
+    /// The record for `p`; `ts` is seconds since the Unix epoch.
+    pub fn new(p: &Packet<'_>) -> Self {
+        let mut j = PacketJson {
+            kind_of_record: "packet",
+            frame: p.frame,
+            ts: p.ts.as_secs_f64(),
+            src: p.src.to_string(),
+            dst: p.dst.to_string(),
+            flow: p.flow,
+            dir: p.dir.as_str(),
+            kind: p.kind(),
+            len: p.payload.len(),
+            id: None,
+            name: None,
+            protocol: None,
+            mtu: None,
+            client_guid: None,
+            server_guid: None,
+            guid: None,
+            time: None,
+            cookie: None,
+            security: None,
+            address: None,
+            payload: None,
+            motd: None,
+            seq: None,
+            frames: None,
+            ranges: None,
+            anomalies: p.anomalies.clone(),
+        };
+        match &p.body {
+            Body::Offline { id, msg } => {
+                j.id = Some(*id);
+                j.name = Some(crate::wire::message_name(*id).into_owned());
+                if let Some(m) = msg {
+                    j.offline_fields(m);
+                }
+            }
+            Body::Datagram(Some(Datagram::Data(d))) => {
+                j.seq = Some(d.seq);
+                j.frames = Some(d.capsules.iter().map(FrameJson::new).collect());
+            }
+            Body::Datagram(Some(Datagram::Ack(l) | Datagram::Nack(l))) => {
+                j.ranges = Some(l.ranges.iter().map(|r| [r.min, r.max]).collect());
+            }
+            Body::Datagram(None) => {}
+        }
+        j
+    }
+
+    fn offline_fields(&mut self, m: &Offline<'_>) {
+        match m {
+            Offline::UnconnectedPing {
+                time, client_guid, ..
+            } => {
+                self.time = Some(*time);
+                self.client_guid = client_guid.map(guid);
+            }
+            Offline::UnconnectedPong {
+                time,
+                server_guid,
+                payload,
+            } => {
+                self.time = Some(*time);
+                self.server_guid = Some(guid(*server_guid));
+                self.payload = Some(hex(payload));
+                self.motd = Motd::parse(payload).map(|m| {
+                    m.fields
+                        .into_iter()
+                        .map(|(k, v)| (k.to_string(), serde_json::Value::String(v)))
+                        .collect()
+                });
+            }
+            Offline::OpenConnectionRequest1 { protocol, mtu } => {
+                self.protocol = Some(*protocol);
+                self.mtu = Some(*mtu);
+            }
+            Offline::OpenConnectionReply1 {
+                server_guid,
+                security,
+                mtu,
+            } => {
+                self.server_guid = Some(guid(*server_guid));
+                self.security = Some(security.is_some());
+                self.cookie = security.as_ref().map(|s| s.cookie);
+                self.mtu = Some(*mtu);
+            }
+            Offline::OpenConnectionRequest2 {
+                security,
+                server_address,
+                mtu,
+                client_guid,
+            } => {
+                self.cookie = security.as_ref().map(|s| s.cookie);
+                self.address = addr(server_address);
+                self.mtu = Some(*mtu);
+                self.client_guid = Some(guid(*client_guid));
+            }
+            Offline::OpenConnectionReply2 {
+                server_guid,
+                client_address,
+                mtu,
+                security_answer,
+            } => {
+                self.server_guid = Some(guid(*server_guid));
+                self.address = addr(client_address);
+                self.mtu = Some(*mtu);
+                self.security = Some(security_answer.is_some());
+            }
+            Offline::IncompatibleProtocolVersion {
+                protocol,
+                server_guid,
+            } => {
+                self.protocol = Some(*protocol);
+                self.server_guid = Some(guid(*server_guid));
+            }
+            Offline::Refusal { server_guid, .. } => self.server_guid = Some(guid(*server_guid)),
+            Offline::OutOfBand { guid: g, payload } => {
+                self.guid = Some(guid(*g));
+                self.payload = Some(hex(payload));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_is_lowercase() {
+        assert_eq!(hex(&[0x00, 0xab, 0xff]), "00abff");
+    }
+}

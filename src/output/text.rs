@@ -1,0 +1,288 @@
+//! Human output: one summary line per packet, the `-V` field tree and the
+//! `-x` hex dump. Formatting only: everything shown was decoded elsewhere.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use owo_colors::{OwoColorize, Style};
+
+use crate::dissect::{Body, Packet};
+use crate::wire::datagram::format_ranges;
+use crate::wire::{message_name, Capsule, Datagram, Motd, Offline, Trace};
+
+/// Colours, or none.
+#[derive(Debug, Clone, Copy)]
+pub struct Palette {
+    pub enabled: bool,
+}
+
+impl Palette {
+    fn paint(&self, s: &str, style: Style) -> String {
+        if self.enabled {
+            s.style(style).to_string()
+        } else {
+            s.to_string()
+        }
+    }
+}
+
+fn style_for(p: &Packet<'_>) -> Style {
+    match p.kind() {
+        "offline" => Style::new().cyan(),
+        "ack" => Style::new().green(),
+        "nack" => Style::new().yellow(),
+        _ => Style::new(),
+    }
+}
+
+/// Printable text of a byte string, quoted, at most `max` characters.
+pub fn quoted(b: &[u8], max: usize) -> String {
+    let mut s = String::from("\"");
+    for &c in b.iter().take(max) {
+        match c {
+            b'"' => s.push_str("\\\""),
+            b'\\' => s.push_str("\\\\"),
+            0x20..=0x7e => s.push(c as char),
+            _ => {
+                let _ = write!(s, "\\x{c:02x}");
+            }
+        }
+    }
+    s.push('"');
+    if b.len() > max {
+        s.push('…');
+    }
+    s
+}
+
+fn offline_summary(m: &Offline<'_>) -> String {
+    match m {
+        Offline::UnconnectedPing {
+            time, client_guid, ..
+        } => match client_guid {
+            Some(g) => format!("time={time} guid={g:#x}"),
+            None => format!("time={time}"),
+        },
+        Offline::UnconnectedPong {
+            time,
+            server_guid,
+            payload,
+        } => match Motd::parse(payload) {
+            Some(motd) => {
+                let text: Vec<&str> = motd.fields.iter().map(|(_, v)| v.as_str()).collect();
+                format!(
+                    "time={time} guid={server_guid:#x} motd={}",
+                    quoted(text.join(";").as_bytes(), 80)
+                )
+            }
+            None => format!(
+                "time={time} guid={server_guid:#x} payload={}",
+                quoted(payload, 60)
+            ),
+        },
+        Offline::OpenConnectionRequest1 { protocol, mtu } => {
+            format!("protocol={protocol} mtu={mtu}")
+        }
+        Offline::OpenConnectionReply1 {
+            server_guid,
+            security,
+            mtu,
+        } => match security {
+            Some(s) => format!(
+                "guid={server_guid:#x} security=yes cookie={:#010x} mtu={mtu}",
+                s.cookie
+            ),
+            None => format!("guid={server_guid:#x} security=no mtu={mtu}"),
+        },
+        Offline::OpenConnectionRequest2 {
+            security,
+            server_address,
+            mtu,
+            client_guid,
+        } => {
+            let cookie = security
+                .as_ref()
+                .map(|s| format!(" cookie={:#010x}", s.cookie))
+                .unwrap_or_default();
+            format!("server={server_address} mtu={mtu} guid={client_guid:#x}{cookie}")
+        }
+        Offline::OpenConnectionReply2 {
+            server_guid,
+            client_address,
+            mtu,
+            security_answer,
+        } => format!(
+            "guid={server_guid:#x} client={client_address} mtu={mtu} security={}",
+            if security_answer.is_some() { "yes" } else { "no" }
+        ),
+        Offline::IncompatibleProtocolVersion {
+            protocol,
+            server_guid,
+        } => format!("server protocol={protocol} guid={server_guid:#x}"),
+        Offline::Refusal { server_guid, .. } => format!("guid={server_guid:#x}"),
+        Offline::OutOfBand { guid, payload } => {
+            format!("guid={guid:#x} payload={} bytes", payload.len())
+        }
+    }
+}
+
+fn capsule_summary(c: &Capsule<'_>) -> String {
+    let mut s = c.reliability.name().to_string();
+    if let Some(i) = c.reliable_index {
+        let _ = write!(s, " ri={i}");
+    }
+    if let Some(i) = c.sequence_index {
+        let _ = write!(s, " si={i}");
+    }
+    if let Some(i) = c.order_index {
+        let _ = write!(s, " oi={i}");
+    }
+    if let Some(ch) = c.channel {
+        let _ = write!(s, " ch={ch}");
+    }
+    if let Some(sp) = c.split {
+        let _ = write!(
+            s,
+            " split {}/{} id={}",
+            sp.index as u64 + 1,
+            sp.count,
+            sp.id
+        );
+    }
+    match c.message_id() {
+        Some(id) => {
+            let _ = write!(s, " {} len={}", message_name(id), c.payload.len());
+        }
+        None => {
+            let _ = write!(s, " len={}", c.payload.len());
+        }
+    }
+    s
+}
+
+/// The summary after the addresses: offline message, `#seq` and capsules, or ACK/NACK ranges.
+pub fn summary(p: &Packet<'_>) -> String {
+    match &p.body {
+        Body::Offline { id, msg } => match msg {
+            Some(m) => format!("{} {}", message_name(*id), offline_summary(m)),
+            None => message_name(*id).into_owned(),
+        },
+        Body::Datagram(Some(Datagram::Data(d))) => {
+            let parts: Vec<String> = d.capsules.iter().map(capsule_summary).collect();
+            format!("#{} {}", d.seq, parts.join(" | "))
+        }
+        Body::Datagram(Some(Datagram::Ack(l))) => format!("ACK {}", format_ranges(&l.ranges)),
+        Body::Datagram(Some(Datagram::Nack(l))) => format!("NACK {}", format_ranges(&l.ranges)),
+        Body::Datagram(None) => "datagram".to_string(),
+    }
+}
+
+/// One line per packet: frame, relative time, endpoints, flow and direction, summary, anomalies.
+pub fn line(p: &Packet<'_>, since: Duration, pal: Palette) -> String {
+    let rel = p.ts.saturating_sub(since).as_secs_f64();
+    let mut s = format!(
+        "{:>6} {:>11.6} {:>21} → {:<21} {:>3} {} ",
+        p.frame,
+        rel,
+        p.src.to_string(),
+        p.dst.to_string(),
+        p.flow,
+        p.dir.as_str()
+    );
+    s.push_str(&pal.paint(&summary(p), style_for(p)));
+    for a in &p.anomalies {
+        let text = if a.kind == "malformed" {
+            format!(" [{}]", a.detail)
+        } else {
+            format!(" [{}: {}]", a.kind, a.detail)
+        };
+        s.push_str(&pal.paint(&text, Style::new().red().bold()));
+    }
+    s
+}
+
+/// The `-V` field tree: offset and length columns, then the field, indented by depth.
+pub fn tree(p: &Packet<'_>, t: &Trace) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "  UDP {} → {}, flow {} {}, {} bytes of payload{}",
+        p.src,
+        p.dst,
+        p.flow,
+        p.dir.as_str(),
+        p.payload.len(),
+        if p.payload.len() < p.udp_len {
+            format!(" (of {}, cut by the snapshot length)", p.udp_len)
+        } else {
+            String::new()
+        }
+    );
+    let _ = writeln!(s, "  RakNet {}", p.kind());
+    for f in &t.fields {
+        let indent = "  ".repeat(f.depth as usize + 2);
+        if f.value.is_empty() {
+            let _ = writeln!(s, "  {:>5} {:>4} {indent}{}", f.offset, f.len, f.name);
+        } else {
+            let _ = writeln!(
+                s,
+                "  {:>5} {:>4} {indent}{}: {}",
+                f.offset, f.len, f.name, f.value
+            );
+        }
+    }
+    for a in &p.anomalies {
+        let _ = writeln!(s, "  anomaly: {}: {}", a.kind, a.detail);
+    }
+    s
+}
+
+/// A classic hex dump of `b`: offset, 16 bytes in hex, printable ASCII.
+pub fn hex_dump(b: &[u8]) -> String {
+    let mut s = String::new();
+    for (i, chunk) in b.chunks(16).enumerate() {
+        let _ = write!(s, "  {:04x}  ", i * 16);
+        for j in 0..16 {
+            match chunk.get(j) {
+                Some(x) => {
+                    let _ = write!(s, "{x:02x} ");
+                }
+                None => s.push_str("   "),
+            }
+            if j == 7 {
+                s.push(' ');
+            }
+        }
+        s.push(' ');
+        for &c in chunk {
+            s.push(if (0x20..0x7f).contains(&c) {
+                c as char
+            } else {
+                '.'
+            });
+        }
+        s.push('\n');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_dump_layout() {
+        let d = hex_dump(b"\x84\x00\x00\x00ABCDEFGHIJKLMNOPQ");
+        assert_eq!(
+            d,
+            "  0000  84 00 00 00 41 42 43 44  45 46 47 48 49 4a 4b 4c  ....ABCDEFGHIJKL\n  \
+             0010  4d 4e 4f 50 51                                    MNOPQ\n"
+        );
+    }
+
+    #[test]
+    fn quoted_escapes() {
+        assert_eq!(quoted(b"a\"\x01", 10), "\"a\\\"\\x01\"");
+        assert_eq!(quoted(b"abcdef", 3), "\"abc\"…");
+    }
+}
