@@ -1,0 +1,255 @@
+//! End-to-end tests of `raknet-dissect FILE` on the bundled real-peer samples:
+//! every RakNet packet shown, none malformed, the output modes, and bad input.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_raknet-dissect"));
+    c.env_remove("NO_COLOR").env_remove("TERM");
+    c
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("utf-8 output")
+}
+
+fn sample(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("samples")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn samples() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("samples/ exists")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|x| x == "pcap" || x == "pcapng")
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli");
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    dir.join(name)
+}
+
+/// The records of a classic little-endian pcap: (header bytes, record header, data).
+fn pcap_records(bytes: &[u8]) -> (Vec<u8>, Vec<([u8; 16], Vec<u8>)>) {
+    assert_eq!(&bytes[..4], &[0xd4, 0xc3, 0xb2, 0xa1], "little-endian µs pcap");
+    let mut recs = Vec::new();
+    let mut at = 24;
+    while at + 16 <= bytes.len() {
+        let mut h = [0u8; 16];
+        h.copy_from_slice(&bytes[at..at + 16]);
+        let incl = u32::from_le_bytes([h[8], h[9], h[10], h[11]]) as usize;
+        recs.push((h, bytes[at + 16..at + 16 + incl].to_vec()));
+        at += 16 + incl;
+    }
+    (bytes[..24].to_vec(), recs)
+}
+
+fn write_pcap(path: &Path, header: &[u8], recs: &[([u8; 16], Vec<u8>)]) {
+    let mut f = std::fs::File::create(path).expect("create pcap");
+    f.write_all(header).unwrap();
+    for (h, d) in recs {
+        let mut h = *h;
+        h[8..12].copy_from_slice(&(d.len() as u32).to_le_bytes());
+        f.write_all(&h).unwrap();
+        f.write_all(d).unwrap();
+    }
+}
+
+#[test]
+fn every_sample_is_dissected_without_malformed_packets() {
+    let files = samples();
+    assert!(files.len() >= 4, "samples: {files:?}");
+    for f in files {
+        let f = f.to_string_lossy();
+        let o = run(&[&f, "--json"]);
+        assert!(o.status.success(), "{f}: {}", String::from_utf8_lossy(&o.stderr));
+        let out = stdout(&o);
+        let mut frames = Vec::new();
+        for line in out.lines() {
+            let v: serde_json::Value = serde_json::from_str(line).expect("each line is JSON");
+            assert_eq!(v["type"], "packet");
+            for a in v["anomalies"].as_array().expect("anomalies list") {
+                assert_ne!(a["kind"], "malformed", "{f}: {line}");
+            }
+            frames.push(v["frame"].as_u64().expect("frame number"));
+        }
+        assert!(frames.len() >= 2, "{f}: {} packets", frames.len());
+        assert!(frames.windows(2).all(|w| w[0] < w[1]), "{f}: frames in order");
+        let text = stdout(&run(&[&f]));
+        assert_eq!(text.lines().count(), frames.len(), "{f}: one line per packet");
+        assert!(!text.contains("malformed"), "{f}");
+    }
+}
+
+#[test]
+fn handshake_sample_shows_the_whole_connection() {
+    let out = stdout(&run(&[&sample("handshake.pcap")]));
+    for needle in [
+        "ID_UNCONNECTED_PING",
+        "ID_UNCONNECTED_PONG",
+        "ID_OPEN_CONNECTION_REQUEST_1 protocol=6 mtu=1492",
+        "ID_OPEN_CONNECTION_REPLY_1",
+        "ID_OPEN_CONNECTION_REQUEST_2",
+        "ID_OPEN_CONNECTION_REPLY_2",
+        "ID_CONNECTION_REQUEST ",
+        "ID_CONNECTION_REQUEST_ACCEPTED",
+        "ID_NEW_INCOMING_CONNECTION",
+        "RELIABLE_ORDERED",
+        "UNRELIABLE_SEQUENCED",
+        "RELIABLE_SEQUENCED",
+        "split 1/",
+        "ACK ",
+        "ID_DISCONNECTION_NOTIFICATION",
+    ] {
+        assert!(out.contains(needle), "missing {needle:?} in\n{out}");
+    }
+    for ch in ["ch=0", "ch=1", "ch=5", "ch=31"] {
+        assert!(out.contains(ch), "channel {ch}");
+    }
+}
+
+#[test]
+fn read_spellings_and_stdin_agree() {
+    let f = sample("handshake.pcap");
+    let plain = stdout(&run(&[&f]));
+    assert_eq!(stdout(&run(&["-r", &f])), plain);
+    assert_eq!(stdout(&run(&["read", &f])), plain);
+    let mut child = bin()
+        .arg("-")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let bytes = std::fs::read(&f).unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || stdin.write_all(&bytes));
+    let o = child.wait_with_output().unwrap();
+    feeder.join().unwrap().unwrap();
+    assert_eq!(stdout(&o), plain);
+}
+
+#[test]
+fn count_verbose_hex_and_json_modes() {
+    let f = sample("handshake.pcap");
+    assert_eq!(stdout(&run(&[&f, "-c", "5"])).lines().count(), 5);
+    assert_eq!(stdout(&run(&[&f, "-c", "3", "--json"])).lines().count(), 3);
+    let v = stdout(&run(&[&f, "-V"]));
+    for needle in ["datagram number", "capsule flags", "reliable index", "magic", "mtu padding"] {
+        assert!(v.contains(needle), "-V lacks {needle}");
+    }
+    let x = stdout(&run(&[&f, "-x", "-c", "1"]));
+    assert!(x.contains("  0000  "), "{x}");
+    let first: serde_json::Value =
+        serde_json::from_str(stdout(&run(&[&f, "--json"])).lines().next().unwrap()).unwrap();
+    for key in ["type", "frame", "ts", "src", "dst", "flow", "dir", "kind", "anomalies"] {
+        assert!(first.get(key).is_some(), "packet record lacks {key}: {first}");
+    }
+}
+
+#[test]
+fn color_follows_the_choice() {
+    let f = sample("handshake.pcap");
+    assert!(stdout(&run(&[&f, "--color", "always"])).contains("\x1b["));
+    assert!(!stdout(&run(&[&f, "--color", "never"])).contains("\x1b["));
+    // auto: stdout is a pipe here
+    assert!(!stdout(&run(&[&f])).contains("\x1b["));
+    let o = bin()
+        .args([&f, "--color", "auto"])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(!stdout(&o).contains("\x1b["));
+}
+
+#[test]
+fn unreadable_and_foreign_files_fail_with_one_line_and_code_3() {
+    let o = run(&["/nonexistent/capture.pcap"]);
+    assert_eq!(o.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let o = run(&[&format!("{}/Cargo.toml", env!("CARGO_MANIFEST_DIR"))]);
+    assert_eq!(o.status.code(), Some(3));
+    assert_eq!(String::from_utf8_lossy(&o.stderr).lines().count(), 1);
+    let empty = tmp("empty.pcap");
+    std::fs::write(&empty, b"").unwrap();
+    assert_eq!(run(&[&empty.to_string_lossy()]).status.code(), Some(3));
+}
+
+#[test]
+fn a_capture_cut_short_prints_what_was_there_then_warns() {
+    let f = sample("handshake.pcap");
+    let bytes = std::fs::read(&f).unwrap();
+    let full = stdout(&run(&[&f]));
+    let cut = tmp("cut.pcap");
+    std::fs::write(&cut, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    let o = run(&[&cut.to_string_lossy()]);
+    assert_eq!(o.status.code(), Some(5));
+    let got = stdout(&o);
+    assert!(got.lines().count() > 10);
+    assert!(full.starts_with(&got), "the lines before the cut are the same");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("warning"), "{err}");
+}
+
+#[test]
+fn mid_connection_flows_need_heuristics_or_a_port() {
+    let f = sample("handshake.pcap");
+    let (header, recs) = pcap_records(&std::fs::read(&f).unwrap());
+    // Drop everything before the first data datagram (offline messages have ids < 0x80).
+    let json = stdout(&run(&[&f, "--json"]));
+    let first_data = json
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["kind"] == "data")
+        .expect("a data datagram");
+    let port = first_data["dst"].as_str().unwrap().rsplit(':').next().unwrap().to_string();
+    let from = first_data["frame"].as_u64().unwrap() as usize;
+    let mid = tmp("mid.pcap");
+    write_pcap(&mid, &header, &recs[from - 1..]);
+    let mid = mid.to_string_lossy();
+    let heuristic = stdout(&run(&[&mid]));
+    assert!(heuristic.lines().count() > 20, "{heuristic}");
+    assert!(!heuristic.contains("malformed"));
+    assert_eq!(stdout(&run(&[&mid, "--no-heuristics"])).lines().count(), 0);
+    let forced = stdout(&run(&[&mid, "--no-heuristics", "-d", &format!("udp.port=={port},raknet")]));
+    assert_eq!(forced.lines().count(), heuristic.lines().count());
+    let forced2 = stdout(&run(&[&mid, "--no-heuristics", "-d", &port]));
+    assert_eq!(forced2, forced);
+}
+
+#[test]
+fn snaplen_cuts_are_truncated_not_malformed() {
+    let f = sample("handshake.pcap");
+    let (header, recs) = pcap_records(&std::fs::read(&f).unwrap());
+    let mut header = header;
+    header[16..20].copy_from_slice(&80u32.to_le_bytes());
+    let cut: Vec<_> = recs
+        .into_iter()
+        .map(|(h, d)| (h, d[..d.len().min(80)].to_vec()))
+        .collect();
+    let path = tmp("snap80.pcap");
+    write_pcap(&path, &header, &cut);
+    let o = run(&[&path.to_string_lossy(), "--json"]);
+    assert!(o.status.success());
+    let out = stdout(&o);
+    assert!(out.contains("\"truncated\""), "{out}");
+    assert!(!out.contains("\"malformed\""), "{out}");
+}
