@@ -1,0 +1,218 @@
+#!/usr/bin/env bash
+# make-samples.sh: capture small RakNet sample files from REAL peers over loopback.
+#
+# Usage (as root, because tcpdump/dumpcap capture on lo and any):
+#     scripts/make-samples.sh [OUTDIR]          # default OUTDIR: samples/
+#
+# Environment:
+#     RAKNET_PYTHON   a python with the PyPI package `raknet` (bindings of the
+#                     original C++ RakNet). Default: target/venv/bin/python,
+#                     created with `python3 -m venv target/venv && pip install raknet`
+#                     when missing.
+#     SKIP_MC=1       skip minecraft.pcap (needs `cargo build --example mc_pair`)
+#     SKIP_CHECK=1    skip the tshark summary at the end
+#
+# What it writes (see samples/README.md):
+#     handshake.pcap + handshake.pcapng    one run of scripts/peers.py, scenario
+#                                          all-reliabilities, captured at once by
+#                                          tcpdump -i lo (pcap, Ethernet) and
+#                                          dumpcap -i lo (pcapng); ground truth
+#                                          handshake.expected.json
+#     cooked.pcap + cooked2.pcap           one run, scenario basic, tcpdump -i any
+#                                          (LINUX_SLL, µs) and -y LINUX_SLL2 with
+#                                          nanosecond timestamps; cooked.expected.json
+#     original-mc-dialect.pcap             the original library with protocol 11 and
+#                                          20 internal addresses, Bedrock-style pong;
+#                                          original-mc-dialect.expected.json
+#     minecraft.pcap                       examples/mc_pair.rs (rust-raknet) on 19132;
+#                                          minecraft.expected.json, printout minecraft.txt
+#     incompatible-protocol.pcap, server-full.pcap, no-server.pcap
+#                                          failed connection attempts (+ .expected.json)
+#
+# Every step is bounded in time (timeout on each peer run and each capture); the
+# script is rerunnable: it overwrites its outputs and nothing else.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+OUT=${1:-samples}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+TMP=$(mktemp -d /tmp/make-samples.XXXXXX)
+CAPTURE_PIDS=()
+
+cleanup() {
+    local pid
+    for pid in "${CAPTURE_PIDS[@]}"; do
+        kill -INT "$pid" 2>/dev/null || true
+    done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+die() { echo "make-samples: $*" >&2; exit 1; }
+say() { echo "make-samples: $*" >&2; }
+
+[ "$(id -u)" = 0 ] || die "must run as root (tcpdump/dumpcap on lo)"
+command -v tcpdump >/dev/null || die "tcpdump not found"
+
+# --- the original library's Python bindings ----------------------------------
+if [ -n "${RAKNET_PYTHON:-}" ]; then
+    PY=$RAKNET_PYTHON
+else
+    PY=$ROOT/target/venv/bin/python
+    if ! [ -x "$PY" ] || ! "$PY" -c 'import raknet' 2>/dev/null; then
+        say "creating target/venv with the PyPI package raknet"
+        python3 -m venv "$ROOT/target/venv"
+        timeout 300 "$ROOT/target/venv/bin/pip" install --quiet raknet
+    fi
+fi
+"$PY" -c 'import raknet' || die "$PY cannot import raknet"
+PEERS=(timeout 60 "$PY" "$ROOT/scripts/peers.py" session)
+
+# --- the rust-raknet pair ------------------------------------------------------
+MC_PAIR=""
+if [ -z "${SKIP_MC:-}" ]; then
+    TARGET_DIR=$(cargo metadata --format-version 1 --no-deps 2>/dev/null |
+        "$PY" -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])' ||
+        echo "$ROOT/target")
+    MC_PAIR=$TARGET_DIR/debug/examples/mc_pair
+    # Examples link the library crate: while src/ does not build, fall back to the
+    # last mc_pair binary built.
+    if ! timeout 600 cargo build --quiet --example mc_pair; then
+        if [ -x "$MC_PAIR" ]; then
+            say "cargo build --example mc_pair failed: using the existing $MC_PAIR"
+        else
+            say "cargo build --example mc_pair failed: minecraft.pcap not remade"
+            MC_PAIR=""
+        fi
+    fi
+fi
+
+# --- capture helpers -------------------------------------------------------------
+# start_capture NAME TOOL-ARGS...: run a capture in the background and wait until
+# it says it is listening (tcpdump: "listening on", dumpcap: "Capturing on").
+start_capture() {
+    local name=$1; shift
+    local err=$TMP/$name.err
+    timeout 120 "$@" 2>"$err" &
+    local pid=$!
+    CAPTURE_PIDS+=("$pid")
+    local i
+    for i in $(seq 100); do
+        if grep -q -e 'listening on' -e 'Capturing on' "$err" 2>/dev/null; then
+            sleep 0.2   # the filter is attached just before that line is printed
+            return 0
+        fi
+        kill -0 "$pid" 2>/dev/null || { cat "$err" >&2; die "capture $name exited"; }
+        sleep 0.05
+    done
+    cat "$err" >&2
+    die "capture $name did not start"
+}
+
+# stop_captures: let the last packets be written, then SIGINT every capture.
+stop_captures() {
+    local pid
+    sleep 1.2
+    for pid in "${CAPTURE_PIDS[@]}"; do
+        # `timeout` forwards SIGINT to tcpdump/dumpcap, which flush and exit.
+        kill -INT "$pid" 2>/dev/null || true
+    done
+    for pid in "${CAPTURE_PIDS[@]}"; do
+        wait "$pid" 2>/dev/null || true
+    done
+    CAPTURE_PIDS=()
+}
+
+tcpdump_lo() { # FILE FILTER...
+    local f=$1; shift
+    start_capture "$(basename "$f")" tcpdump -i lo -Z root --immediate-mode -U -n -w "$f" "$@"
+}
+
+# --- 1. handshake.pcap + handshake.pcapng: all reliabilities, one run -----------------
+P=19140
+say "handshake.pcap / handshake.pcapng (original RakNet, port $P)"
+FILTER="udp port $P or udp port $((P + 1))"
+tcpdump_lo "$OUT/handshake.pcap" "$FILTER"
+start_capture handshake.pcapng dumpcap -q -i lo -f "$FILTER" -w "$OUT/handshake.pcapng"
+"${PEERS[@]}" --port $P --client-port $((P + 1)) --scenario all-reliabilities --seed 1 \
+    --out-json "$OUT/handshake.expected.json"
+stop_captures
+chmod 644 "$OUT/handshake.pcapng"   # dumpcap creates it 0600
+
+# --- 2. cooked.pcap (SLL v1) + cooked2.pcap (SLL v2, ns): basic, one run ---------------
+P=19144
+say "cooked.pcap / cooked2.pcap (tcpdump -i any, port $P)"
+FILTER="udp port $P or udp port $((P + 1))"
+start_capture cooked.pcap tcpdump -i any -Z root -y LINUX_SLL --immediate-mode -U -n -w "$OUT/cooked.pcap" "$FILTER"
+DLTS=$(tcpdump -L -i any 2>&1 || true)
+if [[ $DLTS == *LINUX_SLL2* ]]; then
+    start_capture cooked2.pcap tcpdump -i any -Z root -y LINUX_SLL2 --time-stamp-precision=nano \
+        --immediate-mode -U -n -w "$OUT/cooked2.pcap" "$FILTER"
+else
+    say "this tcpdump has no LINUX_SLL2: cooked2.pcap not made"
+    rm -f "$OUT/cooked2.pcap"
+fi
+"${PEERS[@]}" --port $P --client-port $((P + 1)) --scenario basic --seed 2 \
+    --out-json "$OUT/cooked.expected.json"
+stop_captures
+
+# --- 3. original-mc-dialect.pcap: protocol 11, 20 internal addresses -------------------
+P=19148
+say "original-mc-dialect.pcap (original RakNet, protocol 11, 20 addresses, port $P)"
+tcpdump_lo "$OUT/original-mc-dialect.pcap" "udp port $P or udp port $((P + 1))"
+"${PEERS[@]}" --port $P --client-port $((P + 1)) --scenario basic --seed 3 \
+    --protocol 11 --internal-ids 20 \
+    --pong-motd 'MCPE;raknet-dissect original;766;1.21.50;0;10;1234567890123456789;Bedrock level;Survival;1;{port};19149;' \
+    --out-json "$OUT/original-mc-dialect.expected.json"
+stop_captures
+
+# --- 4. failed attempts --------------------------------------------------------------
+P=19152
+say "incompatible-protocol.pcap (client 7, server 6, port $P)"
+tcpdump_lo "$OUT/incompatible-protocol.pcap" "udp port $P or udp port $((P + 1))"
+"${PEERS[@]}" --port $P --client-port $((P + 1)) --scenario mismatch --client-protocol 7 \
+    --out-json "$OUT/incompatible-protocol.expected.json"
+stop_captures
+
+P=19154
+say "server-full.pcap (max incoming connections 0, port $P)"
+tcpdump_lo "$OUT/server-full.pcap" "udp port $P or udp port $((P + 1))"
+"${PEERS[@]}" --port $P --client-port $((P + 1)) --scenario full \
+    --out-json "$OUT/server-full.expected.json"
+stop_captures
+
+P=19156
+say "no-server.pcap (nothing on port $((P + 2)))"
+tcpdump_lo "$OUT/no-server.pcap" "udp port $((P + 2)) or udp port $((P + 1)) or icmp"
+"${PEERS[@]}" --port $P --client-port $((P + 1)) --scenario no-server \
+    --out-json "$OUT/no-server.expected.json"
+stop_captures
+
+# --- 5. minecraft.pcap: rust-raknet pair ------------------------------------------------
+if [ -n "$MC_PAIR" ]; then
+    P=19132
+    say "minecraft.pcap (rust-raknet, port $P)"
+    tcpdump_lo "$OUT/minecraft.pcap" "udp port $P"
+    timeout 60 "$MC_PAIR" $P --out-json "$OUT/minecraft.expected.json" > "$OUT/minecraft.txt"
+    stop_captures
+fi
+
+# --- summary ------------------------------------------------------------------------
+if [ -z "${SKIP_CHECK:-}" ] && command -v tshark >/dev/null; then
+    printf '%-28s %8s %7s %s\n' file bytes frames malformed-by-tshark
+    for f in handshake.pcap handshake.pcapng cooked.pcap cooked2.pcap original-mc-dialect.pcap \
+        incompatible-protocol.pcap server-full.pcap no-server.pcap minecraft.pcap; do
+        [ -f "$OUT/$f" ] || continue
+        case $f in
+            handshake*) p=19140 ;; cooked*) p=19144 ;; original*) p=19148 ;;
+            incompatible*) p=19152 ;; server-full*) p=19154 ;; no-server*) p=19158 ;;
+            minecraft*) p=19132 ;;
+        esac
+        frames=$(tshark -r "$OUT/$f" 2>/dev/null | wc -l)
+        bad=$(tshark -r "$OUT/$f" -d udp.port==$p,raknet 2>/dev/null | grep -c 'Malformed Packet' || true)
+        printf '%-28s %8s %7s %s\n' "$f" "$(stat -c %s "$OUT/$f")" "$frames" "$bad"
+    done
+fi
+say "done: $OUT"

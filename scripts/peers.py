@@ -1,0 +1,467 @@
+#!/usr/bin/env python3
+"""Drive two REAL peers of the original RakNet C++ library over loopback.
+
+The peers come from the PyPI package `raknet` (bindings of the C++ library,
+version 0.3.0).  This script is the ground-truth generator for raknet-dissect:
+it records, in order, every packet each application got from `RakPeer.receive()`.
+
+Usage
+-----
+    peers.py session --port P [--client-port Q] [--connect-port R]
+                     [--scenario NAME] [--protocol 6] [--client-protocol N]
+                     [--internal-ids 10] [--seed 1] [--pong TEXT | --pong-motd TEXT]
+                     [--out-json FILE] [--sent-json FILE] [--timeout 30] [-v]
+    peers.py scenarios            # list the scenarios
+
+`session` starts a server on 127.0.0.1:P and a client (on port Q, default 0 =
+ephemeral) in this one process; the client connects to R (default P: use R to
+put a relay between them).  Scenarios:
+
+    ping              unconnected ping/pong only, no connection
+    basic             ping, connect, 3 RELIABLE_ORDERED messages each way, disconnect
+    all-reliabilities ping, connect, every reliability 0..7 (incl. *_WITH_ACK_RECEIPT)
+                      on channels 0, 1, 5, 31 with sizes 1..1400 bytes, both ways,
+                      plus split messages (5000, 1600, 1500, 1500 bytes), disconnect
+    mismatch          the client uses another RakNet protocol version (0x19 reply)
+    full              the server accepts no incoming connection (0x14 reply)
+    no-server         nothing listens on the client's target port (R, default P+2);
+                      the client gives up (local 0x11)
+
+Ground truth (`--out-json`): a JSON list, one object per packet returned by
+`receive()`, in the order this script got them:
+
+    {"n": 0, "time": <epoch s>, "side": "server"|"client",
+     "dir": "c2s"|"s2c"|null, "kind": "offline"|"connected"|"local",
+     "id": 134, "name": "ID_USER_PACKET_ENUM+0", "len": 17, "hex": "86...",
+     "sent": {"serial": 3, "reliability": "RELIABLE", "reliability_value": 2,
+              "channel": 5}}          # "sent" only for our own user messages
+
+- `side` is the application whose receive() returned the packet; `dir` is the
+  wire direction of the message it came from (c2s = received by the server),
+  null for notifications generated locally.
+- `kind`: `connected` = a message delivered by the reliability layer, byte for
+  byte what the peer sent (0x10, 0x13, 0x15, user messages >= 0x86);
+  `offline` = delivered because of an offline message (0x01 at the server; 0x1C
+  at the client is rewritten by RakNet as id | u32 ping ms | pong payload;
+  0x19/0x14 replies); `local` = generated locally, never on the wire
+  (0x0E/0x0F send receipts with a u32 receipt number, 0x11, 0x16).
+
+`--sent-json` writes what was sent: {"scenario", "seed", "server",
+"client_port", "connect_port", "protocol", "client_protocol", "internal_ids",
+"raknet_python", "sent": [{"index", "serial", "side", "dir", "reliability",
+"reliability_value", "channel", "len", "hex", "receipt", "delivered"}]}.
+
+User message layout (deterministic for a given --seed): byte 0 = 0x86 +
+reliability value (0x86..0x8D), byte 1 = ordering channel, bytes 2..3 = serial
+(u16 BE; server-to-client serials start at 0x8000), then seeded random bytes.
+Shorter messages are prefixes of that layout (a 1-byte message is the id only).
+
+Every wait is bounded; the whole run is bounded by --timeout (exit status 3).
+Exit status 1 means a reliable message was not delivered.
+"""
+
+import argparse
+import json
+import random
+import signal
+import struct
+import sys
+import time
+
+try:
+    import raknet
+    from raknet import MessageIdentifiers as MI
+    from raknet import PacketPriority, PacketReliability, RakPeer
+except ImportError:  # pragma: no cover
+    sys.exit("peers.py: the Python package `raknet` is missing (pip install raknet)")
+
+HOST = "127.0.0.1"
+
+RELIABILITIES = [
+    PacketReliability.UNRELIABLE,
+    PacketReliability.UNRELIABLE_SEQUENCED,
+    PacketReliability.RELIABLE,
+    PacketReliability.RELIABLE_ORDERED,
+    PacketReliability.RELIABLE_SEQUENCED,
+    PacketReliability.UNRELIABLE_WITH_ACK_RECEIPT,
+    PacketReliability.RELIABLE_WITH_ACK_RECEIPT,
+    PacketReliability.RELIABLE_ORDERED_WITH_ACK_RECEIPT,
+]
+REL_BY_VALUE = {int(r): r for r in RELIABILITIES}
+RELIABLE_VALUES = {2, 3, 4, 6, 7}
+RECEIPT_VALUES = {5, 6, 7}
+CHANNELS = [0, 1, 5, 31]
+SIZES = [1, 2, 4, 17, 100, 300, 700, 1400]  # 1400: near the largest unsplit (1432)
+# (size, reliability, channel): each needs splitting at MTU 1492.
+# UNRELIABLE and UNRELIABLE_SEQUENCED ones go out as RELIABLE / RELIABLE_SEQUENCED.
+SPLITS = [(5000, 3, 0), (1600, 0, 0), (1500, 1, 1), (1500, 7, 31)]
+
+NAMES = {
+    getattr(MI, n): n
+    for n in dir(MI)
+    if n.startswith("ID_") and isinstance(getattr(MI, n), int)
+}
+LOCAL_IDS = {0x0B, 0x0C, 0x0E, 0x0F, 0x11, 0x16, 0x1E}
+OFFLINE_IDS = {0x01, 0x02, 0x0D, 0x12, 0x14, 0x17, 0x19, 0x1A, 0x1C, 0x1D}
+
+
+def id_name(i):
+    if i >= MI.ID_USER_PACKET_ENUM:
+        return "ID_USER_PACKET_ENUM+%d" % (i - MI.ID_USER_PACKET_ENUM)
+    return NAMES.get(i, "UNKNOWN_0x%02X" % i)
+
+
+def raknet_version():
+    try:
+        from importlib.metadata import version
+        return version("raknet")
+    except Exception:  # pragma: no cover
+        return None
+
+
+class Timeout(Exception):
+    pass
+
+
+def log(args, *a):
+    if args.verbose:
+        print("peers.py:", *a, file=sys.stderr, flush=True)
+
+
+def make_payload(rng, rel, channel, serial, size):
+    head = bytes([0x86 + rel, channel]) + struct.pack(">H", serial)
+    if size <= len(head):
+        return head[:size]
+    return head + bytes(rng.getrandbits(8) for _ in range(size - len(head)))
+
+
+def plan_messages(scenario, seed):
+    """Return the list of (side, rel, channel, payload) to send, in send order."""
+    rng = random.Random(seed)
+    c2s, s2c = [], []
+    if scenario == "basic":
+        for k, size in enumerate([1, 40, 300]):
+            c2s.append((3, 0, make_payload(rng, 3, 0, k, size)))
+            s2c.append((3, 0, make_payload(rng, 3, 0, 0x8000 + k, size)))
+    elif scenario == "all-reliabilities":
+        for side, out, base in (("client", c2s, 0), ("server", s2c, 0x8000)):
+            serial = base
+            for rel in range(8):
+                for ci, ch in enumerate(CHANNELS):
+                    size = SIZES[(rel + 3 * ci) % len(SIZES)]
+                    out.append((rel, ch, make_payload(rng, rel, ch, serial, size)))
+                    serial += 1
+            for size, rel, ch in SPLITS:
+                out.append((rel, ch, make_payload(rng, rel, ch, serial, size)))
+                serial += 1
+    plan = []
+    for i in range(max(len(c2s), len(s2c))):
+        if i < len(c2s):
+            plan.append(("client",) + c2s[i])
+        if i < len(s2c):
+            plan.append(("server",) + s2c[i])
+    return plan
+
+
+class Recorder:
+    def __init__(self):
+        self.got = []
+        self.sent = []
+        self.pending = {}  # (side, payload) -> list of sent indices
+
+    def note_sent(self, side, rel, ch, payload, receipt):
+        idx = len(self.sent)
+        serial = int.from_bytes(payload[2:4], "big") if len(payload) >= 4 else None
+        self.sent.append(
+            {
+                "index": idx,
+                "serial": serial,
+                "side": side,
+                "dir": "c2s" if side == "client" else "s2c",
+                "reliability": REL_BY_VALUE[rel].name,
+                "reliability_value": rel,
+                "channel": ch,
+                "len": len(payload),
+                "hex": payload.hex(),
+                "receipt": receipt,
+                "delivered": False,
+            }
+        )
+        self.pending.setdefault((side, payload), []).append(idx)
+
+    def record(self, side, pkt):
+        data = bytes(pkt.data)
+        i = data[0] if data else -1
+        if i in LOCAL_IDS:
+            kind, d = "local", None
+        else:
+            kind = "offline" if i in OFFLINE_IDS else "connected"
+            d = "c2s" if side == "server" else "s2c"
+        e = {
+            "n": len(self.got),
+            "time": round(time.time(), 6),
+            "side": side,
+            "dir": d,
+            "kind": kind,
+            "id": i,
+            "name": id_name(i),
+            "len": len(data),
+            "hex": data.hex(),
+        }
+        peer = "client" if side == "server" else "server"
+        if kind == "connected" and self.pending.get((peer, data)):
+            s = self.sent[self.pending[(peer, data)].pop(0)]
+            s["delivered"] = True
+            e["sent"] = {
+                "serial": s["serial"],
+                "reliability": s["reliability"],
+                "reliability_value": s["reliability_value"],
+                "channel": s["channel"],
+            }
+        self.got.append(e)
+        return e
+
+    def count(self, side, ident):
+        return sum(1 for e in self.got if e["side"] == side and e["id"] == ident)
+
+
+class Session:
+    def __init__(self, args):
+        self.args = args
+        self.rec = Recorder()
+        self.server = None
+        self.client = None
+        self.client_addr = None  # SystemAddress of the client, seen by the server
+        self.server_addr = None  # SystemAddress of the server, seen by the client
+
+    # -- polling -----------------------------------------------------------
+    def poll(self):
+        got = False
+        for side, peer in (("server", self.server), ("client", self.client)):
+            if peer is None:
+                continue
+            while True:
+                p = peer.receive()
+                if p is None:
+                    break
+                got = True
+                e = self.rec.record(side, p)
+                log(self.args, side, "got", e["name"], e["len"], e["hex"][:32])
+                if side == "server" and e["id"] == MI.ID_NEW_INCOMING_CONNECTION:
+                    self.client_addr = p.system_address
+                if side == "client" and e["id"] == MI.ID_CONNECTION_REQUEST_ACCEPTED:
+                    self.server_addr = p.system_address
+        return got
+
+    def wait_for(self, cond, secs, what):
+        end = time.monotonic() + secs
+        while time.monotonic() < end:
+            self.poll()
+            if cond():
+                return True
+            time.sleep(0.005)
+        log(self.args, "gave up waiting for", what)
+        return False
+
+    # -- steps -------------------------------------------------------------
+    def start(self, server_max_incoming=4, with_server=True):
+        a = self.args
+        if with_server:
+            self._start_server(server_max_incoming)
+        self.client = RakPeer()
+        cp = a.client_protocol if a.client_protocol is not None else a.protocol
+        self.client.startup(HOST, a.client_port, max_connections=1,
+                            protocol_version=cp, max_internal_ids=a.internal_ids)
+
+    def _start_server(self, server_max_incoming):
+        a = self.args
+        self.server = RakPeer()
+        self.server.startup(HOST, a.port, max_connections=4,
+                            protocol_version=a.protocol, max_internal_ids=a.internal_ids)
+        self.server.max_incoming_connections = server_max_incoming
+        if a.pong_motd is not None:
+            m = a.pong_motd.replace("{port}", str(a.port)).encode()
+            self.server.offline_ping_response = struct.pack(">H", len(m)) + m
+        else:
+            self.server.offline_ping_response = a.pong.encode()
+
+    def ping(self):
+        before = self.rec.count("client", MI.ID_UNCONNECTED_PONG)
+        self.client.ping(HOST, self.args.connect_port)
+        return self.wait_for(
+            lambda: self.rec.count("client", MI.ID_UNCONNECTED_PONG) > before, 3, "pong")
+
+    def connect(self, attempts=6, interval_ms=1000):
+        self.client.connect(HOST, self.args.connect_port,
+                            num_attempts=attempts, attempt_interval_ms=interval_ms)
+
+        def done():
+            return (self.client_addr is not None and self.server_addr is not None) or any(
+                e["side"] == "client" and e["id"] in (0x11, 0x12, 0x14, 0x17, 0x18, 0x19, 0x1A)
+                for e in self.rec.got)
+        self.wait_for(done, attempts * interval_ms / 1000.0 + 3, "connection")
+        return self.client_addr is not None and self.server_addr is not None
+
+    def exchange(self, plan):
+        pri = PacketPriority.HIGH_PRIORITY
+        for k, (side, rel, ch, payload) in enumerate(plan):
+            peer, addr = ((self.client, self.server_addr) if side == "client"
+                          else (self.server, self.client_addr))
+            receipt = peer.send(payload, pri, REL_BY_VALUE[rel], ch, addr)
+            self.rec.note_sent(side, rel, ch, payload,
+                               receipt if rel in RECEIPT_VALUES else None)
+            if k % 8 == 7:  # let a few datagrams go out between bursts
+                self.poll()
+                time.sleep(0.02)
+        want_receipts = {
+            "client": sum(1 for s in plan if s[0] == "client" and s[1] in RECEIPT_VALUES),
+            "server": sum(1 for s in plan if s[0] == "server" and s[1] in RECEIPT_VALUES),
+        }
+
+        def done():
+            if any(not s["delivered"] for s in self.rec.sent):
+                return False
+            for side, n in want_receipts.items():
+                r = self.rec.count(side, MI.ID_SND_RECEIPT_ACKED) + self.rec.count(
+                    side, MI.ID_SND_RECEIPT_LOSS)
+                if r < n:
+                    return False
+            return True
+        self.wait_for(done, 10, "deliveries and receipts")
+        # Let the final ACKs and any connected ping/pong settle.
+        self.wait_for(lambda: False, 0.3, "(settle)")
+
+    def disconnect(self):
+        # Shutdown of the client sends 0x15 (reliable ordered) and waits for its ACK.
+        self.client.shutdown(1.0)
+        self.wait_for(
+            lambda: any(e["side"] == "server" and e["id"] in (0x15, 0x16)
+                        for e in self.rec.got), 3, "disconnection notification")
+
+    def stop(self):
+        for p in (self.client, self.server):
+            if p is not None:
+                try:
+                    p.shutdown(0.0)
+                except Exception:  # pragma: no cover
+                    pass
+        self.client = self.server = None
+
+
+def run_session(args):
+    if args.connect_port is None:
+        args.connect_port = args.port + 2 if args.scenario == "no-server" else args.port
+    sc = args.scenario
+    s = Session(args)
+    status = 0
+    try:
+        if sc == "no-server":
+            s.start(with_server=False)  # nothing listens at the target
+            s.connect(attempts=3, interval_ms=300)
+        elif sc == "full":
+            s.start(server_max_incoming=0)
+            s.ping()
+            s.connect(attempts=3, interval_ms=300)
+        elif sc == "mismatch":
+            if args.client_protocol is None:
+                args.client_protocol = args.protocol + 1
+            s.start()
+            s.connect(attempts=3, interval_ms=300)
+        else:
+            s.start()
+            if not s.ping():
+                print("peers.py: no pong", file=sys.stderr)
+                status = 1
+            if sc != "ping":
+                if not s.connect():
+                    print("peers.py: connection failed", file=sys.stderr)
+                    status = 1
+                else:
+                    s.wait_for(lambda: False, 0.2, "(settle)")
+                    s.exchange(plan_messages(sc, args.seed))
+                    s.disconnect()
+            else:
+                s.wait_for(lambda: False, 0.2, "(settle)")
+        missing = [m for m in s.rec.sent if not m["delivered"]]
+        for m in missing:
+            print("peers.py: not delivered: %s %s ch %d len %d" % (
+                m["dir"], m["reliability"], m["channel"], m["len"]), file=sys.stderr)
+        if any(m["reliability_value"] in RELIABLE_VALUES for m in missing):
+            status = 1
+    except Timeout:
+        print("peers.py: overall timeout of %ss reached" % args.timeout, file=sys.stderr)
+        status = 3
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        s.stop()
+    if args.out_json:
+        with open(args.out_json, "w") as f:  # a JSON list, one object per line
+            f.write("[\n" + ",\n".join(json.dumps(e) for e in s.rec.got) + "\n]\n")
+    if args.sent_json:
+        with open(args.sent_json, "w") as f:
+            json.dump({
+                "scenario": sc,
+                "seed": args.seed,
+                "server": "%s:%d" % (HOST, args.port),
+                "client_port": args.client_port,
+                "connect_port": args.connect_port,
+                "protocol": args.protocol,
+                "client_protocol": args.client_protocol if args.client_protocol is not None
+                else args.protocol,
+                "internal_ids": args.internal_ids,
+                "raknet_python": raknet_version(),
+                "sent": s.rec.sent,
+            }, f, indent=1)
+            f.write("\n")
+    if args.verbose or status:
+        kinds = {}
+        for e in s.rec.got:
+            kinds[(e["side"], e["name"])] = kinds.get((e["side"], e["name"]), 0) + 1
+        for (side, name), n in sorted(kinds.items()):
+            print("peers.py: %-6s received %3d x %s" % (side, n, name), file=sys.stderr)
+    return status
+
+
+SCENARIOS = ["ping", "basic", "all-reliabilities", "mismatch", "full", "no-server"]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("scenarios", help="list the scenarios")
+    s = sub.add_parser("session", help="run a server and a client in this process")
+    s.add_argument("--port", type=int, required=True, help="server UDP port on 127.0.0.1")
+    s.add_argument("--client-port", type=int, default=0, help="client UDP port (0: any)")
+    s.add_argument("--connect-port", type=int, default=None,
+                   help="port the client pings and connects to (default: --port)")
+    s.add_argument("--scenario", choices=SCENARIOS, default="all-reliabilities")
+    s.add_argument("--protocol", type=int, default=6, help="RakNet protocol version")
+    s.add_argument("--client-protocol", type=int, default=None,
+                   help="client's protocol version (default: --protocol)")
+    s.add_argument("--internal-ids", type=int, default=10,
+                   help="MAXIMUM_NUMBER_OF_INTERNAL_IDS (10 original, 20 Bedrock)")
+    s.add_argument("--seed", type=int, default=1)
+    g = s.add_mutually_exclusive_group()
+    g.add_argument("--pong", default="raknet-dissect sample server",
+                   help="raw offline ping response (default: %(default)s)")
+    g.add_argument("--pong-motd", default=None,
+                   help="offline ping response as u16 BE length + string (Bedrock "
+                        "style); {port} is replaced by --port")
+    s.add_argument("--out-json", help="write what each application received")
+    s.add_argument("--sent-json", help="write what each application sent")
+    s.add_argument("--timeout", type=float, default=30, help="overall limit, seconds")
+    s.add_argument("-v", "--verbose", action="store_true")
+    args = ap.parse_args(argv)
+    if args.cmd == "scenarios":
+        print("\n".join(SCENARIOS))
+        return 0
+
+    def on_alarm(*_):
+        raise Timeout()
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, args.timeout)
+    return run_session(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
