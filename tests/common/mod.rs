@@ -1,0 +1,161 @@
+//! Shared helpers for the end-to-end tests: the built binary, running a
+//! command with a time limit, the bundled samples, and `require_tool` for tests
+//! that need an outside program (tshark, tcpdump, the original library ...).
+//!
+//! Use it from a test file with `mod common;`. Not every test file uses every
+//! helper, hence the `dead_code` allowance.
+#![allow(dead_code)]
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Set to `1` (CI does) to make a missing outside tool a failure instead of a skip.
+pub const REQUIRE_PEERS_ENV: &str = "RAKNET_DISSECT_REQUIRE_PEERS";
+
+/// The `raknet-dissect` binary that cargo built for this test run.
+pub fn bin_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_raknet-dissect"))
+}
+
+/// A `Command` for the binary, with colour-related environment removed so that
+/// output does not depend on the caller's terminal settings.
+pub fn bin() -> Command {
+    let mut c = Command::new(bin_path());
+    c.env_remove("NO_COLOR").env_remove("TERM");
+    c
+}
+
+/// The crate root (where Cargo.toml is).
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `samples/NAME`.
+pub fn sample(name: &str) -> PathBuf {
+    root().join("samples").join(name)
+}
+
+/// Every `samples/*.pcap` and `samples/*.pcapng`, sorted by name.
+pub fn sample_captures() -> Vec<PathBuf> {
+    let dir = root().join("samples");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.is_file() && p.extension().is_some_and(|x| x == "pcap" || x == "pcapng")
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Whether RAKNET_DISSECT_REQUIRE_PEERS=1 is set.
+pub fn peers_required() -> bool {
+    std::env::var(REQUIRE_PEERS_ENV).is_ok_and(|v| v.trim() == "1")
+}
+
+/// Whether an executable called `tool` is on PATH (or `tool` is a path to one).
+pub fn tool_on_path(tool: &str) -> bool {
+    fn is_exe(p: &Path) -> bool {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    }
+    if tool.contains('/') {
+        return is_exe(Path::new(tool));
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| is_exe(&d.join(tool))))
+}
+
+/// For a test that needs the outside program `tool`: true when it is installed.
+/// When it is not, prints `skipped: TOOL not installed` and returns false (the
+/// caller then returns early and passes), unless RAKNET_DISSECT_REQUIRE_PEERS=1
+/// is set, in which case it panics so that the run fails.
+pub fn require_tool(tool: &str) -> bool {
+    if tool_on_path(tool) {
+        return true;
+    }
+    if peers_required() {
+        panic!("{tool} not installed, and {REQUIRE_PEERS_ENV}=1 requires it");
+    }
+    println!("skipped: {tool} not installed");
+    false
+}
+
+/// Run `cmd` to completion with stdin closed, collecting stdout and stderr; kill
+/// it and panic if it runs longer than `limit`.
+pub fn run_with_timeout(cmd: &mut Command, limit: Duration) -> Output {
+    let what = format!("{cmd:?}");
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+    let mut out = child.stdout.take().expect("stdout piped");
+    let mut err = child.stderr.take().expect("stderr piped");
+    let out_t = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = out.read_to_end(&mut b);
+        b
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = err.read_to_end(&mut b);
+        b
+    });
+    let start = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) if start.elapsed() > limit => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{what} still running after {limit:?}: killed");
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => panic!("waiting for {what}: {e}"),
+        }
+    };
+    Output {
+        status,
+        stdout: out_t.join().expect("stdout reader"),
+        stderr: err_t.join().expect("stderr reader"),
+    }
+}
+
+/// Run the binary with `args` (30 s limit).
+pub fn run_bin(args: &[&str]) -> Output {
+    run_with_timeout(bin().args(args), Duration::from_secs(30))
+}
+
+/// A private temporary directory, removed on drop.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    /// A fresh directory under the system temporary directory; `tag` goes in its name.
+    pub fn new(tag: &str) -> TempDir {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let p = std::env::temp_dir().join(format!(
+            "raknet-dissect-test-{tag}-{}-{n}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap_or_else(|e| panic!("mkdir {}: {e}", p.display()));
+        TempDir(p)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

@@ -1,0 +1,285 @@
+//! Captures made now from real peers over loopback: the original RakNet
+//! library (PyPI `raknet`, driven by scripts/peers.py) and the Minecraft
+//! dialect (`rust-raknet`, examples/mc_pair.rs), recorded with tcpdump.
+//! Every RakNet datagram of the capture must be shown, and none malformed.
+//!
+//! Needs root, tcpdump and Python with `raknet`; skipped (with a line saying
+//! so) without them, unless RAKNET_DISSECT_REQUIRE_PEERS=1.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::net::UdpSocket;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use raknet_dissect::capture::CaptureReader;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("peers");
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    dir.join(name)
+}
+
+/// Two consecutive free UDP ports on loopback (server, client).
+fn free_ports() -> u16 {
+    for _ in 0..200 {
+        let s = UdpSocket::bind("127.0.0.1:0").expect("bind");
+        let p = s.local_addr().expect("addr").port();
+        if p < 65000 && UdpSocket::bind(("127.0.0.1", p + 1)).is_ok() {
+            return p;
+        }
+    }
+    panic!("no two consecutive free ports")
+}
+
+/// tcpdump on lo, started and ready (it says "listening on").
+struct Tcpdump(Child);
+
+impl Tcpdump {
+    fn start(out: &Path, filter: &str) -> Tcpdump {
+        let mut child = Command::new("tcpdump")
+            .args(["-i", "lo", "-Z", "root", "--immediate-mode", "-U", "-n", "-w"])
+            .arg(out)
+            .arg(filter)
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("tcpdump starts");
+        let err = child.stderr.take().expect("stderr piped");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                if line.contains("listening on") {
+                    let _ = tx.send(());
+                }
+            }
+        });
+        rx.recv_timeout(Duration::from_secs(10))
+            .expect("tcpdump says it is listening");
+        std::thread::sleep(Duration::from_millis(200));
+        Tcpdump(child)
+    }
+
+    fn stop(mut self) {
+        std::thread::sleep(Duration::from_millis(500));
+        let _ = Command::new("kill")
+            .args(["-INT", &self.0.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.0.kill();
+    }
+}
+
+/// UDP datagrams in a capture between two different endpoints (the
+/// original library's start-up datagram goes from a socket to itself).
+fn udp_between_peers(path: &Path) -> u64 {
+    let mut r = CaptureReader::open(path).expect("capture opens");
+    let mut n = 0;
+    while let Some(d) = r.next_datagram() {
+        let d = d.expect("capture reads to the end");
+        if d.src != d.dst {
+            n += 1;
+        }
+    }
+    n
+}
+
+fn dissect_json(path: &Path) -> Vec<serde_json::Value> {
+    let o = common::bin()
+        .arg(path)
+        .arg("--json")
+        .output()
+        .expect("binary runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout)
+        .expect("utf-8")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect()
+}
+
+/// Everything between the peers is shown, nothing is malformed; returns the packets.
+fn check_capture(path: &Path) -> Vec<serde_json::Value> {
+    let packets = dissect_json(path);
+    let mut bad = Vec::new();
+    for p in &packets {
+        for a in p["anomalies"].as_array().expect("anomalies") {
+            if a["kind"] == "malformed" || a["kind"] == "truncated" {
+                bad.push(p.to_string());
+            }
+        }
+    }
+    assert!(bad.is_empty(), "malformed packets:\n{}", bad.join("\n"));
+    assert_eq!(
+        packets.len() as u64,
+        udp_between_peers(path),
+        "every datagram between the peers is shown"
+    );
+    packets
+}
+
+fn python() -> Option<String> {
+    let candidates = [
+        std::env::var("RAKNET_PYTHON").ok(),
+        Some(root().join("target/venv/bin/python").to_string_lossy().into_owned()),
+        Some("python3".to_string()),
+    ];
+    candidates.into_iter().flatten().find(|py| {
+        Command::new(py)
+            .args(["-c", "import raknet"])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    })
+}
+
+/// A missing prerequisite: skip with a line saying so, or fail in CI.
+fn skip_or_fail(what: &str) {
+    if common::peers_required() {
+        panic!("{what}, and {}=1 requires it", common::REQUIRE_PEERS_ENV);
+    }
+    println!("skipped: {what}");
+}
+
+/// Live capture needs root (or CAP_NET_RAW for tcpdump).
+fn require_root() -> bool {
+    let uid = Command::new("id").arg("-u").output();
+    let is_root = uid.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if !is_root {
+        skip_or_fail("live capture needs root (not root)");
+    }
+    is_root
+}
+
+fn capture_ready() -> bool {
+    common::require_tool("tcpdump") && require_root()
+}
+
+#[test]
+fn original_library_all_reliabilities() {
+    if !capture_ready() {
+        return;
+    }
+    let Some(py) = python() else {
+        skip_or_fail("Python package raknet (PyPI) not installed");
+        return;
+    };
+    let port = free_ports();
+    let pcap = tmp("original.pcap");
+    let truth = tmp("original.expected.json");
+    let dump = Tcpdump::start(&pcap, &format!("udp port {port} or udp port {}", port + 1));
+    let status = Command::new(&py)
+        .arg(root().join("scripts/peers.py"))
+        .args(["session", "--port", &port.to_string()])
+        .args(["--client-port", &(port + 1).to_string()])
+        .args(["--scenario", "all-reliabilities", "--timeout", "60"])
+        .arg("--out-json")
+        .arg(&truth)
+        .status()
+        .expect("peers.py runs");
+    dump.stop();
+    assert!(status.success(), "peers.py: {status}");
+    let packets = check_capture(&pcap);
+    // The capture holds the whole session: handshake, data, ACKs, splits, goodbye.
+    let names: Vec<String> = packets
+        .iter()
+        .flat_map(|p| {
+            let mut v = vec![p["name"].as_str().unwrap_or("").to_string()];
+            for f in p["frames"].as_array().into_iter().flatten() {
+                v.push(f["name"].as_str().unwrap_or("").to_string());
+            }
+            v
+        })
+        .collect();
+    for want in [
+        "ID_OPEN_CONNECTION_REQUEST_1",
+        "ID_OPEN_CONNECTION_REPLY_2",
+        "ID_CONNECTION_REQUEST_ACCEPTED",
+        "ID_NEW_INCOMING_CONNECTION",
+        "ID_DISCONNECTION_NOTIFICATION",
+    ] {
+        assert!(names.iter().any(|n| n == want), "{want} not seen");
+    }
+    assert!(packets.iter().any(|p| p["kind"] == "ack"));
+    assert!(packets
+        .iter()
+        .flat_map(|p| p["frames"].as_array().into_iter().flatten())
+        .any(|f| f.get("split").is_some()));
+    // Each user message the server application received was on the wire, c2s.
+    let received: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&truth).expect("ground truth")).unwrap();
+    let wire_ids: std::collections::HashSet<u64> = packets
+        .iter()
+        .filter(|p| p["dir"] == "c2s")
+        .flat_map(|p| p["frames"].as_array().into_iter().flatten())
+        .filter_map(|f| f["id"].as_u64())
+        .collect();
+    let mut user = 0;
+    for m in received
+        .iter()
+        .filter(|m| m["side"] == "server" && m["kind"] == "connected")
+    {
+        let id = m["id"].as_u64().unwrap();
+        assert!(wire_ids.contains(&id), "id {id:#x} delivered but not seen c2s");
+        user += 1;
+    }
+    assert!(user > 20, "{user} messages received by the server");
+}
+
+#[test]
+fn minecraft_dialect_rust_raknet() {
+    if !capture_ready() {
+        return;
+    }
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_raknet-dissect"))
+        .with_file_name("examples")
+        .join("mc_pair");
+    if !exe.exists() {
+        let s = Command::new(env!("CARGO"))
+            .args(["build", "--example", "mc_pair", "--quiet"])
+            .current_dir(root())
+            .status()
+            .expect("cargo builds the example");
+        assert!(s.success());
+    }
+    let port = free_ports();
+    let pcap = tmp("minecraft.pcap");
+    let dump = Tcpdump::start(&pcap, &format!("udp port {port}"));
+    let out = Command::new(&exe)
+        .arg(port.to_string())
+        .output()
+        .expect("mc_pair runs");
+    dump.stop();
+    assert!(
+        out.status.success(),
+        "mc_pair: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let packets = check_capture(&pcap);
+    let protocol = packets
+        .iter()
+        .find(|p| p["name"] == "ID_OPEN_CONNECTION_REQUEST_1")
+        .and_then(|p| p["protocol"].as_u64());
+    assert!(matches!(protocol, Some(9..=11)), "Minecraft protocol: {protocol:?}");
+    let pong = packets
+        .iter()
+        .find(|p| p["name"] == "ID_UNCONNECTED_PONG")
+        .expect("a pong");
+    assert_eq!(pong["motd"]["edition"], "MCPE");
+    assert!(packets
+        .iter()
+        .flat_map(|p| p["frames"].as_array().into_iter().flatten())
+        .any(|f| f["id"] == 0xfe));
+}
