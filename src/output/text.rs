@@ -269,6 +269,75 @@ pub fn hex_dump(b: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capture::UdpDatagram;
+    use crate::dissect::{Dissector, Options};
+
+    fn dissect_one(payload: Vec<u8>) -> (String, String) {
+        let d = UdpDatagram {
+            frame: 7,
+            ts: Duration::from_millis(1500),
+            src: "127.0.0.1:50000".parse().unwrap(),
+            dst: "127.0.0.1:19132".parse().unwrap(),
+            udp_len: payload.len(),
+            payload,
+        };
+        let mut dis = Dissector::new(Options {
+            ports: vec![19132],
+            trace: true,
+            ..Options::default()
+        });
+        let p = dis.dissect(&d).unwrap();
+        let t = p.trace.as_ref().unwrap();
+        (
+            line(&p, Duration::from_secs(1), Palette { enabled: false }),
+            tree(&p, t),
+        )
+    }
+
+    #[test]
+    fn data_datagram_line_and_tree() {
+        // #5: RELIABLE_ORDERED ri=3 oi=2 ch=1 carrying a connected ping, then an unreliable 0x86.
+        let mut p = vec![0x84, 5, 0, 0, 0x60, 0x00, 0x48, 3, 0, 0, 2, 0, 0, 1];
+        p.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 9]);
+        p.extend_from_slice(&[0x00, 0x00, 0x08, 0x86]);
+        let (l, t) = dissect_one(p);
+        assert_eq!(
+            l,
+            "     7    0.500000       127.0.0.1:50000 → 127.0.0.1:19132         1 c2s \
+             #5 RELIABLE_ORDERED ri=3 oi=2 ch=1 ID_CONNECTED_PING len=9 | UNRELIABLE ID_USER_PACKET_ENUM len=1"
+        );
+        assert_eq!(
+            t,
+            "  UDP 127.0.0.1:50000 → 127.0.0.1:19132, flow 1 c2s, 27 bytes of payload
+  RakNet data
+      0    1     datagram flags: 0x84 (valid, needs B and AS)
+      1    3     datagram number: 5
+      4   19     capsule: 1
+      4    1       capsule flags: 0x60
+      4    1       reliability: 3 RELIABLE_ORDERED
+      4    1       has split: false
+      5    2       length in bits: 72
+      7    3       reliable index: 3
+     10    3       order index: 2
+     13    1       order channel: 1
+     14    9       payload: 000000000000000009
+     14    1         message id: 0x00 ID_CONNECTED_PING
+     15    8         ping time: 9
+     23    4     capsule: 2
+     23    1       capsule flags: 0x00
+     23    1       reliability: 0 UNRELIABLE
+     23    1       has split: false
+     24    2       length in bits: 8
+     26    1       payload: 86
+"
+        );
+    }
+
+    #[test]
+    fn ack_line() {
+        let (l, _) = dissect_one(vec![0xc0, 0, 2, 0, 3, 0, 0, 7, 0, 0, 1, 9, 0, 0]);
+        assert!(l.ends_with("ACK 3-7,9"), "{l}");
+    }
 
     #[test]
     fn hex_dump_layout() {
