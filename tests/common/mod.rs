@@ -43,9 +43,7 @@ pub fn sample_captures() -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.is_file() && p.extension().is_some_and(|x| x == "pcap" || x == "pcapng")
-        })
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
         .collect();
     v.sort();
     v
