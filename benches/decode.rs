@@ -42,7 +42,11 @@ fn bench(c: &mut Criterion) {
             let mut dis = Dissector::new(Options::default());
             for d in &packets {
                 if let Some(p) = dis.dissect(d) {
-                    black_box(text::line(&p, Duration::ZERO, text::Palette { enabled: false }));
+                    black_box(text::line(
+                        &p,
+                        Duration::ZERO,
+                        text::Palette { enabled: false },
+                    ));
                 }
             }
         })

@@ -50,7 +50,10 @@ impl Anomaly {
         if truncated && e.is_too_short() {
             Anomaly {
                 kind: "truncated",
-                detail: format!("cut by the snapshot length at byte {}: {}", e.offset, e.field),
+                detail: format!(
+                    "cut by the snapshot length at byte {}: {}",
+                    e.offset, e.field
+                ),
             }
         } else {
             Anomaly {
@@ -483,14 +486,7 @@ impl Dissector {
             flow.client_guid = client_guid_seen;
         }
         let (flow_id, dir) = (flow.id, dir_of(flow, d.src));
-        Some(self.finish(
-            d,
-            flow_id,
-            dir,
-            Body::Datagram(lax.value),
-            anomalies,
-            trace,
-        ))
+        Some(self.finish(d, flow_id, dir, Body::Datagram(lax.value), anomalies, trace))
     }
 
     fn finish<'a>(
@@ -542,7 +538,9 @@ fn learn_offline(flow: &mut Flow, m: &Offline<'_>) {
             ..
         } => flow.client_guid = Some(*g),
         Offline::UnconnectedPong { server_guid, .. }
-        | Offline::OpenConnectionReply1 { server_guid, .. } => flow.server_guid = Some(*server_guid),
+        | Offline::OpenConnectionReply1 { server_guid, .. } => {
+            flow.server_guid = Some(*server_guid)
+        }
         Offline::OpenConnectionRequest1 { protocol, .. } => flow.protocol = Some(*protocol),
         Offline::OpenConnectionRequest2 { client_guid, .. } => {
             flow.client_guid = Some(*client_guid)
@@ -700,7 +698,9 @@ mod tests {
     fn dns_is_not_raknet() {
         let dns = hex_bytes("abcd0100000100000000000003777777076578616d706c6503636f6d0000010001");
         let mut d = Dissector::new(Options::default());
-        assert!(d.dissect(&udp("10.0.0.2:5353", "10.0.0.1:53", dns)).is_none());
+        assert!(d
+            .dissect(&udp("10.0.0.2:5353", "10.0.0.1:53", dns))
+            .is_none());
     }
 
     #[test]

@@ -32,10 +32,7 @@ fn samples() -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .expect("samples/ exists")
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.extension()
-                .is_some_and(|x| x == "pcap" || x == "pcapng")
-        })
+        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
         .collect();
     v.sort();
     v
@@ -47,9 +44,16 @@ fn tmp(name: &str) -> PathBuf {
     dir.join(name)
 }
 
-/// The records of a classic little-endian pcap: (header bytes, record header, data).
-fn pcap_records(bytes: &[u8]) -> (Vec<u8>, Vec<([u8; 16], Vec<u8>)>) {
-    assert_eq!(&bytes[..4], &[0xd4, 0xc3, 0xb2, 0xa1], "little-endian µs pcap");
+/// A pcap record: its 16-byte header and its data.
+type Record = ([u8; 16], Vec<u8>);
+
+/// The records of a classic little-endian pcap, after its 24-byte header.
+fn pcap_records(bytes: &[u8]) -> (Vec<u8>, Vec<Record>) {
+    assert_eq!(
+        &bytes[..4],
+        &[0xd4, 0xc3, 0xb2, 0xa1],
+        "little-endian µs pcap"
+    );
     let mut recs = Vec::new();
     let mut at = 24;
     while at + 16 <= bytes.len() {
@@ -62,7 +66,7 @@ fn pcap_records(bytes: &[u8]) -> (Vec<u8>, Vec<([u8; 16], Vec<u8>)>) {
     (bytes[..24].to_vec(), recs)
 }
 
-fn write_pcap(path: &Path, header: &[u8], recs: &[([u8; 16], Vec<u8>)]) {
+fn write_pcap(path: &Path, header: &[u8], recs: &[Record]) {
     let mut f = std::fs::File::create(path).expect("create pcap");
     f.write_all(header).unwrap();
     for (h, d) in recs {
@@ -80,7 +84,11 @@ fn every_sample_is_dissected_without_malformed_packets() {
     for f in files {
         let f = f.to_string_lossy();
         let o = run(&[&f, "--json"]);
-        assert!(o.status.success(), "{f}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "{f}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         let out = stdout(&o);
         let mut frames = Vec::new();
         for line in out.lines() {
@@ -92,9 +100,16 @@ fn every_sample_is_dissected_without_malformed_packets() {
             frames.push(v["frame"].as_u64().expect("frame number"));
         }
         assert!(frames.len() >= 2, "{f}: {} packets", frames.len());
-        assert!(frames.windows(2).all(|w| w[0] < w[1]), "{f}: frames in order");
+        assert!(
+            frames.windows(2).all(|w| w[0] < w[1]),
+            "{f}: frames in order"
+        );
         let text = stdout(&run(&[&f]));
-        assert_eq!(text.lines().count(), frames.len(), "{f}: one line per packet");
+        assert_eq!(
+            text.lines().count(),
+            frames.len(),
+            "{f}: one line per packet"
+        );
         assert!(!text.contains("malformed"), "{f}");
     }
 }
@@ -152,15 +167,34 @@ fn count_verbose_hex_and_json_modes() {
     assert_eq!(stdout(&run(&[&f, "-c", "5"])).lines().count(), 5);
     assert_eq!(stdout(&run(&[&f, "-c", "3", "--json"])).lines().count(), 3);
     let v = stdout(&run(&[&f, "-V"]));
-    for needle in ["datagram number", "capsule flags", "reliable index", "magic", "mtu padding"] {
+    for needle in [
+        "datagram number",
+        "capsule flags",
+        "reliable index",
+        "magic",
+        "mtu padding",
+    ] {
         assert!(v.contains(needle), "-V lacks {needle}");
     }
     let x = stdout(&run(&[&f, "-x", "-c", "1"]));
     assert!(x.contains("  0000  "), "{x}");
     let first: serde_json::Value =
         serde_json::from_str(stdout(&run(&[&f, "--json"])).lines().next().unwrap()).unwrap();
-    for key in ["type", "frame", "ts", "src", "dst", "flow", "dir", "kind", "anomalies"] {
-        assert!(first.get(key).is_some(), "packet record lacks {key}: {first}");
+    for key in [
+        "type",
+        "frame",
+        "ts",
+        "src",
+        "dst",
+        "flow",
+        "dir",
+        "kind",
+        "anomalies",
+    ] {
+        assert!(
+            first.get(key).is_some(),
+            "packet record lacks {key}: {first}"
+        );
     }
 }
 
@@ -204,7 +238,10 @@ fn a_capture_cut_short_prints_what_was_there_then_warns() {
     assert_eq!(o.status.code(), Some(5));
     let got = stdout(&o);
     assert!(got.lines().count() > 10);
-    assert!(full.starts_with(&got), "the lines before the cut are the same");
+    assert!(
+        full.starts_with(&got),
+        "the lines before the cut are the same"
+    );
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("warning"), "{err}");
 }
@@ -220,7 +257,13 @@ fn mid_connection_flows_need_heuristics_or_a_port() {
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
         .find(|v| v["kind"] == "data")
         .expect("a data datagram");
-    let port = first_data["dst"].as_str().unwrap().rsplit(':').next().unwrap().to_string();
+    let port = first_data["dst"]
+        .as_str()
+        .unwrap()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_string();
     let from = first_data["frame"].as_u64().unwrap() as usize;
     let mid = tmp("mid.pcap");
     write_pcap(&mid, &header, &recs[from - 1..]);
@@ -229,7 +272,12 @@ fn mid_connection_flows_need_heuristics_or_a_port() {
     assert!(heuristic.lines().count() > 20, "{heuristic}");
     assert!(!heuristic.contains("malformed"));
     assert_eq!(stdout(&run(&[&mid, "--no-heuristics"])).lines().count(), 0);
-    let forced = stdout(&run(&[&mid, "--no-heuristics", "-d", &format!("udp.port=={port},raknet")]));
+    let forced = stdout(&run(&[
+        &mid,
+        "--no-heuristics",
+        "-d",
+        &format!("udp.port=={port},raknet"),
+    ]));
     assert_eq!(forced.lines().count(), heuristic.lines().count());
     let forced2 = stdout(&run(&[&mid, "--no-heuristics", "-d", &port]));
     assert_eq!(forced2, forced);

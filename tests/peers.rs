@@ -44,7 +44,16 @@ struct Tcpdump(Child);
 impl Tcpdump {
     fn start(out: &Path, filter: &str) -> Tcpdump {
         let mut child = Command::new("tcpdump")
-            .args(["-i", "lo", "-Z", "root", "--immediate-mode", "-U", "-n", "-w"])
+            .args([
+                "-i",
+                "lo",
+                "-Z",
+                "root",
+                "--immediate-mode",
+                "-U",
+                "-n",
+                "-w",
+            ])
             .arg(out)
             .arg(filter)
             .stderr(Stdio::piped())
@@ -133,7 +142,12 @@ fn check_capture(path: &Path) -> Vec<serde_json::Value> {
 fn python() -> Option<String> {
     let candidates = [
         std::env::var("RAKNET_PYTHON").ok(),
-        Some(root().join("target/venv/bin/python").to_string_lossy().into_owned()),
+        Some(
+            root()
+                .join("target/venv/bin/python")
+                .to_string_lossy()
+                .into_owned(),
+        ),
         Some("python3".to_string()),
     ];
     candidates.into_iter().flatten().find(|py| {
@@ -145,26 +159,8 @@ fn python() -> Option<String> {
     })
 }
 
-/// A missing prerequisite: skip with a line saying so, or fail in CI.
-fn skip_or_fail(what: &str) {
-    if common::peers_required() {
-        panic!("{what}, and {}=1 requires it", common::REQUIRE_PEERS_ENV);
-    }
-    println!("skipped: {what}");
-}
-
-/// Live capture needs root (or CAP_NET_RAW for tcpdump).
-fn require_root() -> bool {
-    let uid = Command::new("id").arg("-u").output();
-    let is_root = uid.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    if !is_root {
-        skip_or_fail("live capture needs root (not root)");
-    }
-    is_root
-}
-
 fn capture_ready() -> bool {
-    common::require_tool("tcpdump") && require_root()
+    common::require_tool("tcpdump") && common::require_root()
 }
 
 #[test]
@@ -173,7 +169,7 @@ fn original_library_all_reliabilities() {
         return;
     }
     let Some(py) = python() else {
-        skip_or_fail("Python package raknet (PyPI) not installed");
+        common::skip_or_fail("Python package raknet (PyPI) not installed");
         return;
     };
     let port = free_ports();
@@ -232,7 +228,10 @@ fn original_library_all_reliabilities() {
         .filter(|m| m["side"] == "server" && m["kind"] == "connected")
     {
         let id = m["id"].as_u64().unwrap();
-        assert!(wire_ids.contains(&id), "id {id:#x} delivered but not seen c2s");
+        assert!(
+            wire_ids.contains(&id),
+            "id {id:#x} delivered but not seen c2s"
+        );
         user += 1;
     }
     assert!(user > 20, "{user} messages received by the server");
@@ -272,7 +271,10 @@ fn minecraft_dialect_rust_raknet() {
         .iter()
         .find(|p| p["name"] == "ID_OPEN_CONNECTION_REQUEST_1")
         .and_then(|p| p["protocol"].as_u64());
-    assert!(matches!(protocol, Some(9..=11)), "Minecraft protocol: {protocol:?}");
+    assert!(
+        matches!(protocol, Some(9..=11)),
+        "Minecraft protocol: {protocol:?}"
+    );
     let pong = packets
         .iter()
         .find(|p| p["name"] == "ID_UNCONNECTED_PONG")

@@ -113,7 +113,11 @@ fn offline_summary(m: &Offline<'_>) -> String {
             security_answer,
         } => format!(
             "guid={server_guid:#x} client={client_address} mtu={mtu} security={}",
-            if security_answer.is_some() { "yes" } else { "no" }
+            if security_answer.is_some() {
+                "yes"
+            } else {
+                "no"
+            }
         ),
         Offline::IncompatibleProtocolVersion {
             protocol,

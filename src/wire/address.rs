@@ -21,7 +21,10 @@ pub enum SystemAddress {
     /// `family` is the raw first two bytes of the `sockaddr_in6` read
     /// little-endian (10 on Linux, 23 on Windows; BSD puts length and family
     /// in one byte each), kept so that re-encoding is exact.
-    V6 { addr: SocketAddrV6, family: u16 },
+    V6 {
+        addr: SocketAddrV6,
+        family: u16,
+    },
 }
 
 impl SystemAddress {

@@ -310,7 +310,11 @@ impl<'a> Reader<'a> {
         let at = self.offset();
         let m = self.raw(16, "magic")?;
         if m != super::MAGIC {
-            return Err(Reader::invalid_at(at, "magic", "not the offline message magic"));
+            return Err(Reader::invalid_at(
+                at,
+                "magic",
+                "not the offline message magic",
+            ));
         }
         self.record("magic", 16, || "00ffff00fefefefefdfdfdfd12345678".into());
         Ok(())
@@ -403,7 +407,12 @@ mod tests {
             .collect();
         assert_eq!(
             got,
-            [(0, "id", 0, 1), (0, "body", 1, 3), (1, "a", 1, 1), (1, "b", 2, 2)]
+            [
+                (0, "id", 0, 1),
+                (0, "body", 1, 3),
+                (1, "a", 1, 1),
+                (1, "b", 2, 2)
+            ]
         );
     }
 }

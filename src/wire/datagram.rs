@@ -288,11 +288,7 @@ fn parse_ranges(r: &mut Reader<'_>, ranges: &mut Vec<AckRange>) -> Result<()> {
         let at = r.offset();
         let single = r.u8("min equals max")? != 0;
         let min = r.u24_le("range min")?;
-        let max = if single {
-            min
-        } else {
-            r.u24_le("range max")?
-        };
+        let max = if single { min } else { r.u24_le("range max")? };
         if max < min {
             return Err(Reader::invalid_at(
                 at,

@@ -184,7 +184,10 @@ mod tests {
     fn names_match_the_enum() {
         assert_eq!(message_name(0x05), "ID_OPEN_CONNECTION_REQUEST_1");
         assert_eq!(message_name(0x1c), "ID_UNCONNECTED_PONG");
-        assert_eq!(message_name(0x6e), "ID_TWO_WAY_AUTHENTICATION_OUTGOING_CHALLENGE_SUCCESS");
+        assert_eq!(
+            message_name(0x6e),
+            "ID_TWO_WAY_AUTHENTICATION_OUTGOING_CHALLENGE_SUCCESS"
+        );
         assert_eq!(message_name(0x86), "ID_USER_PACKET_ENUM");
         assert_eq!(message_name(0xfe), "ID_USER_PACKET_ENUM+120");
     }

@@ -38,7 +38,12 @@ impl Motd {
         let fields = text
             .split(';')
             .enumerate()
-            .map(|(i, v)| (MOTD_FIELDS.get(i).copied().unwrap_or("extra"), v.to_string()))
+            .map(|(i, v)| {
+                (
+                    MOTD_FIELDS.get(i).copied().unwrap_or("extra"),
+                    v.to_string(),
+                )
+            })
             .collect();
         Some(Motd { fields })
     }

@@ -306,7 +306,9 @@ impl<'a> Offline<'a> {
             Offline::OpenConnectionRequest1 { protocol, mtu } => {
                 out.put_magic();
                 out.put_u8(*protocol);
-                let len = (*mtu as usize).saturating_sub(UDP_HEADER_SIZE).max(REQUEST_1_HEAD);
+                let len = (*mtu as usize)
+                    .saturating_sub(UDP_HEADER_SIZE)
+                    .max(REQUEST_1_HEAD);
                 out.resize(len, 0);
             }
             Offline::OpenConnectionReply1 {

@@ -13,12 +13,17 @@ fn address() -> impl Strategy<Value = SystemAddress> {
     prop_oneof![
         (any::<u32>(), any::<u16>())
             .prop_map(|(ip, port)| SystemAddress::V4(SocketAddrV4::new(Ipv4Addr::from(ip), port))),
-        (any::<u128>(), any::<u16>(), any::<u32>(), any::<u32>(), any::<u16>()).prop_map(
-            |(ip, port, flow, scope, family)| SystemAddress::V6 {
+        (
+            any::<u128>(),
+            any::<u16>(),
+            any::<u32>(),
+            any::<u32>(),
+            any::<u16>()
+        )
+            .prop_map(|(ip, port, flow, scope, family)| SystemAddress::V6 {
                 addr: SocketAddrV6::new(Ipv6Addr::from(ip), port, flow, scope),
                 family,
-            }
-        ),
+            }),
     ]
 }
 
@@ -64,7 +69,14 @@ fn offline_case() -> impl Strategy<Value = OfflineCase> {
 }
 
 fn blob(c: &OfflineCase, n: usize) -> Vec<u8> {
-    c.blob.iter().copied().cycle().take(n).chain(std::iter::repeat(7)).take(n).collect()
+    c.blob
+        .iter()
+        .copied()
+        .cycle()
+        .take(n)
+        .chain(std::iter::repeat(7))
+        .take(n)
+        .collect()
 }
 
 fn check_offline(c: &OfflineCase) {

@@ -82,6 +82,24 @@ pub fn require_tool(tool: &str) -> bool {
     false
 }
 
+/// A missing prerequisite: skip with a line saying so, or fail in CI.
+pub fn skip_or_fail(what: &str) {
+    if peers_required() {
+        panic!("{what}, and {}=1 requires it", REQUIRE_PEERS_ENV);
+    }
+    println!("skipped: {what}");
+}
+
+/// Live capture needs root (or CAP_NET_RAW for tcpdump).
+pub fn require_root() -> bool {
+    let uid = Command::new("id").arg("-u").output();
+    let is_root = uid.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if !is_root {
+        skip_or_fail("live capture needs root (not root)");
+    }
+    is_root
+}
+
 /// Run `cmd` to completion with stdin closed, collecting stdout and stderr; kill
 /// it and panic if it runs longer than `limit`.
 pub fn run_with_timeout(cmd: &mut Command, limit: Duration) -> Output {
