@@ -2,16 +2,18 @@
 //! crate (a dev-dependency), to produce sample captures.
 //!
 //! ```text
-//! cargo run --example mc_pair -- [PORT] [--version V] [--out-json FILE]
+//! cargo run --example mc_pair -- [PORT] [--version V] [--host IP] [--out-json FILE]
 //! ```
 //!
 //! PORT defaults to 19133; `--version` is the RakNet protocol byte the client
-//! sends (default: the crate's, 10). `--out-json` writes what each application
+//! sends (default: the crate's, 10). `--host` is the address the server binds
+//! and the client connects to (default 127.0.0.1; `--host ::1` runs the pair
+//! over IPv6 loopback). `--out-json` writes what each application
 //! received, in the format of `scripts/peers.py` (a JSON list of objects with
 //! `n`, `time`, `side`, `dir`, `kind`, `id`, `name`, `len`, `hex`; rust-raknet
 //! hands only game messages to the application, so every `kind` is `connected`).
 //!
-//! A server listens on 127.0.0.1:PORT with a Bedrock MOTD; a client sends an
+//! A server listens on HOST:PORT with a Bedrock MOTD; a client sends an
 //! unconnected ping and prints the MOTD, connects, and the two exchange
 //! 0xFE-prefixed game-style messages both ways (RELIABLE_ORDERED, channel 0,
 //! one of them large enough to be split, plus a batch of three small ones
@@ -20,7 +22,7 @@
 //! Payloads are deterministic. The whole run is bounded by 30 seconds.
 
 use rust_raknet::{RaknetListener, RaknetSocket, Reliability};
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -116,8 +118,8 @@ fn server_messages() -> Vec<Vec<u8>> {
     ]
 }
 
-async fn run(port: u16, version: Option<u8>, log: Log) -> Result<(), Error> {
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse()?;
+async fn run(host: IpAddr, port: u16, version: Option<u8>, log: Log) -> Result<(), Error> {
+    let addr = SocketAddr::new(host, port);
     let mut listener = RaknetListener::bind(&addr).await?;
     listener
         .set_motd(
@@ -201,19 +203,28 @@ async fn main() -> Result<(), Error> {
     let mut port: u16 = 19133;
     let mut version: Option<u8> = None;
     let mut out_json: Option<String> = None;
+    let mut host = IpAddr::V4(Ipv4Addr::LOCALHOST);
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--version" => version = Some(args.next().ok_or("--version needs a value")?.parse()?),
             "--out-json" => out_json = Some(args.next().ok_or("--out-json needs a file")?),
+            "--host" => {
+                let h = args.next().ok_or("--host needs an IP address")?;
+                // Accept "::1" and "[::1]".
+                host = h.trim_start_matches('[').trim_end_matches(']').parse()?;
+            }
             p => port = p.parse()?,
         }
     }
     let log = Log::default();
-    let result = tokio::time::timeout(Duration::from_secs(30), run(port, version, log.clone()))
-        .await
-        .map_err(|_| Error::from("mc_pair: timed out after 30 s"))
-        .and_then(|r| r);
+    let result = tokio::time::timeout(
+        Duration::from_secs(30),
+        run(host, port, version, log.clone()),
+    )
+    .await
+    .map_err(|_| Error::from("mc_pair: timed out after 30 s"))
+    .and_then(|r| r);
     if let Some(path) = out_json {
         log.write(&path)?;
     }
