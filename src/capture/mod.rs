@@ -5,9 +5,35 @@
 //! BSD loopback), IPv4/IPv6 fragment reassembly in a bounded pool, and the
 //! detection of packets cut by the snapshot length. Streaming: memory does not
 //! grow with the file size.
+//!
+//! ```no_run
+//! # use raknet_dissect::capture::CaptureReader;
+//! let mut reader = CaptureReader::open("capture.pcapng".as_ref())?;
+//! while let Some(datagram) = reader.next_datagram() {
+//!     let datagram = datagram?; // an error is final: warn and stop
+//!     println!("{} {} -> {} {} bytes", datagram.frame, datagram.src, datagram.dst, datagram.payload.len());
+//! }
+//! # Ok::<(), raknet_dissect::capture::CaptureError>(())
+//! ```
 
+mod decode;
+mod defrag;
+mod link;
+mod source;
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod testutil;
+
+use std::fmt;
+use std::io::{self, Read};
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use decode::Decoder;
+pub use defrag::DefragLimits;
+use source::{Source, Step};
 
 /// One UDP datagram taken from a capture.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,5 +56,186 @@ impl UdpDatagram {
     /// True when the capture holds fewer payload bytes than the UDP header announced.
     pub fn truncated(&self) -> bool {
         self.payload.len() < self.udp_len
+    }
+}
+
+/// The container format of a capture, told by its magic number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaptureFormat {
+    Pcap,
+    PcapNg,
+}
+
+impl fmt::Display for CaptureFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CaptureFormat::Pcap => "pcap",
+            CaptureFormat::PcapNg => "pcapng",
+        })
+    }
+}
+
+/// What became of the frames read so far. A frame may count twice: a
+/// truncated datagram in `udp` and `truncated`, the fragment that completes
+/// a datagram in `udp` and `fragments_reassembled`.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct CaptureStats {
+    /// Packet records read (pcap records; pcapng enhanced, simple and obsolete packet blocks).
+    pub frames: u64,
+    /// UDP datagrams returned, reassembled ones counted once.
+    pub udp: u64,
+    /// Frames that are not UDP: ARP, TCP, ICMP, other ethertypes or IP protocols.
+    pub non_udp: u64,
+    /// Frames of a link type this reader does not decode.
+    pub unsupported_link: u64,
+    /// IP fragments that became part of a reassembled datagram.
+    pub fragments_reassembled: u64,
+    /// IP fragments given up: evicted, timed out, inconsistent, cut by the
+    /// snapshot length, or still incomplete at the end of the capture.
+    pub fragments_dropped: u64,
+    /// Frames cut by the snapshot length: returned with a partial payload
+    /// (see [`UdpDatagram::truncated`]), or skipped when a header itself was cut.
+    pub truncated: u64,
+    /// Frames skipped because a link, IP or UDP header is malformed.
+    pub bad_ip: u64,
+    /// Packet records too malformed to read (bad interface id, lengths
+    /// beyond their block), skipped.
+    pub bad_records: u64,
+}
+
+/// Why a capture cannot be read, or stopped being readable.
+///
+/// Every error from [`CaptureReader::next_datagram`] is final: the datagrams
+/// returned before it are good, nothing follows it.
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureError {
+    #[error("{}: {source}", path.display())]
+    Open { path: PathBuf, source: io::Error },
+    #[error("{name}: not a pcap or pcapng file ({reason})")]
+    NotACapture { name: String, reason: String },
+    /// The file ends in the middle of a record (e.g. cut with `head -c`, or
+    /// still being written). `frame` is the last complete frame.
+    #[error("capture cut short after frame {frame}: {detail}")]
+    CutShort { frame: u64, detail: String },
+    /// A block that cannot be read past: broken framing (lengths that
+    /// disagree), a record larger than the read buffer, or a section or
+    /// interface description that pcap-file refuses. `frame` is the last
+    /// complete frame.
+    #[error("malformed capture after frame {frame}: {detail}")]
+    Malformed { frame: u64, detail: String },
+    /// The input itself failed (not a format problem).
+    #[error("read error after frame {frame}: {source}")]
+    Io { frame: u64, source: io::Error },
+}
+
+/// Streaming reader of UDP datagrams from a pcap or pcapng capture.
+///
+/// Reads one record at a time into a fixed buffer, so memory stays constant
+/// whatever the file size; the source need not be seekable.
+pub struct CaptureReader {
+    name: String,
+    format: CaptureFormat,
+    source: Source,
+    decoder: Decoder,
+    done: bool,
+}
+
+impl CaptureReader {
+    /// Opens a capture file; "-" means standard input.
+    pub fn open(path: &Path) -> Result<Self, CaptureError> {
+        if path.as_os_str() == "-" {
+            return Self::from_named_reader(Box::new(io::stdin()), "standard input".into());
+        }
+        let file = std::fs::File::open(path).map_err(|source| CaptureError::Open {
+            path: path.to_owned(),
+            source,
+        })?;
+        // A read error before any record (a directory, say) is about the file.
+        Self::from_named_reader(Box::new(file), path.display().to_string()).map_err(|e| match e {
+            CaptureError::Io { frame: 0, source } => CaptureError::Open {
+                path: path.to_owned(),
+                source,
+            },
+            other => other,
+        })
+    }
+
+    /// Reads a capture from any byte stream (a pipe, a socket, memory). The
+    /// format is told from the first four bytes.
+    pub fn from_reader(r: Box<dyn Read + Send>) -> Result<Self, CaptureError> {
+        Self::from_named_reader(r, "input".into())
+    }
+
+    fn from_named_reader(r: Box<dyn Read + Send>, name: String) -> Result<Self, CaptureError> {
+        let (source, format) = Source::open(r, &name)?;
+        Ok(CaptureReader {
+            name,
+            format,
+            source,
+            decoder: Decoder::new(DefragLimits::default()),
+            done: false,
+        })
+    }
+
+    /// Replaces the limits of the fragment reassembly pool (before reading).
+    pub fn with_defrag_limits(mut self, limits: DefragLimits) -> Self {
+        self.decoder.set_defrag_limits(limits);
+        self
+    }
+
+    /// Next UDP datagram; `None` at the end. An `Err` is final (e.g. file cut
+    /// short in the middle of a record): the caller prints a warning and stops.
+    pub fn next_datagram(&mut self) -> Option<Result<UdpDatagram, CaptureError>> {
+        while !self.done {
+            match self.source.step(&mut self.decoder) {
+                Step::Datagram(datagram) => return Some(Ok(datagram)),
+                Step::Skipped => {}
+                Step::End => self.finish(),
+                Step::Failed(failure) => {
+                    self.finish();
+                    return Some(Err(failure.into_error(self.decoder.stats.frames)));
+                }
+            }
+        }
+        None
+    }
+
+    fn finish(&mut self) {
+        self.done = true;
+        self.decoder.finish();
+    }
+
+    /// Counters of what was read, skipped and reassembled so far.
+    pub fn stats(&self) -> &CaptureStats {
+        &self.decoder.stats
+    }
+
+    /// The container format of the capture.
+    pub fn format(&self) -> CaptureFormat {
+        self.format
+    }
+
+    /// The name used in messages: the path, "standard input" or "input".
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Iterator for CaptureReader {
+    type Item = Result<UdpDatagram, CaptureError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_datagram()
+    }
+}
+
+impl fmt::Debug for CaptureReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CaptureReader")
+            .field("name", &self.name)
+            .field("format", &self.format)
+            .field("stats", &self.decoder.stats)
+            .field("done", &self.done)
+            .finish_non_exhaustive()
     }
 }
