@@ -3,39 +3,18 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_raknet-dissect"));
-    c.env_remove("NO_COLOR").env_remove("TERM");
-    c
-}
+mod common;
 
-fn run(args: &[&str]) -> Output {
-    bin().args(args).output().expect("binary runs")
-}
+use common::{bin, run_bin as run};
 
 fn stdout(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).expect("utf-8 output")
 }
 
 fn sample(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("samples")
-        .join(name)
-        .to_string_lossy()
-        .into_owned()
-}
-
-fn samples() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("samples/ exists")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
-        .collect();
-    v.sort();
-    v
+    common::sample(name).to_string_lossy().into_owned()
 }
 
 fn tmp(name: &str) -> PathBuf {
@@ -79,7 +58,7 @@ fn write_pcap(path: &Path, header: &[u8], recs: &[Record]) {
 
 #[test]
 fn every_sample_is_dissected_without_malformed_packets() {
-    let files = samples();
+    let files = common::sample_captures();
     assert!(files.len() >= 4, "samples: {files:?}");
     for f in files {
         let f = f.to_string_lossy();
