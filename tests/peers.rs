@@ -16,10 +16,6 @@ use std::time::{Duration, Instant};
 
 use raknet_dissect::capture::CaptureReader;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 fn tmp(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("peers");
     std::fs::create_dir_all(&dir).expect("tmp dir");
@@ -177,7 +173,7 @@ fn original_library_all_reliabilities() {
     let truth = tmp("original.expected.json");
     let dump = Tcpdump::start(&pcap, &format!("udp port {port} or udp port {}", port + 1));
     let status = Command::new(&py)
-        .arg(root().join("scripts/peers.py"))
+        .arg(common::root().join("scripts/peers.py"))
         .args(["session", "--port", &port.to_string()])
         .args(["--client-port", &(port + 1).to_string()])
         .args(["--scenario", "all-reliabilities", "--timeout", "60"])
@@ -248,7 +244,7 @@ fn minecraft_dialect_rust_raknet() {
     if !exe.exists() {
         let s = Command::new(env!("CARGO"))
             .args(["build", "--example", "mc_pair", "--quiet"])
-            .current_dir(root())
+            .current_dir(common::root())
             .status()
             .expect("cargo builds the example");
         assert!(s.success());
