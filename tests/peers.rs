@@ -139,7 +139,7 @@ fn python() -> Option<String> {
     let candidates = [
         std::env::var("RAKNET_PYTHON").ok(),
         Some(
-            root()
+            common::root()
                 .join("target/venv/bin/python")
                 .to_string_lossy()
                 .into_owned(),
