@@ -11,6 +11,7 @@ Usage
                      [--scenario NAME] [--protocol 6] [--client-protocol N]
                      [--internal-ids 10] [--seed 1] [--pong TEXT | --pong-motd TEXT]
                      [--out-json FILE] [--sent-json FILE] [--timeout 30] [-v]
+                     [--messages 12000]   # bulk only
     peers.py scenarios            # list the scenarios
 
 `session` starts a server on 127.0.0.1:P and a client (on port Q, default 0 =
@@ -26,6 +27,21 @@ put a relay between them).  Scenarios:
     full              the server accepts no incoming connection (0x14 reply)
     no-server         nothing listens on the client's target port (R, default P+2);
                       the client gives up (local 0x11)
+    bulk              a large capture for benchmarks (scripts/bench-vs-tshark.sh):
+                      ping, connect, then --messages N (default 12000) messages each
+                      way, reliabilities drawn from all of 0..7 (incl. the
+                      *_WITH_ACK_RECEIPT ones) on channels 0, 1, 7, 31, sizes 1..3000
+                      bytes (mean ~1000; 1 in 5 over 1432, so split), sent in
+                      bursts of 8 per side with a poll and a 1 ms pause between
+                      bursts; then it waits (at most 30 s) for every reliable
+                      message and every receipt, and disconnects.  With the
+                      defaults it takes about 3-5 s and puts ~27,000 UDP packets
+                      (~26 MB) on the wire: capture it with a large buffer
+                      (tcpdump -B 131072), or the kernel drops some.
+                      Serials wrap at 0x8000 per side for N > 32768.  Unreliable
+                      messages that RakNet drops are reported in one line; only a
+                      reliable one missing makes the exit status 1.  --timeout
+                      (default 30 s) bounds the whole run as for the others.
 
 Ground truth (`--out-json`): a JSON list, one object per packet returned by
 `receive()`, in the order this script got them:
@@ -95,6 +111,10 @@ SIZES = [1, 2, 4, 17, 100, 300, 700, 1400]  # 1400: near the largest unsplit (14
 # (size, reliability, channel): each needs splitting at MTU 1492.
 # UNRELIABLE and UNRELIABLE_SEQUENCED ones go out as RELIABLE / RELIABLE_SEQUENCED.
 SPLITS = [(5000, 3, 0), (1600, 0, 0), (1500, 1, 1), (1500, 7, 31)]
+# bulk scenario (benchmark capture): channels, burst size and pause between bursts.
+BULK_CHANNELS = [0, 1, 7, 31]
+BULK_BURST = 8
+BULK_GAP = 0.001
 
 NAMES = {
     getattr(MI, n): n
@@ -133,6 +153,33 @@ def make_payload(rng, rel, channel, serial, size):
     if size <= len(head):
         return head[:size]
     return head + bytes(rng.getrandbits(8) for _ in range(size - len(head)))
+
+
+def bulk_size(rng):
+    """Sizes 1..3000, mean ~1000: 1 in 10 up to 64 bytes, 1 in 5 over 1432 (split)."""
+    r = rng.random()
+    if r < 0.10:
+        return rng.randint(1, 64)
+    if r < 0.40:
+        return rng.randint(65, 800)
+    if r < 0.80:
+        return rng.randint(801, 1432)
+    return rng.randint(1433, 3000)
+
+
+def plan_bulk(seed, n):
+    """The bulk scenario's plan: n messages each way, interleaved client/server."""
+    rng = random.Random(seed)
+    plan = []
+    for i in range(n):
+        for side, base in (("client", 0), ("server", 0x8000)):
+            rel = rng.randrange(8)
+            ch = rng.choice(BULK_CHANNELS)
+            size = bulk_size(rng)
+            head = bytes([0x86 + rel, ch]) + struct.pack(">H", base | (i & 0x7FFF))
+            payload = (head + rng.randbytes(size - 4))[:size] if size > 4 else head[:size]
+            plan.append((side, rel, ch, payload))
+    return plan
 
 
 def plan_messages(scenario, seed):
@@ -331,6 +378,40 @@ class Session:
         # Let the final ACKs and any connected ping/pong settle.
         self.wait_for(lambda: False, 0.3, "(settle)")
 
+    def exchange_bulk(self, plan, wait=30.0):
+        """Send plan in bursts (BULK_BURST per side, then a poll and BULK_GAP s),
+        then wait (at most `wait` s) for every reliable message and receipt."""
+        pri = PacketPriority.HIGH_PRIORITY
+        for k, (side, rel, ch, payload) in enumerate(plan):
+            peer, addr = ((self.client, self.server_addr) if side == "client"
+                          else (self.server, self.client_addr))
+            receipt = peer.send(payload, pri, REL_BY_VALUE[rel], ch, addr)
+            self.rec.note_sent(side, rel, ch, payload,
+                               receipt if rel in RECEIPT_VALUES else None)
+            if k % (2 * BULK_BURST) == 2 * BULK_BURST - 1:
+                self.poll()
+                time.sleep(BULK_GAP)
+        log(self.args, "bulk: %d messages sent" % len(plan))
+        want_receipts = {
+            "client": sum(1 for s in plan if s[0] == "client" and s[1] in RECEIPT_VALUES),
+            "server": sum(1 for s in plan if s[0] == "server" and s[1] in RECEIPT_VALUES),
+        }
+        reliable = [s for s in self.rec.sent if s["reliability_value"] in RELIABLE_VALUES]
+
+        def done():
+            if any(not s["delivered"] for s in reliable):
+                return False
+            for side, n in want_receipts.items():
+                r = self.rec.count(side, MI.ID_SND_RECEIPT_ACKED) + self.rec.count(
+                    side, MI.ID_SND_RECEIPT_LOSS)
+                if r < n:
+                    return False
+            return True
+        self.wait_for(done, wait, "deliveries and receipts")
+        # Stragglers among the unreliable ones, final ACKs.
+        self.wait_for(lambda: all(s["delivered"] for s in self.rec.sent), 0.5,
+                      "(unreliable stragglers)")
+
     def disconnect(self):
         # Shutdown of the client sends 0x15 (reliable ordered) and waits for its ACK.
         self.client.shutdown(1.0)
@@ -378,12 +459,20 @@ def run_session(args):
                     status = 1
                 else:
                     s.wait_for(lambda: False, 0.2, "(settle)")
-                    s.exchange(plan_messages(sc, args.seed))
+                    if sc == "bulk":
+                        s.exchange_bulk(plan_bulk(args.seed, args.messages))
+                    else:
+                        s.exchange(plan_messages(sc, args.seed))
                     s.disconnect()
             else:
                 s.wait_for(lambda: False, 0.2, "(settle)")
         missing = [m for m in s.rec.sent if not m["delivered"]]
-        for m in missing:
+        if sc == "bulk" and missing:  # one line, not one per dropped unreliable message
+            print("peers.py: not delivered: %d of %d messages (%d reliable)" % (
+                len(missing), len(s.rec.sent),
+                sum(1 for m in missing if m["reliability_value"] in RELIABLE_VALUES)),
+                file=sys.stderr)
+        for m in (missing if sc != "bulk" else []):
             print("peers.py: not delivered: %s %s ch %d len %d" % (
                 m["dir"], m["reliability"], m["channel"], m["len"]), file=sys.stderr)
         if any(m["reliability_value"] in RELIABLE_VALUES for m in missing):
@@ -422,7 +511,7 @@ def run_session(args):
     return status
 
 
-SCENARIOS = ["ping", "basic", "all-reliabilities", "mismatch", "full", "no-server"]
+SCENARIOS = ["ping", "basic", "all-reliabilities", "mismatch", "full", "no-server", "bulk"]
 
 
 def main(argv=None):
@@ -450,6 +539,8 @@ def main(argv=None):
     s.add_argument("--out-json", help="write what each application received")
     s.add_argument("--sent-json", help="write what each application sent")
     s.add_argument("--timeout", type=float, default=30, help="overall limit, seconds")
+    s.add_argument("--messages", type=int, default=12000,
+                   help="bulk: messages sent each way (default: %(default)s)")
     s.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
     if args.cmd == "scenarios":
