@@ -173,6 +173,8 @@ pub fn run_read(args: &ReadArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     });
     let mut first_ts: Option<Duration> = None;
     let mut shown = 0u64;
+    let mut lines = text::LineFormatter::new(pal);
+    let mut buf: Vec<u8> = Vec::with_capacity(512);
     while let Some(item) = reader.next_datagram() {
         let d = match item {
             Ok(d) => d,
@@ -190,7 +192,10 @@ pub fn run_read(args: &ReadArgs, out: &mut impl Write) -> anyhow::Result<u8> {
             serde_json::to_writer(&mut *out, &PacketJson::new(&p))?;
             out.write_all(b"\n")?;
         } else {
-            writeln!(out, "{}", text::line(&p, since, pal))?;
+            buf.clear();
+            lines.push_line(&mut buf, &p, since);
+            buf.push(b'\n');
+            out.write_all(&buf)?;
             if let Some(t) = &p.trace {
                 out.write_all(text::tree(&p, t).as_bytes())?;
             }

@@ -10,6 +10,7 @@
 //! The flow table is bounded: idle flows are evicted, and past `max_flows`
 //! the least recently seen goes first.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -163,12 +164,26 @@ pub struct DissectStats {
     pub malformed: u64,
 }
 
-fn key(a: SocketAddr, b: SocketAddr) -> (SocketAddr, SocketAddr) {
-    if a <= b {
-        (a, b)
-    } else {
-        (b, a)
-    }
+/// A flow's key: both endpoints, lower first, as one byte string (hashed in
+/// one call, which makes the per-packet lookup cheap).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct FlowKey([u8; 36]);
+
+fn endpoint_bytes(a: SocketAddr, out: &mut [u8]) {
+    let ip = match a {
+        SocketAddr::V4(v4) => v4.ip().to_ipv6_mapped().octets(),
+        SocketAddr::V6(v6) => v6.ip().octets(),
+    };
+    out[..16].copy_from_slice(&ip);
+    out[16..18].copy_from_slice(&a.port().to_be_bytes());
+}
+
+fn key(a: SocketAddr, b: SocketAddr) -> FlowKey {
+    let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+    let mut k = [0u8; 36];
+    endpoint_bytes(lo, &mut k[..18]);
+    endpoint_bytes(hi, &mut k[18..]);
+    FlowKey(k)
 }
 
 /// Which side an offline message says is the client: `Some(true)` when its
@@ -211,7 +226,7 @@ fn is_internal(id: u8) -> bool {
 /// The RakNet flow table and packet decoder.
 pub struct Dissector {
     opts: Options,
-    flows: HashMap<(SocketAddr, SocketAddr), Flow>,
+    flows: HashMap<FlowKey, Flow>,
     next_id: u32,
     stats: DissectStats,
     since_sweep: u32,
@@ -282,27 +297,26 @@ impl Dissector {
         detection: Detection,
         client_is_src: Option<bool>,
     ) -> &mut Flow {
-        let k = key(d.src, d.dst);
-        if !self.flows.contains_key(&k) {
-            self.since_sweep += 1;
-            if self.flows.len() >= self.opts.max_flows.max(1) || self.since_sweep >= 4096 {
-                self.since_sweep = 0;
-                self.sweep(d.ts);
-            }
-            let (client, server) = match client_is_src {
-                Some(true) => (d.src, d.dst),
-                Some(false) => (d.dst, d.src),
-                None => {
-                    let server = self.guess_server(d.src, d.dst);
-                    (if server == d.src { d.dst } else { d.src }, server)
-                }
-            };
-            let id = self.next_id;
-            self.next_id = self.next_id.wrapping_add(1);
-            self.stats.flows += 1;
-            self.flows.insert(
-                k,
-                Flow {
+        // Sweep before taking the entry: the table may exceed its bound by the one flow added last.
+        if self.flows.len() >= self.opts.max_flows.max(1) || self.since_sweep >= 4096 {
+            self.since_sweep = 0;
+            self.sweep(d.ts);
+        }
+        let guessed_server = self.guess_server(d.src, d.dst);
+        let f = match self.flows.entry(key(d.src, d.dst)) {
+            Entry::Occupied(o) => o.into_mut(),
+            Entry::Vacant(v) => {
+                self.since_sweep += 1;
+                let (client, server) = match client_is_src {
+                    Some(true) => (d.src, d.dst),
+                    Some(false) => (d.dst, d.src),
+                    None if guessed_server == d.src => (d.dst, d.src),
+                    None => (d.src, d.dst),
+                };
+                let id = self.next_id;
+                self.next_id = self.next_id.wrapping_add(1);
+                self.stats.flows += 1;
+                v.insert(Flow {
                     id,
                     client,
                     server,
@@ -315,13 +329,9 @@ impl Dissector {
                     first_seen: d.ts,
                     last_seen: d.ts,
                     packets: 0,
-                },
-            );
-        }
-        let f = self
-            .flows
-            .get_mut(&k)
-            .expect("flow inserted above when absent");
+                })
+            }
+        };
         if let (false, Some(c)) = (f.roles_known, client_is_src) {
             (f.client, f.server) = if c { (d.src, d.dst) } else { (d.dst, d.src) };
             f.roles_known = true;
@@ -444,7 +454,11 @@ impl Dissector {
         let mut trace = r.take_trace();
         let mut client_guid_seen = None;
         if let Some(Datagram::Data(dd)) = &lax.value {
-            let mut nested = Vec::new();
+            let mut nested = Vec::with_capacity(if trace.is_some() {
+                dd.capsules.len()
+            } else {
+                0
+            });
             for c in &dd.capsules {
                 if c.reliability.is_ack_receipt() {
                     anomalies.push(Anomaly {
@@ -475,7 +489,9 @@ impl Dissector {
                 } else {
                     None
                 };
-                nested.push(t);
+                if trace.is_some() {
+                    nested.push(t);
+                }
             }
             if let Some(t) = trace.as_mut() {
                 nest_messages(t, nested);

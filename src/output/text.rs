@@ -7,8 +7,9 @@ use std::time::Duration;
 use owo_colors::{OwoColorize, Style};
 
 use crate::dissect::{Body, Packet};
-use crate::wire::datagram::format_ranges;
-use crate::wire::{message_name, Capsule, Datagram, Motd, Offline, Trace};
+use std::net::SocketAddr;
+
+use crate::wire::{AckRange, Capsule, Datagram, Motd, Offline, Trace};
 
 /// Colours, or none.
 #[derive(Debug, Clone, Copy)]
@@ -130,79 +131,220 @@ fn offline_summary(m: &Offline<'_>) -> String {
     }
 }
 
-fn capsule_summary(c: &Capsule<'_>) -> String {
-    let mut s = c.reliability.name().to_string();
-    if let Some(i) = c.reliable_index {
-        let _ = write!(s, " ri={i}");
+/// Append `v` in decimal, without going through `fmt`.
+fn push_uint(s: &mut Vec<u8>, mut v: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
     }
-    if let Some(i) = c.sequence_index {
-        let _ = write!(s, " si={i}");
+    s.extend_from_slice(&buf[i..]);
+}
+
+fn decimal_len(mut v: u64) -> usize {
+    let mut n = 1;
+    while v >= 10 {
+        v /= 10;
+        n += 1;
     }
-    if let Some(i) = c.order_index {
-        let _ = write!(s, " oi={i}");
+    n
+}
+
+fn push_spaces(s: &mut Vec<u8>, n: usize) {
+    for _ in 0..n {
+        s.push(b' ');
     }
-    if let Some(ch) = c.channel {
-        let _ = write!(s, " ch={ch}");
+}
+
+/// A message id's name: the table's, or `ID_USER_PACKET_ENUM+N`.
+fn push_name(s: &mut Vec<u8>, id: u8) {
+    match crate::wire::ids::MESSAGE_NAMES.get(id as usize) {
+        Some(n) => s.extend_from_slice(n.as_bytes()),
+        None => {
+            s.extend_from_slice("ID_USER_PACKET_ENUM+".as_bytes());
+            push_uint(s, u64::from(id - crate::wire::ids::USER_PACKET_ENUM));
+        }
+    }
+}
+
+fn push_capsule(s: &mut Vec<u8>, c: &Capsule<'_>) {
+    s.extend_from_slice(c.reliability.name().as_bytes());
+    let fields = [
+        (" ri=", c.reliable_index),
+        (" si=", c.sequence_index),
+        (" oi=", c.order_index),
+        (" ch=", c.channel.map(u32::from)),
+    ];
+    for (label, v) in fields {
+        if let Some(v) = v {
+            s.extend_from_slice(label.as_bytes());
+            push_uint(s, u64::from(v));
+        }
     }
     if let Some(sp) = c.split {
-        let _ = write!(
-            s,
-            " split {}/{} id={}",
-            sp.index as u64 + 1,
-            sp.count,
-            sp.id
-        );
+        s.extend_from_slice(" split ".as_bytes());
+        push_uint(s, u64::from(sp.index) + 1);
+        s.push(b'/');
+        push_uint(s, u64::from(sp.count));
+        s.extend_from_slice(" id=".as_bytes());
+        push_uint(s, u64::from(sp.id));
     }
-    match c.message_id() {
-        Some(id) => {
-            let _ = write!(s, " {} len={}", message_name(id), c.payload.len());
-        }
-        None => {
-            let _ = write!(s, " len={}", c.payload.len());
-        }
+    if let Some(id) = c.message_id() {
+        s.push(b' ');
+        push_name(s, id);
     }
-    s
+    s.extend_from_slice(" len=".as_bytes());
+    push_uint(s, c.payload.len() as u64);
 }
 
-/// The summary after the addresses: offline message, `#seq` and capsules, or ACK/NACK ranges.
-pub fn summary(p: &Packet<'_>) -> String {
+/// `3-7,9`: the datagram numbers of an ACK or NACK.
+fn push_ranges(s: &mut Vec<u8>, ranges: &[AckRange]) {
+    for (i, r) in ranges.iter().enumerate() {
+        if i > 0 {
+            s.push(b',');
+        }
+        push_uint(s, u64::from(r.min));
+        if r.max != r.min {
+            s.push(b'-');
+            push_uint(s, u64::from(r.max));
+        }
+    }
+}
+
+/// Append the summary after the addresses: offline message, `#seq` and
+/// capsules, or ACK/NACK ranges.
+pub fn push_summary(s: &mut Vec<u8>, p: &Packet<'_>) {
     match &p.body {
-        Body::Offline { id, msg } => match msg {
-            Some(m) => format!("{} {}", message_name(*id), offline_summary(m)),
-            None => message_name(*id).into_owned(),
-        },
-        Body::Datagram(Some(Datagram::Data(d))) => {
-            let parts: Vec<String> = d.capsules.iter().map(capsule_summary).collect();
-            format!("#{} {}", d.seq, parts.join(" | "))
+        Body::Offline { id, msg } => {
+            push_name(s, *id);
+            if let Some(m) = msg {
+                s.push(b' ');
+                s.extend_from_slice(offline_summary(m).as_bytes());
+            }
         }
-        Body::Datagram(Some(Datagram::Ack(l))) => format!("ACK {}", format_ranges(&l.ranges)),
-        Body::Datagram(Some(Datagram::Nack(l))) => format!("NACK {}", format_ranges(&l.ranges)),
-        Body::Datagram(None) => "datagram".to_string(),
+        Body::Datagram(Some(Datagram::Data(d))) => {
+            s.push(b'#');
+            push_uint(s, u64::from(d.seq));
+            for (i, c) in d.capsules.iter().enumerate() {
+                s.extend_from_slice(if i == 0 { b" " } else { b" | " });
+                push_capsule(s, c);
+            }
+        }
+        Body::Datagram(Some(Datagram::Ack(l))) => {
+            s.extend_from_slice("ACK ".as_bytes());
+            push_ranges(s, &l.ranges);
+        }
+        Body::Datagram(Some(Datagram::Nack(l))) => {
+            s.extend_from_slice("NACK ".as_bytes());
+            push_ranges(s, &l.ranges);
+        }
+        Body::Datagram(None) => s.extend_from_slice("datagram".as_bytes()),
     }
 }
 
-/// One line per packet: frame, relative time, endpoints, flow and direction, summary, anomalies.
-pub fn line(p: &Packet<'_>, since: Duration, pal: Palette) -> String {
-    let rel = p.ts.saturating_sub(since).as_secs_f64();
-    let mut s = format!(
-        "{:>6} {:>11.6} {:>21} → {:<21} {:>3} {} ",
-        p.frame,
-        rel,
-        p.src.to_string(),
-        p.dst.to_string(),
-        p.flow,
-        p.dir.as_str()
-    );
-    s.push_str(&pal.paint(&summary(p), style_for(p)));
-    for a in &p.anomalies {
-        let text = if a.kind == "malformed" {
-            format!(" [{}]", a.detail)
-        } else {
-            format!(" [{}: {}]", a.kind, a.detail)
-        };
-        s.push_str(&pal.paint(&text, Style::new().red().bold()));
+/// The summary as a string.
+pub fn summary(p: &Packet<'_>) -> String {
+    let mut s = Vec::new();
+    push_summary(&mut s, p);
+    String::from_utf8_lossy(&s).into_owned()
+}
+
+/// Writes summary lines into a reused buffer, remembering the text of the
+/// endpoints it saw last (formatting an address costs more than the rest).
+pub struct LineFormatter {
+    pal: Palette,
+    recent: Vec<(SocketAddr, String)>,
+    next: usize,
+}
+
+/// Endpoints whose text is remembered.
+const RECENT_ADDRESSES: usize = 16;
+
+impl LineFormatter {
+    pub fn new(pal: Palette) -> Self {
+        LineFormatter {
+            pal,
+            recent: Vec::with_capacity(RECENT_ADDRESSES),
+            next: 0,
+        }
     }
-    s
+
+    fn addr(&mut self, a: SocketAddr) -> &str {
+        let i = match self.recent.iter().position(|(k, _)| *k == a) {
+            Some(i) => i,
+            None if self.recent.len() < RECENT_ADDRESSES => {
+                self.recent.push((a, a.to_string()));
+                self.recent.len() - 1
+            }
+            None => {
+                let i = self.next;
+                self.next = (self.next + 1) % RECENT_ADDRESSES;
+                self.recent[i] = (a, a.to_string());
+                i
+            }
+        };
+        &self.recent[i].1
+    }
+
+    /// Append one line (without the newline): frame, time since `since`,
+    /// endpoints, flow and direction, summary, anomalies.
+    pub fn push_line(&mut self, s: &mut Vec<u8>, p: &Packet<'_>, since: Duration) {
+        push_spaces(s, 6usize.saturating_sub(decimal_len(p.frame)));
+        push_uint(s, p.frame);
+        // Microseconds, rounded as `{:.6}` would.
+        let us = (p.ts.saturating_sub(since).as_nanos() + 500) / 1000;
+        let (secs, frac) = ((us / 1_000_000) as u64, (us % 1_000_000) as u64);
+        push_spaces(s, 1 + 4usize.saturating_sub(decimal_len(secs)));
+        push_uint(s, secs);
+        s.push(b'.');
+        s.extend_from_slice(&b"000000"[decimal_len(frac).min(6)..]);
+        push_uint(s, frac);
+        s.push(b' ');
+        let src = self.addr(p.src);
+        push_spaces(s, 21usize.saturating_sub(src.len()));
+        s.extend_from_slice(src.as_bytes());
+        s.extend_from_slice(" → ".as_bytes());
+        let dst = self.addr(p.dst);
+        let pad = 21usize.saturating_sub(dst.len());
+        s.extend_from_slice(dst.as_bytes());
+        push_spaces(s, pad);
+        s.push(b' ');
+        push_spaces(s, 3usize.saturating_sub(decimal_len(u64::from(p.flow))));
+        push_uint(s, u64::from(p.flow));
+        s.push(b' ');
+        s.extend_from_slice(p.dir.as_str().as_bytes());
+        s.push(b' ');
+        let start = s.len();
+        push_summary(s, p);
+        if self.pal.enabled {
+            let plain = s.split_off(start);
+            s.extend_from_slice(
+                self.pal
+                    .paint(&String::from_utf8_lossy(&plain), style_for(p))
+                    .as_bytes(),
+            );
+        }
+        for a in &p.anomalies {
+            let text = if a.kind == "malformed" {
+                format!(" [{}]", a.detail)
+            } else {
+                format!(" [{}: {}]", a.kind, a.detail)
+            };
+            s.extend_from_slice(self.pal.paint(&text, Style::new().red().bold()).as_bytes());
+        }
+    }
+}
+
+/// One line per packet (see [`LineFormatter::push_line`]).
+pub fn line(p: &Packet<'_>, since: Duration, pal: Palette) -> String {
+    let mut s = Vec::new();
+    LineFormatter::new(pal).push_line(&mut s, p, since);
+    String::from_utf8_lossy(&s).into_owned()
 }
 
 /// The `-V` field tree: offset and length columns, then the field, indented by depth.

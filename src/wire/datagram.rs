@@ -449,22 +449,6 @@ impl<'a> Datagram<'a> {
     }
 }
 
-/// `3-7,9` for a range list, as the summary line shows it.
-pub fn format_ranges(ranges: &[AckRange]) -> String {
-    let mut s = String::new();
-    for (i, r) in ranges.iter().enumerate() {
-        if i > 0 {
-            s.push(',');
-        }
-        if r.min == r.max {
-            s.push_str(&r.min.to_string());
-        } else {
-            s.push_str(&format!("{}-{}", r.min, r.max));
-        }
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -477,7 +461,10 @@ mod tests {
         let Datagram::Ack(l) = &d else {
             panic!("not an ACK: {d:?}")
         };
-        assert_eq!(format_ranges(&l.ranges), "1,3-5");
+        assert_eq!(
+            l.ranges,
+            [AckRange { min: 1, max: 1 }, AckRange { min: 3, max: 5 }]
+        );
         let mut out = Vec::new();
         d.emit(&mut out);
         assert_eq!(out, bytes);
