@@ -186,6 +186,7 @@ pub fn run_read(args: &ReadArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         };
         let since = *first_ts.get_or_insert(d.ts);
         let Some(p) = dissector.dissect(&d) else {
+            reader.recycle(d);
             continue;
         };
         if args.json {
@@ -206,6 +207,8 @@ pub fn run_read(args: &ReadArgs, out: &mut impl Write) -> anyhow::Result<u8> {
                 writeln!(out)?;
             }
         }
+        drop(p);
+        reader.recycle(d);
         shown += 1;
         if args.count.is_some_and(|n| shown >= n) {
             break;

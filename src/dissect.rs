@@ -12,6 +12,7 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -169,6 +170,45 @@ pub struct DissectStats {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct FlowKey([u8; 36]);
 
+/// Builds [`FlowHasher`]s with a per-process random seed.
+#[derive(Clone)]
+struct FlowHashBuilder(u64);
+
+impl Default for FlowHashBuilder {
+    fn default() -> Self {
+        FlowHashBuilder(std::collections::hash_map::RandomState::new().hash_one(0x5241_4b4e_4554u64))
+    }
+}
+
+impl BuildHasher for FlowHashBuilder {
+    type Hasher = FlowHasher;
+    fn build_hasher(&self) -> FlowHasher {
+        FlowHasher(self.0)
+    }
+}
+
+/// A seeded multiply-rotate hash over the 36-byte flow key: a fraction of
+/// SipHash's cost on the per-packet path, and the seed keeps a capture from
+/// aiming collisions at the table.
+struct FlowHasher(u64);
+
+impl Hasher for FlowHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..chunk.len()].copy_from_slice(chunk);
+            self.0 = (self.0 ^ u64::from_le_bytes(b))
+                .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                .rotate_left(29);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        let h = self.0;
+        (h ^ (h >> 31)).wrapping_mul(0xd6e8_feb8_6659_fd93) ^ (h >> 27)
+    }
+}
+
 fn endpoint_bytes(a: SocketAddr, out: &mut [u8]) {
     let ip = match a {
         SocketAddr::V4(v4) => v4.ip().to_ipv6_mapped().octets(),
@@ -226,7 +266,7 @@ fn is_internal(id: u8) -> bool {
 /// The RakNet flow table and packet decoder.
 pub struct Dissector {
     opts: Options,
-    flows: HashMap<FlowKey, Flow>,
+    flows: HashMap<FlowKey, Flow, FlowHashBuilder>,
     next_id: u32,
     stats: DissectStats,
     since_sweep: u32,
@@ -236,7 +276,7 @@ impl Dissector {
     pub fn new(opts: Options) -> Self {
         Dissector {
             opts,
-            flows: HashMap::new(),
+            flows: HashMap::default(),
             next_id: 1,
             stats: DissectStats::default(),
             since_sweep: 0,

@@ -30,13 +30,27 @@ struct Frame {
 pub(crate) struct Decoder {
     pub stats: CaptureStats,
     pool: DefragPool,
+    /// A payload buffer handed back by the caller, reused for the next datagram.
+    spare: Vec<u8>,
 }
+
+/// Largest buffer kept for reuse (a UDP payload is at most 65,535 bytes).
+const SPARE_MAX: usize = 1 << 16;
 
 impl Decoder {
     pub fn new(limits: DefragLimits) -> Self {
         Decoder {
             stats: CaptureStats::default(),
             pool: DefragPool::new(limits),
+            spare: Vec::new(),
+        }
+    }
+
+    /// Keep `buf` to hold the next datagram's payload.
+    pub fn recycle(&mut self, mut buf: Vec<u8>) {
+        if buf.capacity() <= SPARE_MAX {
+            buf.clear();
+            self.spare = buf;
         }
     }
 
@@ -287,12 +301,14 @@ impl Decoder {
             self.stats.truncated += 1;
         }
         self.stats.udp += 1;
+        let mut buf = std::mem::take(&mut self.spare);
+        buf.extend_from_slice(payload);
         Some(UdpDatagram {
             frame: frame.number,
             ts: frame.ts,
             src: SocketAddr::new(src, src_port),
             dst: SocketAddr::new(dst, dst_port),
-            payload: payload.to_vec(),
+            payload: buf,
             udp_len,
         })
     }

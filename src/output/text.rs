@@ -133,15 +133,26 @@ fn offline_summary(m: &Offline<'_>) -> String {
 
 /// Append `v` in decimal, without going through `fmt`.
 fn push_uint(s: &mut Vec<u8>, mut v: u64) {
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+        2021222324252627282930313233343536373839\
+        4041424344454647484950515253545556575859\
+        6061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899";
     let mut buf = [0u8; 20];
     let mut i = buf.len();
-    loop {
+    while v >= 100 {
+        let d = (v % 100) as usize * 2;
+        v /= 100;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&PAIRS[d..d + 2]);
+    }
+    if v >= 10 {
+        let d = v as usize * 2;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&PAIRS[d..d + 2]);
+    } else {
         i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
+        buf[i] = b'0' + v as u8;
     }
     s.extend_from_slice(&buf[i..]);
 }
@@ -493,6 +504,16 @@ mod tests {
             "  0000  84 00 00 00 41 42 43 44  45 46 47 48 49 4a 4b 4c  ....ABCDEFGHIJKL\n  \
              0010  4d 4e 4f 50 51                                    MNOPQ\n"
         );
+    }
+
+    #[test]
+    fn decimal_digits() {
+        for v in [0u64, 7, 10, 99, 100, 101, 999, 1000, 65535, 16_777_215, u64::MAX] {
+            let mut s = Vec::new();
+            push_uint(&mut s, v);
+            assert_eq!(String::from_utf8(s).unwrap(), v.to_string());
+            assert_eq!(decimal_len(v), v.to_string().len());
+        }
     }
 
     #[test]
