@@ -176,7 +176,9 @@ struct FlowHashBuilder(u64);
 
 impl Default for FlowHashBuilder {
     fn default() -> Self {
-        FlowHashBuilder(std::collections::hash_map::RandomState::new().hash_one(0x5241_4b4e_4554u64))
+        FlowHashBuilder(
+            std::collections::hash_map::RandomState::new().hash_one(0x5241_4b4e_4554u64),
+        )
     }
 }
 
@@ -334,6 +336,7 @@ impl Dissector {
     fn flow_mut(
         &mut self,
         d: &UdpDatagram,
+        flow_key: FlowKey,
         detection: Detection,
         client_is_src: Option<bool>,
     ) -> &mut Flow {
@@ -343,7 +346,7 @@ impl Dissector {
             self.sweep(d.ts);
         }
         let guessed_server = self.guess_server(d.src, d.dst);
-        let f = match self.flows.entry(key(d.src, d.dst)) {
+        let f = match self.flows.entry(flow_key) {
             Entry::Occupied(o) => o.into_mut(),
             Entry::Vacant(v) => {
                 self.since_sweep += 1;
@@ -417,7 +420,12 @@ impl Dissector {
                     None
                 }
             };
-            let flow = self.flow_mut(d, Detection::Handshake, sender_is_client(id));
+            let flow = self.flow_mut(
+                d,
+                key(d.src, d.dst),
+                Detection::Handshake,
+                sender_is_client(id),
+            );
             if let Some(m) = &msg {
                 learn_offline(flow, m);
             }
@@ -432,7 +440,8 @@ impl Dissector {
             ));
         }
 
-        let known = self.flows.contains_key(&key(d.src, d.dst));
+        let flow_key = key(d.src, d.dst);
+        let known = self.flows.contains_key(&flow_key);
         let forced = self.forced(d.src) || self.forced(d.dst);
         let detection = if known {
             Detection::Handshake
@@ -468,7 +477,7 @@ impl Dissector {
                     ),
                 }
             };
-            let flow = self.flow_mut(d, detection, None);
+            let flow = self.flow_mut(d, flow_key, detection, None);
             let (flow_id, dir) = (flow.id, dir_of(flow, d.src));
             let trace = trace.then(|| {
                 let mut r = Reader::new(p).traced();
@@ -537,7 +546,7 @@ impl Dissector {
                 nest_messages(t, nested);
             }
         }
-        let flow = self.flow_mut(d, detection, None);
+        let flow = self.flow_mut(d, flow_key, detection, None);
         if client_guid_seen.is_some() {
             flow.client_guid = client_guid_seen;
         }

@@ -308,8 +308,11 @@ impl LineFormatter {
         push_spaces(s, 6usize.saturating_sub(decimal_len(p.frame)));
         push_uint(s, p.frame);
         // Microseconds, rounded as `{:.6}` would.
-        let us = (p.ts.saturating_sub(since).as_nanos() + 500) / 1000;
-        let (secs, frac) = ((us / 1_000_000) as u64, (us % 1_000_000) as u64);
+        let rel = p.ts.saturating_sub(since);
+        let (mut secs, mut frac) = (rel.as_secs(), u64::from(rel.subsec_nanos() + 500) / 1000);
+        if frac == 1_000_000 {
+            (secs, frac) = (secs + 1, 0);
+        }
         push_spaces(s, 1 + 4usize.saturating_sub(decimal_len(secs)));
         push_uint(s, secs);
         s.push(b'.');
@@ -508,7 +511,19 @@ mod tests {
 
     #[test]
     fn decimal_digits() {
-        for v in [0u64, 7, 10, 99, 100, 101, 999, 1000, 65535, 16_777_215, u64::MAX] {
+        for v in [
+            0u64,
+            7,
+            10,
+            99,
+            100,
+            101,
+            999,
+            1000,
+            65535,
+            16_777_215,
+            u64::MAX,
+        ] {
             let mut s = Vec::new();
             push_uint(&mut s, v);
             assert_eq!(String::from_utf8(s).unwrap(), v.to_string());
