@@ -6,7 +6,7 @@
 //! not a capture, 5 a capture cut short (everything before the cut was
 //! printed).
 
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -213,6 +213,14 @@ pub fn run_read(args: &ReadArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         if args.count.is_some_and(|n| shown >= n) {
             break;
         }
+    }
+    if io::stderr().is_terminal() {
+        out.flush()?;
+        let (c, d) = (reader.stats(), dissector.stats());
+        eprintln!(
+            "raknet-dissect: {} frames, {} RakNet packets in {} flows, {} other UDP datagrams and {} non-UDP frames skipped",
+            c.frames, d.raknet_packets, d.flows, d.not_raknet, c.non_udp
+        );
     }
     Ok(EXIT_OK)
 }
