@@ -14,10 +14,13 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::capture::CaptureReader;
-use crate::dissect::{Dissector, Options};
-use crate::output::json::PacketJson;
+use crate::dissect::{Dir, Dissector, Options, Packet};
+use crate::mirror::{FlowMirror, Message, Mirror, MirrorConfig, Observation};
+use crate::output::json::{FlowJson, MessageJson, PacketJson};
+use crate::output::table;
 use crate::output::text::{self, Palette};
 use crate::output::ColorChoice;
+use crate::session::receive::Reassembly;
 
 pub const EXIT_OK: u8 = 0;
 pub const EXIT_ERROR: u8 = 1;
@@ -49,6 +52,88 @@ pub struct Cli {
 pub enum Command {
     /// Print every RakNet packet of a capture (the default command).
     Read(ReadArgs),
+    /// The messages each side's application received, in delivery order.
+    Messages(MessagesArgs),
+    /// A table of the flows: roles, handshake, counts, loss, resends, RTT.
+    Flows(FlowsArgs),
+}
+
+/// Where the capture comes from and which UDP is RakNet (every command).
+#[derive(Args, Debug, Default, Clone)]
+pub struct CaptureArgs {
+    /// Capture file (pcap or pcapng); `-` reads standard input.
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// Capture file, tshark's spelling.
+    #[arg(short = 'r', long = "read-file", value_name = "FILE")]
+    pub read_file: Option<PathBuf>,
+    /// Decode a UDP port as RakNet: `PORT` or tshark's `udp.port==PORT,raknet`. Repeatable.
+    #[arg(short = 'd', long = "decode-as", value_name = "PORT", value_parser = parse_decode_as)]
+    pub decode_as: Vec<u16>,
+    /// Only flows whose handshake is seen, or forced with -d, are RakNet.
+    #[arg(long)]
+    pub no_heuristics: bool,
+    /// How split messages are joined: by part index (what the sender sent), or in
+    /// arrival order (what an original RakNet 4.081 receiver delivers).
+    #[arg(long, value_enum, default_value = "index", value_name = "ORDER")]
+    pub reassembly: ReassemblyArg,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum ReassemblyArg {
+    #[default]
+    Index,
+    Arrival,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DirArg {
+    C2s,
+    S2c,
+}
+
+#[derive(Args, Debug, Default)]
+pub struct MessagesArgs {
+    #[command(flatten)]
+    pub capture: CaptureArgs,
+    /// NDJSON: one `message` record per line.
+    #[arg(long)]
+    pub json: bool,
+    /// Only this flow.
+    #[arg(long, value_name = "N")]
+    pub flow: Option<u32>,
+    /// Only messages received by the server (c2s) or by the client (s2c).
+    #[arg(long, value_enum, value_name = "DIR")]
+    pub dir: Option<DirArg>,
+    /// Only messages on this ordering channel.
+    #[arg(long, value_name = "C")]
+    pub channel: Option<u8>,
+    /// Only messages with this id (decimal or 0x hex).
+    #[arg(long, value_name = "ID", value_parser = parse_id)]
+    pub id: Option<u8>,
+    /// Show at most N bytes of each message's data in JSON.
+    #[arg(long, value_name = "N")]
+    pub data_limit: Option<usize>,
+    /// Colour the output: auto, always, never.
+    #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
+    pub color: Option<ColorArg>,
+}
+
+#[derive(Args, Debug, Default)]
+pub struct FlowsArgs {
+    #[command(flatten)]
+    pub capture: CaptureArgs,
+    /// NDJSON: one `flow` record per line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_id(s: &str) -> Result<u8, String> {
+    let v = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u8::from_str_radix(h, 16),
+        None => s.parse::<u8>(),
+    };
+    v.map_err(|_| format!("{s:?} is not a message id (0-255 or 0x00-0xff)"))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -60,12 +145,8 @@ pub enum ColorArg {
 
 #[derive(Args, Debug, Default)]
 pub struct ReadArgs {
-    /// Capture file (pcap or pcapng); `-` reads standard input.
-    #[arg(value_name = "FILE")]
-    pub file: Option<PathBuf>,
-    /// Capture file, tshark's spelling.
-    #[arg(short = 'r', long = "read-file", value_name = "FILE")]
-    pub read_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub capture: CaptureArgs,
     /// Print the field tree of each packet, with byte offsets and lengths.
     #[arg(short = 'V', long)]
     pub verbose: bool,
@@ -78,12 +159,6 @@ pub struct ReadArgs {
     /// Stop after N RakNet packets.
     #[arg(short = 'c', long = "count", value_name = "N")]
     pub count: Option<u64>,
-    /// Decode a UDP port as RakNet: `PORT` or tshark's `udp.port==PORT,raknet`. Repeatable.
-    #[arg(short = 'd', long = "decode-as", value_name = "PORT", value_parser = parse_decode_as)]
-    pub decode_as: Vec<u16>,
-    /// Only flows whose handshake is seen, or forced with -d, are RakNet.
-    #[arg(long)]
-    pub no_heuristics: bool,
     /// Colour the output: auto (a terminal, without NO_COLOR or TERM=dumb), always, never.
     #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
     pub color: Option<ColorArg>,
@@ -116,13 +191,15 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    let read = match cli.command {
-        Some(Command::Read(a)) => a,
-        None => cli.read,
-    };
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
-    let code = match run_read(&read, &mut out) {
+    let result = match cli.command {
+        Some(Command::Read(a)) => run_read(&a, &mut out),
+        None => run_read(&cli.read, &mut out),
+        Some(Command::Messages(a)) => run_messages(&a, &mut out),
+        Some(Command::Flows(a)) => run_flows(&a, &mut out),
+    };
+    let code = match result {
         Ok(code) => code,
         Err(e) if is_broken_pipe(&e) => EXIT_OK,
         Err(e) => {
@@ -144,9 +221,43 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-/// `read`: one line (or tree, or JSON record) per RakNet packet.
-pub fn run_read(args: &ReadArgs, out: &mut impl Write) -> anyhow::Result<u8> {
-    let Some(path) = args.read_file.as_ref().or(args.file.as_ref()) else {
+fn palette(color: Option<ColorArg>, json: bool) -> Palette {
+    let choice = match color {
+        Some(ColorArg::Always) => ColorChoice::Always,
+        Some(ColorArg::Never) => ColorChoice::Never,
+        _ => ColorChoice::Auto,
+    };
+    Palette {
+        enabled: !json && choice.enabled(),
+    }
+}
+
+fn mirror_config(cap: &CaptureArgs) -> MirrorConfig {
+    let mut cfg = MirrorConfig::default();
+    cfg.receive.reassembly = match cap.reassembly {
+        ReassemblyArg::Index => Reassembly::ByIndex,
+        ReassemblyArg::Arrival => Reassembly::Arrival,
+    };
+    cfg
+}
+
+/// Whether to read on after a packet.
+enum Next {
+    Continue,
+    Stop,
+}
+
+/// Read the capture, dissect every datagram, feed the mirror, and hand each
+/// RakNet packet (with the mirror's findings attached) to `each`. Returns the
+/// exit code: 0, or 3 for a file that is not a capture, 5 for one cut short.
+fn drive(
+    cap: &CaptureArgs,
+    trace: bool,
+    mirror: &mut Mirror,
+    out: &mut impl Write,
+    mut each: impl FnMut(&mut Packet<'_>, Observation, Duration, &mut dyn Write) -> anyhow::Result<Next>,
+) -> anyhow::Result<u8> {
+    let Some(path) = cap.read_file.as_ref().or(cap.file.as_ref()) else {
         eprintln!("raknet-dissect: no capture file given (FILE, -r FILE, or - for standard input)");
         return Ok(EXIT_USAGE);
     };
@@ -157,24 +268,13 @@ pub fn run_read(args: &ReadArgs, out: &mut impl Write) -> anyhow::Result<u8> {
             return Ok(EXIT_BAD_FILE);
         }
     };
-    let color = match args.color {
-        Some(ColorArg::Always) => ColorChoice::Always,
-        Some(ColorArg::Never) => ColorChoice::Never,
-        _ => ColorChoice::Auto,
-    };
-    let pal = Palette {
-        enabled: !args.json && color.enabled(),
-    };
     let mut dissector = Dissector::new(Options {
-        ports: args.decode_as.clone(),
-        heuristics: !args.no_heuristics,
-        trace: args.verbose && !args.json,
+        ports: cap.decode_as.clone(),
+        heuristics: !cap.no_heuristics,
+        trace,
         ..Options::default()
     });
     let mut first_ts: Option<Duration> = None;
-    let mut shown = 0u64;
-    let mut lines = text::LineFormatter::new(pal);
-    let mut buf: Vec<u8> = Vec::with_capacity(512);
     while let Some(item) = reader.next_datagram() {
         let d = match item {
             Ok(d) => d,
@@ -185,32 +285,18 @@ pub fn run_read(args: &ReadArgs, out: &mut impl Write) -> anyhow::Result<u8> {
             }
         };
         let since = *first_ts.get_or_insert(d.ts);
-        let Some(p) = dissector.dissect(&d) else {
+        let Some(mut p) = dissector.dissect(&d) else {
             reader.recycle(d);
             continue;
         };
-        if args.json {
-            serde_json::to_writer(&mut *out, &PacketJson::new(&p))?;
-            out.write_all(b"\n")?;
-        } else {
-            buf.clear();
-            lines.push_line(&mut buf, &p, since);
-            buf.push(b'\n');
-            out.write_all(&buf)?;
-            if let Some(t) = &p.trace {
-                out.write_all(text::tree(&p, t).as_bytes())?;
-            }
-            if args.hex {
-                out.write_all(text::hex_dump(p.payload).as_bytes())?;
-            }
-            if args.verbose || args.hex {
-                writeln!(out)?;
-            }
-        }
+        let obs = match dissector.flow(p.src, p.dst) {
+            Some(flow) => mirror.observe(&p, flow),
+            None => Observation::default(),
+        };
+        let next = each(&mut p, obs, since, out)?;
         drop(p);
         reader.recycle(d);
-        shown += 1;
-        if args.count.is_some_and(|n| shown >= n) {
+        if matches!(next, Next::Stop) {
             break;
         }
     }
@@ -223,6 +309,127 @@ pub fn run_read(args: &ReadArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         );
     }
     Ok(EXIT_OK)
+}
+
+/// `read`: one line (or tree, or JSON record) per RakNet packet.
+pub fn run_read(args: &ReadArgs, out: &mut impl Write) -> anyhow::Result<u8> {
+    let pal = palette(args.color, args.json);
+    let mut mirror = Mirror::new(mirror_config(&args.capture), false);
+    let mut shown = 0u64;
+    let mut lines = text::LineFormatter::new(pal);
+    let mut buf: Vec<u8> = Vec::with_capacity(512);
+    let trace = args.verbose && !args.json;
+    drive(
+        &args.capture,
+        trace,
+        &mut mirror,
+        out,
+        |p, obs, since, out| {
+            p.anomalies.extend(obs.anomalies);
+            if args.json {
+                serde_json::to_writer(&mut *out, &PacketJson::new(p))?;
+                out.write_all(b"\n")?;
+            } else {
+                buf.clear();
+                lines.push_line(&mut buf, p, since);
+                buf.push(b'\n');
+                out.write_all(&buf)?;
+                if let Some(t) = &p.trace {
+                    out.write_all(text::tree(p, t).as_bytes())?;
+                }
+                if args.hex {
+                    out.write_all(text::hex_dump(p.payload).as_bytes())?;
+                }
+                if args.verbose || args.hex {
+                    writeln!(out)?;
+                }
+            }
+            shown += 1;
+            Ok(if args.count.is_some_and(|n| shown >= n) {
+                Next::Stop
+            } else {
+                Next::Continue
+            })
+        },
+    )
+}
+
+/// `messages`: what each application received, in delivery order.
+pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result<u8> {
+    let pal = palette(args.color, args.json);
+    let mut mirror = Mirror::new(mirror_config(&args.capture), false);
+    let want = |m: &Message| {
+        args.flow.is_none_or(|f| f == m.flow)
+            && args.dir.is_none_or(|d| {
+                m.dir
+                    == match d {
+                        DirArg::C2s => Dir::C2s,
+                        DirArg::S2c => Dir::S2c,
+                    }
+            })
+            && args.channel.is_none_or(|c| m.channel == Some(c))
+            && args.id.is_none_or(|i| m.data.first() == Some(&i))
+    };
+    let mut first: Option<Duration> = None;
+    let emit = |m: &Message, since: Duration, out: &mut dyn Write| -> anyhow::Result<()> {
+        if !want(m) {
+            return Ok(());
+        }
+        if args.json {
+            serde_json::to_writer(&mut *out, &MessageJson::new(m, args.data_limit))?;
+            out.write_all(b"\n")?;
+        } else {
+            writeln!(out, "{}", text::message_line(m, since, pal))?;
+        }
+        Ok(())
+    };
+    let code = drive(
+        &args.capture,
+        false,
+        &mut mirror,
+        out,
+        |_, obs, since, out| {
+            first.get_or_insert(since);
+            for m in &obs.messages {
+                emit(m, since, out)?;
+            }
+            Ok(Next::Continue)
+        },
+    )?;
+    let since = first.unwrap_or_default();
+    for m in &mirror.finish().messages {
+        emit(m, since, out)?;
+    }
+    Ok(code)
+}
+
+/// `flows`: a row (or a `flow` record) per flow, at the end of the capture.
+pub fn run_flows(args: &FlowsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
+    let mut mirror = Mirror::new(mirror_config(&args.capture), true);
+    let code = drive(&args.capture, false, &mut mirror, out, |_, _, _, _| {
+        Ok(Next::Continue)
+    })?;
+    mirror.finish();
+    let flows: Vec<&FlowMirror> = mirror.done_flows().iter().collect();
+    if args.json {
+        for f in flows {
+            serde_json::to_writer(&mut *out, &FlowJson::new(f))?;
+            out.write_all(b"\n")?;
+        }
+    } else {
+        let width = if io::stdout().is_terminal() {
+            terminal_width()
+        } else {
+            None
+        };
+        writeln!(out, "{}", table::flows_table(&flows, width))?;
+    }
+    Ok(code)
+}
+
+/// The terminal's width from `COLUMNS`, when set.
+fn terminal_width() -> Option<u16> {
+    std::env::var("COLUMNS").ok()?.parse().ok()
 }
 
 #[cfg(test)]
@@ -242,6 +449,20 @@ mod tests {
         Cli::command_for_test().debug_assert();
         let c = Cli::try_parse_from(["raknet-dissect", "f.pcap", "-V"]).unwrap();
         assert!(c.command.is_none() && c.read.verbose);
+        let c = Cli::try_parse_from([
+            "raknet-dissect",
+            "messages",
+            "f.pcap",
+            "--dir",
+            "c2s",
+            "--id",
+            "0x86",
+        ])
+        .unwrap();
+        assert!(matches!(
+            c.command,
+            Some(Command::Messages(MessagesArgs { id: Some(0x86), .. }))
+        ));
         let c = Cli::try_parse_from(["raknet-dissect", "read", "-r", "f.pcap"]).unwrap();
         assert!(matches!(c.command, Some(Command::Read(_))));
     }

@@ -7,5 +7,7 @@
 pub mod capture;
 pub mod cli;
 pub mod dissect;
+pub mod mirror;
 pub mod output;
+pub mod session;
 pub mod wire;

@@ -3,7 +3,8 @@
 
 use serde::Serialize;
 
-use crate::dissect::{Anomaly, Body, Packet};
+use crate::dissect::{Anomaly, Body, Dir, Packet};
+use crate::mirror::{DirStats, FlowMirror, Message};
 use crate::wire::{Capsule, Datagram, Motd, Offline, SystemAddress};
 
 /// Lowercase hex of `b`.
@@ -246,6 +247,146 @@ impl PacketJson {
                 self.guid = Some(guid(*g));
                 self.payload = Some(hex(payload));
             }
+        }
+    }
+}
+
+/// A `message` record: one message delivered to one side's application.
+#[derive(Serialize)]
+pub struct MessageJson<'a> {
+    #[serde(rename = "type")]
+    pub kind_of_record: &'static str,
+    pub flow: u32,
+    pub dir: &'static str,
+    pub frame: u64,
+    pub ts: f64,
+    pub id: Option<u8>,
+    pub name: Option<String>,
+    pub len: usize,
+    pub reliability: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub channel: Option<u8>,
+    pub data: String,
+    /// Set when `data` was cut by `--data-limit`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub data_truncated: bool,
+    pub anomalies: &'a [Anomaly],
+}
+
+impl<'a> MessageJson<'a> {
+    pub fn new(m: &'a Message, data_limit: Option<usize>) -> Self {
+        let id = m.data.first().copied();
+        let shown = data_limit.map_or(m.data.len(), |n| n.min(m.data.len()));
+        MessageJson {
+            kind_of_record: "message",
+            flow: m.flow,
+            dir: m.dir.as_str(),
+            frame: m.frame,
+            ts: m.ts.as_secs_f64(),
+            id,
+            name: id.map(|i| crate::wire::message_name(i).into_owned()),
+            len: m.data.len(),
+            reliability: m.reliability.name(),
+            channel: m.channel,
+            data: hex(&m.data[..shown]),
+            data_truncated: shown < m.data.len(),
+            anomalies: &m.anomalies,
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct DirJson {
+    pub packets: u64,
+    pub bytes: u64,
+    pub data_datagrams: u64,
+    pub acks: u64,
+    pub nacks: u64,
+    /// Datagram numbers NACKed by the receiver or never seen in the capture.
+    pub lost: u64,
+    pub nacked: u64,
+    pub never_seen: u64,
+    pub never_acked: u64,
+    pub resends: u64,
+    pub duplicates: u64,
+    pub messages: u64,
+    pub splits_reassembled: u64,
+    pub anomalies: u64,
+}
+
+impl DirJson {
+    pub fn new(s: &DirStats) -> Self {
+        DirJson {
+            packets: s.packets,
+            bytes: s.bytes,
+            data_datagrams: s.data_datagrams,
+            acks: s.acks,
+            nacks: s.nacks,
+            lost: s.nacked.max(s.never_seen),
+            nacked: s.nacked,
+            never_seen: s.never_seen,
+            never_acked: s.never_acked,
+            resends: s.resends,
+            duplicates: s.duplicates,
+            messages: s.messages,
+            splits_reassembled: s.splits,
+            anomalies: s.anomalies,
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct RttJson {
+    pub min: f64,
+    pub median: f64,
+    pub max: f64,
+    pub samples: usize,
+}
+
+/// A `flow` record, written when the flow ends (or at the end of the capture).
+#[derive(Serialize)]
+pub struct FlowJson {
+    #[serde(rename = "type")]
+    pub kind_of_record: &'static str,
+    pub flow: u32,
+    pub client: String,
+    pub server: String,
+    pub client_guid: Option<String>,
+    pub server_guid: Option<String>,
+    pub protocol: Option<u8>,
+    pub mtu: Option<u16>,
+    pub state: &'static str,
+    pub first_ts: f64,
+    pub last_ts: f64,
+    pub duration: f64,
+    pub c2s: DirJson,
+    pub s2c: DirJson,
+    pub rtt_ms: Option<RttJson>,
+}
+
+impl FlowJson {
+    pub fn new(f: &FlowMirror) -> Self {
+        FlowJson {
+            kind_of_record: "flow",
+            flow: f.id,
+            client: f.client.to_string(),
+            server: f.server.to_string(),
+            client_guid: f.client_guid.map(guid),
+            server_guid: f.server_guid.map(guid),
+            protocol: f.protocol,
+            mtu: f.mtu,
+            state: f.state.as_str(),
+            first_ts: f.first_ts.as_secs_f64(),
+            last_ts: f.last_ts.as_secs_f64(),
+            duration: f.last_ts.saturating_sub(f.first_ts).as_secs_f64(),
+            c2s: DirJson::new(f.stats(Dir::C2s)),
+            s2c: DirJson::new(f.stats(Dir::S2c)),
+            rtt_ms: f.rtt_ms().map(|(min, median, max, samples)| RttJson {
+                min,
+                median,
+                max,
+                samples,
+            }),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Formatters that only format: summary lines, the `-V` tree, hex, NDJSON.
 
 pub mod json;
+pub mod table;
 pub mod text;
 
 use std::io::IsTerminal;

@@ -7,6 +7,7 @@ use std::time::Duration;
 use owo_colors::{OwoColorize, Style};
 
 use crate::dissect::{Body, Packet};
+use crate::mirror::Message;
 use std::net::SocketAddr;
 
 use crate::wire::{AckRange, Capsule, Datagram, Motd, Offline, Trace};
@@ -359,6 +360,46 @@ pub fn line(p: &Packet<'_>, since: Duration, pal: Palette) -> String {
     let mut s = Vec::new();
     LineFormatter::new(pal).push_line(&mut s, p, since);
     String::from_utf8_lossy(&s).into_owned()
+}
+
+/// One line per delivered message: frame, time, flow, direction,
+/// reliability and channel, id and name, length, the first bytes.
+pub fn message_line(m: &Message, since: Duration, pal: Palette) -> String {
+    let mut s = Vec::with_capacity(160);
+    push_spaces(&mut s, 6usize.saturating_sub(decimal_len(m.frame)));
+    push_uint(&mut s, m.frame);
+    let rel = m.ts.saturating_sub(since).as_secs_f64();
+    let mut line = String::from_utf8_lossy(&s).into_owned();
+    let _ = write!(
+        line,
+        " {rel:>11.6} {:>3} {} {}",
+        m.flow,
+        m.dir.as_str(),
+        m.reliability.name()
+    );
+    if let Some(ch) = m.channel {
+        let _ = write!(line, " ch={ch}");
+    }
+    let mut rest = Vec::new();
+    if let Some(&id) = m.data.first() {
+        rest.push(b' ');
+        push_name(&mut rest, id);
+    }
+    line.push_str(&String::from_utf8_lossy(&rest));
+    let _ = write!(line, " len={} ", m.data.len());
+    line.push_str(&crate::wire::cursor::short_hex(
+        &m.data[..m.data.len().min(16)],
+    ));
+    if m.data.len() > 16 {
+        line.push('…');
+    }
+    for a in &m.anomalies {
+        line.push_str(&pal.paint(
+            &format!(" [{}: {}]", a.kind, a.detail),
+            Style::new().red().bold(),
+        ));
+    }
+    line
 }
 
 /// The `-V` field tree: offset and length columns, then the field, indented by depth.

@@ -1,0 +1,682 @@
+//! The reliability mirror: each flow's RakNet state replayed as each side saw it.
+//!
+//! One [`ReceiveHalf`] per direction turns the captured data datagrams into
+//! the messages that side's application received, in delivery order. Around
+//! it, what only an observer can see: which datagrams each ACK and NACK
+//! covers (RTT samples), resends and their cause, duplicated datagrams,
+//! datagrams never acknowledged, NACKs of datagrams the capture shows, gaps.
+//!
+//! Memory is bounded: per flow, the datagram and reliable-index histories are
+//! windows of fixed size; flows are evicted when idle and, past `max_flows`,
+//! least recently seen first.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::dissect::{Anomaly, Body, Dir, Flow, Packet};
+use crate::session::receive::{Delivered, ReceiveConfig, ReceiveEvent, ReceiveHalf};
+use crate::wire::ids::*;
+use crate::wire::{Datagram, Offline, Reliability};
+
+#[derive(Debug, Clone)]
+pub struct MirrorConfig {
+    pub receive: ReceiveConfig,
+    pub max_flows: usize,
+    pub idle_timeout: Duration,
+    /// Datagrams remembered per direction for ACK/NACK matching and resends.
+    pub history: usize,
+    /// RTT samples kept per flow (past it, every other one is dropped).
+    pub max_rtt_samples: usize,
+}
+
+impl Default for MirrorConfig {
+    fn default() -> Self {
+        MirrorConfig {
+            receive: ReceiveConfig::default(),
+            max_flows: 65_536,
+            idle_timeout: Duration::from_secs(600),
+            history: 8192,
+            max_rtt_samples: 65_536,
+        }
+    }
+}
+
+/// A message delivered to one side's application.
+#[derive(Debug, Clone)]
+pub struct Message {
+    pub flow: u32,
+    /// `c2s`: received by the server.
+    pub dir: Dir,
+    pub frame: u64,
+    pub ts: Duration,
+    pub data: Vec<u8>,
+    pub reliability: Reliability,
+    pub channel: Option<u8>,
+    pub anomalies: Vec<Anomaly>,
+}
+
+/// How far a connection got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FlowState {
+    /// Only pings and pongs.
+    Unconnected,
+    Handshake,
+    Connected,
+    Refused,
+    /// A side sent a disconnection notification.
+    DisconnectedByClient,
+    DisconnectedByServer,
+}
+
+impl FlowState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FlowState::Unconnected => "unconnected",
+            FlowState::Handshake => "handshake",
+            FlowState::Connected => "connected",
+            FlowState::Refused => "refused",
+            FlowState::DisconnectedByClient => "disconnected_by_client",
+            FlowState::DisconnectedByServer => "disconnected_by_server",
+        }
+    }
+}
+
+/// Counts for one direction (what its sender sent, what its receiver got).
+#[derive(Debug, Clone, Default)]
+pub struct DirStats {
+    pub packets: u64,
+    pub bytes: u64,
+    pub data_datagrams: u64,
+    /// ACK and NACK datagrams sent in this direction.
+    pub acks: u64,
+    pub nacks: u64,
+    /// Datagram numbers of this direction NACKed by the receiver.
+    pub nacked: u64,
+    /// Datagram numbers of this direction never seen in the capture.
+    pub never_seen: u64,
+    /// Datagrams of this direction that no ACK covered.
+    pub never_acked: u64,
+    pub resends: u64,
+    pub duplicates: u64,
+    pub messages: u64,
+    pub splits: u64,
+    pub anomalies: u64,
+}
+
+struct SentDatagram {
+    seq: u32,
+    ts: Duration,
+    frame: u64,
+    acked: bool,
+    nacked: bool,
+}
+
+/// One direction: its receiver's state and the observer's history of it.
+struct Half {
+    rx: ReceiveHalf,
+    /// Recent datagrams, oldest first.
+    sent: VecDeque<SentDatagram>,
+    /// Recent reliable indices and the datagram that first carried them.
+    reliable_seen: HashMap<u32, u32>,
+    reliable_order: VecDeque<u32>,
+    /// Highest datagram number seen, unwrapped, and how many distinct ones.
+    highest: Option<u64>,
+    lowest: Option<u64>,
+    distinct: u64,
+    stats: DirStats,
+}
+
+impl Half {
+    fn new(cfg: &ReceiveConfig) -> Self {
+        Half {
+            rx: ReceiveHalf::new(cfg.clone()),
+            sent: VecDeque::new(),
+            reliable_seen: HashMap::new(),
+            reliable_order: VecDeque::new(),
+            highest: None,
+            lowest: None,
+            distinct: 0,
+            stats: DirStats::default(),
+        }
+    }
+
+    fn find(&mut self, seq: u32) -> Option<&mut SentDatagram> {
+        self.sent.iter_mut().rev().find(|d| d.seq == seq)
+    }
+
+    /// Unwrap a 24-bit number next to the highest seen.
+    fn unwrap_seq(&self, seq: u32) -> u64 {
+        let Some(h) = self.highest else {
+            return u64::from(seq) + (1 << 24);
+        };
+        let base = h & !0xff_ffff;
+        let cands = [base.wrapping_sub(1 << 24), base, base + (1 << 24)];
+        cands
+            .iter()
+            .map(|b| b + u64::from(seq))
+            .min_by_key(|c| c.abs_diff(h))
+            .unwrap_or(u64::from(seq))
+    }
+
+    fn forget_oldest(&mut self, history: usize) {
+        while self.sent.len() > history {
+            if let Some(d) = self.sent.pop_front() {
+                if !d.acked {
+                    self.stats.never_acked += 1;
+                }
+            }
+        }
+        while self.reliable_order.len() > history * 4 {
+            if let Some(ri) = self.reliable_order.pop_front() {
+                self.reliable_seen.remove(&ri);
+            }
+        }
+    }
+}
+
+/// What the mirror knows of one flow.
+pub struct FlowMirror {
+    pub id: u32,
+    pub client: SocketAddr,
+    pub server: SocketAddr,
+    pub client_guid: Option<u64>,
+    pub server_guid: Option<u64>,
+    pub protocol: Option<u8>,
+    pub mtu: Option<u16>,
+    pub state: FlowState,
+    pub first_ts: Duration,
+    pub last_ts: Duration,
+    halves: [Option<Box<Half>>; 2],
+    rtt: Vec<f64>,
+    /// Per-direction counters of halves already dropped, or not yet made.
+    idle_stats: [DirStats; 2],
+}
+
+fn index(dir: Dir) -> usize {
+    match dir {
+        Dir::C2s => 0,
+        Dir::S2c => 1,
+    }
+}
+
+fn other(dir: Dir) -> Dir {
+    match dir {
+        Dir::C2s => Dir::S2c,
+        Dir::S2c => Dir::C2s,
+    }
+}
+
+impl FlowMirror {
+    pub fn stats(&self, dir: Dir) -> &DirStats {
+        match &self.halves[index(dir)] {
+            Some(h) => &h.stats,
+            None => &self.idle_stats[index(dir)],
+        }
+    }
+
+    /// RTT samples in milliseconds: (min, median, max, count).
+    pub fn rtt_ms(&self) -> Option<(f64, f64, f64, usize)> {
+        if self.rtt.is_empty() {
+            return None;
+        }
+        let mut v = self.rtt.clone();
+        v.sort_by(|a, b| a.total_cmp(b));
+        Some((v[0], v[v.len() / 2], v[v.len() - 1], v.len()))
+    }
+
+    fn half(&mut self, dir: Dir, cfg: &ReceiveConfig) -> &mut Half {
+        let i = index(dir);
+        let stats = &mut self.idle_stats[i];
+        self.halves[i].get_or_insert_with(|| {
+            let mut h = Box::new(Half::new(cfg));
+            h.stats = std::mem::take(stats);
+            h
+        })
+    }
+
+    fn learn(&mut self, flow: &Flow) {
+        self.client = flow.client;
+        self.server = flow.server;
+        self.client_guid = flow.client_guid.or(self.client_guid);
+        self.server_guid = flow.server_guid.or(self.server_guid);
+        self.protocol = flow.protocol.or(self.protocol);
+        self.mtu = flow.mtu.or(self.mtu);
+    }
+}
+
+fn anomaly(kind: &'static str, detail: String) -> Anomaly {
+    Anomaly { kind, detail }
+}
+
+/// Counters across all flows.
+#[derive(Debug, Default, Clone)]
+pub struct MirrorStats {
+    pub flows_evicted: u64,
+}
+
+/// The flow table of the mirror, keyed by the dissector's flow id.
+pub struct Mirror {
+    cfg: MirrorConfig,
+    flows: HashMap<u32, FlowMirror>,
+    /// Flows finished (evicted or at the end), for the flows table.
+    done: Vec<FlowMirror>,
+    keep_done: bool,
+    pub stats: MirrorStats,
+}
+
+/// What observing one packet produced.
+#[derive(Debug, Default)]
+pub struct Observation {
+    /// To attach to the packet.
+    pub anomalies: Vec<Anomaly>,
+    /// Messages delivered because of this packet.
+    pub messages: Vec<Message>,
+}
+
+impl Mirror {
+    /// `keep_done`: keep evicted flows' summaries for a final flows table.
+    pub fn new(cfg: MirrorConfig, keep_done: bool) -> Self {
+        Mirror {
+            cfg,
+            flows: HashMap::new(),
+            done: Vec::new(),
+            keep_done,
+            stats: MirrorStats::default(),
+        }
+    }
+
+    fn evict(&mut self, now: Duration, out: &mut Observation) {
+        let idle = self.cfg.idle_timeout;
+        let mut gone: Vec<u32> = self
+            .flows
+            .values()
+            .filter(|f| now.saturating_sub(f.last_ts) > idle)
+            .map(|f| f.id)
+            .collect();
+        if self.flows.len() - gone.len() >= self.cfg.max_flows.max(1) {
+            let mut by_age: Vec<(Duration, u32)> =
+                self.flows.values().map(|f| (f.last_ts, f.id)).collect();
+            by_age.sort();
+            let excess = self.flows.len() + 1 - self.cfg.max_flows.max(1);
+            gone.extend(by_age.iter().take(excess).map(|(_, id)| *id));
+            gone.sort();
+            gone.dedup();
+        }
+        for id in gone {
+            if let Some(f) = self.flows.remove(&id) {
+                self.stats.flows_evicted += 1;
+                self.close(f, out);
+            }
+        }
+    }
+
+    /// End of a flow: what its receivers still hold becomes anomalies.
+    fn close(&mut self, mut f: FlowMirror, out: &mut Observation) {
+        for dir in [Dir::C2s, Dir::S2c] {
+            let i = index(dir);
+            if let Some(mut h) = f.halves[i].take() {
+                h.rx.finish();
+                let mut held = Vec::new();
+                drain(&mut h, f.id, dir, &mut held, &mut out.messages);
+                h.stats.never_acked += h.sent.iter().filter(|d| !d.acked).count() as u64;
+                h.stats.anomalies += held.len() as u64;
+                out.anomalies.extend(held);
+                f.idle_stats[i] = std::mem::take(&mut h.stats);
+            }
+        }
+        if self.keep_done {
+            self.done.push(f);
+        }
+    }
+
+    /// Feed one dissected packet, with the dissector's view of its flow.
+    pub fn observe(&mut self, p: &Packet<'_>, flow: &Flow) -> Observation {
+        let mut out = Observation::default();
+        if !self.flows.contains_key(&p.flow) {
+            if self.flows.len() >= self.cfg.max_flows.max(1) || self.flows.len() % 4096 == 4095 {
+                self.evict(p.ts, &mut out);
+            }
+            self.flows.insert(
+                p.flow,
+                FlowMirror {
+                    id: p.flow,
+                    client: flow.client,
+                    server: flow.server,
+                    client_guid: None,
+                    server_guid: None,
+                    protocol: None,
+                    mtu: None,
+                    state: FlowState::Unconnected,
+                    first_ts: p.ts,
+                    last_ts: p.ts,
+                    halves: [None, None],
+                    rtt: Vec::new(),
+                    idle_stats: [DirStats::default(), DirStats::default()],
+                },
+            );
+        }
+        let cfg = &self.cfg;
+        let f = self
+            .flows
+            .get_mut(&p.flow)
+            .expect("flow inserted above when absent");
+        f.last_ts = p.ts;
+        let dir = p.dir;
+        match &p.body {
+            Body::Offline { msg, .. } => {
+                f.learn(flow);
+                let st = &mut f.idle_stats[index(dir)];
+                let st = match &mut f.halves[index(dir)] {
+                    Some(h) => &mut h.stats,
+                    None => st,
+                };
+                st.packets += 1;
+                st.bytes += p.payload.len() as u64;
+                if let Some(m) = msg {
+                    f.state = match m {
+                        Offline::OpenConnectionRequest1 { .. }
+                        | Offline::OpenConnectionReply1 { .. }
+                        | Offline::OpenConnectionRequest2 { .. }
+                        | Offline::OpenConnectionReply2 { .. } => f.state.max(FlowState::Handshake),
+                        Offline::IncompatibleProtocolVersion { .. } | Offline::Refusal { .. } => {
+                            FlowState::Refused
+                        }
+                        _ => f.state,
+                    };
+                }
+            }
+            Body::Datagram(Some(Datagram::Data(d))) => {
+                if f.client_guid.is_none() {
+                    f.learn(flow);
+                }
+                let history = cfg.history;
+                let h = f.half(dir, &cfg.receive);
+                h.stats.packets += 1;
+                h.stats.bytes += p.payload.len() as u64;
+                h.stats.data_datagrams += 1;
+                // The same datagram number twice is a copy, not a resend (resends get new numbers).
+                if let Some(prev) = h.find(d.seq) {
+                    let prev_frame = prev.frame;
+                    h.stats.duplicates += 1;
+                    out.anomalies.push(anomaly(
+                        "duplicate",
+                        format!("datagram #{} again (first in frame {prev_frame})", d.seq),
+                    ));
+                } else {
+                    let ext = h.unwrap_seq(d.seq);
+                    h.distinct += 1;
+                    h.highest = Some(h.highest.map_or(ext, |x| x.max(ext)));
+                    h.lowest = Some(h.lowest.map_or(ext, |x| x.min(ext)));
+                    for c in &d.capsules {
+                        let Some(ri) = c.reliable_index else { continue };
+                        match h.reliable_seen.get(&ri).copied() {
+                            Some(first) if first != d.seq => {
+                                h.stats.resends += 1;
+                                let cause = match h.sent.iter().rev().find(|s| s.seq == first) {
+                                    Some(s) if s.nacked => "after NACK".to_string(),
+                                    Some(s) => format!(
+                                        "after timeout ({:.0} ms)",
+                                        p.ts.saturating_sub(s.ts).as_secs_f64() * 1000.0
+                                    ),
+                                    None => "after a datagram no longer remembered".to_string(),
+                                };
+                                out.anomalies.push(anomaly(
+                                    "resend",
+                                    format!("resend of #{first} (reliable index {ri}) {cause}"),
+                                ));
+                            }
+                            Some(_) => {}
+                            None => {
+                                h.reliable_seen.insert(ri, d.seq);
+                                h.reliable_order.push_back(ri);
+                            }
+                        }
+                    }
+                    h.sent.push_back(SentDatagram {
+                        seq: d.seq,
+                        ts: p.ts,
+                        frame: p.frame,
+                        acked: false,
+                        nacked: false,
+                    });
+                    h.forget_oldest(history);
+                }
+                h.rx.handle_datagram(p.ts, p.frame, d.seq, &d.capsules);
+                let mut anomalies = Vec::new();
+                drain(h, p.flow, dir, &mut anomalies, &mut out.messages);
+                // A message's own findings show on the packet that completed it too.
+                for m in &out.messages {
+                    anomalies.extend(m.anomalies.iter().cloned());
+                }
+                h.stats.anomalies += anomalies.len() as u64;
+                out.anomalies.extend(anomalies);
+                for m in &out.messages {
+                    f.state = match (m.data.first().copied(), m.dir) {
+                        (Some(CONNECTION_REQUEST_ACCEPTED), _)
+                        | (Some(NEW_INCOMING_CONNECTION), _) => f.state.max(FlowState::Connected),
+                        (Some(DISCONNECTION_NOTIFICATION), Dir::C2s) => {
+                            FlowState::DisconnectedByClient
+                        }
+                        (Some(DISCONNECTION_NOTIFICATION), Dir::S2c) => {
+                            FlowState::DisconnectedByServer
+                        }
+                        _ => f.state,
+                    };
+                }
+            }
+            Body::Datagram(Some(Datagram::Ack(l) | Datagram::Nack(l))) => {
+                let is_ack = matches!(&p.body, Body::Datagram(Some(Datagram::Ack(_))));
+                {
+                    let h = f.half(dir, &cfg.receive);
+                    h.stats.packets += 1;
+                    h.stats.bytes += p.payload.len() as u64;
+                    if is_ack {
+                        h.stats.acks += 1;
+                    } else {
+                        h.stats.nacks += 1;
+                    }
+                }
+                // ACKs and NACKs of `dir` cover datagrams sent the other way.
+                let mut rtts = Vec::new();
+                let peer = f.half(other(dir), &cfg.receive);
+                for r in &l.ranges {
+                    // A range is at most 2^24 numbers; look only at those remembered.
+                    let span = r.max.wrapping_sub(r.min) & 0xff_ffff;
+                    if span as usize > peer.sent.len() * 2 + 64 {
+                        for s in peer.sent.iter_mut() {
+                            let off = s.seq.wrapping_sub(r.min) & 0xff_ffff;
+                            if off <= span {
+                                mark(s, is_ack, p, &mut rtts, &mut out.anomalies, &mut peer.stats);
+                            }
+                        }
+                        if !is_ack {
+                            peer.stats.nacked += u64::from(span) + 1;
+                        }
+                        continue;
+                    }
+                    for k in 0..=span {
+                        let seq = r.min.wrapping_add(k) & 0xff_ffff;
+                        if !is_ack {
+                            peer.stats.nacked += 1;
+                        }
+                        if let Some(s) = peer.sent.iter_mut().rev().find(|s| s.seq == seq) {
+                            mark(s, is_ack, p, &mut rtts, &mut out.anomalies, &mut peer.stats);
+                        }
+                    }
+                }
+                for r in rtts {
+                    if f.rtt.len() >= cfg.max_rtt_samples {
+                        let mut i = 0;
+                        f.rtt.retain(|_| {
+                            i += 1;
+                            i % 2 == 0
+                        });
+                    }
+                    f.rtt.push(r);
+                }
+            }
+            Body::Datagram(None) => {}
+        }
+        out
+    }
+
+    /// End of input: close every flow, in id order.
+    pub fn finish(&mut self) -> Observation {
+        let mut out = Observation::default();
+        let mut ids: Vec<u32> = self.flows.keys().copied().collect();
+        ids.sort();
+        for id in ids {
+            if let Some(f) = self.flows.remove(&id) {
+                self.close(f, &mut out);
+            }
+        }
+        out
+    }
+
+    /// Closed flows kept for the table (with `keep_done`), by id.
+    pub fn done_flows(&mut self) -> &[FlowMirror] {
+        self.done.sort_by_key(|f| f.id);
+        &self.done
+    }
+}
+
+fn mark(
+    s: &mut SentDatagram,
+    is_ack: bool,
+    p: &Packet<'_>,
+    rtts: &mut Vec<f64>,
+    anomalies: &mut Vec<Anomaly>,
+    stats: &mut DirStats,
+) {
+    if is_ack {
+        if !s.acked {
+            s.acked = true;
+            rtts.push(p.ts.saturating_sub(s.ts).as_secs_f64() * 1000.0);
+        }
+    } else if !s.nacked {
+        s.nacked = true;
+        if s.acked {
+            anomalies.push(anomaly(
+                "nack_of_acked",
+                format!("NACK of #{}, already acknowledged", s.seq),
+            ));
+        } else {
+            anomalies.push(anomaly(
+                "nack_of_seen",
+                format!(
+                    "NACK of #{}, which the capture shows in frame {}",
+                    s.seq, s.frame
+                ),
+            ));
+        }
+        stats.anomalies += 1;
+    }
+}
+
+/// Move a receive half's events into messages (with their anomalies) and packet anomalies.
+fn drain(
+    h: &mut Half,
+    flow: u32,
+    dir: Dir,
+    anomalies: &mut Vec<Anomaly>,
+    messages: &mut Vec<Message>,
+) {
+    while let Some(ev) = h.rx.poll_event() {
+        match ev {
+            ReceiveEvent::Delivered(d) => {
+                h.stats.messages += 1;
+                if d.split.is_some() {
+                    h.stats.splits += 1;
+                }
+                messages.push(message(flow, dir, d));
+            }
+            ReceiveEvent::DatagramGap {
+                first_missing,
+                count,
+                ..
+            } => {
+                h.stats.never_seen += u64::from(count);
+                anomalies.push(anomaly(
+                    "gap",
+                    if count == 1 {
+                        format!("datagram #{first_missing} not received")
+                    } else {
+                        format!(
+                            "datagrams #{first_missing} to #{} not received",
+                            first_missing.wrapping_add(count - 1) & 0xff_ffff
+                        )
+                    },
+                ));
+            }
+            ReceiveEvent::LateDatagram { seq, .. } => anomalies.push(anomaly(
+                "out_of_order",
+                format!("datagram #{seq} after a later one"),
+            )),
+            ReceiveEvent::DatagramDropped { seq, skipped, .. } => anomalies.push(anomaly(
+                "datagram_dropped",
+                format!("datagram #{seq} skips {skipped} numbers: the original drops it"),
+            )),
+            ReceiveEvent::DuplicateReliable { reliable_index, .. } => anomalies.push(anomaly(
+                "duplicate",
+                format!("reliable index {reliable_index} already received: dropped"),
+            )),
+            ReceiveEvent::StaleSequenced {
+                channel,
+                order_index,
+                sequence_index,
+                ..
+            } => anomalies.push(anomaly(
+                "stale_sequenced",
+                format!(
+                    "sequenced message ch={channel} oi={order_index} si={sequence_index} older than one delivered: dropped"
+                ),
+            )),
+            ReceiveEvent::OldOrdered {
+                channel,
+                order_index,
+                ..
+            } => anomalies.push(anomaly(
+                "old_ordered",
+                format!("ordered message ch={channel} oi={order_index} already passed: dropped"),
+            )),
+            ReceiveEvent::InvalidChannel { channel, .. } => anomalies.push(anomaly(
+                "invalid_channel",
+                format!("ordering channel {channel}, the original drops it"),
+            )),
+            ReceiveEvent::SplitIncomplete {
+                split_id,
+                have,
+                count,
+            } => anomalies.push(anomaly(
+                "split_incomplete",
+                format!("split {split_id}: {have} of {count} parts at the end"),
+            )),
+            ReceiveEvent::BoundExceeded { what, detail, .. } => {
+                anomalies.push(anomaly("bound_exceeded", format!("{what}: {detail}")))
+            }
+        }
+    }
+}
+
+fn message(flow: u32, dir: Dir, d: Delivered) -> Message {
+    let mut anomalies = Vec::new();
+    if d.arrival_order_differs {
+        anomalies.push(anomaly(
+            "split_arrival_order",
+            "parts arrived out of order: an original-RakNet (4.081) receiver joins them in arrival \
+             order and would have delivered a corrupted message"
+                .to_string(),
+        ));
+    }
+    Message {
+        flow,
+        dir,
+        frame: d.frame,
+        ts: d.ts,
+        data: d.data,
+        reliability: d.reliability,
+        channel: d.channel,
+        anomalies,
+    }
+}

@@ -1,0 +1,85 @@
+//! The `flows` table (comfy-table): a row per flow, per-direction counts as `c2s / s2c`.
+
+use comfy_table::presets::UTF8_FULL_CONDENSED;
+use comfy_table::{CellAlignment, ContentArrangement, Table};
+
+use crate::dissect::Dir;
+use crate::mirror::{DirStats, FlowMirror};
+
+fn pair(f: &FlowMirror, get: impl Fn(&DirStats) -> u64) -> String {
+    format!("{} / {}", get(f.stats(Dir::C2s)), get(f.stats(Dir::S2c)))
+}
+
+fn endpoint(addr: std::net::SocketAddr, guid: Option<u64>) -> String {
+    match guid {
+        Some(g) => format!("{addr}\n{g:#018x}"),
+        None => addr.to_string(),
+    }
+}
+
+/// The table of `flows`, sized to `width` columns when given (a terminal).
+pub fn flows_table(flows: &[&FlowMirror], width: Option<u16>) -> String {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    match width {
+        Some(w) => {
+            t.set_content_arrangement(ContentArrangement::Dynamic);
+            t.set_width(w);
+        }
+        None => {
+            t.set_content_arrangement(ContentArrangement::Disabled);
+        }
+    }
+    t.set_header(vec![
+        "flow",
+        "client / guid",
+        "server / guid",
+        "protocol",
+        "mtu",
+        "state",
+        "duration s",
+        "packets c2s / s2c",
+        "data",
+        "ACKs",
+        "NACKs",
+        "lost",
+        "resends",
+        "duplicates",
+        "RTT ms min / median / max",
+        "messages",
+        "splits",
+        "anomalies",
+    ]);
+    for f in flows {
+        let rtt = match f.rtt_ms() {
+            Some((min, med, max, _)) => format!("{min:.1} / {med:.1} / {max:.1}"),
+            None => "-".to_string(),
+        };
+        t.add_row(vec![
+            f.id.to_string(),
+            endpoint(f.client, f.client_guid),
+            endpoint(f.server, f.server_guid),
+            f.protocol.map_or("-".into(), |p| p.to_string()),
+            f.mtu.map_or("-".into(), |m| m.to_string()),
+            f.state.as_str().to_string(),
+            format!("{:.3}", f.last_ts.saturating_sub(f.first_ts).as_secs_f64()),
+            pair(f, |s| s.packets),
+            pair(f, |s| s.data_datagrams),
+            pair(f, |s| s.acks),
+            pair(f, |s| s.nacks),
+            pair(f, |s| s.nacked.max(s.never_seen)),
+            pair(f, |s| s.resends),
+            pair(f, |s| s.duplicates),
+            rtt,
+            pair(f, |s| s.messages),
+            pair(f, |s| s.splits),
+            pair(f, |s| s.anomalies),
+        ]);
+    }
+    for i in [0, 3, 4, 6] {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t.to_string()
+}
