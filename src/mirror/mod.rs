@@ -228,8 +228,12 @@ impl FlowMirror {
     fn half(&mut self, dir: Dir, cfg: &ReceiveConfig) -> &mut Half {
         let i = index(dir);
         let stats = &mut self.idle_stats[i];
+        // Without the handshake, the first numbers seen are where the receiver stood.
+        let join = self.state < FlowState::Handshake;
         self.halves[i].get_or_insert_with(|| {
-            let mut h = Box::new(Half::new(cfg));
+            let mut cfg = cfg.clone();
+            cfg.join_mid_stream = cfg.join_mid_stream || join;
+            let mut h = Box::new(Half::new(&cfg));
             h.stats = std::mem::take(stats);
             h
         })
