@@ -314,7 +314,10 @@ fn drive(
 /// `read`: one line (or tree, or JSON record) per RakNet packet.
 pub fn run_read(args: &ReadArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let pal = palette(args.color, args.json);
-    let mut mirror = Mirror::new(mirror_config(&args.capture), false);
+    let mut cfg = mirror_config(&args.capture);
+    // Packets need the mirror's findings, not the messages' bytes.
+    cfg.receive.keep_data = false;
+    let mut mirror = Mirror::new(cfg, false);
     let mut shown = 0u64;
     let mut lines = text::LineFormatter::new(pal);
     let mut buf: Vec<u8> = Vec::with_capacity(512);

@@ -10,7 +10,8 @@
 //! windows of fixed size; flows are evicted when idle and, past `max_flows`,
 //! least recently seen first.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -115,11 +116,11 @@ struct SentDatagram {
 /// One direction: its receiver's state and the observer's history of it.
 struct Half {
     rx: ReceiveHalf,
-    /// Recent datagrams, oldest first.
-    sent: VecDeque<SentDatagram>,
-    /// Recent reliable indices and the datagram that first carried them.
-    reliable_seen: HashMap<u32, u32>,
-    reliable_order: VecDeque<u32>,
+    /// Recent datagrams, direct-mapped by datagram number (a power-of-two ring).
+    sent: Vec<Option<SentDatagram>>,
+    /// Recent reliable indices and the datagram that first carried them,
+    /// direct-mapped by reliable index.
+    reliable_seen: Vec<Option<(u32, u32)>>,
     /// Highest datagram number seen, unwrapped, and how many distinct ones.
     highest: Option<u64>,
     lowest: Option<u64>,
@@ -131,9 +132,8 @@ impl Half {
     fn new(cfg: &ReceiveConfig) -> Self {
         Half {
             rx: ReceiveHalf::new(cfg.clone()),
-            sent: VecDeque::new(),
-            reliable_seen: HashMap::new(),
-            reliable_order: VecDeque::new(),
+            sent: Vec::new(),
+            reliable_seen: Vec::new(),
             highest: None,
             lowest: None,
             distinct: 0,
@@ -141,8 +141,30 @@ impl Half {
         }
     }
 
+    fn slot(&self, seq: u32) -> usize {
+        seq as usize & (self.sent.len().wrapping_sub(1))
+    }
+
     fn find(&mut self, seq: u32) -> Option<&mut SentDatagram> {
-        self.sent.iter_mut().rev().find(|d| d.seq == seq)
+        if self.sent.is_empty() {
+            return None;
+        }
+        let i = self.slot(seq);
+        self.sent[i].as_mut().filter(|d| d.seq == seq)
+    }
+
+    /// Remember a datagram; the one it displaces counts as never acknowledged if it was not.
+    fn remember(&mut self, d: SentDatagram, history: usize) {
+        if self.sent.is_empty() {
+            self.sent
+                .resize_with(history.max(2).next_power_of_two(), || None);
+        }
+        let i = self.slot(d.seq);
+        if let Some(old) = self.sent[i].replace(d) {
+            if !old.acked {
+                self.stats.never_acked += 1;
+            }
+        }
     }
 
     /// Unwrap a 24-bit number next to the highest seen.
@@ -159,17 +181,18 @@ impl Half {
             .unwrap_or(u64::from(seq))
     }
 
-    fn forget_oldest(&mut self, history: usize) {
-        while self.sent.len() > history {
-            if let Some(d) = self.sent.pop_front() {
-                if !d.acked {
-                    self.stats.never_acked += 1;
-                }
-            }
+    /// The datagram that first carried reliable index `ri`, remembering `seq` if none did.
+    fn first_carrier(&mut self, ri: u32, seq: u32, history: usize) -> Option<u32> {
+        if self.reliable_seen.is_empty() {
+            self.reliable_seen
+                .resize_with((history * 4).max(2).next_power_of_two(), || None);
         }
-        while self.reliable_order.len() > history * 4 {
-            if let Some(ri) = self.reliable_order.pop_front() {
-                self.reliable_seen.remove(&ri);
+        let i = ri as usize & (self.reliable_seen.len() - 1);
+        match self.reliable_seen[i] {
+            Some((r, first)) if r == ri => Some(first),
+            _ => {
+                self.reliable_seen[i] = Some((ri, seq));
+                None
             }
         }
     }
@@ -253,6 +276,24 @@ fn anomaly(kind: &'static str, detail: String) -> Anomaly {
     Anomaly { kind, detail }
 }
 
+/// Hashes the dissector's flow ids, which it hands out in sequence.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = u64::from(n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    fn finish(&self) -> u64 {
+        self.0 ^ (self.0 >> 29)
+    }
+}
+
 /// Counters across all flows.
 #[derive(Debug, Default, Clone)]
 pub struct MirrorStats {
@@ -262,7 +303,7 @@ pub struct MirrorStats {
 /// The flow table of the mirror, keyed by the dissector's flow id.
 pub struct Mirror {
     cfg: MirrorConfig,
-    flows: HashMap<u32, FlowMirror>,
+    flows: HashMap<u32, FlowMirror, BuildHasherDefault<IdHasher>>,
     /// Flows finished (evicted or at the end), for the flows table.
     done: Vec<FlowMirror>,
     keep_done: bool,
@@ -283,7 +324,7 @@ impl Mirror {
     pub fn new(cfg: MirrorConfig, keep_done: bool) -> Self {
         Mirror {
             cfg,
-            flows: HashMap::new(),
+            flows: HashMap::default(),
             done: Vec::new(),
             keep_done,
             stats: MirrorStats::default(),
@@ -323,7 +364,7 @@ impl Mirror {
                 h.rx.finish();
                 let mut held = Vec::new();
                 drain(&mut h, f.id, dir, &mut held, &mut out.messages);
-                h.stats.never_acked += h.sent.iter().filter(|d| !d.acked).count() as u64;
+                h.stats.never_acked += h.sent.iter().flatten().filter(|d| !d.acked).count() as u64;
                 h.stats.anomalies += held.len() as u64;
                 out.anomalies.extend(held);
                 f.idle_stats[i] = std::mem::take(&mut h.stats);
@@ -414,10 +455,10 @@ impl Mirror {
                     h.lowest = Some(h.lowest.map_or(ext, |x| x.min(ext)));
                     for c in &d.capsules {
                         let Some(ri) = c.reliable_index else { continue };
-                        match h.reliable_seen.get(&ri).copied() {
+                        match h.first_carrier(ri, d.seq, history) {
                             Some(first) if first != d.seq => {
                                 h.stats.resends += 1;
-                                let cause = match h.sent.iter().rev().find(|s| s.seq == first) {
+                                let cause = match h.find(first) {
                                     Some(s) if s.nacked => "after NACK".to_string(),
                                     Some(s) => format!(
                                         "after timeout ({:.0} ms)",
@@ -430,21 +471,19 @@ impl Mirror {
                                     format!("resend of #{first} (reliable index {ri}) {cause}"),
                                 ));
                             }
-                            Some(_) => {}
-                            None => {
-                                h.reliable_seen.insert(ri, d.seq);
-                                h.reliable_order.push_back(ri);
-                            }
+                            _ => {}
                         }
                     }
-                    h.sent.push_back(SentDatagram {
-                        seq: d.seq,
-                        ts: p.ts,
-                        frame: p.frame,
-                        acked: false,
-                        nacked: false,
-                    });
-                    h.forget_oldest(history);
+                    h.remember(
+                        SentDatagram {
+                            seq: d.seq,
+                            ts: p.ts,
+                            frame: p.frame,
+                            acked: false,
+                            nacked: false,
+                        },
+                        history,
+                    );
                 }
                 h.rx.handle_datagram(p.ts, p.frame, d.seq, &d.capsules);
                 let mut anomalies = Vec::new();
@@ -455,16 +494,14 @@ impl Mirror {
                 }
                 h.stats.anomalies += anomalies.len() as u64;
                 out.anomalies.extend(anomalies);
-                for m in &out.messages {
-                    f.state = match (m.data.first().copied(), m.dir) {
-                        (Some(CONNECTION_REQUEST_ACCEPTED), _)
-                        | (Some(NEW_INCOMING_CONNECTION), _) => f.state.max(FlowState::Connected),
-                        (Some(DISCONNECTION_NOTIFICATION), Dir::C2s) => {
-                            FlowState::DisconnectedByClient
+                // The handshake's end and a goodbye, as their capsules pass.
+                for id in d.capsules.iter().filter_map(|c| c.message_id()) {
+                    f.state = match (id, dir) {
+                        (CONNECTION_REQUEST_ACCEPTED | NEW_INCOMING_CONNECTION, _) => {
+                            f.state.max(FlowState::Connected)
                         }
-                        (Some(DISCONNECTION_NOTIFICATION), Dir::S2c) => {
-                            FlowState::DisconnectedByServer
-                        }
+                        (DISCONNECTION_NOTIFICATION, Dir::C2s) => FlowState::DisconnectedByClient,
+                        (DISCONNECTION_NOTIFICATION, Dir::S2c) => FlowState::DisconnectedByServer,
                         _ => f.state,
                     };
                 }
@@ -483,15 +520,17 @@ impl Mirror {
                 }
                 // ACKs and NACKs of `dir` cover datagrams sent the other way.
                 let mut rtts = Vec::new();
+                let mut flagged = 0;
                 let peer = f.half(other(dir), &cfg.receive);
                 for r in &l.ranges {
                     // A range is at most 2^24 numbers; look only at those remembered.
                     let span = r.max.wrapping_sub(r.min) & 0xff_ffff;
-                    if span as usize > peer.sent.len() * 2 + 64 {
-                        for s in peer.sent.iter_mut() {
+                    if span as usize > peer.sent.len() {
+                        for s in peer.sent.iter_mut().flatten() {
                             let off = s.seq.wrapping_sub(r.min) & 0xff_ffff;
                             if off <= span {
-                                mark(s, is_ack, p, &mut rtts, &mut out.anomalies, &mut peer.stats);
+                                flagged +=
+                                    u64::from(mark(s, is_ack, p, &mut rtts, &mut out.anomalies));
                             }
                         }
                         if !is_ack {
@@ -504,11 +543,12 @@ impl Mirror {
                         if !is_ack {
                             peer.stats.nacked += 1;
                         }
-                        if let Some(s) = peer.sent.iter_mut().rev().find(|s| s.seq == seq) {
-                            mark(s, is_ack, p, &mut rtts, &mut out.anomalies, &mut peer.stats);
+                        if let Some(s) = peer.find(seq) {
+                            flagged += u64::from(mark(s, is_ack, p, &mut rtts, &mut out.anomalies));
                         }
                     }
                 }
+                peer.stats.anomalies += flagged;
                 for r in rtts {
                     if f.rtt.len() >= cfg.max_rtt_samples {
                         let mut i = 0;
@@ -545,37 +585,40 @@ impl Mirror {
     }
 }
 
+/// Apply an ACK or NACK to a remembered datagram; true when it was worth an anomaly.
 fn mark(
     s: &mut SentDatagram,
     is_ack: bool,
     p: &Packet<'_>,
     rtts: &mut Vec<f64>,
     anomalies: &mut Vec<Anomaly>,
-    stats: &mut DirStats,
-) {
+) -> bool {
     if is_ack {
         if !s.acked {
             s.acked = true;
             rtts.push(p.ts.saturating_sub(s.ts).as_secs_f64() * 1000.0);
         }
-    } else if !s.nacked {
-        s.nacked = true;
-        if s.acked {
-            anomalies.push(anomaly(
-                "nack_of_acked",
-                format!("NACK of #{}, already acknowledged", s.seq),
-            ));
-        } else {
-            anomalies.push(anomaly(
-                "nack_of_seen",
-                format!(
-                    "NACK of #{}, which the capture shows in frame {}",
-                    s.seq, s.frame
-                ),
-            ));
-        }
-        stats.anomalies += 1;
+        return false;
     }
+    if s.nacked {
+        return false;
+    }
+    s.nacked = true;
+    anomalies.push(if s.acked {
+        anomaly(
+            "nack_of_acked",
+            format!("NACK of #{}, already acknowledged", s.seq),
+        )
+    } else {
+        anomaly(
+            "nack_of_seen",
+            format!(
+                "NACK of #{}, which the capture shows in frame {}",
+                s.seq, s.frame
+            ),
+        )
+    });
+    true
 }
 
 /// Move a receive half's events into messages (with their anomalies) and packet anomalies.

@@ -71,6 +71,9 @@ pub struct ReceiveConfig {
     /// ordering index seen as the expected ones, for a capture that starts
     /// after the connection did. Off: everything starts at 0, as in the original.
     pub join_mid_stream: bool,
+    /// Copy message bytes into `Delivered::data`. Off, `data` is empty: for
+    /// a caller that only wants the events (it saves a copy per message).
+    pub keep_data: bool,
 }
 
 impl Default for ReceiveConfig {
@@ -83,6 +86,7 @@ impl Default for ReceiveConfig {
             max_ordering_gap: 65_536,
             max_reliable_hole: 1_000_000,
             join_mid_stream: false,
+            keep_data: true,
         }
     }
 }
@@ -502,6 +506,14 @@ impl ReceiveHalf {
 
     /// Bytes held in split messages and ordering heaps, with
     /// [`HELD_ENTRY_OVERHEAD`] per entry; never above `max_held_bytes`.
+    fn copy(&self, b: &[u8]) -> Vec<u8> {
+        if self.cfg.keep_data {
+            b.to_vec()
+        } else {
+            Vec::new()
+        }
+    }
+
     pub fn held_bytes(&self) -> usize {
         self.held
     }
@@ -560,7 +572,7 @@ impl ReceiveHalf {
                 Some(m) => m,
                 None => return,
             },
-            None => Message::from_capsule(c, c.payload.to_vec()),
+            None => Message::from_capsule(c, self.copy(c.payload)),
         };
         if matches!(msg.reliability.0, 1 | 3 | 4) {
             self.order(now, frame, msg);
@@ -625,7 +637,12 @@ impl ReceiveHalf {
         if s.index as usize != buf.parts.len() {
             buf.out_of_order = true;
         }
-        buf.parts.push((s.index, c.payload.to_vec()));
+        let part = if self.cfg.keep_data {
+            c.payload.to_vec()
+        } else {
+            Vec::new()
+        };
+        buf.parts.push((s.index, part));
         buf.cost += cost;
         self.held += cost;
         if buf.parts.len() < buf.count as usize {
@@ -1823,6 +1840,7 @@ mod tests {
                 max_ordering_gap: 8,
                 max_reliable_hole: 64,
                 join_mid_stream,
+                keep_data: true,
             };
             let mut half = ReceiveHalf::new(cfg);
             for (frame, (seq, specs)) in datagrams.iter().enumerate() {
