@@ -255,7 +255,12 @@ fn drive(
     trace: bool,
     mirror: &mut Mirror,
     out: &mut impl Write,
-    mut each: impl FnMut(&mut Packet<'_>, Observation, Duration, &mut dyn Write) -> anyhow::Result<Next>,
+    mut each: impl FnMut(
+        &mut Packet<'_>,
+        &mut Observation,
+        Duration,
+        &mut dyn Write,
+    ) -> anyhow::Result<Next>,
 ) -> anyhow::Result<u8> {
     let Some(path) = cap.read_file.as_ref().or(cap.file.as_ref()) else {
         eprintln!("raknet-dissect: no capture file given (FILE, -r FILE, or - for standard input)");
@@ -275,6 +280,7 @@ fn drive(
         ..Options::default()
     });
     let mut first_ts: Option<Duration> = None;
+    let mut obs = Observation::default();
     while let Some(item) = reader.next_datagram() {
         let d = match item {
             Ok(d) => d,
@@ -289,11 +295,8 @@ fn drive(
             reader.recycle(d);
             continue;
         };
-        let obs = match dissector.flow(p.src, p.dst) {
-            Some(flow) => mirror.observe(&p, flow),
-            None => Observation::default(),
-        };
-        let next = each(&mut p, obs, since, out)?;
+        mirror.observe(&p, || dissector.flow(p.src, p.dst), &mut obs);
+        let next = each(&mut p, &mut obs, since, out)?;
         drop(p);
         reader.recycle(d);
         if matches!(next, Next::Stop) {
@@ -328,7 +331,7 @@ pub fn run_read(args: &ReadArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         &mut mirror,
         out,
         |p, obs, since, out| {
-            p.anomalies.extend(obs.anomalies);
+            p.anomalies.append(&mut obs.anomalies);
             if args.json {
                 serde_json::to_writer(&mut *out, &PacketJson::new(p))?;
                 out.write_all(b"\n")?;

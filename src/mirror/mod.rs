@@ -376,18 +376,31 @@ impl Mirror {
     }
 
     /// Feed one dissected packet, with the dissector's view of its flow.
-    pub fn observe(&mut self, p: &Packet<'_>, flow: &Flow) -> Observation {
-        let mut out = Observation::default();
+    /// `flow` gives the dissector's view of the flow (GUIDs, protocol, MTU),
+    /// asked for only when the packet can have changed it. The findings go
+    /// into `out`, which is cleared first (its buffers are reused).
+    pub fn observe<'f>(
+        &mut self,
+        p: &Packet<'_>,
+        flow: impl FnOnce() -> Option<&'f Flow>,
+        out: &mut Observation,
+    ) {
+        out.anomalies.clear();
+        out.messages.clear();
+        let (client, server) = match p.dir {
+            Dir::C2s => (p.src, p.dst),
+            Dir::S2c => (p.dst, p.src),
+        };
         if !self.flows.contains_key(&p.flow) {
             if self.flows.len() >= self.cfg.max_flows.max(1) || self.flows.len() % 4096 == 4095 {
-                self.evict(p.ts, &mut out);
+                self.evict(p.ts, out);
             }
             self.flows.insert(
                 p.flow,
                 FlowMirror {
                     id: p.flow,
-                    client: flow.client,
-                    server: flow.server,
+                    client,
+                    server,
                     client_guid: None,
                     server_guid: None,
                     protocol: None,
@@ -410,7 +423,9 @@ impl Mirror {
         let dir = p.dir;
         match &p.body {
             Body::Offline { msg, .. } => {
-                f.learn(flow);
+                if let Some(flow) = flow() {
+                    f.learn(flow);
+                }
                 let st = &mut f.idle_stats[index(dir)];
                 let st = match &mut f.halves[index(dir)] {
                     Some(h) => &mut h.stats,
@@ -432,8 +447,13 @@ impl Mirror {
                 }
             }
             Body::Datagram(Some(Datagram::Data(d))) => {
-                if f.client_guid.is_none() {
-                    f.learn(flow);
+                if d.capsules
+                    .iter()
+                    .any(|c| c.message_id() == Some(CONNECTION_REQUEST))
+                {
+                    if let Some(flow) = flow() {
+                        f.learn(flow);
+                    }
                 }
                 let history = cfg.history;
                 let h = f.half(dir, &cfg.receive);
@@ -562,7 +582,6 @@ impl Mirror {
             }
             Body::Datagram(None) => {}
         }
-        out
     }
 
     /// End of input: close every flow, in id order.
