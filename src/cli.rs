@@ -320,6 +320,7 @@ pub fn run_read(args: &ReadArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let mut cfg = mirror_config(&args.capture);
     // Packets need the mirror's findings, not the messages' bytes.
     cfg.receive.keep_data = false;
+    cfg.messages = false;
     let mut mirror = Mirror::new(cfg, false);
     let mut shown = 0u64;
     let mut lines = text::LineFormatter::new(pal);

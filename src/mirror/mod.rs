@@ -29,6 +29,8 @@ pub struct MirrorConfig {
     pub history: usize,
     /// RTT samples kept per flow (past it, every other one is dropped).
     pub max_rtt_samples: usize,
+    /// Hand out delivered messages; off, only their counts and findings.
+    pub messages: bool,
 }
 
 impl Default for MirrorConfig {
@@ -39,6 +41,7 @@ impl Default for MirrorConfig {
             idle_timeout: Duration::from_secs(600),
             history: 8192,
             max_rtt_samples: 65_536,
+            messages: true,
         }
     }
 }
@@ -363,7 +366,7 @@ impl Mirror {
             if let Some(mut h) = f.halves[i].take() {
                 h.rx.finish();
                 let mut held = Vec::new();
-                drain(&mut h, f.id, dir, &mut held, &mut out.messages);
+                drain(&mut h, f.id, dir, &mut held, Some(&mut out.messages));
                 h.stats.never_acked += h.sent.iter().flatten().filter(|d| !d.acked).count() as u64;
                 h.stats.anomalies += held.len() as u64;
                 out.anomalies.extend(held);
@@ -506,14 +509,10 @@ impl Mirror {
                     );
                 }
                 h.rx.handle_datagram(p.ts, p.frame, d.seq, &d.capsules);
-                let mut anomalies = Vec::new();
-                drain(h, p.flow, dir, &mut anomalies, &mut out.messages);
-                // A message's own findings show on the packet that completed it too.
-                for m in &out.messages {
-                    anomalies.extend(m.anomalies.iter().cloned());
-                }
-                h.stats.anomalies += anomalies.len() as u64;
-                out.anomalies.extend(anomalies);
+                let before = out.anomalies.len();
+                let messages = cfg.messages.then_some(&mut out.messages);
+                drain(h, p.flow, dir, &mut out.anomalies, messages);
+                h.stats.anomalies += (out.anomalies.len() - before) as u64;
                 // The handshake's end and a goodbye, as their capsules pass.
                 for id in d.capsules.iter().filter_map(|c| c.message_id()) {
                     f.state = match (id, dir) {
@@ -646,7 +645,7 @@ fn drain(
     flow: u32,
     dir: Dir,
     anomalies: &mut Vec<Anomaly>,
-    messages: &mut Vec<Message>,
+    mut messages: Option<&mut Vec<Message>>,
 ) {
     while let Some(ev) = h.rx.poll_event() {
         match ev {
@@ -655,7 +654,12 @@ fn drain(
                 if d.split.is_some() {
                     h.stats.splits += 1;
                 }
-                messages.push(message(flow, dir, d));
+                let m = message(flow, dir, d);
+                // A message's own findings show on the packet that completed it too.
+                anomalies.extend(m.anomalies.iter().cloned());
+                if let Some(v) = messages.as_deref_mut() {
+                    v.push(m);
+                }
             }
             ReceiveEvent::DatagramGap {
                 first_missing,
