@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! cargo run --example mc_pair -- [PORT] [--version V] [--host IP] [--out-json FILE]
+//!     [--connect-port R] [--messages N] [--seed S] [--sent-json FILE] [--timeout SECS]
 //! ```
 //!
 //! PORT defaults to 19133; `--version` is the RakNet protocol byte the client
@@ -20,8 +21,39 @@
 //! that share a datagram); then the client disconnects. Each side prints what
 //! it received, one line per message: `<side> received <len> bytes: <hex head>`.
 //! Payloads are deterministic. The whole run is bounded by 30 seconds.
+//!
+//! Options for the acceptance test of `raknet-dissect messages` (tests/mirror.rs);
+//! without them the run is the one above:
+//!
+//! - `--connect-port R`: the client connects to HOST:R instead of HOST:PORT (put
+//!   `scripts/relay.py --listen HOST:R --target HOST:PORT` there). The unconnected
+//!   ping is then skipped: rust-raknet pings from a socket of its own, and the relay
+//!   only serves the first client address it sees.
+//! - `--messages N`: instead of the 6 client messages, the client sends N
+//!   (`--seed S`, default 1, picks them): every fifth is of one of
+//!   `Unreliable`, `Reliable` (unordered), `UnreliableSequenced`, `ReliableSequenced`
+//!   (the sequenced ones on channels 4 and 5, which carry nothing ordered, see
+//!   below), the rest `ReliableOrdered` on channels 0 to 3; the first 10 cover
+//!   every (reliability, channel) pair. Sizes: ReliableOrdered 1 to 100,000 bytes
+//!   (100,000, 65,000 and 30,000 at 1/4, 1/2 and 3/4 of the list, 1 in 5 of the
+//!   others split: 1341 to 40,000), the others 1 to 1340 (rust-raknet splits only
+//!   ReliableOrdered; 1340 = MTU 1400 - 60). Layout: `fe`, reliability (0..4),
+//!   channel, serial (u16 BE), then seeded bytes. The server receives until it
+//!   has every Reliable and ReliableOrdered one (at most 30 s), then sends its 3
+//!   messages, and records everything until the client disconnects. Each server
+//!   record gets `"sent": {"serial", "reliability", "reliability_value",
+//!   "channel"}` when it is byte for byte one of the client's messages. The
+//!   overall bound becomes 50 s (`--timeout` changes it).
+//!   Sequenced messages are kept off the ordered channels on purpose:
+//!   rust-raknet 1.4 delivers a sequenced message as soon as its sequence index
+//!   is new, whatever its ordering index, where the original library holds it
+//!   back behind a missing ordered message of its channel (WIRE_FORMAT.md s7).
+//! - `--sent-json FILE`: the client's messages, as peers.py writes them
+//!   (`{"sent": [{"index", "serial", "side", "dir", "reliability",
+//!   "reliability_value", "channel", "len", "hex"}]}`).
 
 use rust_raknet::{RaknetListener, RaknetSocket, Reliability};
+use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -52,10 +84,25 @@ struct Received {
     name: String,
     len: usize,
     hex: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sent: Option<SentRef>,
+}
+
+/// How a received message was sent (`--messages` mode).
+#[derive(serde::Serialize, Clone)]
+struct SentRef {
+    serial: u16,
+    reliability: &'static str,
+    reliability_value: u8,
+    channel: u8,
 }
 
 impl Log {
     fn show(&self, side: &str, m: &[u8]) {
+        self.show_sent(side, m, None)
+    }
+
+    fn show_sent(&self, side: &str, m: &[u8], sent: Option<SentRef>) {
         let head: String = m.iter().take(16).map(|b| format!("{b:02x}")).collect();
         let more = if m.len() > 16 { "..." } else { "" };
         println!("{side} received {} bytes: {head}{more}", m.len());
@@ -81,6 +128,7 @@ impl Log {
             name,
             len: m.len(),
             hex: m.iter().map(|b| format!("{b:02x}")).collect(),
+            sent,
         });
     }
 
@@ -118,8 +166,294 @@ fn server_messages() -> Vec<Vec<u8>> {
     ]
 }
 
-async fn run(host: IpAddr, port: u16, version: Option<u8>, log: Log) -> Result<(), Error> {
+/// One client message of the `--messages` plan.
+struct Planned {
+    serial: u16,
+    reliability: Reliability,
+    channel: u8,
+    data: Vec<u8>,
+}
+
+fn reliability_name(r: Reliability) -> &'static str {
+    match r {
+        Reliability::Unreliable => "UNRELIABLE",
+        Reliability::UnreliableSequenced => "UNRELIABLE_SEQUENCED",
+        Reliability::Reliable => "RELIABLE",
+        Reliability::ReliableOrdered => "RELIABLE_ORDERED",
+        Reliability::ReliableSequenced => "RELIABLE_SEQUENCED",
+    }
+}
+
+/// splitmix64: a small seeded generator (no extra dependency).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in lo..=hi.
+    fn range(&mut self, lo: usize, hi: usize) -> usize {
+        lo + (self.next() % (hi - lo + 1) as u64) as usize
+    }
+
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Largest message rust-raknet sends unsplit at MTU 1400 (MTU - 60); only
+/// ReliableOrdered may be larger.
+const MAX_UNSPLIT: usize = 1340;
+
+/// The client's messages for `--messages N --seed S` (see the module doc).
+fn plan_messages(n: usize, seed: u64) -> Vec<Planned> {
+    let mut rng = Rng(seed ^ 0x006D_635F_7061_6972);
+    // (reliability, channel) pairs covered by the first 10 messages.
+    let cover = [
+        (Reliability::ReliableOrdered, 0),
+        (Reliability::Reliable, 0),
+        (Reliability::ReliableOrdered, 1),
+        (Reliability::Unreliable, 0),
+        (Reliability::ReliableOrdered, 2),
+        (Reliability::UnreliableSequenced, 4),
+        (Reliability::ReliableOrdered, 3),
+        (Reliability::ReliableSequenced, 4),
+        (Reliability::UnreliableSequenced, 5),
+        (Reliability::ReliableSequenced, 5),
+    ];
+    let big: HashMap<usize, usize> = [100_000, 65_000, 30_000]
+        .iter()
+        .enumerate()
+        .map(|(k, &size)| (n * (k + 1) / 4, size))
+        .collect();
+    (0..n)
+        .map(|i| {
+            let (reliability, channel) = if i < cover.len() {
+                cover[i]
+            } else if i % 5 == 4 {
+                match rng.range(0, 3) {
+                    0 => (Reliability::Unreliable, 0),
+                    1 => (Reliability::Reliable, 0),
+                    2 => (Reliability::UnreliableSequenced, 4 + rng.range(0, 1) as u8),
+                    _ => (Reliability::ReliableSequenced, 4 + rng.range(0, 1) as u8),
+                }
+            } else {
+                (Reliability::ReliableOrdered, rng.range(0, 3) as u8)
+            };
+            let r = rng.unit();
+            let mut size = if r < 0.05 {
+                rng.range(1, 4)
+            } else if r < 0.55 {
+                rng.range(5, 400)
+            } else if r < 0.80 {
+                rng.range(401, MAX_UNSPLIT)
+            } else {
+                rng.range(MAX_UNSPLIT + 1, 40_000)
+            };
+            if reliability == Reliability::ReliableOrdered {
+                if let Some(&b) = big.get(&i) {
+                    size = b;
+                }
+            } else if size > MAX_UNSPLIT {
+                size = rng.range(5, MAX_UNSPLIT);
+            }
+            let serial = i as u16;
+            let mut data = vec![0xFE, reliability as u8, channel];
+            data.extend_from_slice(&serial.to_be_bytes());
+            while data.len() < size {
+                data.extend_from_slice(&rng.next().to_le_bytes());
+            }
+            data.truncate(size);
+            Planned {
+                serial,
+                reliability,
+                channel,
+                data,
+            }
+        })
+        .collect()
+}
+
+fn write_sent_json(path: &str, plan: &[Planned]) -> std::io::Result<()> {
+    let sent: Vec<serde_json::Value> = plan
+        .iter()
+        .enumerate()
+        .map(|(index, p)| {
+            serde_json::json!({
+                "index": index,
+                "serial": p.serial,
+                "side": "client",
+                "dir": "c2s",
+                "reliability": reliability_name(p.reliability),
+                "reliability_value": p.reliability as u8,
+                "channel": p.channel,
+                "len": p.data.len(),
+                "hex": p.data.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+            })
+        })
+        .collect();
+    let doc = serde_json::json!({ "implementation": "rust-raknet 1.4", "sent": sent });
+    std::fs::write(path, format!("{doc:#}\n"))
+}
+
+/// Command-line options.
+struct Opts {
+    host: IpAddr,
+    port: u16,
+    version: Option<u8>,
+    /// The port the client connects to (a relay), when not `port`.
+    connect_port: Option<u16>,
+    /// `--messages N`: the client's messages (None: the default exchange).
+    plan: Option<Vec<Planned>>,
+}
+
+/// The `--messages` run (see the module doc).
+async fn run_messages(opts: Opts, log: Log) -> Result<(), Error> {
+    let plan = opts.plan.expect("a plan");
+    let addr = SocketAddr::new(opts.host, opts.port);
+    let connect_addr = SocketAddr::new(opts.host, opts.connect_port.unwrap_or(opts.port));
+    let mut listener = RaknetListener::bind(&addr).await?;
+    listener
+        .set_motd(
+            "raknet-dissect sample",
+            10,
+            "766",
+            "1.21.50",
+            "Survival",
+            opts.port,
+        )
+        .await?;
+    listener.listen().await;
+    println!("server guid {} on {addr}", listener.get_guid());
+
+    // Short messages can be equal (prefixes of the layout): a list per content,
+    // taken in send order.
+    let mut by_bytes: HashMap<Vec<u8>, Vec<SentRef>> = HashMap::new();
+    for p in plan.iter().rev() {
+        by_bytes.entry(p.data.clone()).or_default().push(SentRef {
+            serial: p.serial,
+            reliability: reliability_name(p.reliability),
+            reliability_value: p.reliability as u8,
+            channel: p.channel,
+        });
+    }
+    let must: HashSet<u16> = plan
+        .iter()
+        .filter(|p| {
+            matches!(
+                p.reliability,
+                Reliability::Reliable | Reliability::ReliableOrdered
+            )
+        })
+        .map(|p| p.serial)
+        .collect();
+    let server_log = log.clone();
+    let server = tokio::spawn(async move {
+        let log = server_log;
+        let socket = listener.accept().await?;
+        println!("server accepted {}", socket.peer_addr()?);
+        let mut record = |m: &[u8], got: &mut HashSet<u16>| {
+            let sent = by_bytes.get_mut(m).and_then(|v| v.pop());
+            if let Some(s) = &sent {
+                got.insert(s.serial);
+            }
+            log.show_sent("server", m, sent);
+        };
+        let mut got: HashSet<u16> = HashSet::new();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        let mut ended = false;
+        while !must.is_subset(&got) {
+            match tokio::time::timeout_at(deadline, socket.recv()).await {
+                Ok(Ok(m)) => record(&m, &mut got),
+                Ok(Err(e)) => {
+                    println!("server: connection ended ({e})");
+                    ended = true;
+                    break;
+                }
+                Err(_) => {
+                    println!(
+                        "server: {} reliable messages missing after 30 s",
+                        must.difference(&got).count()
+                    );
+                    break;
+                }
+            }
+        }
+        if !ended {
+            println!("server: every reliable message received; sending");
+            for m in server_messages() {
+                socket.send(&m, Reliability::ReliableOrdered).await?;
+            }
+            // Record the rest (unreliable stragglers) until the client disconnects.
+            loop {
+                match tokio::time::timeout(Duration::from_secs(15), socket.recv()).await {
+                    Ok(Ok(m)) => record(&m, &mut got),
+                    Ok(Err(e)) => {
+                        println!("server: connection ended ({e})");
+                        break;
+                    }
+                    Err(_) => {
+                        println!("server: no disconnection within 15 s");
+                        break;
+                    }
+                }
+            }
+        }
+        let missing = must.difference(&got).count();
+        drop(socket);
+        listener.close().await?;
+        if missing > 0 {
+            return Err(Error::from(format!(
+                "{missing} reliable messages not received"
+            )));
+        }
+        Ok::<_, Error>(())
+    });
+
+    let client = match opts.version {
+        Some(v) => RaknetSocket::connect_with_version(&connect_addr, v).await?,
+        None => RaknetSocket::connect(&connect_addr).await?,
+    };
+    println!(
+        "client connected from {} to {}, mtu {}",
+        client.local_addr()?,
+        client.peer_addr()?,
+        client.mtu()
+    );
+    for p in &plan {
+        client
+            .send_with_order_channel(&p.data, p.reliability, p.channel)
+            .await?;
+    }
+    println!("client: {} messages sent", plan.len());
+    for _ in 0..server_messages().len() {
+        match tokio::time::timeout(Duration::from_secs(40), client.recv()).await {
+            Ok(m) => log.show("client", &m?),
+            Err(_) => return Err(Error::from("client: no answer from the server")),
+        }
+    }
+    client.flush().await?;
+    client.close().await?;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    server.await??;
+    println!("done");
+    Ok(())
+}
+
+async fn run(
+    host: IpAddr,
+    port: u16,
+    connect_port: Option<u16>,
+    version: Option<u8>,
+    log: Log,
+) -> Result<(), Error> {
     let addr = SocketAddr::new(host, port);
+    let connect_addr = SocketAddr::new(host, connect_port.unwrap_or(port));
     let mut listener = RaknetListener::bind(&addr).await?;
     listener
         .set_motd(
@@ -165,12 +499,16 @@ async fn run(host: IpAddr, port: u16, version: Option<u8>, log: Log) -> Result<(
         Ok::<_, Error>(())
     });
 
-    let (latency, motd) = RaknetSocket::ping(&addr).await?;
-    println!("client ping: {latency} ms, motd {motd:?}");
+    if connect_port.is_none() {
+        let (latency, motd) = RaknetSocket::ping(&addr).await?;
+        println!("client ping: {latency} ms, motd {motd:?}");
+    } else {
+        println!("client ping skipped (--connect-port)");
+    }
 
     let client = match version {
-        Some(v) => RaknetSocket::connect_with_version(&addr, v).await?,
-        None => RaknetSocket::connect(&addr).await?,
+        Some(v) => RaknetSocket::connect_with_version(&connect_addr, v).await?,
+        None => RaknetSocket::connect(&connect_addr).await?,
     };
     println!(
         "client connected from {} to {}, mtu {}",
@@ -203,12 +541,24 @@ async fn main() -> Result<(), Error> {
     let mut port: u16 = 19133;
     let mut version: Option<u8> = None;
     let mut out_json: Option<String> = None;
+    let mut sent_json: Option<String> = None;
+    let mut connect_port: Option<u16> = None;
+    let mut messages: Option<usize> = None;
+    let mut seed: u64 = 1;
+    let mut timeout: Option<f64> = None;
     let mut host = IpAddr::V4(Ipv4Addr::LOCALHOST);
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--version" => version = Some(args.next().ok_or("--version needs a value")?.parse()?),
             "--out-json" => out_json = Some(args.next().ok_or("--out-json needs a file")?),
+            "--sent-json" => sent_json = Some(args.next().ok_or("--sent-json needs a file")?),
+            "--connect-port" => {
+                connect_port = Some(args.next().ok_or("--connect-port needs a port")?.parse()?)
+            }
+            "--messages" => messages = Some(args.next().ok_or("--messages needs N")?.parse()?),
+            "--seed" => seed = args.next().ok_or("--seed needs a value")?.parse()?,
+            "--timeout" => timeout = Some(args.next().ok_or("--timeout needs seconds")?.parse()?),
             "--host" => {
                 let h = args.next().ok_or("--host needs an IP address")?;
                 // Accept "::1" and "[::1]".
@@ -217,14 +567,30 @@ async fn main() -> Result<(), Error> {
             p => port = p.parse()?,
         }
     }
+    let plan = messages.map(|n| plan_messages(n, seed));
+    if let (Some(path), Some(plan)) = (&sent_json, &plan) {
+        write_sent_json(path, plan)?;
+    }
+    let limit = timeout.unwrap_or(if plan.is_some() { 50.0 } else { 30.0 });
     let log = Log::default();
-    let result = tokio::time::timeout(
-        Duration::from_secs(30),
-        run(host, port, version, log.clone()),
-    )
-    .await
-    .map_err(|_| Error::from("mc_pair: timed out after 30 s"))
-    .and_then(|r| r);
+    let opts = Opts {
+        host,
+        port,
+        version,
+        connect_port,
+        plan,
+    };
+    let work = async {
+        if opts.plan.is_some() {
+            run_messages(opts, log.clone()).await
+        } else {
+            run(host, port, opts.connect_port, version, log.clone()).await
+        }
+    };
+    let result = tokio::time::timeout(Duration::from_secs_f64(limit), work)
+        .await
+        .map_err(|_| Error::from(format!("mc_pair: timed out after {limit} s")))
+        .and_then(|r| r);
     if let Some(path) = out_json {
         log.write(&path)?;
     }

@@ -11,7 +11,8 @@ Usage
                      [--scenario NAME] [--protocol 6] [--client-protocol N]
                      [--internal-ids 10] [--seed 1] [--pong TEXT | --pong-motd TEXT]
                      [--out-json FILE] [--sent-json FILE] [--timeout 30] [-v]
-                     [--messages 12000]   # bulk only
+                     [--messages N]       # bulk (default 12000), mirror (default 320)
+                     [--allow-undelivered]
     peers.py scenarios            # list the scenarios
 
 `session` starts a server on 127.0.0.1:P and a client (on port Q, default 0 =
@@ -42,6 +43,35 @@ put a relay between them).  Scenarios:
                       messages that RakNet drops are reported in one line; only a
                       reliable one missing makes the exit status 1.  --timeout
                       (default 30 s) bounds the whole run as for the others.
+    mirror            the acceptance test of `raknet-dissect messages` (tests/mirror.rs),
+                      meant to go through scripts/relay.py: connect (no ping),
+                      then --messages N (default 320) messages client to server and
+                      N/4 server to client (4 client messages, then 1 server one),
+                      then wait (at most 20 s) for every RELIABLE, RELIABLE_ORDERED
+                      (and *_WITH_ACK_RECEIPT) message, and at most 2 s more for
+                      the receipts (with loss some never come), and disconnect.  The first 40 messages of each side cover every
+                      reliability 0..7 on every channel of 0, 1, 2, 5, 31; the rest
+                      are drawn at random from them.  Sizes 1..100000 bytes: 1 in 20
+                      of 1-4 bytes, 1 in 2 up to 400, 1 in 4 up to 1400, 1 in 5
+                      split (1501-40000), and 100000, 65000 and 30000 bytes at 1/4,
+                      1/2 and 3/4 of each side's list (no size in 1401..1500:
+                      at MTU 1492 a message is split when over 1432 bytes; a lost
+                      0x05 makes the MTU 1200 or 576, and the limit MTU - 60).
+                      The bytes after the 4-byte header are all 0x86..0xFF
+                      (see "scrambled" below), and --allow-undelivered is implied
+                      for RELIABLE_SEQUENCED, which RakNet may drop by design.
+
+Scrambled split messages: the PyPI build joins the parts of a split message in
+the order they ARRIVE (WIRE_FORMAT.md section 7), so with loss the application
+can get a split message with its parts permuted.  A received message that
+matches no sent one byte for byte, but has the length and the same bytes (as a
+multiset) as a message of over 516 bytes (split at the smallest MTU, 576) that
+the peer sent and that is not yet delivered, is
+recorded as that message with "scrambled": true in its "sent" object (and in
+the --sent-json entry; "delivered" stays false there).  In the mirror scenario
+every byte after the header is >= 0x86 (ID_USER_PACKET_ENUM), so a scrambled
+message still reaches the application: it never starts with an id that RakPeer
+would handle itself (0x15 ...).
 
 Ground truth (`--out-json`): a JSON list, one object per packet returned by
 `receive()`, in the order this script got them:
@@ -51,6 +81,7 @@ Ground truth (`--out-json`): a JSON list, one object per packet returned by
      "id": 134, "name": "ID_USER_PACKET_ENUM+0", "len": 17, "hex": "86...",
      "sent": {"serial": 3, "reliability": "RELIABLE", "reliability_value": 2,
               "channel": 5}}          # "sent" only for our own user messages
+                                      # (+ "scrambled": true, see above)
 
 - `side` is the application whose receive() returned the packet; `dir` is the
   wire direction of the message it came from (c2s = received by the server),
@@ -65,7 +96,8 @@ Ground truth (`--out-json`): a JSON list, one object per packet returned by
 `--sent-json` writes what was sent: {"scenario", "seed", "server",
 "client_port", "connect_port", "protocol", "client_protocol", "internal_ids",
 "raknet_python", "sent": [{"index", "serial", "side", "dir", "reliability",
-"reliability_value", "channel", "len", "hex", "receipt", "delivered"}]}.
+"reliability_value", "channel", "len", "hex", "receipt", "delivered",
+"scrambled"}]}.
 
 User message layout (deterministic for a given --seed): byte 0 = 0x86 +
 reliability value (0x86..0x8D), byte 1 = ordering channel, bytes 2..3 = serial
@@ -73,7 +105,9 @@ reliability value (0x86..0x8D), byte 1 = ordering channel, bytes 2..3 = serial
 Shorter messages are prefixes of that layout (a 1-byte message is the id only).
 
 Every wait is bounded; the whole run is bounded by --timeout (exit status 3).
-Exit status 1 means a reliable message was not delivered.
+Exit status 1 means a reliable message was not delivered byte for byte (or no
+pong, or no connection); with --allow-undelivered, undelivered and scrambled
+messages are still reported on stderr but do not make the status 1.
 """
 
 import argparse
@@ -115,6 +149,17 @@ SPLITS = [(5000, 3, 0), (1600, 0, 0), (1500, 1, 1), (1500, 7, 31)]
 BULK_CHANNELS = [0, 1, 7, 31]
 BULK_BURST = 8
 BULK_GAP = 0.001
+
+# mirror scenario (tests/mirror.rs): channels, sizes, filler bytes.
+MIRROR_CHANNELS = [0, 1, 2, 5, 31]
+MIRROR_BIG = [100000, 65000, 30000]  # at 1/4, 1/2, 3/4 of each side's list
+MIRROR_RELIABLE = {2, 3, 6, 7}  # must arrive (4, RELIABLE_SEQUENCED, may be skipped)
+# Filler: every byte 0x86..0xFF, so a message whose split parts RakNet joined in
+# arrival order still starts with a user id and reaches the application.
+MIRROR_FILL = bytes(0x86 + (b % 122) for b in range(256))
+# Only split messages can be scrambled: longer than MTU - 60, and the smallest MTU
+# RakNet tries is 576 (a lost 0x05 makes the client go 1492, 1200, 576).
+SCRAMBLE_MIN = 576 - 60 + 1
 
 NAMES = {
     getattr(MI, n): n
@@ -182,6 +227,51 @@ def plan_bulk(seed, n):
     return plan
 
 
+def mirror_size(rng):
+    """1..40000 bytes, never 1401..1500 (over 1500 is always split)."""
+    r = rng.random()
+    if r < 0.05:
+        return rng.randint(1, 4)
+    if r < 0.55:
+        return rng.randint(5, 400)
+    if r < 0.80:
+        return rng.randint(401, 1400)
+    if r < 0.97:
+        return rng.randint(1501, 12000)
+    return rng.randint(12001, 40000)
+
+
+def plan_mirror(seed, n):
+    """The mirror scenario's plan: n client messages, n // 4 server ones,
+    4 client messages then 1 server message."""
+    rng = random.Random(seed)
+    sides = {}
+    for side, count, base in (("client", n, 0), ("server", n // 4, 0x8000)):
+        out = []
+        big = {count * (k + 1) // 4: size for k, size in enumerate(MIRROR_BIG)}
+        for i in range(count):
+            if i < 8 * len(MIRROR_CHANNELS):  # every reliability on every channel
+                rel, ch = i % 8, MIRROR_CHANNELS[(i // 8) % len(MIRROR_CHANNELS)]
+            else:
+                rel, ch = rng.randrange(8), rng.choice(MIRROR_CHANNELS)
+            size = big.get(i) or mirror_size(rng)
+            head = bytes([0x86 + rel, ch]) + struct.pack(">H", (base + i) & 0xFFFF)
+            if size <= 4:
+                payload = head[:size]
+            else:
+                payload = head + rng.randbytes(size - 4).translate(MIRROR_FILL)
+            out.append((side, rel, ch, payload))
+        sides[side] = out
+    plan = []
+    c, sv = sides["client"], sides["server"]
+    for i in range(len(c)):
+        plan.append(c[i])
+        if i % 4 == 3 and i // 4 < len(sv):
+            plan.append(sv[i // 4])
+    plan.extend(sv[len(c) // 4:])
+    return plan
+
+
 def plan_messages(scenario, seed):
     """Return the list of (side, rel, channel, payload) to send, in send order."""
     rng = random.Random(seed)
@@ -215,6 +305,7 @@ class Recorder:
         self.got = []
         self.sent = []
         self.pending = {}  # (side, payload) -> list of sent indices
+        self.by_content = {}  # (side, len, sorted bytes) -> sent indices (split ones)
 
     def note_sent(self, side, rel, ch, payload, receipt):
         idx = len(self.sent)
@@ -232,9 +323,24 @@ class Recorder:
                 "hex": payload.hex(),
                 "receipt": receipt,
                 "delivered": False,
+                "scrambled": False,
             }
         )
         self.pending.setdefault((side, payload), []).append(idx)
+        if len(payload) >= SCRAMBLE_MIN:
+            key = (side, len(payload), bytes(sorted(payload)))
+            self.by_content.setdefault(key, []).append(idx)
+
+    def _scrambled_match(self, peer, data):
+        """A split message of `peer`, not yet delivered, with the bytes of `data`
+        in another order (parts joined in arrival order), or None."""
+        if len(data) < SCRAMBLE_MIN:
+            return None
+        for idx in self.by_content.get((peer, len(data), bytes(sorted(data))), []):
+            s = self.sent[idx]
+            if not s["delivered"] and not s["scrambled"]:
+                return s
+        return None
 
     def record(self, side, pkt):
         data = bytes(pkt.data)
@@ -265,6 +371,18 @@ class Recorder:
                 "reliability_value": s["reliability_value"],
                 "channel": s["channel"],
             }
+        elif kind == "connected":
+            s = self._scrambled_match(peer, data)
+            if s is not None:
+                s["scrambled"] = True
+                self.pending[(peer, bytes.fromhex(s["hex"]))].remove(s["index"])
+                e["sent"] = {
+                    "serial": s["serial"],
+                    "reliability": s["reliability"],
+                    "reliability_value": s["reliability_value"],
+                    "channel": s["channel"],
+                    "scrambled": True,
+                }
         self.got.append(e)
         return e
 
@@ -349,7 +467,10 @@ class Session:
         self.wait_for(done, attempts * interval_ms / 1000.0 + 3, "connection")
         return self.client_addr is not None and self.server_addr is not None
 
-    def exchange(self, plan):
+    def exchange(self, plan, must_arrive=None, wait=10.0):
+        """Send plan; wait (at most `wait` s) until every message whose reliability
+        is in must_arrive (default: every message) arrived, byte for byte or
+        scrambled (see the module doc), and every receipt came."""
         pri = PacketPriority.HIGH_PRIORITY
         for k, (side, rel, ch, payload) in enumerate(plan):
             peer, addr = ((self.client, self.server_addr) if side == "client"
@@ -365,16 +486,26 @@ class Session:
             "server": sum(1 for s in plan if s[0] == "server" and s[1] in RECEIPT_VALUES),
         }
 
-        def done():
-            if any(not s["delivered"] for s in self.rec.sent):
-                return False
+        def arrived(s):
+            if must_arrive is None:
+                return s["delivered"]
+            return (s["delivered"] or s["scrambled"]
+                    or s["reliability_value"] not in must_arrive)
+
+        def receipts_done():
             for side, n in want_receipts.items():
                 r = self.rec.count(side, MI.ID_SND_RECEIPT_ACKED) + self.rec.count(
                     side, MI.ID_SND_RECEIPT_LOSS)
                 if r < n:
                     return False
             return True
-        self.wait_for(done, 10, "deliveries and receipts")
+
+        def done():
+            return all(arrived(s) for s in self.rec.sent) and (
+                must_arrive is not None or receipts_done())
+        self.wait_for(done, wait, "deliveries and receipts")
+        if must_arrive is not None:  # receipts: wanted, but not worth a long wait
+            self.wait_for(receipts_done, 2.0, "receipts")
         # Let the final ACKs and any connected ping/pong settle.
         self.wait_for(lambda: False, 0.3, "(settle)")
 
@@ -448,6 +579,16 @@ def run_session(args):
                 args.client_protocol = args.protocol + 1
             s.start()
             s.connect(attempts=3, interval_ms=300)
+        elif sc == "mirror":
+            s.start()  # no ping: nothing offline that a lost datagram could fail
+            if not s.connect():
+                print("peers.py: connection failed", file=sys.stderr)
+                status = 1
+            else:
+                s.wait_for(lambda: False, 0.2, "(settle)")
+                s.exchange(plan_mirror(args.seed, args.messages or 320),
+                           must_arrive=MIRROR_RELIABLE, wait=20.0)
+                s.disconnect()
         else:
             s.start()
             if not s.ping():
@@ -460,22 +601,28 @@ def run_session(args):
                 else:
                     s.wait_for(lambda: False, 0.2, "(settle)")
                     if sc == "bulk":
-                        s.exchange_bulk(plan_bulk(args.seed, args.messages))
+                        s.exchange_bulk(plan_bulk(args.seed, args.messages or 12000))
                     else:
                         s.exchange(plan_messages(sc, args.seed))
                     s.disconnect()
             else:
                 s.wait_for(lambda: False, 0.2, "(settle)")
         missing = [m for m in s.rec.sent if not m["delivered"]]
-        if sc == "bulk" and missing:  # one line, not one per dropped unreliable message
-            print("peers.py: not delivered: %d of %d messages (%d reliable)" % (
-                len(missing), len(s.rec.sent),
-                sum(1 for m in missing if m["reliability_value"] in RELIABLE_VALUES)),
-                file=sys.stderr)
-        for m in (missing if sc != "bulk" else []):
-            print("peers.py: not delivered: %s %s ch %d len %d" % (
-                m["dir"], m["reliability"], m["channel"], m["len"]), file=sys.stderr)
-        if any(m["reliability_value"] in RELIABLE_VALUES for m in missing):
+        scrambled = [m for m in missing if m["scrambled"]]
+        many = sc in ("bulk", "mirror")
+        if many and missing:  # one line, not one per dropped unreliable message
+            print("peers.py: not delivered: %d of %d messages (%d reliable; %d of them "
+                  "scrambled: split parts joined in arrival order)" % (
+                      len(missing), len(s.rec.sent),
+                      sum(1 for m in missing if m["reliability_value"] in RELIABLE_VALUES),
+                      len(scrambled)), file=sys.stderr)
+        for m in (missing if not many else []):
+            print("peers.py: not delivered: %s %s ch %d len %d%s" % (
+                m["dir"], m["reliability"], m["channel"], m["len"],
+                " (scrambled: split parts joined in arrival order)" if m["scrambled"]
+                else ""), file=sys.stderr)
+        must = MIRROR_RELIABLE if sc == "mirror" else RELIABLE_VALUES
+        if any(m["reliability_value"] in must for m in missing) and not args.allow_undelivered:
             status = 1
     except Timeout:
         print("peers.py: overall timeout of %ss reached" % args.timeout, file=sys.stderr)
@@ -511,7 +658,8 @@ def run_session(args):
     return status
 
 
-SCENARIOS = ["ping", "basic", "all-reliabilities", "mismatch", "full", "no-server", "bulk"]
+SCENARIOS = ["ping", "basic", "all-reliabilities", "mismatch", "full", "no-server", "bulk",
+             "mirror"]
 
 
 def main(argv=None):
@@ -539,8 +687,13 @@ def main(argv=None):
     s.add_argument("--out-json", help="write what each application received")
     s.add_argument("--sent-json", help="write what each application sent")
     s.add_argument("--timeout", type=float, default=30, help="overall limit, seconds")
-    s.add_argument("--messages", type=int, default=12000,
-                   help="bulk: messages sent each way (default: %(default)s)")
+    s.add_argument("--messages", type=int, default=None,
+                   help="bulk: messages sent each way (default 12000); mirror: "
+                        "messages sent by the client (default 320; the server sends 1/4)")
+    s.add_argument("--allow-undelivered", action="store_true",
+                   help="a reliable message not delivered byte for byte (lost, or "
+                        "scrambled by RakNet's arrival-order reassembly) is reported "
+                        "but does not make the exit status 1")
     s.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
     if args.cmd == "scenarios":
