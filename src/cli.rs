@@ -412,7 +412,11 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
 
 /// `flows`: a row (or a `flow` record) per flow, at the end of the capture.
 pub fn run_flows(args: &FlowsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
-    let mut mirror = Mirror::new(mirror_config(&args.capture), true);
+    let mut cfg = mirror_config(&args.capture);
+    // The table needs counts and findings, not the messages' bytes.
+    cfg.receive.keep_data = false;
+    cfg.messages = false;
+    let mut mirror = Mirror::new(cfg, true);
     let code = drive(&args.capture, false, &mut mirror, out, |_, _, _, _| {
         Ok(Next::Continue)
     })?;
