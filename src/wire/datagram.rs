@@ -366,7 +366,7 @@ impl<'a> Datagram<'a> {
                 }
             }
         };
-        let mut capsules = Vec::new();
+        let mut capsules = Vec::with_capacity(4);
         let mut error = None;
         // Trailing zero padding decodes to a zero-length capsule, which ends
         // the chain in the original; anything else must be a whole capsule.
