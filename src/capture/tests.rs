@@ -667,7 +667,7 @@ fn record_larger_than_the_buffer() {
         Some(CaptureError::Malformed { frame: 0, detail }) => {
             assert_eq!(
                 detail,
-                "the record at byte 24 is larger than the 4 MiB read buffer"
+                "the record at byte 24 is larger than the 512 KiB read buffer"
             );
         }
         other => panic!("{other:?}"),
