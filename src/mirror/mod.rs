@@ -246,9 +246,12 @@ impl FlowMirror {
         if self.rtt.is_empty() {
             return None;
         }
+        let min = self.rtt.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = self.rtt.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let mut v = self.rtt.clone();
-        v.sort_by(|a, b| a.total_cmp(b));
-        Some((v[0], v[v.len() / 2], v[v.len() - 1], v.len()))
+        let mid = v.len() / 2;
+        let (_, median, _) = v.select_nth_unstable_by(mid, |a, b| a.total_cmp(b));
+        Some((min, *median, max, self.rtt.len()))
     }
 
     fn half(&mut self, dir: Dir, cfg: &ReceiveConfig) -> &mut Half {

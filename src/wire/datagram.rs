@@ -102,6 +102,85 @@ impl<'a> Capsule<'a> {
     /// Decode one capsule. The original rejects reliability >= 8 (impossible
     /// in 3 bits), a zero length, a channel >= 32 and a split index >= count.
     pub fn parse(r: &mut Reader<'a>) -> Result<Self> {
+        if !r.is_tracing() {
+            if let Some((c, len)) = Self::parse_fast(r.rest()) {
+                r.raw(len, "capsule")?;
+                return Ok(c);
+            }
+        }
+        Self::parse_checked(r)
+    }
+
+    /// The common case without the per-field bookkeeping: a well-formed
+    /// capsule wholly present. `None` sends the caller to the checked path,
+    /// which names what is wrong.
+    fn parse_fast(b: &'a [u8]) -> Option<(Self, usize)> {
+        let u24 = |at: usize| -> Option<u32> {
+            let x = b.get(at..at + 3)?;
+            Some(u32::from_le_bytes([x[0], x[1], x[2], 0]))
+        };
+        let be32 = |at: usize| -> Option<u32> {
+            let x = b.get(at..at + 4)?;
+            Some(u32::from_be_bytes([x[0], x[1], x[2], x[3]]))
+        };
+        let flags = *b.first()?;
+        let reliability = Reliability(flags >> 5);
+        let bit_length = u16::from_be_bytes([*b.get(1)?, *b.get(2)?]);
+        if bit_length == 0 {
+            return None;
+        }
+        let mut at = 3;
+        let reliable_index = if reliability.has_reliable_index() {
+            at += 3;
+            Some(u24(at - 3)?)
+        } else {
+            None
+        };
+        let sequence_index = if reliability.is_sequenced() {
+            at += 3;
+            Some(u24(at - 3)?)
+        } else {
+            None
+        };
+        let (order_index, channel) = if reliability.has_ordering() {
+            let oi = u24(at)?;
+            let ch = *b.get(at + 3)?;
+            at += 4;
+            if ch >= ORDERING_CHANNELS {
+                return None;
+            }
+            (Some(oi), Some(ch))
+        } else {
+            (None, None)
+        };
+        let split = if flags & 0x10 != 0 {
+            let count = be32(at)?;
+            let id = u16::from_be_bytes([*b.get(at + 4)?, *b.get(at + 5)?]);
+            let index = be32(at + 6)?;
+            at += 10;
+            if index >= count {
+                return None;
+            }
+            Some(Split { count, id, index })
+        } else {
+            None
+        };
+        let end = at + (bit_length as usize).div_ceil(8);
+        let payload = b.get(at..end)?;
+        let c = Capsule {
+            reliability,
+            reliable_index,
+            sequence_index,
+            order_index,
+            channel,
+            split,
+            bit_length,
+            payload,
+        };
+        Some((c, end))
+    }
+
+    fn parse_checked(r: &mut Reader<'a>) -> Result<Self> {
         let start = r.offset();
         let flags = r.u8("capsule flags")?;
         let reliability = Reliability(flags >> 5);
@@ -510,6 +589,25 @@ mod tests {
         // 70 03 20 = RELIABLE_ORDERED + split, 800 bits
         let mut r = Reader::new(&[0x70, 0x03, 0x20]);
         assert_eq!(r.u8("f").unwrap() >> 5, 3);
+    }
+
+    #[test]
+    fn fast_and_checked_paths_agree() {
+        let samples: [&[u8]; 4] = [
+            &[0x20, 0x00, 0x08, 0x07, 0, 0, 0x02, 0, 0, 0x00, 0xfe],
+            &[
+                0x70, 0x00, 0x10, 1, 0, 0, 2, 0, 0, 3, 0, 0, 0, 4, 0, 9, 0, 0, 0, 1, 0xaa, 0xbb,
+            ],
+            &[0x40, 0x00, 0x09, 5, 0, 0, 0x86, 0x01],
+            &[0x00, 0x00, 0x08, 0x86, 0xff],
+        ];
+        for b in samples {
+            let fast = Capsule::parse_fast(b).map(|(c, n)| (c, n));
+            let mut r = Reader::new(b).traced();
+            let checked = Capsule::parse(&mut r).unwrap();
+            let (c, n) = fast.expect("fast path takes a well-formed capsule");
+            assert_eq!((c, n), (checked, r.pos()));
+        }
     }
 
     #[test]
