@@ -602,7 +602,7 @@ mod tests {
             &[0x00, 0x00, 0x08, 0x86, 0xff],
         ];
         for b in samples {
-            let fast = Capsule::parse_fast(b).map(|(c, n)| (c, n));
+            let fast = Capsule::parse_fast(b);
             let mut r = Reader::new(b).traced();
             let checked = Capsule::parse(&mut r).unwrap();
             let (c, n) = fast.expect("fast path takes a well-formed capsule");
