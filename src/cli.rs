@@ -410,30 +410,52 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
     Ok(code)
 }
 
-/// `flows`: a row (or a `flow` record) per flow, at the end of the capture.
+/// Rows the `flows` table shows at most; past them, `--json` has every flow.
+const MAX_TABLE_ROWS: usize = 10_000;
+
+/// `flows`: a row per flow, or a `flow` record per flow as it ends (evicted
+/// while reading, or at the end of the capture).
 pub fn run_flows(args: &FlowsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let mut cfg = mirror_config(&args.capture);
     // The table needs counts and findings, not the messages' bytes.
     cfg.receive.keep_data = false;
     cfg.messages = false;
     let mut mirror = Mirror::new(cfg, true);
-    let code = drive(&args.capture, false, &mut mirror, out, |_, _, _, _| {
+    let mut rows: Vec<FlowMirror> = Vec::new();
+    let mut omitted = 0usize;
+    let mut take = |closed: &mut Vec<FlowMirror>, out: &mut dyn Write| -> anyhow::Result<()> {
+        for f in closed.drain(..) {
+            if args.json {
+                serde_json::to_writer(&mut *out, &FlowJson::new(&f))?;
+                out.write_all(b"\n")?;
+            } else if rows.len() < MAX_TABLE_ROWS {
+                rows.push(f);
+            } else {
+                omitted += 1;
+            }
+        }
+        Ok(())
+    };
+    let code = drive(&args.capture, false, &mut mirror, out, |_, obs, _, out| {
+        take(&mut obs.closed, out)?;
         Ok(Next::Continue)
     })?;
-    mirror.finish();
-    let flows: Vec<&FlowMirror> = mirror.done_flows().iter().collect();
-    if args.json {
-        for f in flows {
-            serde_json::to_writer(&mut *out, &FlowJson::new(f))?;
-            out.write_all(b"\n")?;
-        }
-    } else {
+    take(&mut mirror.finish().closed, out)?;
+    if !args.json {
+        rows.sort_by_key(|f| f.id);
+        let refs: Vec<&FlowMirror> = rows.iter().collect();
         let width = if io::stdout().is_terminal() {
             terminal_width()
         } else {
             None
         };
-        writeln!(out, "{}", table::flows_table(&flows, width))?;
+        writeln!(out, "{}", table::flows_table(&refs, width))?;
+        if omitted > 0 {
+            writeln!(
+                out,
+                "{omitted} more flows not shown: --json lists every flow"
+            )?;
+        }
     }
     Ok(code)
 }

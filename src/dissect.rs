@@ -314,21 +314,29 @@ impl Dissector {
         }
     }
 
+    /// Forget idle flows and, at the bound, the least recently seen eighth
+    /// (evicting in batches keeps a stream of new flows linear).
     fn sweep(&mut self, now: Duration) {
         let idle = self.opts.idle_timeout;
+        let max = self.opts.max_flows.max(1);
         let before = self.flows.len();
         self.flows
             .retain(|_, f| now.saturating_sub(f.last_seen) <= idle);
-        while self.flows.len() >= self.opts.max_flows.max(1) {
-            let Some(oldest) = self
-                .flows
-                .iter()
-                .min_by_key(|(_, f)| f.last_seen)
-                .map(|(k, _)| *k)
-            else {
-                break;
-            };
-            self.flows.remove(&oldest);
+        if self.flows.len() >= max {
+            let keep = max - max.div_ceil(8);
+            let mut ages: Vec<Duration> = self.flows.values().map(|f| f.last_seen).collect();
+            let cut = ages.len() - keep;
+            let (_, cutoff, _) = ages.select_nth_unstable(cut.saturating_sub(1));
+            let cutoff = *cutoff;
+            let mut excess = cut;
+            self.flows.retain(|_, f| {
+                if excess > 0 && f.last_seen <= cutoff {
+                    excess -= 1;
+                    false
+                } else {
+                    true
+                }
+            });
         }
         self.stats.flows_evicted += (before - self.flows.len()) as u64;
     }

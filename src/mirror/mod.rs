@@ -31,17 +31,28 @@ pub struct MirrorConfig {
     pub max_rtt_samples: usize,
     /// Hand out delivered messages; off, only their counts and findings.
     pub messages: bool,
+    /// Bytes all flows may hold together (messages and parts held, hole
+    /// windows, histories); past it the least recently seen flows are closed.
+    pub memory_budget: usize,
 }
 
 impl Default for MirrorConfig {
     fn default() -> Self {
         MirrorConfig {
-            receive: ReceiveConfig::default(),
+            receive: ReceiveConfig {
+                // Per flow and direction; the budget below bounds the sum.
+                max_held_bytes: 16 << 20,
+                // The original accepts holes of a million, but its sender never
+                // has more than 512 reliable messages in flight.
+                max_reliable_hole: 65_536,
+                ..ReceiveConfig::default()
+            },
             max_flows: 65_536,
             idle_timeout: Duration::from_secs(600),
-            history: 8192,
-            max_rtt_samples: 65_536,
+            history: 2048,
+            max_rtt_samples: 1024,
             messages: true,
+            memory_budget: 256 << 20,
         }
     }
 }
@@ -159,15 +170,31 @@ impl Half {
     /// Remember a datagram; the one it displaces counts as never acknowledged if it was not.
     fn remember(&mut self, d: SentDatagram, history: usize) {
         if self.sent.is_empty() {
-            self.sent
-                .resize_with(history.max(2).next_power_of_two(), || None);
+            self.sent.resize_with(INITIAL_SLOTS, || None);
         }
-        let i = self.slot(d.seq);
+        let mut i = self.slot(d.seq);
+        // A busy slot means the window is full: grow it up to `history`, then overwrite.
+        if self.sent[i].is_some() && self.sent.len() < history.next_power_of_two() {
+            let old = std::mem::take(&mut self.sent);
+            self.sent.resize_with(old.len() * 2, || None);
+            for e in old.into_iter().flatten() {
+                let j = self.slot(e.seq);
+                self.sent[j] = Some(e);
+            }
+            i = self.slot(d.seq);
+        }
         if let Some(old) = self.sent[i].replace(d) {
             if !old.acked {
                 self.stats.never_acked += 1;
             }
         }
+    }
+
+    /// Bytes held for this direction.
+    fn footprint(&self) -> usize {
+        self.sent.capacity() * std::mem::size_of::<Option<SentDatagram>>()
+            + self.reliable_seen.capacity() * std::mem::size_of::<Option<(u32, u32)>>()
+            + self.rx.footprint()
     }
 
     /// Unwrap a 24-bit number next to the highest seen.
@@ -187,19 +214,30 @@ impl Half {
     /// The datagram that first carried reliable index `ri`, remembering `seq` if none did.
     fn first_carrier(&mut self, ri: u32, seq: u32, history: usize) -> Option<u32> {
         if self.reliable_seen.is_empty() {
-            self.reliable_seen
-                .resize_with((history * 4).max(2).next_power_of_two(), || None);
+            self.reliable_seen.resize_with(INITIAL_SLOTS, || None);
         }
-        let i = ri as usize & (self.reliable_seen.len() - 1);
+        let mask = |v: &Vec<Option<(u32, u32)>>| v.len() - 1;
+        let mut i = ri as usize & mask(&self.reliable_seen);
         match self.reliable_seen[i] {
-            Some((r, first)) if r == ri => Some(first),
-            _ => {
-                self.reliable_seen[i] = Some((ri, seq));
-                None
+            Some((r, first)) if r == ri => return Some(first),
+            Some(_) if self.reliable_seen.len() < (history * 4).next_power_of_two() => {
+                let old = std::mem::take(&mut self.reliable_seen);
+                self.reliable_seen.resize_with(old.len() * 2, || None);
+                let m = mask(&self.reliable_seen);
+                for (r, first) in old.into_iter().flatten() {
+                    self.reliable_seen[r as usize & m] = Some((r, first));
+                }
+                i = ri as usize & m;
             }
+            _ => {}
         }
+        self.reliable_seen[i] = Some((ri, seq));
+        None
     }
 }
+
+/// Slots a history starts with; it doubles as the flow needs, up to `history`.
+const INITIAL_SLOTS: usize = 8;
 
 /// What the mirror knows of one flow.
 pub struct FlowMirror {
@@ -214,7 +252,15 @@ pub struct FlowMirror {
     pub first_ts: Duration,
     pub last_ts: Duration,
     halves: [Option<Box<Half>>; 2],
+    /// RTT samples in ms (thinned past `max_rtt_samples`), and the exact extremes.
     rtt: Vec<f64>,
+    rtt_min: f64,
+    rtt_max: f64,
+    rtt_count: usize,
+    /// Bytes this flow held when last measured.
+    footprint: usize,
+    /// The RTT figures, fixed when the flow is closed (its samples are dropped then).
+    rtt_closed: Option<(f64, f64, f64, usize)>,
     /// Per-direction counters of halves already dropped, or not yet made.
     idle_stats: [DirStats; 2],
 }
@@ -243,15 +289,25 @@ impl FlowMirror {
 
     /// RTT samples in milliseconds: (min, median, max, count).
     pub fn rtt_ms(&self) -> Option<(f64, f64, f64, usize)> {
+        if self.rtt_closed.is_some() {
+            return self.rtt_closed;
+        }
         if self.rtt.is_empty() {
             return None;
         }
-        let min = self.rtt.iter().copied().fold(f64::INFINITY, f64::min);
-        let max = self.rtt.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let mut v = self.rtt.clone();
         let mid = v.len() / 2;
         let (_, median, _) = v.select_nth_unstable_by(mid, |a, b| a.total_cmp(b));
-        Some((min, *median, max, self.rtt.len()))
+        Some((self.rtt_min, *median, self.rtt_max, self.rtt_count))
+    }
+
+    fn measure(&self) -> usize {
+        self.halves
+            .iter()
+            .flatten()
+            .map(|h| h.footprint())
+            .sum::<usize>()
+            + self.rtt.capacity() * std::mem::size_of::<f64>()
     }
 
     fn half(&mut self, dir: Dir, cfg: &ReceiveConfig) -> &mut Half {
@@ -304,55 +360,69 @@ impl Hasher for IdHasher {
 #[derive(Debug, Default, Clone)]
 pub struct MirrorStats {
     pub flows_evicted: u64,
+    /// Flows closed early because all flows together held more than the budget.
+    pub flows_shed: u64,
 }
 
 /// The flow table of the mirror, keyed by the dissector's flow id.
 pub struct Mirror {
     cfg: MirrorConfig,
     flows: HashMap<u32, FlowMirror, BuildHasherDefault<IdHasher>>,
-    /// Flows finished (evicted or at the end), for the flows table.
-    done: Vec<FlowMirror>,
     keep_done: bool,
+    /// Sum of the flows' footprints.
+    total: usize,
     pub stats: MirrorStats,
 }
 
 /// What observing one packet produced.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Observation {
     /// To attach to the packet.
     pub anomalies: Vec<Anomaly>,
     /// Messages delivered because of this packet.
     pub messages: Vec<Message>,
+    /// Flows that ended here (evicted, or at the end), with `keep_done`.
+    pub closed: Vec<FlowMirror>,
 }
 
 impl Mirror {
-    /// `keep_done`: keep evicted flows' summaries for a final flows table.
+    /// `keep_done`: hand out the flows that end, in [`Observation::closed`].
     pub fn new(cfg: MirrorConfig, keep_done: bool) -> Self {
         Mirror {
             cfg,
             flows: HashMap::default(),
-            done: Vec::new(),
             keep_done,
+            total: 0,
             stats: MirrorStats::default(),
         }
     }
 
+    /// Close idle flows and, at the bound, the least recently seen eighth
+    /// (in batches, so that a stream of new flows stays linear).
     fn evict(&mut self, now: Duration, out: &mut Observation) {
         let idle = self.cfg.idle_timeout;
+        let max = self.cfg.max_flows.max(1);
         let mut gone: Vec<u32> = self
             .flows
             .values()
             .filter(|f| now.saturating_sub(f.last_ts) > idle)
             .map(|f| f.id)
             .collect();
-        if self.flows.len() - gone.len() >= self.cfg.max_flows.max(1) {
+        if self.flows.len() - gone.len() >= max {
             let mut by_age: Vec<(Duration, u32)> =
                 self.flows.values().map(|f| (f.last_ts, f.id)).collect();
-            by_age.sort();
-            let excess = self.flows.len() + 1 - self.cfg.max_flows.max(1);
-            gone.extend(by_age.iter().take(excess).map(|(_, id)| *id));
-            gone.sort();
+            let excess = by_age.len() - (max - max.div_ceil(8));
+            by_age.select_nth_unstable(excess - 1);
+            gone.extend(by_age[..excess].iter().map(|(_, id)| *id));
+            gone.sort_unstable();
             gone.dedup();
+            out.anomalies.push(anomaly(
+                "bound_exceeded",
+                format!(
+                    "flows: {} held at once, the bound; closed the {excess} least recently seen",
+                    self.flows.len()
+                ),
+            ));
         }
         for id in gone {
             if let Some(f) = self.flows.remove(&id) {
@@ -362,8 +432,52 @@ impl Mirror {
         }
     }
 
+    /// Re-measure a flow after a packet, and shed flows past the budget.
+    fn account(&mut self, flow: u32, out: &mut Observation) {
+        let (old, new) = match self.flows.get_mut(&flow) {
+            Some(f) => {
+                let new = f.measure();
+                (std::mem::replace(&mut f.footprint, new), new)
+            }
+            None => (0, 0),
+        };
+        self.total = (self.total + new).saturating_sub(old);
+        if self.total > self.cfg.memory_budget {
+            self.shed(out);
+        }
+    }
+
+    /// Close the least recently seen flows until all together hold no more
+    /// than seven eighths of the budget.
+    fn shed(&mut self, out: &mut Observation) {
+        let mut by_age: Vec<(Duration, u32)> =
+            self.flows.values().map(|f| (f.last_ts, f.id)).collect();
+        by_age.sort_unstable();
+        let target = self.cfg.memory_budget / 8 * 7;
+        let mut closed = 0u64;
+        for (_, id) in by_age {
+            if self.total <= target {
+                break;
+            }
+            if let Some(f) = self.flows.remove(&id) {
+                closed += 1;
+                self.close(f, out);
+            }
+        }
+        self.stats.flows_shed += closed;
+        out.anomalies.push(anomaly(
+            "bound_exceeded",
+            format!(
+                "memory budget: flows held more than {} MiB together; closed the {closed} least recently seen",
+                self.cfg.memory_budget >> 20
+            ),
+        ));
+    }
+
     /// End of a flow: what its receivers still hold becomes anomalies.
     fn close(&mut self, mut f: FlowMirror, out: &mut Observation) {
+        self.total = self.total.saturating_sub(f.footprint);
+        f.footprint = 0;
         for dir in [Dir::C2s, Dir::S2c] {
             let i = index(dir);
             if let Some(mut h) = f.halves[i].take() {
@@ -377,7 +491,9 @@ impl Mirror {
             }
         }
         if self.keep_done {
-            self.done.push(f);
+            f.rtt_closed = f.rtt_ms();
+            f.rtt = Vec::new();
+            out.closed.push(f);
         }
     }
 
@@ -393,6 +509,7 @@ impl Mirror {
     ) {
         out.anomalies.clear();
         out.messages.clear();
+        out.closed.clear();
         let (client, server) = match p.dir {
             Dir::C2s => (p.src, p.dst),
             Dir::S2c => (p.dst, p.src),
@@ -416,6 +533,11 @@ impl Mirror {
                     last_ts: p.ts,
                     halves: [None, None],
                     rtt: Vec::new(),
+                    rtt_min: f64::INFINITY,
+                    rtt_max: 0.0,
+                    rtt_count: 0,
+                    footprint: 0,
+                    rtt_closed: None,
                     idle_stats: [DirStats::default(), DirStats::default()],
                 },
             );
@@ -531,19 +653,35 @@ impl Mirror {
             Body::Datagram(Some(Datagram::Ack(l) | Datagram::Nack(l))) => {
                 let is_ack = matches!(&p.body, Body::Datagram(Some(Datagram::Ack(_))));
                 {
-                    let h = f.half(dir, &cfg.receive);
-                    h.stats.packets += 1;
-                    h.stats.bytes += p.payload.len() as u64;
+                    let i = index(dir);
+                    let st = match &mut f.halves[i] {
+                        Some(h) => &mut h.stats,
+                        None => &mut f.idle_stats[i],
+                    };
+                    st.packets += 1;
+                    st.bytes += p.payload.len() as u64;
                     if is_ack {
-                        h.stats.acks += 1;
+                        st.acks += 1;
                     } else {
-                        h.stats.nacks += 1;
+                        st.nacks += 1;
                     }
                 }
                 // ACKs and NACKs of `dir` cover datagrams sent the other way.
                 let mut rtts = Vec::new();
                 let mut flagged = 0;
-                let peer = f.half(other(dir), &cfg.receive);
+                let i = index(other(dir));
+                // Nothing seen the other way: nothing to match, only to count.
+                let Some(peer) = f.halves[i].as_deref_mut() else {
+                    if !is_ack {
+                        let st = &mut f.idle_stats[i];
+                        st.nacked += l
+                            .ranges
+                            .iter()
+                            .map(|r| u64::from(r.max.wrapping_sub(r.min) & 0xff_ffff) + 1)
+                            .sum::<u64>();
+                    }
+                    return self.account(p.flow, out);
+                };
                 for r in &l.ranges {
                     // A range is at most 2^24 numbers; look only at those remembered.
                     let span = r.max.wrapping_sub(r.min) & 0xff_ffff;
@@ -572,6 +710,9 @@ impl Mirror {
                 }
                 peer.stats.anomalies += flagged;
                 for r in rtts {
+                    f.rtt_min = f.rtt_min.min(r);
+                    f.rtt_max = f.rtt_max.max(r);
+                    f.rtt_count += 1;
                     if f.rtt.len() >= cfg.max_rtt_samples {
                         let mut i = 0;
                         f.rtt.retain(|_| {
@@ -584,6 +725,7 @@ impl Mirror {
             }
             Body::Datagram(None) => {}
         }
+        self.account(p.flow, out);
     }
 
     /// End of input: close every flow, in id order.
@@ -597,12 +739,6 @@ impl Mirror {
             }
         }
         out
-    }
-
-    /// Closed flows kept for the table (with `keep_done`), by id.
-    pub fn done_flows(&mut self) -> &[FlowMirror] {
-        self.done.sort_by_key(|f| f.id);
-        &self.done
     }
 }
 

@@ -415,12 +415,8 @@ pub struct ReceiveHalf {
 impl ReceiveHalf {
     pub fn new(cfg: ReceiveConfig) -> Self {
         let start = if cfg.join_mid_stream { None } else { Some(0) };
-        let channels = (0..ORDERING_CHANNELS)
-            .map(|_| Channel {
-                synced: !cfg.join_mid_stream,
-                ..Channel::default()
-            })
-            .collect();
+        // The 32 channels are made on the first ordered or sequenced message.
+        let channels = Vec::new();
         ReceiveHalf {
             expected_datagram: start,
             reliable: ReliableWindow {
@@ -512,6 +508,12 @@ impl ReceiveHalf {
         } else {
             Vec::new()
         }
+    }
+
+    /// Bytes this half holds that a peer controls: held messages and parts,
+    /// and the reliable hole window (one byte per slot).
+    pub fn footprint(&self) -> usize {
+        self.held + self.reliable.holes.capacity()
     }
 
     pub fn held_bytes(&self) -> usize {
@@ -674,6 +676,15 @@ impl ReceiveHalf {
         let oi = msg.order_index.unwrap_or(0);
         let si = msg.sequence_index.unwrap_or(0);
         let sequenced = msg.is_sequenced();
+        if self.channels.is_empty() {
+            let synced = !self.cfg.join_mid_stream;
+            self.channels = (0..ORDERING_CHANNELS)
+                .map(|_| Channel {
+                    synced,
+                    ..Channel::default()
+                })
+                .collect();
+        }
         let chan = &mut self.channels[ch as usize];
         if !chan.synced {
             chan.synced = true;
