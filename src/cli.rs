@@ -326,7 +326,7 @@ pub fn run_read(args: &ReadArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let mut lines = text::LineFormatter::new(pal);
     let mut buf: Vec<u8> = Vec::with_capacity(512);
     let trace = args.verbose && !args.json;
-    drive(
+    let code = drive(
         &args.capture,
         trace,
         &mut mirror,
@@ -358,7 +358,16 @@ pub fn run_read(args: &ReadArgs, out: &mut impl Write) -> anyhow::Result<u8> {
                 Next::Continue
             })
         },
-    )
+    )?;
+    // What the receivers still held at the end (incomplete splits, messages
+    // waiting in ordering heaps) belongs to no packet: a line each.
+    if !args.json && args.count.is_none_or(|n| shown < n) {
+        for a in mirror.finish().anomalies {
+            let line = format!("end of capture: [{}: {}]", a.kind, a.detail);
+            writeln!(out, "{}", pal.paint_anomaly(&line))?;
+        }
+    }
+    Ok(code)
 }
 
 /// `messages`: what each application received, in delivery order.

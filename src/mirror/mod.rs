@@ -18,7 +18,7 @@ use std::time::Duration;
 use crate::dissect::{Anomaly, Body, Dir, Flow, Packet};
 use crate::session::receive::{Delivered, ReceiveConfig, ReceiveEvent, ReceiveHalf};
 use crate::wire::ids::*;
-use crate::wire::{Datagram, Offline, Reliability};
+use crate::wire::{AckRange, Datagram, Offline, Reliability};
 
 #[derive(Debug, Clone)]
 pub struct MirrorConfig {
@@ -427,7 +427,7 @@ impl Mirror {
         for id in gone {
             if let Some(f) = self.flows.remove(&id) {
                 self.stats.flows_evicted += 1;
-                self.close(f, out);
+                self.close(f, out, "closed (idle, or the flow bound)");
             }
         }
     }
@@ -461,7 +461,7 @@ impl Mirror {
             }
             if let Some(f) = self.flows.remove(&id) {
                 closed += 1;
-                self.close(f, out);
+                self.close(f, out, "closed (memory budget)");
             }
         }
         self.stats.flows_shed += closed;
@@ -475,7 +475,7 @@ impl Mirror {
     }
 
     /// End of a flow: what its receivers still hold becomes anomalies.
-    fn close(&mut self, mut f: FlowMirror, out: &mut Observation) {
+    fn close(&mut self, mut f: FlowMirror, out: &mut Observation, why: &str) {
         self.total = self.total.saturating_sub(f.footprint);
         f.footprint = 0;
         for dir in [Dir::C2s, Dir::S2c] {
@@ -483,10 +483,15 @@ impl Mirror {
             if let Some(mut h) = f.halves[i].take() {
                 h.rx.finish();
                 let mut held = Vec::new();
-                drain(&mut h, f.id, dir, &mut held, Some(&mut out.messages));
+                let messages = self.cfg.messages.then_some(&mut out.messages);
+                drain(&mut h, f.id, dir, &mut held, messages);
                 h.stats.never_acked += h.sent.iter().flatten().filter(|d| !d.acked).count() as u64;
                 h.stats.anomalies += held.len() as u64;
-                out.anomalies.extend(held);
+                // Shown on another flow's packet, or at the end: say whose they are.
+                out.anomalies.extend(held.into_iter().map(|a| Anomaly {
+                    kind: a.kind,
+                    detail: format!("flow {} {} {why}: {}", f.id, dir.as_str(), a.detail),
+                }));
                 f.idle_stats[i] = std::mem::take(&mut h.stats);
             }
         }
@@ -682,7 +687,20 @@ impl Mirror {
                     }
                     return self.account(p.flow, out);
                 };
-                for r in &l.ranges {
+                // Merged, so that repeated or overlapping ranges cost one walk.
+                let mut ranges: Vec<(u32, u32)> = l.ranges.iter().map(|r| (r.min, r.max)).collect();
+                ranges.sort_unstable();
+                ranges.dedup_by(|b, a| {
+                    if b.0 <= a.1.saturating_add(1) {
+                        a.1 = a.1.max(b.1);
+                        true
+                    } else {
+                        false
+                    }
+                });
+                for &(min, max) in &ranges {
+                    let r = AckRange { min, max };
+                    let r = &r;
                     // A range is at most 2^24 numbers; look only at those remembered.
                     let span = r.max.wrapping_sub(r.min) & 0xff_ffff;
                     if span as usize > peer.sent.len() {
@@ -735,7 +753,7 @@ impl Mirror {
         ids.sort();
         for id in ids {
             if let Some(f) = self.flows.remove(&id) {
-                self.close(f, &mut out);
+                self.close(f, &mut out, "at the end of the capture");
             }
         }
         out
@@ -859,7 +877,7 @@ fn drain(
                 count,
             } => anomalies.push(anomaly(
                 "split_incomplete",
-                format!("split {split_id}: {have} of {count} parts at the end"),
+                format!("split {split_id}: {have} of {count} parts received"),
             )),
             ReceiveEvent::BoundExceeded { what, detail, .. } => {
                 anomalies.push(anomaly("bound_exceeded", format!("{what}: {detail}")))

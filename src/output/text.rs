@@ -19,6 +19,11 @@ pub struct Palette {
 }
 
 impl Palette {
+    /// `s` in the anomaly colour.
+    pub fn paint_anomaly(&self, s: &str) -> String {
+        self.paint(s, Style::new().red().bold())
+    }
+
     fn paint(&self, s: &str, style: Style) -> String {
         if self.enabled {
             s.style(style).to_string()
