@@ -102,27 +102,6 @@ fn free_ports() -> u16 {
     panic!("no two consecutive free ports")
 }
 
-/// A Python with the PyPI package `raknet`: $RAKNET_PYTHON, target/venv, python3.
-fn raknet_python() -> Option<String> {
-    let candidates = [
-        std::env::var("RAKNET_PYTHON").ok(),
-        Some(
-            common::root()
-                .join("target/venv/bin/python")
-                .to_string_lossy()
-                .into_owned(),
-        ),
-        Some("python3".to_string()),
-    ];
-    candidates.into_iter().flatten().find(|py| {
-        Command::new(py)
-            .args(["-c", "import raknet"])
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    })
-}
-
 fn capture_ready() -> bool {
     common::require_tool("tcpdump") && common::require_tool("python3") && common::require_root()
 }
@@ -1117,7 +1096,7 @@ fn original(name: &str, how: Impairment) {
     if !capture_ready() {
         return;
     }
-    let Some(py) = raknet_python() else {
+    let Some(py) = common::raknet_python() else {
         common::skip_or_fail("Python package raknet (PyPI) not installed");
         return;
     };

@@ -135,26 +135,6 @@ fn check_capture(path: &Path) -> Vec<serde_json::Value> {
     packets
 }
 
-fn python() -> Option<String> {
-    let candidates = [
-        std::env::var("RAKNET_PYTHON").ok(),
-        Some(
-            common::root()
-                .join("target/venv/bin/python")
-                .to_string_lossy()
-                .into_owned(),
-        ),
-        Some("python3".to_string()),
-    ];
-    candidates.into_iter().flatten().find(|py| {
-        Command::new(py)
-            .args(["-c", "import raknet"])
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    })
-}
-
 fn capture_ready() -> bool {
     common::require_tool("tcpdump") && common::require_root()
 }
@@ -164,7 +144,7 @@ fn original_library_all_reliabilities() {
     if !capture_ready() {
         return;
     }
-    let Some(py) = python() else {
+    let Some(py) = common::raknet_python() else {
         common::skip_or_fail("Python package raknet (PyPI) not installed");
         return;
     };

@@ -100,6 +100,27 @@ pub fn require_root() -> bool {
     is_root
 }
 
+/// A Python with the PyPI package `raknet`: $RAKNET_PYTHON, target/venv, python3.
+pub fn raknet_python() -> Option<String> {
+    let candidates = [
+        std::env::var("RAKNET_PYTHON").ok(),
+        Some(
+            root()
+                .join("target/venv/bin/python")
+                .to_string_lossy()
+                .into_owned(),
+        ),
+        Some("python3".to_string()),
+    ];
+    candidates.into_iter().flatten().find(|py| {
+        Command::new(py)
+            .args(["-c", "import raknet"])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    })
+}
+
 /// Run `cmd` to completion with stdin closed, collecting stdout and stderr; kill
 /// it and panic if it runs longer than `limit`.
 pub fn run_with_timeout(cmd: &mut Command, limit: Duration) -> Output {
