@@ -135,10 +135,6 @@ struct Half {
     /// Recent reliable indices and the datagram that first carried them,
     /// direct-mapped by reliable index.
     reliable_seen: Vec<Option<(u32, u32)>>,
-    /// Highest datagram number seen, unwrapped, and how many distinct ones.
-    highest: Option<u64>,
-    lowest: Option<u64>,
-    distinct: u64,
     stats: DirStats,
 }
 
@@ -148,9 +144,6 @@ impl Half {
             rx: ReceiveHalf::new(cfg.clone()),
             sent: Vec::new(),
             reliable_seen: Vec::new(),
-            highest: None,
-            lowest: None,
-            distinct: 0,
             stats: DirStats::default(),
         }
     }
@@ -195,20 +188,6 @@ impl Half {
         self.sent.capacity() * std::mem::size_of::<Option<SentDatagram>>()
             + self.reliable_seen.capacity() * std::mem::size_of::<Option<(u32, u32)>>()
             + self.rx.footprint()
-    }
-
-    /// Unwrap a 24-bit number next to the highest seen.
-    fn unwrap_seq(&self, seq: u32) -> u64 {
-        let Some(h) = self.highest else {
-            return u64::from(seq) + (1 << 24);
-        };
-        let base = h & !0xff_ffff;
-        let cands = [base.wrapping_sub(1 << 24), base, base + (1 << 24)];
-        cands
-            .iter()
-            .map(|b| b + u64::from(seq))
-            .min_by_key(|c| c.abs_diff(h))
-            .unwrap_or(u64::from(seq))
     }
 
     /// The datagram that first carried reliable index `ri`, remembering `seq` if none did.
@@ -602,10 +581,6 @@ impl Mirror {
                         format!("datagram #{} again (first in frame {prev_frame})", d.seq),
                     ));
                 } else {
-                    let ext = h.unwrap_seq(d.seq);
-                    h.distinct += 1;
-                    h.highest = Some(h.highest.map_or(ext, |x| x.max(ext)));
-                    h.lowest = Some(h.lowest.map_or(ext, |x| x.min(ext)));
                     for c in &d.capsules {
                         let Some(ri) = c.reliable_index else { continue };
                         match h.first_carrier(ri, d.seq, history) {

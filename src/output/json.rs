@@ -7,16 +7,7 @@ use crate::dissect::{Anomaly, Body, Dir, Packet};
 use crate::mirror::{DirStats, FlowMirror, Message};
 use crate::wire::{Capsule, Datagram, Motd, Offline, SystemAddress};
 
-/// Lowercase hex of `b`.
-pub fn hex(b: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(b.len() * 2);
-    for &x in b {
-        s.push(DIGITS[(x >> 4) as usize] as char);
-        s.push(DIGITS[(x & 15) as usize] as char);
-    }
-    s
-}
+pub use crate::wire::cursor::hex;
 
 fn guid(g: u64) -> String {
     format!("{g:#018x}")

@@ -264,13 +264,6 @@ pub fn push_summary(s: &mut Vec<u8>, p: &Packet<'_>) {
     }
 }
 
-/// The summary as a string.
-pub fn summary(p: &Packet<'_>) -> String {
-    let mut s = Vec::new();
-    push_summary(&mut s, p);
-    String::from_utf8_lossy(&s).into_owned()
-}
-
 /// Writes summary lines into a reused buffer, remembering the text of the
 /// endpoints it saw last (formatting an address costs more than the rest).
 pub struct LineFormatter {
@@ -370,41 +363,46 @@ pub fn line(p: &Packet<'_>, since: Duration, pal: Palette) -> String {
 /// One line per delivered message: frame, time, flow, direction,
 /// reliability and channel, id and name, length, the first bytes.
 pub fn message_line(m: &Message, since: Duration, pal: Palette) -> String {
-    let mut s = Vec::with_capacity(160);
-    push_spaces(&mut s, 6usize.saturating_sub(decimal_len(m.frame)));
-    push_uint(&mut s, m.frame);
     let rel = m.ts.saturating_sub(since).as_secs_f64();
-    let mut line = String::from_utf8_lossy(&s).into_owned();
+    let mut s = Vec::with_capacity(160);
     let _ = write!(
-        line,
-        " {rel:>11.6} {:>3} {} {}",
+        ByteWriter(&mut s),
+        "{:>6} {rel:>11.6} {:>3} {} {}",
+        m.frame,
         m.flow,
         m.dir.as_str(),
         m.reliability.name()
     );
     if let Some(ch) = m.channel {
-        let _ = write!(line, " ch={ch}");
+        s.extend_from_slice(b" ch=");
+        push_uint(&mut s, u64::from(ch));
     }
-    let mut rest = Vec::new();
     if let Some(&id) = m.data.first() {
-        rest.push(b' ');
-        push_name(&mut rest, id);
+        s.push(b' ');
+        push_name(&mut s, id);
     }
-    line.push_str(&String::from_utf8_lossy(&rest));
-    let _ = write!(line, " len={} ", m.data.len());
-    line.push_str(&crate::wire::cursor::short_hex(
-        &m.data[..m.data.len().min(16)],
-    ));
+    s.extend_from_slice(b" len=");
+    push_uint(&mut s, m.data.len() as u64);
+    s.push(b' ');
+    s.extend_from_slice(crate::wire::cursor::hex(&m.data[..m.data.len().min(16)]).as_bytes());
+    let mut line = String::from_utf8_lossy(&s).into_owned();
     if m.data.len() > 16 {
         line.push('…');
     }
     for a in &m.anomalies {
-        line.push_str(&pal.paint(
-            &format!(" [{}: {}]", a.kind, a.detail),
-            Style::new().red().bold(),
-        ));
+        line.push_str(&pal.paint_anomaly(&format!(" [{}: {}]", a.kind, a.detail)));
     }
     line
+}
+
+/// `fmt::Write` into a byte buffer.
+struct ByteWriter<'a>(&'a mut Vec<u8>);
+
+impl std::fmt::Write for ByteWriter<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.extend_from_slice(s.as_bytes());
+        Ok(())
+    }
 }
 
 /// The `-V` field tree: offset and length columns, then the field, indented by depth.

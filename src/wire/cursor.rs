@@ -321,13 +321,21 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// Lowercase hex of `b`.
+pub fn hex(b: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(b.len() * 2);
+    for &x in b {
+        s.push(DIGITS[(x >> 4) as usize] as char);
+        s.push(DIGITS[(x & 15) as usize] as char);
+    }
+    s
+}
+
 /// Up to 32 bytes in hex, then an ellipsis and the length.
 pub fn short_hex(s: &[u8]) -> String {
     const MAX: usize = 32;
-    let mut out = String::with_capacity(s.len().min(MAX) * 2 + 16);
-    for b in s.iter().take(MAX) {
-        out.push_str(&format!("{b:02x}"));
-    }
+    let mut out = hex(&s[..s.len().min(MAX)]);
     if s.len() > MAX {
         out.push_str(&format!("… ({} bytes)", s.len()));
     }
