@@ -393,23 +393,8 @@ fn run_original(name: &str, py: &str, how: Impairment) -> Run {
     }
 }
 
-fn mc_pair_exe() -> PathBuf {
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_raknet-dissect"))
-        .with_file_name("examples")
-        .join("mc_pair");
-    if !exe.exists() {
-        let s = Command::new(env!("CARGO"))
-            .args(["build", "--example", "mc_pair", "--quiet"])
-            .current_dir(common::root())
-            .status()
-            .expect("cargo builds the example");
-        assert!(s.success(), "cargo build --example mc_pair");
-    }
-    exe
-}
-
 fn run_minecraft(name: &str, how: Impairment) -> Run {
-    let exe = mc_pair_exe();
+    let exe = common::mc_pair_exe();
     let dir = work_dir(name);
     let port = free_ports();
     let pcap = dir.join("capture.pcap");

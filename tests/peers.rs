@@ -218,17 +218,7 @@ fn minecraft_dialect_rust_raknet() {
     if !capture_ready() {
         return;
     }
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_raknet-dissect"))
-        .with_file_name("examples")
-        .join("mc_pair");
-    if !exe.exists() {
-        let s = Command::new(env!("CARGO"))
-            .args(["build", "--example", "mc_pair", "--quiet"])
-            .current_dir(common::root())
-            .status()
-            .expect("cargo builds the example");
-        assert!(s.success());
-    }
+    let exe = common::mc_pair_exe();
     let port = free_ports();
     let pcap = tmp("minecraft.pcap");
     let dump = Tcpdump::start(&pcap, &format!("udp port {port}"));

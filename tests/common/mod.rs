@@ -121,6 +121,22 @@ pub fn raknet_python() -> Option<String> {
     })
 }
 
+/// The `mc_pair` example (rust-raknet), built if cargo has not built it yet.
+pub fn mc_pair_exe() -> PathBuf {
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_raknet-dissect"))
+        .with_file_name("examples")
+        .join("mc_pair");
+    if !exe.exists() {
+        let s = Command::new(env!("CARGO"))
+            .args(["build", "--example", "mc_pair", "--quiet"])
+            .current_dir(root())
+            .status()
+            .expect("cargo builds the example");
+        assert!(s.success(), "cargo build --example mc_pair");
+    }
+    exe
+}
+
 /// Run `cmd` to completion with stdin closed, collecting stdout and stderr; kill
 /// it and panic if it runs longer than `limit`.
 pub fn run_with_timeout(cmd: &mut Command, limit: Duration) -> Output {
