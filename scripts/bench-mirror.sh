@@ -83,6 +83,9 @@ done
 
 mkdir -p "$BENCH_DIR"
 TMP=$(mktemp -d "$BENCH_DIR/tmp.XXXXXX")
+# The helpers write their timing script into $TMP.
+# shellcheck source=bench-lib.sh
+. "$ROOT/scripts/bench-lib.sh"
 
 # --- the capture ---------------------------------------------------------------------
 CAPTURE=${1:-}
@@ -92,54 +95,13 @@ if [ -z "$CAPTURE" ] && [ -n "${BENCH_REUSE:-}" ] && [ -s "$BENCH_DIR/bulk100.pc
     PORT=${PORT:-$BENCH_PORT}
     say "reusing $CAPTURE (BENCH_REUSE=1; port $PORT assumed)"
 elif [ -z "$CAPTURE" ]; then
-    command -v tcpdump >/dev/null ||
-        die "tcpdump not found (apt-get install tcpdump), or give a CAPTURE file"
-    [ "$(id -u)" = 0 ] || die "making the capture needs root (tcpdump on lo), or give a CAPTURE file"
-    if [ -n "${RAKNET_PYTHON:-}" ]; then
-        PY=$RAKNET_PYTHON
-    else
-        PY=$ROOT/target/venv/bin/python
-        if ! [ -x "$PY" ] || ! "$PY" -c 'import raknet' 2>/dev/null; then
-            say "creating target/venv with the PyPI package raknet"
-            python3 -m venv "$ROOT/target/venv"
-            timeout 300 "$ROOT/target/venv/bin/pip" install --quiet 'raknet==0.3.0'
-        fi
-    fi
-    "$PY" -c 'import raknet' 2>/dev/null || die "$PY cannot import raknet"
-
-    P=$BENCH_PORT
-    PORT=$P
+    PORT=$BENCH_PORT
     CAPTURE=$BENCH_DIR/bulk100.pcap
-    say "capturing $CAPTURE: peers.py --scenario bulk --messages $MESSAGES on port $P"
-    rm -f "$CAPTURE"
-    # -B 131072 (KB): ~100,000 packets in ~15 s overflow tcpdump's default 2 MB buffer.
-    timeout 600 tcpdump -i lo -Z root -B 131072 --immediate-mode -U -n -w "$CAPTURE" \
-        "udp port $P or udp port $((P + 1))" 2>"$TMP/tcpdump.err" &
-    CAPTURE_PID=$!
-    started=""
-    for _ in $(seq 100); do
-        if grep -q 'listening on' "$TMP/tcpdump.err" 2>/dev/null; then started=1; break; fi
-        kill -0 "$CAPTURE_PID" 2>/dev/null || break
-        sleep 0.05
-    done
-    [ -n "$started" ] || { cat "$TMP/tcpdump.err" >&2; die "tcpdump did not start"; }
-    sleep 0.2   # the filter is attached just before "listening on" is printed
-    peers_status=0
-    t0=$(date +%s.%N)
-    timeout 500 "$PY" "$ROOT/scripts/peers.py" session --port "$P" --client-port $((P + 1)) \
-        --scenario bulk --messages "$MESSAGES" --seed 1 --timeout 400 || peers_status=$?
-    t1=$(date +%s.%N)
-    sleep 1.2   # let the last packets be written
-    kill -INT "$CAPTURE_PID" 2>/dev/null || true
-    wait "$CAPTURE_PID" 2>/dev/null || true
-    CAPTURE_PID=""
-    [ "$peers_status" = 0 ] || die "peers.py --scenario bulk failed (exit $peers_status)"
-    say "peers.py took $(python3 -c "print('%.1f' % ($t1 - $t0))") s; tcpdump: $(grep -E 'captured|received|dropped' "$TMP/tcpdump.err" | tr '\n' ';')"
-    dropped=$(sed -n 's/^\([0-9]*\) packets dropped by kernel.*/\1/p' "$TMP/tcpdump.err")
-    [ -n "$dropped" ] || { cat "$TMP/tcpdump.err" >&2; die "tcpdump printed no drop count"; }
-    if [ "$dropped" != 0 ]; then
+    bench_capture "$CAPTURE" "$PORT" "$MESSAGES" 500
+    [ -n "$DROPPED" ] || { cat "$TMP/tcpdump.err" >&2; die "tcpdump printed no drop count"; }
+    if [ "$DROPPED" != 0 ]; then
         rm -f "$CAPTURE"
-        die "tcpdump says $dropped packets dropped by kernel: capture deleted, try again"
+        die "tcpdump says $DROPPED packets dropped by kernel: capture deleted, try again"
     fi
 fi
 [ -f "$CAPTURE" ] || die "$CAPTURE: no such file"
@@ -150,71 +112,19 @@ if [ "$BYTES" -lt $((MIN_MB * 1000000)) ]; then
 fi
 
 # --- the binary ------------------------------------------------------------------------
-say "cargo build --release"
-cargo build --release --quiet ||
-    die "cargo build --release failed (src/ mid-edit? retry in a minute)"
-TARGET_DIR=$(cargo metadata --format-version 1 --no-deps 2>/dev/null |
-    python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])' ||
-    echo "$ROOT/target")
-[ -x "$TARGET_DIR/release/raknet-dissect" ] || die "$TARGET_DIR/release/raknet-dissect not built"
+bench_build
 # A private copy: a concurrent `cargo build` cannot swap the binary between runs.
 BIN=$TMP/raknet-dissect
-cp "$TARGET_DIR/release/raknet-dissect" "$BIN"
+cp "$BUILT" "$BIN"
 REV="$(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- src Cargo.toml Cargo.lock 2>/dev/null || echo '+uncommitted src changes')"
 
 if [ -z "$PORT" ]; then
     # The server port: the destination of the first client-to-server packet we print.
-    PORT=$("$BIN" "$CAPTURE" --json -c 1 2>/dev/null | python3 -c '
-import json, sys
-for line in sys.stdin:
-    p = json.loads(line)
-    end = p["dst"] if p.get("dir") == "c2s" else p["src"]
-    print(end.rsplit(":", 1)[1].strip("[]"))
-    break' || true)
+    PORT=$(bench_port "$BIN" "$CAPTURE")
     [ -n "$PORT" ] || die "cannot tell the RakNet server port of $CAPTURE: give it as PORT"
     say "RakNet server port (from the first packet): $PORT"
 fi
 DECODE=(-d "udp.port==$PORT,raknet")
-
-# --- timing helper -----------------------------------------------------------------------
-# bench WARM RUNS CMD...: WARM (0 or 1) warm-up runs, then RUNS runs with stdin, stdout
-# and stderr on /dev/null (stderr of the last run kept in $TMP/stderr); prints
-# "median_wall min_wall median_cpu max_rss_kb exit_status" (seconds, KB).
-cat > "$TMP/bench.py" <<'EOF'
-import os, statistics, sys, time
-warm, runs, err, cmd = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4:]
-null = os.open(os.devnull, os.O_RDWR)
-def one():
-    e = os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    fa = [(os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, null, 1),
-          (os.POSIX_SPAWN_DUP2, e, 2)]
-    t = time.perf_counter()
-    pid = os.posix_spawnp(cmd[0], cmd, os.environ, file_actions=fa)
-    _, status, ru = os.wait4(pid, 0)
-    wall = time.perf_counter() - t
-    os.close(e)
-    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss, os.waitstatus_to_exitcode(status)
-for _ in range(warm):
-    one()
-r = [one() for _ in range(runs)]
-print("%.6f %.6f %.6f %d %d" % (statistics.median(x[0] for x in r), min(x[0] for x in r),
-      statistics.median(x[1] for x in r), max(x[2] for x in r), max(x[3] for x in r)))
-EOF
-bench() {
-    local out
-    out=$(python3 "$TMP/bench.py" "$1" "$2" "$TMP/stderr" "${@:3}") || die "timing ${*:3} failed"
-    if [ "${out##* }" != 0 ]; then
-        cat "$TMP/stderr" >&2
-        die "${*:3} exited with status ${out##* }"
-    fi
-    echo "$out"
-}
-maxrss() { # CMD...: max RSS in KB of one run, by /usr/bin/time -f %M
-    /usr/bin/time -o "$TMP/rss" -f %M "$@" >/dev/null 2>"$TMP/stderr" ||
-        { cat "$TMP/stderr" >&2; die "$* failed"; }
-    tail -n 1 "$TMP/rss"
-}
-fdiv() { python3 -c "import sys; a, b = map(float, sys.argv[1:]); print('%.6g' % (a / b) if b > 0 else 'nan')" "$1" "$2"; }
 
 # --- counts ----------------------------------------------------------------------------------
 say "counting (capinfos, flows, messages, tshark conv,udp)"

@@ -78,6 +78,9 @@ command -v cargo >/dev/null || die "cargo not found"
 
 mkdir -p "$BENCH_DIR"
 TMP=$(mktemp -d "$BENCH_DIR/tmp.XXXXXX")   # on disk: the 8x file is ~200 MB
+# The helpers write their timing script into $TMP.
+# shellcheck source=bench-lib.sh
+. "$ROOT/scripts/bench-lib.sh"
 
 # --- the capture ---------------------------------------------------------------------
 CAPTURE=${1:-}
@@ -87,118 +90,27 @@ if [ -z "$CAPTURE" ] && [ -n "${BENCH_REUSE:-}" ] && [ -s "$BENCH_DIR/bulk.pcap"
     PORT=${PORT:-$BENCH_PORT}
     say "reusing $CAPTURE (BENCH_REUSE=1; port $PORT assumed)"
 elif [ -z "$CAPTURE" ]; then
-    command -v tcpdump >/dev/null ||
-        die "tcpdump not found (apt-get install tcpdump), or give a CAPTURE file"
-    [ "$(id -u)" = 0 ] || die "making the capture needs root (tcpdump on lo), or give a CAPTURE file"
-    if [ -n "${RAKNET_PYTHON:-}" ]; then
-        PY=$RAKNET_PYTHON
-    else
-        PY=$ROOT/target/venv/bin/python
-        if ! [ -x "$PY" ] || ! "$PY" -c 'import raknet' 2>/dev/null; then
-            say "creating target/venv with the PyPI package raknet"
-            python3 -m venv "$ROOT/target/venv"
-            timeout 300 "$ROOT/target/venv/bin/pip" install --quiet 'raknet==0.3.0'
-        fi
-    fi
-    "$PY" -c 'import raknet' 2>/dev/null || die "$PY cannot import raknet"
-
-    P=$BENCH_PORT
-    PORT=$P
+    PORT=$BENCH_PORT
     CAPTURE=$BENCH_DIR/bulk.pcap
-    say "capturing $CAPTURE: peers.py --scenario bulk --messages $MESSAGES on port $P"
-    rm -f "$CAPTURE"
-    # As make-samples.sh, plus -B: ~27,000 packets in ~3 s overflow tcpdump's
-    # default 2 MB buffer (the kernel then drops packets).
-    timeout 180 tcpdump -i lo -Z root -B 131072 --immediate-mode -U -n -w "$CAPTURE" \
-        "udp port $P or udp port $((P + 1))" 2>"$TMP/tcpdump.err" &
-    CAPTURE_PID=$!
-    started=""
-    for _ in $(seq 100); do
-        if grep -q 'listening on' "$TMP/tcpdump.err" 2>/dev/null; then started=1; break; fi
-        kill -0 "$CAPTURE_PID" 2>/dev/null || break
-        sleep 0.05
-    done
-    [ -n "$started" ] || { cat "$TMP/tcpdump.err" >&2; die "tcpdump did not start"; }
-    sleep 0.2   # the filter is attached just before "listening on" is printed
-    peers_status=0
-    timeout 120 "$PY" "$ROOT/scripts/peers.py" session --port "$P" --client-port $((P + 1)) \
-        --scenario bulk --messages "$MESSAGES" --seed 1 --timeout 100 || peers_status=$?
-    sleep 1.2   # let the last packets be written
-    kill -INT "$CAPTURE_PID" 2>/dev/null || true
-    wait "$CAPTURE_PID" 2>/dev/null || true
-    CAPTURE_PID=""
-    [ "$peers_status" = 0 ] || die "peers.py --scenario bulk failed (exit $peers_status)"
-    dropped=$(sed -n 's/^\([0-9]*\) packets dropped by kernel.*/\1/p' "$TMP/tcpdump.err")
-    if [ -n "$dropped" ] && [ "$dropped" != 0 ]; then
-        say "WARNING: tcpdump says $dropped packets dropped by kernel: the capture misses some"
+    bench_capture "$CAPTURE" "$PORT" "$MESSAGES" 120
+    if [ -n "$DROPPED" ] && [ "$DROPPED" != 0 ]; then
+        say "WARNING: tcpdump says $DROPPED packets dropped by kernel: the capture misses some"
     fi
 fi
 [ -f "$CAPTURE" ] || die "$CAPTURE: no such file"
 CAPTURE=$(cd "$(dirname "$CAPTURE")" && pwd)/$(basename "$CAPTURE")
 
 # --- the binary ------------------------------------------------------------------------
-say "cargo build --release"
-cargo build --release --quiet ||
-    die "cargo build --release failed (src/ mid-edit? retry in a minute)"
-TARGET_DIR=$(cargo metadata --format-version 1 --no-deps 2>/dev/null |
-    python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])' ||
-    echo "$ROOT/target")
-BIN=$TARGET_DIR/release/raknet-dissect
-[ -x "$BIN" ] || die "$BIN not built"
+bench_build
+BIN=$BUILT
 
 if [ -z "$PORT" ]; then
     # The server port: the destination of the first client-to-server packet we print.
-    PORT=$("$BIN" "$CAPTURE" --json -c 1 2>/dev/null | python3 -c '
-import json, sys
-for line in sys.stdin:
-    p = json.loads(line)
-    end = p["dst"] if p.get("dir") == "c2s" else p["src"]
-    print(end.rsplit(":", 1)[1].strip("[]"))
-    break' || true)
+    PORT=$(bench_port "$BIN" "$CAPTURE")
     [ -n "$PORT" ] || die "cannot tell the RakNet server port of $CAPTURE: give it as PORT"
     say "RakNet server port (from the first packet): $PORT"
 fi
 DECODE=(-d "udp.port==$PORT,raknet")
-
-# --- timing helper -----------------------------------------------------------------------
-# bench RUNS CMD...: one warm-up run, then RUNS runs with stdin, stdout and stderr on
-# /dev/null (stderr of the last run kept in $TMP/stderr); prints
-# "median_wall min_wall median_cpu max_rss_kb exit_status" (seconds, KB).
-cat > "$TMP/bench.py" <<'EOF'
-import os, statistics, sys, time
-runs, err, cmd = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
-null = os.open(os.devnull, os.O_RDWR)
-def one():
-    e = os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    fa = [(os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, null, 1),
-          (os.POSIX_SPAWN_DUP2, e, 2)]
-    t = time.perf_counter()
-    pid = os.posix_spawnp(cmd[0], cmd, os.environ, file_actions=fa)
-    _, status, ru = os.wait4(pid, 0)
-    wall = time.perf_counter() - t
-    os.close(e)
-    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss, os.waitstatus_to_exitcode(status)
-one()
-r = [one() for _ in range(runs)]
-print("%.6f %.6f %.6f %d %d" % (statistics.median(x[0] for x in r), min(x[0] for x in r),
-      statistics.median(x[1] for x in r), max(x[2] for x in r), max(x[3] for x in r)))
-EOF
-bench() {
-    local runs=$1; shift
-    local out
-    out=$(python3 "$TMP/bench.py" "$runs" "$TMP/stderr" "$@") || die "timing $* failed"
-    if [ "${out##* }" != 0 ]; then
-        cat "$TMP/stderr" >&2
-        die "$* exited with status ${out##* }"
-    fi
-    echo "$out"
-}
-maxrss() { # CMD...: max RSS in KB of one run, by /usr/bin/time -f %M
-    /usr/bin/time -o "$TMP/rss" -f %M "$@" >/dev/null 2>"$TMP/stderr" ||
-        { cat "$TMP/stderr" >&2; die "$* failed"; }
-    tail -n 1 "$TMP/rss"
-}
-fdiv() { python3 -c "import sys; a, b = map(float, sys.argv[1:]); print('%.6g' % (a / b) if b > 0 else 'nan')" "$1" "$2"; }
 
 # --- counts ----------------------------------------------------------------------------------
 FRAMES=$(capinfos -M -c "$CAPTURE" | sed -n 's/^Number of packets: *//p')
@@ -224,16 +136,16 @@ BIG_PKTS=$("$BIN" "$BIG" | wc -l)
 
 # --- timings -------------------------------------------------------------------------------------
 say "timing on $CAPTURE ($RUNS runs each; load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs)"
-T_OURS=$(bench "$RUNS" "$BIN" "$CAPTURE")
-T_TSHARK=$(bench "$RUNS" tshark -r "$CAPTURE" "${DECODE[@]}")
-T_JSON=$(bench "$RUNS" "$BIN" "$CAPTURE" --json)
-T_VERBOSE=$(bench "$RUNS" "$BIN" "$CAPTURE" -V)
-T_TSHARK_V=$(bench 1 tshark -r "$CAPTURE" "${DECODE[@]}" -V)
-T_OURS_1=$(bench "$RUNS" "$BIN" "$TMP/one.pcap")
-T_TSHARK_1=$(bench "$RUNS" tshark -r "$TMP/one.pcap" "${DECODE[@]}")
+T_OURS=$(bench 1 "$RUNS" "$BIN" "$CAPTURE")
+T_TSHARK=$(bench 1 "$RUNS" tshark -r "$CAPTURE" "${DECODE[@]}")
+T_JSON=$(bench 1 "$RUNS" "$BIN" "$CAPTURE" --json)
+T_VERBOSE=$(bench 1 "$RUNS" "$BIN" "$CAPTURE" -V)
+T_TSHARK_V=$(bench 1 1 tshark -r "$CAPTURE" "${DECODE[@]}" -V)
+T_OURS_1=$(bench 1 "$RUNS" "$BIN" "$TMP/one.pcap")
+T_TSHARK_1=$(bench 1 "$RUNS" tshark -r "$TMP/one.pcap" "${DECODE[@]}")
 say "timing on the 8x file ($BIG_RUNS runs each)"
-T_OURS_8=$(bench "$BIG_RUNS" "$BIN" "$BIG")
-T_TSHARK_8=$(bench "$BIG_RUNS" tshark -r "$BIG" "${DECODE[@]}")
+T_OURS_8=$(bench 1 "$BIG_RUNS" "$BIN" "$BIG")
+T_TSHARK_8=$(bench 1 "$BIG_RUNS" tshark -r "$BIG" "${DECODE[@]}")
 
 say "peak memory (/usr/bin/time -f %M)"
 RSS_SMALL=$(maxrss "$BIN" "$CAPTURE")
