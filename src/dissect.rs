@@ -449,7 +449,13 @@ impl Dissector {
         }
 
         let flow_key = key(d.src, d.dst);
-        let known = self.flows.contains_key(&flow_key);
+        // One lookup for a known flow: counted here, and its id and direction kept.
+        let seen = self.flows.get_mut(&flow_key).map(|f| {
+            f.last_seen = d.ts;
+            f.packets += 1;
+            (f.id, dir_of(f, d.src))
+        });
+        let known = seen.is_some();
         let forced = self.forced(d.src) || self.forced(d.dst);
         let detection = if known {
             Detection::Handshake
@@ -485,8 +491,13 @@ impl Dissector {
                     ),
                 }
             };
-            let flow = self.flow_mut(d, flow_key, detection, None);
-            let (flow_id, dir) = (flow.id, dir_of(flow, d.src));
+            let (flow_id, dir) = match seen {
+                Some(s) => s,
+                None => {
+                    let flow = self.flow_mut(d, flow_key, detection, None);
+                    (flow.id, dir_of(flow, d.src))
+                }
+            };
             let trace = trace.then(|| {
                 let mut r = Reader::new(p).traced();
                 r.rest_bytes("data");
@@ -554,11 +565,18 @@ impl Dissector {
                 nest_messages(t, nested);
             }
         }
-        let flow = self.flow_mut(d, flow_key, detection, None);
+        let (flow_id, dir) = match seen {
+            Some(s) => s,
+            None => {
+                let flow = self.flow_mut(d, flow_key, detection, None);
+                (flow.id, dir_of(flow, d.src))
+            }
+        };
         if client_guid_seen.is_some() {
-            flow.client_guid = client_guid_seen;
+            if let Some(flow) = self.flows.get_mut(&flow_key) {
+                flow.client_guid = client_guid_seen;
+            }
         }
-        let (flow_id, dir) = (flow.id, dir_of(flow, d.src));
         Some(self.finish(d, flow_id, dir, Body::Datagram(lax.value), anomalies, trace))
     }
 
