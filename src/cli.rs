@@ -267,7 +267,7 @@ fn drive(
         return Ok(EXIT_USAGE);
     };
     let mut reader = match CaptureReader::open(path) {
-        Ok(r) => r,
+        Ok(r) => r.in_background(),
         Err(e) => {
             eprintln!("raknet-dissect: {e}");
             return Ok(EXIT_BAD_FILE);

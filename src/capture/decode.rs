@@ -30,12 +30,15 @@ struct Frame {
 pub(crate) struct Decoder {
     pub stats: CaptureStats,
     pool: DefragPool,
-    /// A payload buffer handed back by the caller, reused for the next datagram.
-    spare: Vec<u8>,
+    /// Payload buffers handed back by the caller, reused for the next datagrams.
+    spare: Vec<Vec<u8>>,
 }
 
 /// Largest buffer kept for reuse (a UDP payload is at most 65,535 bytes).
 const SPARE_MAX: usize = 1 << 16;
+/// Most buffers kept for reuse: enough for the batches in flight between a
+/// background reader and its consumer.
+const SPARES: usize = 2048;
 
 impl Decoder {
     pub fn new(limits: DefragLimits) -> Self {
@@ -48,9 +51,9 @@ impl Decoder {
 
     /// Keep `buf` to hold the next datagram's payload.
     pub fn recycle(&mut self, mut buf: Vec<u8>) {
-        if buf.capacity() <= SPARE_MAX {
+        if buf.capacity() <= SPARE_MAX && self.spare.len() < SPARES {
             buf.clear();
-            self.spare = buf;
+            self.spare.push(buf);
         }
     }
 
@@ -301,7 +304,7 @@ impl Decoder {
             self.stats.truncated += 1;
         }
         self.stats.udp += 1;
-        let mut buf = std::mem::take(&mut self.spare);
+        let mut buf = self.spare.pop().unwrap_or_default();
         buf.extend_from_slice(payload);
         Some(UdpDatagram {
             frame: frame.number,

@@ -132,12 +132,40 @@ pub enum CaptureError {
 ///
 /// Reads one record at a time into a fixed buffer, so memory stays constant
 /// whatever the file size; the source need not be seekable.
+/// [`CaptureReader::in_background`] moves the reading and decoding to a
+/// thread of its own, a bounded number of batches ahead of the caller.
 pub struct CaptureReader {
     name: String,
     format: CaptureFormat,
-    source: Source,
-    decoder: Decoder,
+    engine: Engine,
     done: bool,
+}
+
+#[allow(clippy::large_enum_variant)] // one per reader, never moved after opening
+enum Engine {
+    Inline { source: Source, decoder: Decoder },
+    Background(Background),
+}
+
+/// Datagrams per batch handed from the reading thread to the caller.
+const BATCH: usize = 512;
+/// Batches in flight: memory ahead of the caller is bounded by
+/// `BATCH * BATCHES_AHEAD` datagrams.
+const BATCHES_AHEAD: usize = 2;
+
+struct Batch {
+    items: Vec<Result<UdpDatagram, CaptureError>>,
+    /// The reader's counters after the last item of the batch.
+    stats: CaptureStats,
+}
+
+struct Background {
+    batches: std::sync::mpsc::Receiver<Batch>,
+    /// Payload buffers going back to the reading thread for reuse.
+    spent: std::sync::mpsc::Sender<Vec<Vec<u8>>>,
+    spent_batch: Vec<Vec<u8>>,
+    current: std::vec::IntoIter<Result<UdpDatagram, CaptureError>>,
+    stats: CaptureStats,
 }
 
 impl CaptureReader {
@@ -171,49 +199,144 @@ impl CaptureReader {
         Ok(CaptureReader {
             name,
             format,
-            source,
-            decoder: Decoder::new(DefragLimits::default()),
+            engine: Engine::Inline {
+                source,
+                decoder: Decoder::new(DefragLimits::default()),
+            },
             done: false,
         })
     }
 
-    /// Replaces the limits of the fragment reassembly pool (before reading).
+    /// Replaces the limits of the fragment reassembly pool (before reading,
+    /// and before [`Self::in_background`]).
     pub fn with_defrag_limits(mut self, limits: DefragLimits) -> Self {
-        self.decoder.set_defrag_limits(limits);
+        if let Engine::Inline { decoder, .. } = &mut self.engine {
+            decoder.set_defrag_limits(limits);
+        }
+        self
+    }
+
+    /// Reads and decodes on a thread of its own, in batches of datagrams at
+    /// most a few batches ahead of the caller: on a machine with two cores,
+    /// the file is read while the caller dissects. Same datagrams, same
+    /// errors, same order. [`Self::stats`] then counts what the thread has
+    /// read so far (exact once `next_datagram` returned `None` or an error).
+    pub fn in_background(mut self) -> Self {
+        let Engine::Inline {
+            mut source,
+            mut decoder,
+        } = std::mem::replace(&mut self.engine, Engine::Background(Background::idle()))
+        else {
+            return self;
+        };
+        let (batch_tx, batches) = std::sync::mpsc::sync_channel::<Batch>(BATCHES_AHEAD);
+        let (spent, spent_rx) = std::sync::mpsc::channel::<Vec<Vec<u8>>>();
+        let spawned = std::thread::Builder::new()
+            .name("capture".into())
+            .spawn(move || {
+                let mut done = false;
+                while !done {
+                    while let Ok(buffers) = spent_rx.try_recv() {
+                        buffers.into_iter().for_each(|b| decoder.recycle(b));
+                    }
+                    let mut items = Vec::with_capacity(BATCH);
+                    while items.len() < BATCH {
+                        match source.step(&mut decoder) {
+                            Step::Datagram(d) => items.push(Ok(d)),
+                            Step::Skipped => {}
+                            Step::End => {
+                                decoder.finish();
+                                done = true;
+                                break;
+                            }
+                            Step::Failed(failure) => {
+                                decoder.finish();
+                                items.push(Err(failure.into_error(decoder.stats.frames)));
+                                done = true;
+                                break;
+                            }
+                        }
+                    }
+                    let stats = decoder.stats.clone();
+                    if batch_tx.send(Batch { items, stats }).is_err() {
+                        break; // the caller stopped reading
+                    }
+                }
+            });
+        match spawned {
+            Ok(_) => {
+                self.engine = Engine::Background(Background {
+                    batches,
+                    spent,
+                    ..Background::idle()
+                });
+            }
+            // No thread to be had: the source went with the closure, so
+            // the error is all there is to read.
+            Err(source) => {
+                self.engine = Engine::Background(Background {
+                    current: vec![Err(CaptureError::Io { frame: 0, source })].into_iter(),
+                    ..Background::idle()
+                });
+            }
+        }
         self
     }
 
     /// Next UDP datagram; `None` at the end. An `Err` is final (e.g. file cut
     /// short in the middle of a record): the caller prints a warning and stops.
     pub fn next_datagram(&mut self) -> Option<Result<UdpDatagram, CaptureError>> {
-        while !self.done {
-            match self.source.step(&mut self.decoder) {
-                Step::Datagram(datagram) => return Some(Ok(datagram)),
-                Step::Skipped => {}
-                Step::End => self.finish(),
-                Step::Failed(failure) => {
-                    self.finish();
-                    return Some(Err(failure.into_error(self.decoder.stats.frames)));
+        match &mut self.engine {
+            Engine::Inline { source, decoder } => {
+                while !self.done {
+                    match source.step(decoder) {
+                        Step::Datagram(datagram) => return Some(Ok(datagram)),
+                        Step::Skipped => {}
+                        Step::End => {
+                            self.done = true;
+                            decoder.finish();
+                        }
+                        Step::Failed(failure) => {
+                            self.done = true;
+                            decoder.finish();
+                            return Some(Err(failure.into_error(decoder.stats.frames)));
+                        }
+                    }
                 }
+                None
             }
+            Engine::Background(b) => loop {
+                if let Some(item) = b.current.next() {
+                    return Some(item);
+                }
+                let batch = b.batches.recv().ok()?;
+                b.stats = batch.stats;
+                b.current = batch.items.into_iter();
+            },
         }
-        None
     }
 
     /// Hand a datagram back when done with it: its buffer is reused for the
     /// next one, which saves an allocation per packet.
     pub fn recycle(&mut self, d: UdpDatagram) {
-        self.decoder.recycle(d.payload);
-    }
-
-    fn finish(&mut self) {
-        self.done = true;
-        self.decoder.finish();
+        match &mut self.engine {
+            Engine::Inline { decoder, .. } => decoder.recycle(d.payload),
+            Engine::Background(b) => {
+                b.spent_batch.push(d.payload);
+                if b.spent_batch.len() >= BATCH {
+                    // A send fails only when the thread has ended; then the buffers go.
+                    let _ = b.spent.send(std::mem::take(&mut b.spent_batch));
+                }
+            }
+        }
     }
 
     /// Counters of what was read, skipped and reassembled so far.
     pub fn stats(&self) -> &CaptureStats {
-        &self.decoder.stats
+        match &self.engine {
+            Engine::Inline { decoder, .. } => &decoder.stats,
+            Engine::Background(b) => &b.stats,
+        }
     }
 
     /// The container format of the capture.
@@ -224,6 +347,20 @@ impl CaptureReader {
     /// The name used in messages: the path, "standard input" or "input".
     pub fn name(&self) -> &str {
         &self.name
+    }
+}
+
+impl Background {
+    fn idle() -> Self {
+        let (_, batches) = std::sync::mpsc::sync_channel(0);
+        let (spent, _) = std::sync::mpsc::channel();
+        Background {
+            batches,
+            spent,
+            spent_batch: Vec::new(),
+            current: Vec::new().into_iter(),
+            stats: CaptureStats::default(),
+        }
     }
 }
 
@@ -240,7 +377,7 @@ impl fmt::Debug for CaptureReader {
         f.debug_struct("CaptureReader")
             .field("name", &self.name)
             .field("format", &self.format)
-            .field("stats", &self.decoder.stats)
+            .field("stats", self.stats())
             .field("done", &self.done)
             .finish_non_exhaustive()
     }

@@ -923,3 +923,55 @@ fn ipv6_broken_extension_after_a_good_one() {
     assert!(datagrams.is_empty());
     assert_eq!(stats.bad_ip, 1);
 }
+
+/// Datagrams (recycled as the CLI does), the final error as text, and the stats.
+fn drain_recycling(mut r: CaptureReader) -> (Vec<UdpDatagram>, Option<String>, CaptureStats) {
+    let mut datagrams = Vec::new();
+    let mut error = None;
+    while let Some(next) = r.next_datagram() {
+        match next {
+            Ok(d) => {
+                datagrams.push(d.clone());
+                r.recycle(d);
+            }
+            Err(e) => error = Some(e.to_string()),
+        }
+    }
+    assert!(r.next_datagram().is_none(), "the end stays the end");
+    (datagrams, error, r.stats().clone())
+}
+
+#[test]
+fn background_reader_reads_the_same() {
+    // Several batches' worth, then the same file cut inside its last record.
+    let records: Vec<Rec> = (0..(3 * BATCH as u32 + 7))
+        .map(|i| {
+            Rec::new(
+                ms(i.into()),
+                eth4(&udp4(A4, B4, 1, 2, &vec![i as u8; 1 + (i as usize % 300)])),
+            )
+        })
+        .collect();
+    let whole = pcap_eth(&records);
+    let mut inputs = vec![whole.clone(), whole[..whole.len() - 5].to_vec()];
+    let samples = concat!(env!("CARGO_MANIFEST_DIR"), "/samples");
+    for entry in std::fs::read_dir(samples).expect("samples/ exists") {
+        let path = entry.expect("a directory entry").path();
+        if path
+            .extension()
+            .is_some_and(|e| e == "pcap" || e == "pcapng")
+        {
+            inputs.push(std::fs::read(&path).expect("sample reads"));
+        }
+    }
+    for bytes in inputs {
+        let inline = drain_recycling(reader(bytes.clone()));
+        let background = drain_recycling(reader(bytes).in_background());
+        assert!(!inline.0.is_empty());
+        assert_eq!(inline, background);
+    }
+    // The caller may stop early: the reading thread ends on its own.
+    let mut r = reader(whole).in_background();
+    assert!(r.next_datagram().is_some());
+    drop(r);
+}
