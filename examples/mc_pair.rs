@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --example mc_pair -- [PORT] [--version V] [--host IP] [--out-json FILE]
 //!     [--connect-port R] [--messages N] [--seed S] [--sent-json FILE] [--timeout SECS]
+//!     [--big BYTES] [--role pair|server|client] [--echo] [--once] [--expect N] [--wait SECS]
 //! ```
 //!
 //! PORT defaults to 19133; `--version` is the RakNet protocol byte the client
@@ -51,9 +52,56 @@
 //! - `--sent-json FILE`: the client's messages, as peers.py writes them
 //!   (`{"sent": [{"index", "serial", "side", "dir", "reliability",
 //!   "reliability_value", "channel", "len", "hex"}]}`).
+//! - `--big BYTES`: one more `ReliableOrdered` message of BYTES bytes (channel
+//!   0, same layout, serial = the number of other messages) in the middle of the
+//!   plan; with `--messages` (pair) or in the client role (below). rust-raknet
+//!   splits it into MTU - 60 = 1340-byte fragments (747 for 1,000,000 bytes)
+//!   and refuses more than 64 MiB per message counting 128 bytes of bookkeeping
+//!   per fragment: 61,250,000 bytes pass, 61,258,000 do not (exit 1).
+//!
+//! `--role server` and `--role client` run one side alone, against another
+//! implementation (`--role pair`, the default, is the run above):
+//!
+//! ```text
+//! mc_pair --role server [PORT] [--host IP] [--echo] [--once] [--expect N]
+//!     [--out-json FILE] [--timeout SECS] [--messages N] [--seed S] [--big BYTES]
+//! mc_pair --role client --connect-port R [--host IP] [--messages N] [--seed S]
+//!     [--big BYTES] [--out-json FILE] [--sent-json FILE] [--wait SECS]
+//!     [--timeout SECS] [--version V]
+//! ```
+//!
+//! - The server binds HOST:PORT (PORT 0: a free one) with the MOTD above, then
+//!   prints exactly one line `listening ADDR` (a Rust socket address:
+//!   `127.0.0.1:19133`, `[::1]:19133`) and flushes stdout. It accepts every
+//!   client, each served by a task of its own, and records each message it
+//!   receives (side `server`, dir `c2s`; given the client's `--messages`,
+//!   `--seed` and `--big`, records get `sent` as in the pair). `--echo` sends
+//!   each one back as `ReliableOrdered`, on ordering channel 0: rust-raknet's
+//!   `send` has no channel argument. It answers unconnected pings (0x01 and
+//!   0x02, which must carry the client GUID) and accepts RakNet protocol 10 and
+//!   11 only (the crate's fixed list; others get INCOMPATIBLE_PROTOCOL_VERSION
+//!   naming 10); the MTU is the client's request, at most 1400. It ends with
+//!   `--once` when the first connection ends (a disconnection, or the crate's
+//!   60 s silence timeout), with `--expect N` once N messages were received
+//!   in all and every connection has ended (waiting at most 1 s for that),
+//!   otherwise at `--timeout`.
+//! - The client connects to HOST:R (R from `--connect-port`, else PORT; `--host
+//!   ::1` for IPv6), records everything it receives from then on (side `client`,
+//!   dir `s2c`), sends the plan (`--messages N`, or the pair's 6 messages, the
+//!   last three with one `send_batch`; `--big` in the middle), waits until the
+//!   server acknowledged all of it, receives for `--wait` more seconds (default
+//!   2; less if the server disconnects), then disconnects (`close`: a reliable
+//!   ID_DISCONNECTION_NOTIFICATION and ten bare 0x15 datagrams). `--sent-json`
+//!   writes the plan.
+//! - Both print the pair's lines (`<side> received ...`) and write `--out-json`
+//!   at exit whatever the outcome. Exit status: 0 done; 1 error (bind, send,
+//!   or connection: the client prints the crate's error, or gives up when the
+//!   server does not answer within 10 s, as rust-raknet's `connect` retries
+//!   forever); 3 `--timeout` reached (default 60 s in these roles).
 
 use rust_raknet::{RaknetListener, RaknetSocket, Reliability};
 use std::collections::{HashMap, HashSet};
+use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -279,6 +327,60 @@ fn plan_messages(n: usize, seed: u64) -> Vec<Planned> {
         .collect()
 }
 
+/// Adds `--big`'s message in the middle of `plan`: `ReliableOrdered` on channel
+/// 0, serial = the number of other messages, the layout of `plan_messages`.
+fn insert_big(plan: &mut Vec<Planned>, size: usize, seed: u64) {
+    let mut rng = Rng(seed ^ 0x0062_6967_5f6d_7367);
+    let serial = plan.len() as u16;
+    let reliability = Reliability::ReliableOrdered;
+    let mut data = vec![0xFE, reliability as u8, 0];
+    data.extend_from_slice(&serial.to_be_bytes());
+    while data.len() < size {
+        data.extend_from_slice(&rng.next().to_le_bytes());
+    }
+    data.truncate(size);
+    let at = plan.len() / 2;
+    plan.insert(
+        at,
+        Planned {
+            serial,
+            reliability,
+            channel: 0,
+            data,
+        },
+    );
+}
+
+/// The pair's 6 client messages as a plan (serials 0 to 5), for the client role.
+fn default_plan() -> Vec<Planned> {
+    client_messages()
+        .into_iter()
+        .chain(client_batch())
+        .enumerate()
+        .map(|(i, data)| Planned {
+            serial: i as u16,
+            reliability: Reliability::ReliableOrdered,
+            channel: 0,
+            data,
+        })
+        .collect()
+}
+
+/// The plan's messages by content. Short messages can be equal (prefixes of
+/// the layout): a list per content, popped in send order.
+fn sent_index(plan: &[Planned]) -> HashMap<Vec<u8>, Vec<SentRef>> {
+    let mut by_bytes: HashMap<Vec<u8>, Vec<SentRef>> = HashMap::new();
+    for p in plan.iter().rev() {
+        by_bytes.entry(p.data.clone()).or_default().push(SentRef {
+            serial: p.serial,
+            reliability: reliability_name(p.reliability),
+            reliability_value: p.reliability as u8,
+            channel: p.channel,
+        });
+    }
+    by_bytes
+}
+
 fn write_sent_json(path: &str, plan: &[Planned]) -> std::io::Result<()> {
     let sent: Vec<serde_json::Value> = plan
         .iter()
@@ -310,6 +412,213 @@ struct Opts {
     connect_port: Option<u16>,
     /// `--messages N`: the client's messages (None: the default exchange).
     plan: Option<Vec<Planned>>,
+    /// Client role: how many of the plan's last messages go in one `send_batch`.
+    batch: usize,
+    /// Server role: `--echo`, `--once`, `--expect N`.
+    echo: bool,
+    once: bool,
+    expect: Option<usize>,
+    /// Client role: `--wait SECS`.
+    wait: f64,
+}
+
+/// `--role`.
+#[derive(Clone, Copy, PartialEq)]
+enum Role {
+    Pair,
+    Server,
+    Client,
+}
+
+/// How long the client role waits for the server's answers to its connection
+/// request (rust-raknet's `connect` retries every 2 s without end).
+const CONNECT_WAIT: Duration = Duration::from_secs(10);
+
+/// What a connection task of the server role tells the accepting loop.
+enum Event {
+    Received,
+    Ended(String, String),
+}
+
+/// Serves one connection of the server role until it ends.
+async fn serve(
+    socket: RaknetSocket,
+    echo: bool,
+    log: Log,
+    index: Arc<Mutex<HashMap<Vec<u8>, Vec<SentRef>>>>,
+    events: tokio::sync::mpsc::UnboundedSender<Event>,
+) {
+    let peer = socket
+        .peer_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| "?".into());
+    println!(
+        "server accepted {peer} (client RakNet protocol {:?}, mtu {})",
+        socket.raknet_version(),
+        socket.mtu()
+    );
+    let why = loop {
+        match socket.recv().await {
+            Ok(m) => {
+                let sent = index.lock().unwrap().get_mut(&m).and_then(|v| v.pop());
+                log.show_sent("server", &m, sent);
+                let _ = events.send(Event::Received);
+                if echo {
+                    if let Err(e) = socket.send(&m, Reliability::ReliableOrdered).await {
+                        break format!("echo failed: {e}");
+                    }
+                }
+            }
+            Err(e) => break e.to_string(),
+        }
+    };
+    let _ = events.send(Event::Ended(peer, why));
+}
+
+/// `--role server` (see the module doc).
+async fn run_server(opts: Opts, log: Log) -> Result<(), Error> {
+    let addr = SocketAddr::new(opts.host, opts.port);
+    let mut listener = RaknetListener::bind(&addr)
+        .await
+        .map_err(|e| format!("cannot bind {addr}: {e}"))?;
+    let local = listener.local_addr()?;
+    listener
+        .set_motd(
+            "raknet-dissect sample",
+            10,
+            "766",
+            "1.21.50",
+            "Survival",
+            local.port(),
+        )
+        .await?;
+    listener.listen().await;
+    println!("listening {local}");
+    std::io::stdout().flush()?;
+    println!("server guid {}", listener.get_guid());
+
+    let index = Arc::new(Mutex::new(sent_index(opts.plan.as_deref().unwrap_or(&[]))));
+    let (events, mut incoming) = tokio::sync::mpsc::unbounded_channel();
+    let (mut open, mut received) = (0usize, 0usize);
+    // Set once `--expect` is met: the end of the wait for disconnections.
+    let mut expected_by: Option<tokio::time::Instant> = None;
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let socket = accepted?;
+                open += 1;
+                tokio::spawn(serve(socket, opts.echo, log.clone(), index.clone(), events.clone()));
+            }
+            Some(event) = incoming.recv() => match event {
+                Event::Received => {
+                    received += 1;
+                    if expected_by.is_none() && opts.expect.is_some_and(|n| received >= n) {
+                        println!("server: {received} messages received (--expect)");
+                        expected_by = Some(tokio::time::Instant::now() + Duration::from_secs(1));
+                    }
+                }
+                Event::Ended(peer, why) => {
+                    open -= 1;
+                    println!("server: connection from {peer} ended ({why})");
+                    if opts.once {
+                        break;
+                    }
+                }
+            },
+            _ = tokio::time::sleep_until(expected_by.unwrap_or_else(tokio::time::Instant::now)),
+                if expected_by.is_some() => {
+                println!("server: {open} connection(s) still open after 1 s");
+                break;
+            }
+        }
+        if expected_by.is_some() && open == 0 {
+            break;
+        }
+    }
+    // Closing disconnects whoever is still connected.
+    let _ = tokio::time::timeout(Duration::from_secs(1), listener.close()).await;
+    println!("server: {received} messages received; done");
+    Ok(())
+}
+
+/// `--role client` (see the module doc).
+async fn run_client(opts: Opts, log: Log) -> Result<(), Error> {
+    let plan = opts.plan.expect("a plan");
+    let target = SocketAddr::new(opts.host, opts.connect_port.unwrap_or(opts.port));
+    let connecting = async {
+        match opts.version {
+            Some(v) => RaknetSocket::connect_with_version(&target, v).await,
+            None => RaknetSocket::connect(&target).await,
+        }
+    };
+    let client = match tokio::time::timeout(CONNECT_WAIT, connecting).await {
+        Ok(Ok(c)) => Arc::new(c),
+        Ok(Err(e)) => return Err(format!("cannot connect to {target}: {e}").into()),
+        Err(_) => {
+            return Err(format!(
+                "cannot connect to {target}: no answer within {} s",
+                CONNECT_WAIT.as_secs()
+            )
+            .into())
+        }
+    };
+    println!(
+        "client connected from {} to {}, mtu {}",
+        client.local_addr()?,
+        client.peer_addr()?,
+        client.mtu()
+    );
+    let mut receiver = {
+        let (client, log) = (client.clone(), log.clone());
+        tokio::spawn(async move {
+            loop {
+                match client.recv().await {
+                    Ok(m) => log.show("client", &m),
+                    Err(e) => return e,
+                }
+            }
+        })
+    };
+    let start = std::time::Instant::now();
+    let single = plan.len() - opts.batch.min(plan.len());
+    for p in &plan[..single] {
+        client
+            .send_with_order_channel(&p.data, p.reliability, p.channel)
+            .await
+            .map_err(|e| format!("sending message {} ({} bytes): {e}", p.serial, p.data.len()))?;
+    }
+    if single < plan.len() {
+        let refs: Vec<&[u8]> = plan[single..].iter().map(|p| p.data.as_slice()).collect();
+        client
+            .send_batch(&refs, Reliability::ReliableOrdered)
+            .await
+            .map_err(|e| format!("sending the batch: {e}"))?;
+    }
+    println!("client: {} messages sent", plan.len());
+    client
+        .flush()
+        .await
+        .map_err(|e| format!("waiting for the server's acknowledgements: {e}"))?;
+    println!(
+        "client: every message acknowledged after {:.3} s",
+        start.elapsed().as_secs_f64()
+    );
+    let wait = Duration::from_secs_f64(opts.wait);
+    tokio::select! {
+        _ = tokio::time::sleep(wait) => {
+            client.close().await?;
+            // Give the client's ticker time to put the disconnection on the wire;
+            // the receiver takes what was delivered before, then ends.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let _ = tokio::time::timeout(Duration::from_secs(1), receiver).await;
+        }
+        e = &mut receiver => {
+            let why = e.map_or_else(|e| e.to_string(), |e| e.to_string());
+            println!("client: connection ended by the server ({why})");
+        }
+    }
+    println!("done");
+    Ok(())
 }
 
 /// The `--messages` run (see the module doc).
@@ -331,17 +640,7 @@ async fn run_messages(opts: Opts, log: Log) -> Result<(), Error> {
     listener.listen().await;
     println!("server guid {} on {addr}", listener.get_guid());
 
-    // Short messages can be equal (prefixes of the layout): a list per content,
-    // taken in send order.
-    let mut by_bytes: HashMap<Vec<u8>, Vec<SentRef>> = HashMap::new();
-    for p in plan.iter().rev() {
-        by_bytes.entry(p.data.clone()).or_default().push(SentRef {
-            serial: p.serial,
-            reliability: reliability_name(p.reliability),
-            reliability_value: p.reliability as u8,
-            channel: p.channel,
-        });
-    }
+    let mut by_bytes = sent_index(&plan);
     let must: HashSet<u16> = plan
         .iter()
         .filter(|p| {
@@ -547,6 +846,11 @@ async fn main() -> Result<(), Error> {
     let mut seed: u64 = 1;
     let mut timeout: Option<f64> = None;
     let mut host = IpAddr::V4(Ipv4Addr::LOCALHOST);
+    let mut role = Role::Pair;
+    let mut big: Option<usize> = None;
+    let (mut echo, mut once) = (false, false);
+    let mut expect: Option<usize> = None;
+    let mut wait: f64 = 2.0;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -559,6 +863,23 @@ async fn main() -> Result<(), Error> {
             "--messages" => messages = Some(args.next().ok_or("--messages needs N")?.parse()?),
             "--seed" => seed = args.next().ok_or("--seed needs a value")?.parse()?,
             "--timeout" => timeout = Some(args.next().ok_or("--timeout needs seconds")?.parse()?),
+            "--role" => {
+                role = match args
+                    .next()
+                    .ok_or("--role needs pair, server or client")?
+                    .as_str()
+                {
+                    "pair" => Role::Pair,
+                    "server" => Role::Server,
+                    "client" => Role::Client,
+                    r => return Err(format!("--role {r}: pair, server or client").into()),
+                }
+            }
+            "--big" => big = Some(args.next().ok_or("--big needs a size in bytes")?.parse()?),
+            "--echo" => echo = true,
+            "--once" => once = true,
+            "--expect" => expect = Some(args.next().ok_or("--expect needs N")?.parse()?),
+            "--wait" => wait = args.next().ok_or("--wait needs seconds")?.parse()?,
             "--host" => {
                 let h = args.next().ok_or("--host needs an IP address")?;
                 // Accept "::1" and "[::1]".
@@ -567,19 +888,71 @@ async fn main() -> Result<(), Error> {
             p => port = p.parse()?,
         }
     }
-    let plan = messages.map(|n| plan_messages(n, seed));
+    let mut plan = match role {
+        Role::Client => Some(messages.map_or_else(default_plan, |n| plan_messages(n, seed))),
+        Role::Server if big.is_some() => {
+            Some(messages.map_or_else(default_plan, |n| plan_messages(n, seed)))
+        }
+        _ => messages.map(|n| plan_messages(n, seed)),
+    };
+    if let Some(size) = big {
+        if size == 0 {
+            return Err("--big needs at least 1 byte".into());
+        }
+        insert_big(
+            plan.as_mut()
+                .ok_or("--big needs --messages in the pair role")?,
+            size,
+            seed,
+        );
+    }
     if let (Some(path), Some(plan)) = (&sent_json, &plan) {
         write_sent_json(path, plan)?;
     }
-    let limit = timeout.unwrap_or(if plan.is_some() { 50.0 } else { 30.0 });
     let log = Log::default();
     let opts = Opts {
         host,
         port,
         version,
         connect_port,
+        batch: if role == Role::Client && messages.is_none() {
+            client_batch().len()
+        } else {
+            0
+        },
         plan,
+        echo,
+        once,
+        expect,
+        wait,
     };
+    if role != Role::Pair {
+        let limit = timeout.unwrap_or(60.0);
+        let work = async {
+            if role == Role::Server {
+                run_server(opts, log.clone()).await
+            } else {
+                run_client(opts, log.clone()).await
+            }
+        };
+        let code = match tokio::time::timeout(Duration::from_secs_f64(limit), work).await {
+            Ok(Ok(())) => 0,
+            Ok(Err(e)) => {
+                eprintln!("mc_pair: {e}");
+                1
+            }
+            Err(_) => {
+                eprintln!("mc_pair: timed out after {limit} s");
+                3
+            }
+        };
+        if let Some(path) = out_json {
+            log.write(&path)?;
+        }
+        std::io::stdout().flush()?;
+        std::process::exit(code);
+    }
+    let limit = timeout.unwrap_or(if opts.plan.is_some() { 50.0 } else { 30.0 });
     let work = async {
         if opts.plan.is_some() {
             run_messages(opts, log.clone()).await

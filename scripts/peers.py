@@ -13,11 +13,20 @@ Usage
                      [--out-json FILE] [--sent-json FILE] [--timeout 30] [-v]
                      [--messages N]       # bulk (default 12000), mirror (default 320)
                      [--allow-undelivered]
-    peers.py scenarios            # list the scenarios
+    peers.py server --port P [--host 127.0.0.1] [--protocol 6] [--internal-ids 10]
+                    [--max-incoming 4] [--pong TEXT] [--echo] [--out-json FILE]
+                    [--once] [--expect N] [--rcvbuf BYTES] [--timeout 30] [-v]
+    peers.py client --connect HOST:PORT [--protocol 6] [--internal-ids 10]
+                    [--scenario basic|all-reliabilities|mirror|peer] [--messages N]
+                    [--seed 1] [--out-json FILE] [--sent-json FILE] [--wait 2]
+                    [--bulk-bytes B --bulk-size N] [--rcvbuf BYTES] [--timeout 30] [-v]
+    peers.py scenarios            # list the scenarios of `session`
 
 `session` starts a server on 127.0.0.1:P and a client (on port Q, default 0 =
 ephemeral) in this one process; the client connects to R (default P: use R to
-put a relay between them).  Scenarios:
+put a relay between them).  `server` and `client` run one original peer alone,
+to face another implementation (raknet-dissect serve / connect): see "Server
+alone" and "Client alone" below.  Scenarios of `session`:
 
     ping              unconnected ping/pong only, no connection
     basic             ping, connect, 3 RELIABLE_ORDERED messages each way, disconnect
@@ -60,6 +69,118 @@ put a relay between them).  Scenarios:
                       The bytes after the 4-byte header are all 0x86..0xFF
                       (see "scrambled" below), and --allow-undelivered is implied
                       for RELIABLE_SEQUENCED, which RakNet may drop by design.
+
+Server alone (`server`)
+-----------------------
+An original-library server on HOST:P (RakPeer startup, SetMaximumIncomingConnections
+= --max-incoming, offline ping response = --pong).  P = 0 binds an ephemeral
+port.  Once it is ready it prints exactly one line to stdout (flushed), and
+nothing else there:
+
+    listening 127.0.0.1:P          # HOST:P, P the port actually bound
+
+It records every packet its application gets from receive() in the --out-json
+format below (side "server"; dir "c2s" for the client's connected messages).
+With --out-json every packet is kept in memory until exit (its hex is twice its
+size): leave it out for large transfers, user messages are then only counted.
+
+    --echo          send every user message (id >= 0x86) back to its sender,
+                    RELIABLE_ORDERED on channel 0, HIGH_PRIORITY: the Python API
+                    does not tell the reliability or the channel a message came
+                    with, so the echo cannot repeat them
+    --once          exit 0 after the first client disconnects (the server gets
+                    ID_DISCONNECTION_NOTIFICATION or ID_CONNECTION_LOST)
+    --expect N      exit 0 once N user messages were received (after waiting at
+                    most 1 s more for the client's disconnection); with --once,
+                    a client that leaves before N makes the exit status 1
+    --rcvbuf BYTES  see "Socket receive buffer" below
+    --timeout S     overall limit (default 30 s): exit status 3
+    SIGTERM, SIGINT exit status 143, 130
+
+Without --once and --expect it serves until --timeout.  It writes --out-json on
+exit in every case, and prints two lines to stderr (the benchmark
+scripts/bench-peer.sh reads them):
+
+    server: N user messages, B bytes in T s (X MB/s from first to last user message)
+    server: first user message at E1, last at E2 (epoch s)      # only when N > 0
+
+(B counts the whole messages, id byte included; T and X are 0 for N < 2.)
+
+Client alone (`client`)
+-----------------------
+An original-library client (ephemeral port) connects to HOST:PORT (6 attempts,
+1 s apart).  A failure is reported with the id RakNet returned, e.g.
+`peers.py: client: connection to 127.0.0.1:19132 failed: ID_CONNECTION_ATTEMPT_FAILED
+(0x11)`, exit status 1.  Connected, it sends the client-to-server messages of
+--scenario (default all-reliabilities; the client's half of what `session`
+sends, with its pacing: a poll and 20 ms after every 8 messages):
+
+    basic, all-reliabilities   as for `session`
+    mirror                     as for `session`, --messages N (default 320)
+    peer                       as mirror, but --messages N defaults to 1000, and
+                               it adds one message of 1,000,000 bytes
+                               (RELIABLE_ORDERED, channel 0) and one of 300,000
+                               (RELIABLE_ORDERED_WITH_ACK_RECEIPT, channel 5) to
+                               mirror's 100000, 65000 and 30000 (all five at
+                               1/6 ... 5/6 of the list).  The first 40 cover every
+                               reliability 0..7 on every channel of 0, 1, 2, 5, 31.
+
+Then it waits until every *_WITH_ACK_RECEIPT message got its receipt (0x0E or
+0x0F), at most --wait S seconds (default 2), and 0.3 s more for incoming
+messages; a plan without such messages (basic) just waits --wait S.  The API has
+no other way to see acknowledgements (no GetStatistics): the disconnection
+covers the rest.  RakPeer::Shutdown, the only way to close in the Python API
+(CloseConnection with notification for every connection), queues
+ID_DISCONNECTION_NOTIFICATION (RELIABLE_ORDERED, channel 0, LOW_PRIORITY)
+behind everything sent, and returns as soon as all of it, the notification
+included, is acknowledged; it is given at most 1 s (on loopback it takes tens
+of ms).  Everything received from the server is recorded for
+--out-json (side "client", dir "s2c": 0x10, receipts, echoes ...).  In
+--sent-json, "delivered" and "scrambled" are null (a client alone cannot tell)
+and each entry has "receipt_status": "acked", "loss" or null (no receipt
+asked, or none came).
+
+    --bulk-bytes B --bulk-size N   instead of a scenario: send B bytes as
+                    ceil(B/N) messages of N bytes (the last one shorter when N
+                    does not divide B), RELIABLE_ORDERED on channel 0: byte 0 =
+                    0x86, bytes 1..4 = serial (u32 BE, from 0), then filler
+                    (bytes 0x86..0xFF).  Every message ending a run of ~1 MB
+                    (every ceil(10^6/N)-th; every 1000th for N = 1000) and the
+                    last one are RELIABLE_ORDERED_WITH_ACK_RECEIPT instead;
+                    at most 8 of those are unacknowledged at a time (so at most
+                    ~8 MB are queued in RakNet; it accepts any amount), and it
+                    polls receive() every 256 messages.  Once every receipt
+                    came (the last one: the server acknowledged the datagram of
+                    the last message; a resend of an earlier one may still be
+                    under way, which the disconnection waits for) it prints one
+                    line to stderr
+
+                        client: sent B bytes in T s (X MB/s)
+
+                    (T from the first send to the last receipt) and disconnects.
+                    --sent-json then has "sent": [] and a "bulk" object
+                    {"bytes", "size", "messages", "seconds"}.
+
+Exit status: 0 = connected, everything sent, and every receipt of a reliable
+message (6, 7) came and said acked; 1 = no connection, or the server closed or
+lost the connection before the end, or a reliable message's receipt was
+missing or a loss; 2 = bad arguments; 3 = --timeout (default 30 s) reached;
+143, 130 = SIGTERM, SIGINT.  --out-json and --sent-json are written in every
+case.
+
+Socket receive buffer (`--rcvbuf BYTES`, server and client): RakNet asks for
+SO_RCVBUF 256 KB (Linux doubles it: 512 KB, ~220 full datagrams).  When a burst
+of a big split message (the peer scenario's 1 MB) meets a busy CPU, the kernel
+drops datagrams at that socket (netstat -su: receive buffer errors); RakNet
+resends them, and the PyPI build, which joins split parts in arrival order (see
+"Scrambled split messages"), then delivers the message with its parts
+permuted: on a loaded 2-CPU machine, in about half the original-to-original
+runs of the peer scenario (with --echo, in both directions).  --rcvbuf raises
+the buffer of this peer's socket to BYTES (as given to setsockopt; Linux
+doubles it; SO_RCVBUFFORCE as root, else net.core.rmem_max caps it; never
+lowered), found through /proc by its port, as the Python API does not expose
+it.  With --rcvbuf 8000000 on both ends no datagram was dropped in 12 runs.
+It changes only the kernel's buffer, not what RakNet does with what arrives.
 
 Scrambled split messages: the PyPI build joins the parts of a split message in
 the order they ARRIVE (WIRE_FORMAT.md section 7), so with loss the application
@@ -111,9 +232,12 @@ messages are still reported on stderr but do not make the status 1.
 """
 
 import argparse
+import collections
 import json
+import os
 import random
 import signal
+import socket
 import struct
 import sys
 import time
@@ -121,7 +245,8 @@ import time
 try:
     import raknet
     from raknet import MessageIdentifiers as MI
-    from raknet import PacketPriority, PacketReliability, RakPeer
+    from raknet import ConnectionAttemptError, PacketPriority, PacketReliability, RakPeer
+    from raknet import StartupError
 except ImportError:  # pragma: no cover
     sys.exit("peers.py: the Python package `raknet` is missing (pip install raknet)")
 
@@ -161,6 +286,22 @@ MIRROR_FILL = bytes(0x86 + (b % 122) for b in range(256))
 # RakNet tries is 576 (a lost 0x05 makes the client go 1492, 1200, 576).
 SCRAMBLE_MIN = 576 - 60 + 1
 
+# peer scenario (`client --scenario peer`): mirror's big messages plus 1 MB and 300 KB,
+# as (size, reliability, channel); None = drawn as for any other message.
+PEER_BIG = [(100000, None, None), (1000000, 3, 0), (65000, None, None), (300000, 7, 5),
+            (30000, None, None)]
+PEER_MESSAGES = 1000
+
+# client --bulk-bytes: a receipt every ~BULK_RECEIPT_BYTES, at most BULK_WINDOW
+# receipts outstanding, a poll every BULK_POLL messages.
+BULK_RECEIPT_BYTES = 1000000
+BULK_WINDOW = 8
+BULK_POLL = 256
+# Shutdown of a client alone: returns once everything is acknowledged, at most this.
+DISCONNECT_FLUSH = 1.0
+# Failures the client can get in answer to connect().
+CONNECT_FAILURES = (0x11, 0x12, 0x14, 0x17, 0x18, 0x19, 0x1A)
+
 NAMES = {
     getattr(MI, n): n
     for n in dir(MI)
@@ -186,6 +327,52 @@ def raknet_version():
 
 class Timeout(Exception):
     pass
+
+
+def grow_rcvbuf(peer, size):
+    """Raise SO_RCVBUF of `peer`'s UDP socket to `size` (never lower it): the
+    Python API has no access to the socket, so find its descriptor by the bound
+    port (/proc, Linux only).  SO_RCVBUFFORCE first (root: past
+    net.core.rmem_max), then SO_RCVBUF.  Return the new size, or None."""
+    port = peer.get_bound_address(0).port
+    inodes = set()
+    for path in ("/proc/net/udp", "/proc/net/udp6"):
+        try:
+            with open(path) as f:
+                for line in f.read().splitlines()[1:]:
+                    col = line.split()
+                    if int(col[1].rsplit(":", 1)[1], 16) == port:
+                        inodes.add("socket:[%s]" % col[9])
+        except OSError:
+            pass
+    got = None
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink("/proc/self/fd/" + fd) not in inodes:
+                continue
+        except OSError:
+            continue
+        sock = socket.socket(fileno=int(fd))
+        try:
+            before = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+            if before < size:
+                try:
+                    sock.setsockopt(socket.SOL_SOCKET, getattr(socket, "SO_RCVBUFFORCE", 33),
+                                    size)
+                except OSError:  # not root: rmem_max caps it
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, size)
+                if sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) < before:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, before // 2)
+            got = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+        finally:
+            sock.detach()  # the descriptor stays RakNet's
+    if got is None:
+        print("peers.py: --rcvbuf: cannot find the socket of port %d" % port, file=sys.stderr)
+    return got
+
+
+class Stopped(Exception):
+    """SIGTERM (server and client): stop, write the files, exit 128 + 15."""
 
 
 def log(args, *a):
@@ -241,20 +428,29 @@ def mirror_size(rng):
     return rng.randint(12001, 40000)
 
 
-def plan_mirror(seed, n):
+def plan_mirror(seed, n, bigs=None):
     """The mirror scenario's plan: n client messages, n // 4 server ones,
-    4 client messages then 1 server message."""
+    4 client messages then 1 server message.  bigs: the big messages of each
+    side, (size, reliability or None, channel or None), evenly spread
+    (default MIRROR_BIG at 1/4, 1/2, 3/4)."""
+    if bigs is None:
+        bigs = [(size, None, None) for size in MIRROR_BIG]
     rng = random.Random(seed)
     sides = {}
     for side, count, base in (("client", n, 0), ("server", n // 4, 0x8000)):
         out = []
-        big = {count * (k + 1) // 4: size for k, size in enumerate(MIRROR_BIG)}
+        big = {count * (k + 1) // (len(bigs) + 1): b for k, b in enumerate(bigs)}
         for i in range(count):
             if i < 8 * len(MIRROR_CHANNELS):  # every reliability on every channel
                 rel, ch = i % 8, MIRROR_CHANNELS[(i // 8) % len(MIRROR_CHANNELS)]
             else:
                 rel, ch = rng.randrange(8), rng.choice(MIRROR_CHANNELS)
-            size = big.get(i) or mirror_size(rng)
+            if i in big:
+                size, brel, bch = big[i]
+                rel = rel if brel is None else brel
+                ch = ch if bch is None else bch
+            else:
+                size = mirror_size(rng)
             head = bytes([0x86 + rel, ch]) + struct.pack(">H", (base + i) & 0xFFFF)
             if size <= 4:
                 payload = head[:size]
@@ -270,6 +466,11 @@ def plan_mirror(seed, n):
             plan.append(sv[i // 4])
     plan.extend(sv[len(c) // 4:])
     return plan
+
+
+def plan_peer(seed, n):
+    """The peer scenario's plan (client --scenario peer): mirror's, with PEER_BIG."""
+    return plan_mirror(seed, n, PEER_BIG)
 
 
 def plan_messages(scenario, seed):
@@ -398,6 +599,8 @@ class Session:
         self.client = None
         self.client_addr = None  # SystemAddress of the client, seen by the server
         self.server_addr = None  # SystemAddress of the server, seen by the client
+        self.receipts = {}  # (side, receipt number) -> "acked" | "loss"
+        self.closed = {}  # side -> name of the first 0x15 / 0x16 it got
 
     # -- polling -----------------------------------------------------------
     def poll(self):
@@ -410,38 +613,50 @@ class Session:
                 if p is None:
                     break
                 got = True
-                e = self.rec.record(side, p)
-                log(self.args, side, "got", e["name"], e["len"], e["hex"][:32])
-                if side == "server" and e["id"] == MI.ID_NEW_INCOMING_CONNECTION:
-                    self.client_addr = p.system_address
-                if side == "client" and e["id"] == MI.ID_CONNECTION_REQUEST_ACCEPTED:
-                    self.server_addr = p.system_address
+                self.handle(side, p)
         return got
 
-    def wait_for(self, cond, secs, what):
+    def handle(self, side, p):
+        """Record one packet that `side`'s receive() returned."""
+        e = self.rec.record(side, p)
+        log(self.args, side, "got", e["name"], e["len"], e["hex"][:32])
+        if side == "server" and e["id"] == MI.ID_NEW_INCOMING_CONNECTION:
+            self.client_addr = p.system_address
+        if side == "client" and e["id"] == MI.ID_CONNECTION_REQUEST_ACCEPTED:
+            self.server_addr = p.system_address
+        if e["id"] in (MI.ID_SND_RECEIPT_ACKED, MI.ID_SND_RECEIPT_LOSS) and e["len"] >= 5:
+            # The receipt number that send() returned, u32 in host (little-endian) order.
+            num = int.from_bytes(bytes.fromhex(e["hex"][2:10]), "little")
+            self.receipts[(side, num)] = (
+                "acked" if e["id"] == MI.ID_SND_RECEIPT_ACKED else "loss")
+        if e["id"] in (MI.ID_DISCONNECTION_NOTIFICATION, MI.ID_CONNECTION_LOST):
+            self.closed.setdefault(side, e["name"])
+        return e
+
+    def wait_for(self, cond, secs, what, step=0.005):
         end = time.monotonic() + secs
         while time.monotonic() < end:
             self.poll()
             if cond():
                 return True
-            time.sleep(0.005)
+            time.sleep(step)
         log(self.args, "gave up waiting for", what)
         return False
 
     # -- steps -------------------------------------------------------------
-    def start(self, server_max_incoming=4, with_server=True):
+    def start(self, server_max_incoming=4, with_server=True, client_host=HOST):
         a = self.args
         if with_server:
             self._start_server(server_max_incoming)
         self.client = RakPeer()
         cp = a.client_protocol if a.client_protocol is not None else a.protocol
-        self.client.startup(HOST, a.client_port, max_connections=1,
+        self.client.startup(client_host, a.client_port, max_connections=1,
                             protocol_version=cp, max_internal_ids=a.internal_ids)
 
-    def _start_server(self, server_max_incoming):
+    def _start_server(self, server_max_incoming, host=HOST):
         a = self.args
         self.server = RakPeer()
-        self.server.startup(HOST, a.port, max_connections=4,
+        self.server.startup(host, a.port, max_connections=max(4, server_max_incoming),
                             protocol_version=a.protocol, max_internal_ids=a.internal_ids)
         self.server.max_incoming_connections = server_max_incoming
         if a.pong_motd is not None:
@@ -456,21 +671,31 @@ class Session:
         return self.wait_for(
             lambda: self.rec.count("client", MI.ID_UNCONNECTED_PONG) > before, 3, "pong")
 
-    def connect(self, attempts=6, interval_ms=1000):
-        self.client.connect(HOST, self.args.connect_port,
+    def connect(self, attempts=6, interval_ms=1000, host=HOST):
+        """Connect the client to host:--connect-port; True once both ends see the
+        connection (only the client's end without a server in this process)."""
+        self.client.connect(host, self.args.connect_port,
                             num_attempts=attempts, attempt_interval_ms=interval_ms)
 
-        def done():
-            return (self.client_addr is not None and self.server_addr is not None) or any(
-                e["side"] == "client" and e["id"] in (0x11, 0x12, 0x14, 0x17, 0x18, 0x19, 0x1A)
-                for e in self.rec.got)
-        self.wait_for(done, attempts * interval_ms / 1000.0 + 3, "connection")
-        return self.client_addr is not None and self.server_addr is not None
+        def linked():
+            return self.server_addr is not None and (
+                self.server is None or self.client_addr is not None)
 
-    def exchange(self, plan, must_arrive=None, wait=10.0):
-        """Send plan; wait (at most `wait` s) until every message whose reliability
-        is in must_arrive (default: every message) arrived, byte for byte or
-        scrambled (see the module doc), and every receipt came."""
+        def done():
+            return linked() or self.connect_failure() is not None
+        self.wait_for(done, attempts * interval_ms / 1000.0 + 3, "connection")
+        return linked()
+
+    def connect_failure(self):
+        """The first failure the client got in answer to connect(), or None."""
+        for e in self.rec.got:
+            if e["side"] == "client" and e["id"] in CONNECT_FAILURES:
+                return e
+        return None
+
+    def send_plan(self, plan, burst, gap):
+        """Send plan, recording each message; after every `burst` messages a poll
+        and `gap` seconds to let a few datagrams go out."""
         pri = PacketPriority.HIGH_PRIORITY
         for k, (side, rel, ch, payload) in enumerate(plan):
             peer, addr = ((self.client, self.server_addr) if side == "client"
@@ -478,9 +703,15 @@ class Session:
             receipt = peer.send(payload, pri, REL_BY_VALUE[rel], ch, addr)
             self.rec.note_sent(side, rel, ch, payload,
                                receipt if rel in RECEIPT_VALUES else None)
-            if k % 8 == 7:  # let a few datagrams go out between bursts
+            if k % burst == burst - 1:
                 self.poll()
-                time.sleep(0.02)
+                time.sleep(gap)
+
+    def exchange(self, plan, must_arrive=None, wait=10.0):
+        """Send plan; wait (at most `wait` s) until every message whose reliability
+        is in must_arrive (default: every message) arrived, byte for byte or
+        scrambled (see the module doc), and every receipt came."""
+        self.send_plan(plan, 8, 0.02)
         want_receipts = {
             "client": sum(1 for s in plan if s[0] == "client" and s[1] in RECEIPT_VALUES),
             "server": sum(1 for s in plan if s[0] == "server" and s[1] in RECEIPT_VALUES),
@@ -512,16 +743,7 @@ class Session:
     def exchange_bulk(self, plan, wait=30.0):
         """Send plan in bursts (BULK_BURST per side, then a poll and BULK_GAP s),
         then wait (at most `wait` s) for every reliable message and receipt."""
-        pri = PacketPriority.HIGH_PRIORITY
-        for k, (side, rel, ch, payload) in enumerate(plan):
-            peer, addr = ((self.client, self.server_addr) if side == "client"
-                          else (self.server, self.client_addr))
-            receipt = peer.send(payload, pri, REL_BY_VALUE[rel], ch, addr)
-            self.rec.note_sent(side, rel, ch, payload,
-                               receipt if rel in RECEIPT_VALUES else None)
-            if k % (2 * BULK_BURST) == 2 * BULK_BURST - 1:
-                self.poll()
-                time.sleep(BULK_GAP)
+        self.send_plan(plan, 2 * BULK_BURST, BULK_GAP)
         log(self.args, "bulk: %d messages sent" % len(plan))
         want_receipts = {
             "client": sum(1 for s in plan if s[0] == "client" and s[1] in RECEIPT_VALUES),
@@ -543,9 +765,11 @@ class Session:
         self.wait_for(lambda: all(s["delivered"] for s in self.rec.sent), 0.5,
                       "(unreliable stragglers)")
 
-    def disconnect(self):
+    def disconnect(self, flush=1.0):
         # Shutdown of the client sends 0x15 (reliable ordered) and waits for its ACK.
-        self.client.shutdown(1.0)
+        self.client.shutdown(flush)
+        if self.server is None:
+            return
         self.wait_for(
             lambda: any(e["side"] == "server" and e["id"] in (0x15, 0x16)
                         for e in self.rec.got), 3, "disconnection notification")
@@ -630,36 +854,283 @@ def run_session(args):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         s.stop()
+    write_outputs(args, s.rec, {
+        "scenario": sc,
+        "seed": args.seed,
+        "server": "%s:%d" % (HOST, args.port),
+        "client_port": args.client_port,
+        "connect_port": args.connect_port,
+        "protocol": args.protocol,
+        "client_protocol": args.client_protocol if args.client_protocol is not None
+        else args.protocol,
+        "internal_ids": args.internal_ids,
+        "raknet_python": raknet_version(),
+        "sent": s.rec.sent,
+    }, status)
+    return status
+
+
+def write_outputs(args, rec, sent_doc, status):
+    """Write --out-json (rec.got) and --sent-json (sent_doc), if asked; with -v or
+    a failure, count what each side received on stderr."""
     if args.out_json:
         with open(args.out_json, "w") as f:  # a JSON list, one object per line
-            f.write("[\n" + ",\n".join(json.dumps(e) for e in s.rec.got) + "\n]\n")
-    if args.sent_json:
+            f.write("[\n" + ",\n".join(json.dumps(e) for e in rec.got) + "\n]\n")
+    if getattr(args, "sent_json", None):
         with open(args.sent_json, "w") as f:
-            json.dump({
-                "scenario": sc,
-                "seed": args.seed,
-                "server": "%s:%d" % (HOST, args.port),
-                "client_port": args.client_port,
-                "connect_port": args.connect_port,
-                "protocol": args.protocol,
-                "client_protocol": args.client_protocol if args.client_protocol is not None
-                else args.protocol,
-                "internal_ids": args.internal_ids,
-                "raknet_python": raknet_version(),
-                "sent": s.rec.sent,
-            }, f, indent=1)
+            json.dump(sent_doc, f, indent=1)
             f.write("\n")
     if args.verbose or status:
         kinds = {}
-        for e in s.rec.got:
+        for e in rec.got:
             kinds[(e["side"], e["name"])] = kinds.get((e["side"], e["name"]), 0) + 1
         for (side, name), n in sorted(kinds.items()):
             print("peers.py: %-6s received %3d x %s" % (side, n, name), file=sys.stderr)
+
+
+# -- server alone ---------------------------------------------------------------
+class Server(Session):
+    """`server`: an original-library server alone.  User messages are counted
+    (and timed), echoed with --echo, and recorded only for --out-json."""
+
+    def __init__(self, args):
+        super().__init__(args)
+        self.users = 0
+        self.user_bytes = 0
+        self.first = self.last = None  # (perf_counter, epoch) of a user message
+
+    def handle(self, side, p):
+        data = p.data
+        if data and data[0] >= MI.ID_USER_PACKET_ENUM:
+            now = (time.perf_counter(), time.time())
+            if self.first is None:
+                self.first = now
+            self.last = now
+            self.users += 1
+            self.user_bytes += len(data)
+            if self.args.echo:  # the original reliability and channel are unknown
+                self.server.send(data, PacketPriority.HIGH_PRIORITY,
+                                 PacketReliability.RELIABLE_ORDERED, 0, p.system_address)
+            if not self.args.out_json:
+                return None
+        return super().handle(side, p)
+
+    def report(self):
+        """The two stderr lines of the module doc (scripts/bench-peer.sh reads them)."""
+        secs = self.last[0] - self.first[0] if self.users >= 2 else 0.0
+        print("server: %d user messages, %d bytes in %.3f s (%.2f MB/s from first to "
+              "last user message)" % (self.users, self.user_bytes, secs,
+                                      self.user_bytes / 1e6 / secs if secs > 0 else 0.0),
+              file=sys.stderr, flush=True)
+        if self.users:
+            print("server: first user message at %.6f, last at %.6f (epoch s)" % (
+                self.first[1], self.last[1]), file=sys.stderr, flush=True)
+
+
+def run_server(args):
+    s = Server(args)
+    status = 0
+    try:
+        try:
+            s._start_server(args.max_incoming, host=args.host)
+        except StartupError as e:
+            print("peers.py: server: cannot start on %s:%d: %s" % (args.host, args.port, e),
+                  file=sys.stderr)
+            status = 1
+        else:
+            if args.rcvbuf:
+                log(args, "server SO_RCVBUF", grow_rcvbuf(s.server, args.rcvbuf))
+            print("listening %s:%d" % (args.host, s.server.get_bound_address(0).port),
+                  flush=True)
+
+            def expected():
+                return args.expect is not None and s.users >= args.expect
+
+            s.wait_for(lambda: expected() or (args.once and "server" in s.closed),
+                       float("inf"), "clients", step=0.0005)
+            if expected():
+                s.wait_for(lambda: "server" in s.closed, 1.0, "the client's disconnection",
+                           step=0.001)
+            elif args.expect is not None:  # --once, and the client left early
+                print("peers.py: server: the client left (%s) after %d of %d user messages"
+                      % (s.closed["server"], s.users, args.expect), file=sys.stderr)
+                status = 1
+    except Timeout:
+        print("peers.py: overall timeout of %ss reached" % args.timeout, file=sys.stderr)
+        status = 3
+    except Stopped:
+        status = 143
+    except KeyboardInterrupt:
+        status = 130
+    finally:  # also on an unexpected exception
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        s.stop()
+        s.report()
+        write_outputs(args, s.rec, None, status)
+    return status
+
+
+# -- client alone ---------------------------------------------------------------
+def client_scenario(s, args):
+    """Send the client's half of --scenario, wait for its receipts (or --wait s);
+    return the exit status."""
+    sc = args.scenario
+    if sc == "mirror":
+        plan = plan_mirror(args.seed, args.messages or 320)
+    elif sc == "peer":
+        plan = plan_peer(args.seed, args.messages or PEER_MESSAGES)
+    else:
+        plan = plan_messages(sc, args.seed)
+    plan = [m for m in plan if m[0] == "client"]
+    s.wait_for(lambda: False, 0.2, "(settle)")
+    s.send_plan(plan, 8, 0.02)
+    log(args, "client: %d messages sent" % len(plan))
+    want = [m for m in s.rec.sent if m["receipt"] is not None]
+
+    def receipts_done():
+        return all(("client", m["receipt"]) in s.receipts for m in want)
+
+    def closed():
+        return "client" in s.closed
+    if want:
+        s.wait_for(lambda: receipts_done() or closed(), args.wait, "receipts")
+        s.wait_for(closed, 0.3, "(incoming)")
+    else:
+        s.wait_for(closed, args.wait, "(incoming)")
+    status = 0
+    for m in s.rec.sent:
+        m["receipt_status"] = s.receipts.get(("client", m["receipt"]))
+    bad = [m for m in want
+           if m["reliability_value"] in RELIABLE_VALUES and m["receipt_status"] != "acked"]
+    if bad:
+        print("peers.py: client: %d of %d reliable messages with a receipt not "
+              "acknowledged (%d losses, %d missing)" % (
+                  len(bad), sum(1 for m in want if m["reliability_value"] in RELIABLE_VALUES),
+                  sum(1 for m in bad if m["receipt_status"] == "loss"),
+                  sum(1 for m in bad if m["receipt_status"] is None)), file=sys.stderr)
+        status = 1
+    lost = sum(1 for m in want if m["reliability_value"] not in RELIABLE_VALUES
+               and m["receipt_status"] == "loss")
+    if lost:
+        print("peers.py: client: %d UNRELIABLE_WITH_ACK_RECEIPT messages reported lost"
+              % lost, file=sys.stderr)
+    return status
+
+
+def client_bulk(s, args):
+    """--bulk-bytes B --bulk-size N (module doc); return (status, bulk dict)."""
+    total, size = args.bulk_bytes, args.bulk_size
+    count = -(-total // size)
+    every = max(1, -(-BULK_RECEIPT_BYTES // size))
+    filler = (MIRROR_FILL * (size // len(MIRROR_FILL) + 1))[:max(0, size - 5)]
+    pri = PacketPriority.HIGH_PRIORITY
+    ordered = PacketReliability.RELIABLE_ORDERED
+    with_receipt = PacketReliability.RELIABLE_ORDERED_WITH_ACK_RECEIPT
+    send, addr = s.client.send, s.server_addr
+    outstanding = collections.deque()  # receipt numbers, in send order
+
+    def settled():  # drop the acknowledged (or lost) ones at the front
+        while outstanding and ("client", outstanding[0]) in s.receipts:
+            outstanding.popleft()
+        return "client" in s.closed
+
+    t0 = time.perf_counter()
+    for k in range(count):
+        payload = b"\x86" + struct.pack(">I", k & 0xFFFFFFFF) + filler
+        if len(payload) > min(size, total - k * size):  # the last one, or size < 5
+            payload = payload[:min(size, total - k * size)]
+        if k % every == every - 1 or k == count - 1:
+            outstanding.append(send(payload, pri, with_receipt, 0, addr))
+            while len(outstanding) > BULK_WINDOW and not settled():
+                if not s.poll():
+                    time.sleep(0.0002)
+        else:
+            send(payload, pri, ordered, 0, addr)
+            if k % BULK_POLL == BULK_POLL - 1:
+                s.poll()
+        if "client" in s.closed:
+            break
+    s.wait_for(lambda: settled() or not outstanding, float("inf"), "receipts",
+               step=0.0005)
+    secs = time.perf_counter() - t0
+    bulk = {"bytes": total, "size": size, "messages": count, "seconds": round(secs, 6)}
+    if "client" in s.closed:  # run_client says so
+        return 1, bulk
+    print("client: sent %d bytes in %.3f s (%.2f MB/s)" % (total, secs, total / 1e6 / secs),
+          file=sys.stderr, flush=True)
+    losses = sum(1 for (side, _), v in s.receipts.items() if side == "client" and v == "loss")
+    if losses:
+        print("peers.py: client: %d receipts said loss" % losses, file=sys.stderr)
+        return 1, bulk
+    return 0, bulk
+
+
+def run_client(args):
+    host = args.connect_host
+    loopback = host == "localhost" or host.startswith("127.")
+    s = Session(args)
+    status = 0
+    bulk = None
+    client_port = None
+    try:
+        s.start(with_server=False, client_host=HOST if loopback else None)
+        client_port = s.client.get_bound_address(0).port
+        if args.rcvbuf:
+            log(args, "client SO_RCVBUF", grow_rcvbuf(s.client, args.rcvbuf))
+        if not s.connect(host=host):
+            f = s.connect_failure()
+            print("peers.py: client: connection to %s failed: %s" % (
+                args.connect, "%s (0x%02X)" % (f["name"], f["id"]) if f else "no answer"),
+                file=sys.stderr)
+            status = 1
+        else:
+            if args.bulk_bytes is not None:
+                status, bulk = client_bulk(s, args)
+            else:
+                status = client_scenario(s, args)
+            if "client" in s.closed:
+                print("peers.py: client: the connection ended early (%s)"
+                      % s.closed["client"], file=sys.stderr)
+                status = 1
+            s.disconnect(DISCONNECT_FLUSH)
+    except (ConnectionAttemptError, StartupError) as e:
+        print("peers.py: client: connection to %s failed: %s" % (args.connect, e),
+              file=sys.stderr)
+        status = 1
+    except Timeout:
+        print("peers.py: overall timeout of %ss reached" % args.timeout, file=sys.stderr)
+        status = 3
+    except Stopped:
+        status = 143
+    except KeyboardInterrupt:
+        status = 130
+    finally:  # also on an unexpected exception
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        s.stop()
+        for m in s.rec.sent:  # also when the scenario was cut short
+            m["delivered"] = m["scrambled"] = None  # only the server can tell
+            m.setdefault("receipt_status", s.receipts.get(("client", m["receipt"])))
+        doc = {
+            "scenario": None if args.bulk_bytes is not None else args.scenario,
+            "seed": args.seed,
+            "server": "%s:%d" % (host, args.connect_port),
+            "client_port": client_port,
+            "connect_port": args.connect_port,
+            "protocol": args.protocol,
+            "client_protocol": args.protocol,
+            "internal_ids": args.internal_ids,
+            "raknet_python": raknet_version(),
+            "sent": s.rec.sent,
+        }
+        if args.bulk_bytes is not None:
+            doc["bulk"] = bulk
+        write_outputs(args, s.rec, doc, status)
     return status
 
 
 SCENARIOS = ["ping", "basic", "all-reliabilities", "mismatch", "full", "no-server", "bulk",
              "mirror"]
+CLIENT_SCENARIOS = ["basic", "all-reliabilities", "mirror", "peer"]
 
 
 def main(argv=None):
@@ -695,15 +1166,89 @@ def main(argv=None):
                         "scrambled by RakNet's arrival-order reassembly) is reported "
                         "but does not make the exit status 1")
     s.add_argument("-v", "--verbose", action="store_true")
+
+    v = sub.add_parser("server", help="run an original-library server alone")
+    v.add_argument("--port", type=int, required=True, help="UDP port (0: any)")
+    v.add_argument("--host", default=HOST, help="address to bind (default: %(default)s)")
+    v.add_argument("--protocol", type=int, default=6, help="RakNet protocol version")
+    v.add_argument("--internal-ids", type=int, default=10,
+                   help="MAXIMUM_NUMBER_OF_INTERNAL_IDS (10 original, 20 Bedrock)")
+    v.add_argument("--max-incoming", type=int, default=4,
+                   help="SetMaximumIncomingConnections (0: refuse with 0x14)")
+    v.add_argument("--pong", default="raknet-dissect sample server",
+                   help="raw offline ping response (default: %(default)s)")
+    v.add_argument("--echo", action="store_true",
+                   help="send every user message back, RELIABLE_ORDERED on channel 0")
+    v.add_argument("--out-json", help="write what the application received")
+    v.add_argument("--once", action="store_true",
+                   help="exit 0 after the first client disconnects")
+    v.add_argument("--expect", type=int, default=None, metavar="N",
+                   help="exit 0 once N user messages were received")
+    v.add_argument("--timeout", type=float, default=30, help="overall limit, seconds")
+    v.add_argument("--rcvbuf", type=int, default=0, metavar="BYTES",
+                   help="raise the socket's SO_RCVBUF to BYTES (module doc)")
+    v.add_argument("-v", "--verbose", action="store_true")
+    v.set_defaults(pong_motd=None)
+
+    c = sub.add_parser("client", help="run an original-library client alone")
+    c.add_argument("--connect", required=True, metavar="HOST:PORT")
+    c.add_argument("--protocol", type=int, default=6, help="RakNet protocol version")
+    c.add_argument("--internal-ids", type=int, default=10,
+                   help="MAXIMUM_NUMBER_OF_INTERNAL_IDS (10 original, 20 Bedrock)")
+    c.add_argument("--scenario", choices=CLIENT_SCENARIOS, default=None,
+                   help="the client's half of a session scenario (default "
+                        "all-reliabilities), or peer")
+    c.add_argument("--messages", type=int, default=None,
+                   help="mirror: messages sent (default 320); peer: (default %d)"
+                        % PEER_MESSAGES)
+    c.add_argument("--seed", type=int, default=1)
+    c.add_argument("--out-json", help="write what the application received")
+    c.add_argument("--sent-json", help="write what the application sent")
+    c.add_argument("--wait", type=float, default=2.0,
+                   help="after sending: at most this long for the receipts, or this "
+                        "long for incoming messages (default %(default)s s)")
+    c.add_argument("--bulk-bytes", type=int, default=None, metavar="B",
+                   help="instead of a scenario, send B bytes of RELIABLE_ORDERED "
+                        "messages on channel 0 (with --bulk-size)")
+    c.add_argument("--bulk-size", type=int, default=None, metavar="N",
+                   help="size of each --bulk-bytes message")
+    c.add_argument("--timeout", type=float, default=30, help="overall limit, seconds")
+    c.add_argument("--rcvbuf", type=int, default=0, metavar="BYTES",
+                   help="raise the socket's SO_RCVBUF to BYTES (module doc)")
+    c.add_argument("-v", "--verbose", action="store_true")
+    c.set_defaults(client_port=0, client_protocol=None)
+
     args = ap.parse_args(argv)
     if args.cmd == "scenarios":
         print("\n".join(SCENARIOS))
         return 0
+    if args.cmd == "client":
+        host, _, port = args.connect.rpartition(":")
+        if not host.strip("[]") or not port.isdigit() or not 0 < int(port) < 65536:
+            ap.error("--connect wants HOST:PORT, not %r" % args.connect)
+        args.connect_host, args.connect_port = host.strip("[]"), int(port)
+        if (args.bulk_bytes is None) != (args.bulk_size is None):
+            ap.error("--bulk-bytes and --bulk-size go together")
+        if args.bulk_bytes is not None:
+            if args.scenario is not None:
+                ap.error("--scenario and --bulk-bytes exclude each other")
+            if args.bulk_bytes < 1 or args.bulk_size < 1:
+                ap.error("--bulk-bytes and --bulk-size must be positive")
+        elif args.scenario is None:
+            args.scenario = "all-reliabilities"
 
     def on_alarm(*_):
         raise Timeout()
     signal.signal(signal.SIGALRM, on_alarm)
+    if args.cmd in ("server", "client"):
+        def on_term(*_):
+            raise Stopped()
+        signal.signal(signal.SIGTERM, on_term)
     signal.setitimer(signal.ITIMER_REAL, args.timeout)
+    if args.cmd == "server":
+        return run_server(args)
+    if args.cmd == "client":
+        return run_client(args)
     return run_session(args)
 
 
