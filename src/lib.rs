@@ -9,5 +9,6 @@ pub mod cli;
 pub mod dissect;
 pub mod mirror;
 pub mod output;
+pub mod peer;
 pub mod session;
 pub mod wire;

@@ -141,11 +141,7 @@ impl HandshakeError {
 #[derive(Debug)]
 enum ClientStep {
     Request1,
-    Request2 {
-        server_guid: u64,
-        mtu: u16,
-        cookie: Option<u32>,
-    },
+    Request2 { mtu: u16, cookie: Option<u32> },
     Done,
 }
 
@@ -169,6 +165,7 @@ pub struct ClientHandshake {
     attempts: u32,
     next_at: Duration,
     events: VecDeque<HandshakeEvent>,
+    server_guid: Option<u64>,
 }
 
 impl ClientHandshake {
@@ -181,6 +178,7 @@ impl ClientHandshake {
             attempts: 0,
             next_at: now,
             events: VecDeque::new(),
+            server_guid: None,
         }
     }
 
@@ -215,11 +213,7 @@ impl ClientHandshake {
                 .emit(out);
                 self.events.push_back(HandshakeEvent::Request1Sent { mtu });
             }
-            ClientStep::Request2 {
-                server_guid: _,
-                mtu,
-                cookie,
-            } => {
+            ClientStep::Request2 { mtu, cookie } => {
                 if self.attempts >= self.cfg.request2_attempts {
                     return Err(HandshakeError::Request2Unanswered {
                         attempts: self.attempts,
@@ -278,8 +272,8 @@ impl ClientHandshake {
                 let mtu = mtu.clamp(MIN_MTU.min(probed), MAX_MTU);
                 self.events
                     .push_back(HandshakeEvent::Reply1 { server_guid, mtu });
+                self.server_guid = Some(server_guid);
                 self.step = ClientStep::Request2 {
-                    server_guid,
                     mtu,
                     cookie: security.map(|s| s.cookie),
                 };
@@ -309,11 +303,9 @@ impl ClientHandshake {
         }
     }
 
+    /// The server's GUID, from reply 1.
     pub fn server_guid(&self) -> Option<u64> {
-        match self.step {
-            ClientStep::Request2 { server_guid, .. } => Some(server_guid),
-            _ => None,
-        }
+        self.server_guid
     }
 }
 

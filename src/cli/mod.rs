@@ -4,7 +4,8 @@
 //! Exit codes: 0 success (also when a reader closes the pipe), 1 an
 //! unexpected error, 2 a usage error, 3 a file that cannot be opened or is
 //! not a capture, 5 a capture cut short (everything before the cut was
-//! printed).
+//! printed), 6 no connection (`ping`, `connect`: no pong, a handshake
+//! refused or unanswered, nothing listening, a peer that timed out).
 
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
@@ -12,6 +13,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+
+mod peer;
 
 use crate::capture::CaptureReader;
 use crate::dissect::{Dir, Dissector, Options, Packet};
@@ -27,6 +30,7 @@ pub const EXIT_ERROR: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
 pub const EXIT_BAD_FILE: u8 = 3;
 pub const EXIT_CUT_SHORT: u8 = 5;
+pub use peer::EXIT_NO_CONNECTION;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -36,7 +40,8 @@ pub const EXIT_CUT_SHORT: u8 = 5;
     args_conflicts_with_subcommands = true,
     disable_version_flag = true,
     after_help = "Exit codes: 0 ok, 1 error, 2 usage, 3 file cannot be opened or is not a capture, \
-                  5 capture cut short (everything before the cut is printed)."
+                  5 capture cut short (everything before the cut is printed), \
+                  6 no connection (no pong, handshake refused or unanswered, port unreachable, timed out)."
 )]
 pub struct Cli {
     /// Print the version (-V is --verbose, as in tshark).
@@ -56,6 +61,12 @@ pub enum Command {
     Messages(MessagesArgs),
     /// A table of the flows: roles, handshake, counts, loss, resends, RTT.
     Flows(FlowsArgs),
+    /// Unconnected ping: latency, server GUID, pong payload (Minecraft MOTD fields).
+    Ping(peer::PingArgs),
+    /// Connect to a server as a RakNet client, send messages, print what comes back.
+    Connect(peer::ConnectArgs),
+    /// A RakNet server that prints the messages it receives (and can echo them).
+    Serve(peer::ServeArgs),
 }
 
 /// Where the capture comes from and which UDP is RakNet (every command).
@@ -198,6 +209,9 @@ pub fn main() -> ExitCode {
         None => run_read(&cli.read, &mut out),
         Some(Command::Messages(a)) => run_messages(&a, &mut out),
         Some(Command::Flows(a)) => run_flows(&a, &mut out),
+        Some(Command::Ping(a)) => peer::run_ping(&a, &mut out),
+        Some(Command::Connect(a)) => peer::run_connect(&a, &mut out),
+        Some(Command::Serve(a)) => peer::run_serve(&a, &mut out),
     };
     let code = match result {
         Ok(code) => code,

@@ -1,0 +1,706 @@
+//! `ping`, `connect` and `serve`: the live client and server on the command
+//! line (`peer/` around `session/`).
+
+use std::io::{self, BufRead, IsTerminal, Write};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+
+use super::{EXIT_OK, EXIT_USAGE};
+use crate::peer::{self, Client, PeerError, Server};
+use crate::session::handshake::{
+    HandshakeEvent, MTU_PROBES, PROTOCOL_MINECRAFT, PROTOCOL_ORIGINAL,
+};
+use crate::session::{ClientConfig, CloseReason, Delivered, Event, ServerConfig};
+use crate::wire::cursor::hex;
+use crate::wire::{message_name, Motd, Reliability};
+
+/// Exit code when no connection could be made: no pong, a refused or
+/// unanswered handshake, nothing listening (the diagnosis is printed).
+pub const EXIT_NO_CONNECTION: u8 = 6;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum Dialect {
+    /// The original RakNet: protocol 6, 10 internal addresses.
+    #[default]
+    Original,
+    /// Minecraft Bedrock: protocol 11, 20 internal addresses.
+    Minecraft,
+}
+
+/// The dialect options shared by `connect` and `serve`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct DialectArgs {
+    /// Defaults for the protocol byte and address count.
+    #[arg(long, value_enum, default_value = "original")]
+    pub dialect: Dialect,
+    /// RakNet protocol byte (default: 6 original, 11 Minecraft).
+    #[arg(long, value_name = "V")]
+    pub protocol: Option<u8>,
+    /// Internal addresses in the connected handshake (default: 10 original, 20 Minecraft).
+    #[arg(long, value_name = "N")]
+    pub addresses: Option<usize>,
+}
+
+impl DialectArgs {
+    fn protocol(&self) -> u8 {
+        self.protocol.unwrap_or(match self.dialect {
+            Dialect::Original => PROTOCOL_ORIGINAL,
+            Dialect::Minecraft => PROTOCOL_MINECRAFT,
+        })
+    }
+    fn addresses(&self) -> usize {
+        self.addresses.unwrap_or(match self.dialect {
+            Dialect::Original => 10,
+            Dialect::Minecraft => 20,
+        })
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct PingArgs {
+    /// The server, HOST:PORT (IPv6 as [ADDR]:PORT).
+    #[arg(value_name = "HOST:PORT")]
+    pub target: String,
+    /// Pings to send, one a second.
+    #[arg(short = 'c', long, default_value = "1", value_name = "N")]
+    pub count: u32,
+    /// Seconds to wait for each pong.
+    #[arg(long, default_value = "1", value_name = "SECONDS")]
+    pub timeout: f64,
+    /// NDJSON: one `pong` record per ping answered.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ConnectArgs {
+    /// The server, HOST:PORT (IPv6 as [ADDR]:PORT).
+    #[arg(value_name = "HOST:PORT")]
+    pub target: String,
+    /// A message to send, in hex (its first byte is the message id); `-`
+    /// reads one hex message per line from standard input. Repeatable.
+    #[arg(long = "send", value_name = "HEX")]
+    pub send: Vec<String>,
+    /// Send the messages N times over (a bulk transfer).
+    #[arg(long, default_value = "1", value_name = "N")]
+    pub repeat: u64,
+    /// Reliability of the messages sent: a name (reliable-ordered, unreliable, ...) or 0 to 7.
+    #[arg(long, default_value = "reliable-ordered", value_name = "R", value_parser = parse_reliability)]
+    pub reliability: Reliability,
+    /// Ordering channel (0 to 31).
+    #[arg(long, default_value = "0", value_name = "C", value_parser = clap::value_parser!(u8).range(0..32))]
+    pub channel: u8,
+    /// Seconds to keep receiving after everything sent was acknowledged.
+    #[arg(long, default_value = "1", value_name = "SECONDS")]
+    pub wait: f64,
+    /// Largest MTU to probe with (1492, 1200 and 576 are tried, from this one down).
+    #[arg(long, value_name = "M")]
+    pub mtu: Option<u16>,
+    #[command(flatten)]
+    pub dialect: DialectArgs,
+    /// NDJSON: `connected`, `message` and `closed` records.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "0.0.0.0:19132", value_name = "ADDR")]
+    pub listen: String,
+    /// Answer pings with a Minecraft MOTD carrying this text.
+    #[arg(long, value_name = "TEXT", conflicts_with = "pong_hex")]
+    pub motd: Option<String>,
+    /// Answer pings with these raw bytes (hex).
+    #[arg(long, value_name = "HEX")]
+    pub pong_hex: Option<String>,
+    /// Connected clients at most; more are refused (ID_NO_FREE_INCOMING_CONNECTIONS).
+    #[arg(long, default_value = "32", value_name = "N")]
+    pub max_clients: usize,
+    /// Send every message received back, with its reliability and channel.
+    #[arg(long)]
+    pub echo: bool,
+    /// Exit when the first client's connection ends.
+    #[arg(long)]
+    pub once: bool,
+    /// Largest MTU granted.
+    #[arg(long, default_value = "1492", value_name = "M")]
+    pub mtu: u16,
+    #[command(flatten)]
+    pub dialect: DialectArgs,
+    /// NDJSON: `listening`, `connected`, `message` and `closed` records.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn parse_reliability(s: &str) -> Result<Reliability, String> {
+    if let Ok(n) = s.parse::<u8>() {
+        return (n < 8)
+            .then_some(Reliability(n))
+            .ok_or_else(|| format!("{s:?}: a reliability is 0 to 7"));
+    }
+    let wanted = s.to_ascii_uppercase().replace('-', "_");
+    (0..8)
+        .map(Reliability)
+        .find(|r| r.name() == wanted)
+        .ok_or_else(|| {
+            format!(
+                "{s:?} is not a reliability: unreliable, unreliable-sequenced, reliable, \
+                 reliable-ordered, reliable-sequenced, unreliable-with-ack-receipt, \
+                 reliable-with-ack-receipt, reliable-ordered-with-ack-receipt, or 0 to 7"
+            )
+        })
+}
+
+fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
+    let s: String = s
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != ':')
+        .collect();
+    if s.len() % 2 != 0 {
+        return Err(format!("{s:?}: odd number of hex digits"));
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|_| format!("{s:?} is not hex")))
+        .collect()
+}
+
+fn resolve(target: &str) -> Result<SocketAddr, String> {
+    target
+        .to_socket_addrs()
+        .map_err(|e| format!("{target}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("{target}: no address"))
+}
+
+fn guid() -> u64 {
+    // Unique enough for a tool: time and process id mixed.
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos() as u64;
+    (t ^ (u64::from(std::process::id()) << 32)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e6).round() / 1e3
+}
+
+fn emit(out: &mut impl Write, json: bool, record: &impl Serialize, line: &str) -> io::Result<()> {
+    if json {
+        serde_json::to_writer(&mut *out, record)?;
+        out.write_all(b"\n")?;
+    } else {
+        writeln!(out, "{line}")?;
+    }
+    out.flush()
+}
+
+#[derive(Serialize)]
+struct PongJson<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    target: String,
+    seq: u32,
+    rtt_ms: f64,
+    server_guid: u64,
+    payload: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    motd: Option<serde_json::Map<String, serde_json::Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<&'a str>,
+}
+
+pub fn run_ping(a: &PingArgs, out: &mut impl Write) -> anyhow::Result<u8> {
+    let target = match resolve(&a.target) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("raknet-dissect: {e}");
+            return Ok(EXIT_USAGE);
+        }
+    };
+    let me = guid();
+    let mut answered = 0;
+    for seq in 0..a.count {
+        if seq > 0 {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        match peer::ping(target, me, Duration::from_secs_f64(a.timeout.max(0.001))) {
+            Ok(Some(p)) => {
+                answered += 1;
+                let motd = Motd::parse(&p.payload);
+                let text = std::str::from_utf8(&p.payload).ok().filter(|t| {
+                    motd.is_none() && !t.is_empty() && t.chars().all(|c| !c.is_control())
+                });
+                let mut line = format!(
+                    "pong from {target}: seq {seq}, rtt {:.3} ms, server guid {:#018x}, {} bytes of payload",
+                    ms(p.rtt),
+                    p.server_guid,
+                    p.payload.len()
+                );
+                if let Some(m) = &motd {
+                    for (name, value) in &m.fields {
+                        line.push_str(&format!("\n  {name}: {value}"));
+                    }
+                } else if let Some(t) = text {
+                    line.push_str(&format!(": {t:?}"));
+                } else if !p.payload.is_empty() {
+                    line.push_str(&format!(": {}", hex(&p.payload)));
+                }
+                let record = PongJson {
+                    kind: "pong",
+                    target: target.to_string(),
+                    seq,
+                    rtt_ms: ms(p.rtt),
+                    server_guid: p.server_guid,
+                    payload: hex(&p.payload),
+                    motd: motd.map(|m| {
+                        m.fields
+                            .into_iter()
+                            .map(|(k, v)| (k.to_string(), serde_json::Value::String(v)))
+                            .collect()
+                    }),
+                    text,
+                };
+                emit(out, a.json, &record, &line)?;
+            }
+            Ok(None) => {
+                if !a.json {
+                    writeln!(out, "no pong from {target}: seq {seq}, {} s", a.timeout)?;
+                    out.flush()?;
+                }
+            }
+            Err(e) => {
+                out.flush()?;
+                eprintln!("raknet-dissect: ping {target}: {e}");
+                return Ok(EXIT_NO_CONNECTION);
+            }
+        }
+    }
+    if answered == 0 {
+        eprintln!(
+            "raknet-dissect: no pong from {target} to {} ping(s)",
+            a.count
+        );
+        return Ok(EXIT_NO_CONNECTION);
+    }
+    Ok(EXIT_OK)
+}
+
+#[derive(Serialize)]
+struct ConnectedJson {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    peer: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    guid: Option<u64>,
+    mtu: u16,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    handshake_ms: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct PeerMessageJson {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    peer: String,
+    dir: &'static str,
+    ts: f64,
+    id: Option<u8>,
+    name: Option<String>,
+    len: usize,
+    reliability: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    channel: Option<u8>,
+    data: String,
+}
+
+impl PeerMessageJson {
+    fn new(peer: SocketAddr, dir: &'static str, m: &Delivered) -> Self {
+        let id = m.data.first().copied();
+        PeerMessageJson {
+            kind: "message",
+            peer: peer.to_string(),
+            dir,
+            ts: m.ts.as_secs_f64(),
+            id,
+            name: id.map(|i| message_name(i).into_owned()),
+            len: m.data.len(),
+            reliability: m.reliability.name(),
+            channel: m.channel,
+            data: hex(&m.data),
+        }
+    }
+
+    fn line(&self) -> String {
+        let mut s = format!(
+            "{:>10.6} {} {} {} {} bytes {}",
+            self.ts,
+            self.dir,
+            self.peer,
+            self.name.as_deref().unwrap_or("-"),
+            self.len,
+            self.reliability
+        );
+        if let Some(c) = self.channel {
+            s.push_str(&format!(" ch {c}"));
+        }
+        let head = &self.data[..self.data.len().min(64)];
+        s.push_str(&format!(" {head}"));
+        if self.data.len() > 64 {
+            s.push('…');
+        }
+        s
+    }
+}
+
+#[derive(Serialize)]
+struct ClosedJson {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    peer: String,
+    reason: &'static str,
+    messages_sent: u64,
+    bytes_sent: u64,
+    messages_received: u64,
+    datagrams_sent: u64,
+    datagrams_received: u64,
+    resends: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rtt_ms: Option<f64>,
+    seconds: f64,
+}
+
+fn closed_record(
+    peer: SocketAddr,
+    reason: CloseReason,
+    c: &crate::session::Connection,
+    seconds: f64,
+) -> ClosedJson {
+    let s = c.stats();
+    ClosedJson {
+        kind: "closed",
+        peer: peer.to_string(),
+        reason: reason.as_str(),
+        messages_sent: s.send.messages_queued,
+        bytes_sent: s.send.bytes_queued,
+        messages_received: s.messages_delivered,
+        datagrams_sent: s.send.datagrams_sent,
+        datagrams_received: s.datagrams_received,
+        resends: s.send.resends_after_nack + s.send.resends_after_timeout,
+        rtt_ms: c.rtt().map(ms),
+        seconds,
+    }
+}
+
+fn closed_line(r: &ClosedJson) -> String {
+    format!(
+        "closed {} ({}): sent {} messages ({} bytes) in {} datagrams, {} resends; received {} messages in {} datagrams; rtt {}; {:.3} s",
+        r.peer,
+        r.reason,
+        r.messages_sent,
+        r.bytes_sent,
+        r.datagrams_sent,
+        r.resends,
+        r.messages_received,
+        r.datagrams_received,
+        r.rtt_ms.map_or("-".into(), |v| format!("{v:.3} ms")),
+        r.seconds
+    )
+}
+
+fn step_line(e: &HandshakeEvent) -> String {
+    match e {
+        HandshakeEvent::Request1Sent { mtu } => {
+            format!("open connection request 1 sent (MTU {mtu})")
+        }
+        HandshakeEvent::Reply1 { server_guid, mtu } => {
+            format!("open connection reply 1: server guid {server_guid:#018x}, MTU {mtu}")
+        }
+        HandshakeEvent::Request2Sent { mtu } => {
+            format!("open connection request 2 sent (MTU {mtu})")
+        }
+        HandshakeEvent::Reply2 { mtu } => format!("open connection reply 2: MTU {mtu}"),
+    }
+}
+
+/// Messages to send: `--send` values, `-` for standard input lines.
+fn messages(a: &ConnectArgs) -> Result<Vec<Vec<u8>>, String> {
+    let mut v = Vec::new();
+    for s in &a.send {
+        if s == "-" {
+            for line in io::stdin().lock().lines() {
+                let line = line.map_err(|e| format!("standard input: {e}"))?;
+                if !line.trim().is_empty() {
+                    v.push(parse_hex(line.trim())?);
+                }
+            }
+        } else {
+            v.push(parse_hex(s)?);
+        }
+    }
+    if v.iter().any(Vec::is_empty) {
+        return Err("an empty message cannot be sent".into());
+    }
+    Ok(v)
+}
+
+/// Queue at most this much ahead of the wire in a bulk send.
+const QUEUE_AHEAD: usize = 4 << 20;
+
+pub fn run_connect(a: &ConnectArgs, out: &mut impl Write) -> anyhow::Result<u8> {
+    let target = match resolve(&a.target) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("raknet-dissect: {e}");
+            return Ok(EXIT_USAGE);
+        }
+    };
+    let msgs = match messages(a) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("raknet-dissect: --send: {e}");
+            return Ok(EXIT_USAGE);
+        }
+    };
+    let mut cfg = ClientConfig {
+        guid: guid(),
+        protocol: a.dialect.protocol(),
+        address_count: a.dialect.addresses(),
+        ..ClientConfig::default()
+    };
+    if let Some(m) = a.mtu {
+        let mut mtus: Vec<u16> = MTU_PROBES.iter().copied().filter(|&p| p < m).collect();
+        mtus.insert(0, m.clamp(400, 1492));
+        cfg.mtus = mtus;
+    }
+    let verbose = !a.json && io::stderr().is_terminal();
+    let mut client = match Client::connect(target, cfg, |t, e| {
+        if verbose {
+            eprintln!("{:>10.6} {}", t.as_secs_f64(), step_line(e));
+        }
+    }) {
+        Ok(c) => c,
+        Err(e) => {
+            out.flush()?;
+            eprintln!(
+                "raknet-dissect: cannot connect to {target}: {e} [{}]",
+                e.step()
+            );
+            return Ok(EXIT_NO_CONNECTION);
+        }
+    };
+    let connected = ConnectedJson {
+        kind: "connected",
+        peer: target.to_string(),
+        guid: client.server_guid,
+        mtu: client.connection().mtu(),
+        handshake_ms: Some(ms(client.handshake_time)),
+    };
+    emit(
+        out,
+        a.json,
+        &connected,
+        &format!(
+            "connected to {target}: server guid {}, MTU {}, handshake {:.3} ms",
+            client
+                .server_guid
+                .map_or("-".into(), |g| format!("{g:#018x}")),
+            connected.mtu,
+            ms(client.handshake_time)
+        ),
+    )?;
+    let start = client.now();
+    let mut closed: Option<CloseReason> = None;
+    let handle = |client: &mut Client, out: &mut dyn Write| -> io::Result<Option<CloseReason>> {
+        while let Some(e) = client.poll_event() {
+            match e {
+                Event::Message(m) => {
+                    let r = PeerMessageJson::new(target, "s2c", &m);
+                    if a.json {
+                        serde_json::to_writer(&mut *out, &r)?;
+                        out.write_all(b"\n")?;
+                    } else {
+                        writeln!(out, "{}", r.line())?;
+                    }
+                }
+                Event::Closed(r) => return Ok(Some(r)),
+                _ => {}
+            }
+        }
+        Ok(None)
+    };
+    // Send, keeping the queue bounded, then wait for every ACK.
+    let total = msgs.len() as u64 * a.repeat;
+    let mut next = 0u64;
+    while closed.is_none() && (next < total || !client.connection().is_idle()) {
+        while next < total && client.connection().queued_bytes() < QUEUE_AHEAD {
+            let m = &msgs[(next % msgs.len() as u64) as usize];
+            client.send(m, a.reliability, a.channel, Some(next as u32));
+            next += 1;
+        }
+        let until = client.now() + Duration::from_millis(50);
+        if let Err(e) = client.step(until) {
+            eprintln!("raknet-dissect: {target}: {e}");
+            break;
+        }
+        closed = handle(&mut client, out)?;
+    }
+    out.flush()?;
+    let until = client.now() + Duration::from_secs_f64(a.wait.max(0.0));
+    while closed.is_none() && client.now() < until {
+        if let Err(e) = client.step(until) {
+            eprintln!("raknet-dissect: {target}: {e}");
+            break;
+        }
+        closed = handle(&mut client, out)?;
+        out.flush()?;
+    }
+    let reason = match closed {
+        Some(r) => r,
+        None => match client.close() {
+            Ok(r) => r,
+            Err(PeerError::PortUnreachable(_)) => CloseReason::TimedOut,
+            Err(e) => return Err(e.into()),
+        },
+    };
+    let seconds = (client.now() - start).as_secs_f64();
+    let r = closed_record(target, reason, client.connection(), seconds);
+    let line = closed_line(&r);
+    emit(out, a.json, &r, &line)?;
+    Ok(match reason {
+        CloseReason::TimedOut => EXIT_NO_CONNECTION,
+        _ => EXIT_OK,
+    })
+}
+
+#[derive(Serialize)]
+struct ListeningJson {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    address: String,
+    guid: u64,
+    protocol: u8,
+}
+
+fn minecraft_pong(text: &str, guid: u64, port: u16, max_clients: usize) -> Vec<u8> {
+    let values = [
+        "MCPE".to_string(),
+        text.replace(';', "\\;"),
+        "800".into(),
+        "1.21.80".into(),
+        "0".into(),
+        max_clients.to_string(),
+        guid.to_string(),
+        "raknet-dissect".into(),
+        "Survival".into(),
+        "1".into(),
+        port.to_string(),
+        port.to_string(),
+    ];
+    let motd = Motd {
+        fields: crate::wire::motd::MOTD_FIELDS
+            .iter()
+            .copied()
+            .zip(values)
+            .collect(),
+    };
+    let mut out = Vec::new();
+    motd.emit(&mut out);
+    out
+}
+
+pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
+    let listen = match resolve(&a.listen) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("raknet-dissect: --listen {e}");
+            return Ok(EXIT_USAGE);
+        }
+    };
+    let me = guid();
+    let mut cfg = ServerConfig {
+        guid: me,
+        protocol: a.dialect.protocol(),
+        max_clients: a.max_clients,
+        max_mtu: a.mtu.clamp(576, 1492),
+        address_count: a.dialect.addresses(),
+        ..ServerConfig::default()
+    };
+    let mut server = match Server::bind(listen, cfg.clone()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("raknet-dissect: cannot listen on {listen}: {e}");
+            return Ok(super::EXIT_ERROR);
+        }
+    };
+    let bound = server.local_addr()?;
+    cfg.pong = match (&a.motd, &a.pong_hex) {
+        (Some(text), _) => minecraft_pong(text, me, bound.port(), a.max_clients),
+        (None, Some(h)) => match parse_hex(h) {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("raknet-dissect: --pong-hex: {e}");
+                return Ok(EXIT_USAGE);
+            }
+        },
+        (None, None) => b"raknet-dissect".to_vec(),
+    };
+    server.set_pong(cfg.pong.clone());
+    let r = ListeningJson {
+        kind: "listening",
+        address: bound.to_string(),
+        guid: me,
+        protocol: cfg.protocol,
+    };
+    emit(out, a.json, &r, &format!("listening {bound}"))?;
+    loop {
+        let until = server.now() + Duration::from_millis(200);
+        server.step(until)?;
+        let mut done = false;
+        while let Some((peer, e)) = server.poll_event() {
+            match e {
+                Event::Connected => {
+                    let c = server.listener().connection(peer);
+                    let r = ConnectedJson {
+                        kind: "connected",
+                        peer: peer.to_string(),
+                        guid: c.and_then(|c| c.peer_guid),
+                        mtu: c.map_or(0, |c| c.mtu()),
+                        handshake_ms: None,
+                    };
+                    emit(out, a.json, &r, &format!("connected {peer}: MTU {}", r.mtu))?;
+                }
+                Event::Message(m) => {
+                    let r = PeerMessageJson::new(peer, "c2s", &m);
+                    let line = r.line();
+                    emit(out, a.json, &r, &line)?;
+                    if a.echo {
+                        server.send(peer, &m.data, m.reliability, m.channel.unwrap_or(0));
+                    }
+                }
+                Event::Closed(reason) => {
+                    if let Some(c) = server.listener().connection(peer) {
+                        let r = closed_record(peer, reason, c, 0.0);
+                        let line = closed_line(&r);
+                        emit(out, a.json, &r, &line)?;
+                    }
+                    done |= a.once;
+                }
+                _ => {}
+            }
+        }
+        if done {
+            // Let the last ACKs go out.
+            let until = server.now() + Duration::from_millis(50);
+            while server.now() < until {
+                server.step(until)?;
+            }
+            return Ok(EXIT_OK);
+        }
+    }
+}

@@ -1,0 +1,455 @@
+//! std UDP sockets driving `session/` as a real client or server
+//! (DESIGN.md, `peer/`). One non-blocking socket each, `poll(2)` for the
+//! next datagram or timer, no async runtime: a RakNet connection is one
+//! socket and a handful of timers.
+
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use crate::session::handshake::HandshakeEvent;
+use crate::session::{
+    ClientConfig, ClientHandshake, CloseReason, Connection, Event, HandshakeError, Listener,
+    ServerConfig,
+};
+use crate::wire::{Offline, Reader, Reliability};
+
+/// Socket buffers asked for: a bulk sender and its peer on loopback
+/// overflow the default 208 KiB quickly.
+const SOCKET_BUFFER: usize = 8 << 20;
+/// Largest datagram read.
+const MAX_DATAGRAM: usize = 65_536;
+
+/// Why a client could not connect, or a peer stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum PeerError {
+    #[error("{0}")]
+    Handshake(#[from] HandshakeError),
+    /// ICMP port unreachable: nothing listens there.
+    #[error("port unreachable: nothing listens on {0} (ICMP port unreachable)")]
+    PortUnreachable(SocketAddr),
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
+
+impl PeerError {
+    /// The step that failed, in the words of `handshake` outcomes.
+    pub fn step(&self) -> &'static str {
+        match self {
+            PeerError::Handshake(h) => h.step(),
+            PeerError::PortUnreachable(_) => "port_unreachable",
+            PeerError::Io(_) => "io_error",
+        }
+    }
+}
+
+/// A non-blocking UDP socket with the time since its creation as `now`.
+#[derive(Debug)]
+struct Socket {
+    sock: UdpSocket,
+    epoch: Instant,
+    rbuf: Vec<u8>,
+    /// A datagram the kernel would not take yet.
+    blocked: Option<(SocketAddr, Vec<u8>)>,
+}
+
+impl Socket {
+    fn bind(local: SocketAddr) -> io::Result<Socket> {
+        let domain = socket2::Domain::for_address(local);
+        let s = socket2::Socket::new(domain, socket2::Type::DGRAM, Some(socket2::Protocol::UDP))?;
+        if local.is_ipv6() {
+            // [::] listens on IPv6 only; use 0.0.0.0 for IPv4.
+            s.set_only_v6(true)?;
+        }
+        // Larger buffers where the system allows; the defaults still work.
+        let _ = s.set_recv_buffer_size(SOCKET_BUFFER);
+        let _ = s.set_send_buffer_size(SOCKET_BUFFER);
+        s.bind(&local.into())?;
+        s.set_nonblocking(true)?;
+        Ok(Socket {
+            sock: s.into(),
+            epoch: Instant::now(),
+            rbuf: vec![0; MAX_DATAGRAM],
+            blocked: None,
+        })
+    }
+
+    fn now(&self) -> Duration {
+        self.epoch.elapsed()
+    }
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.sock.local_addr()
+    }
+
+    /// Send, or keep the datagram for later when the kernel buffer is full.
+    /// False when it had to be kept.
+    fn send_to(&mut self, to: SocketAddr, bytes: &[u8]) -> io::Result<bool> {
+        match self.sock.send_to(bytes, to) {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                self.blocked = Some((to, bytes.to_vec()));
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Retry a kept datagram; true when nothing is kept any more.
+    fn unblock(&mut self) -> io::Result<bool> {
+        if let Some((to, bytes)) = self.blocked.take() {
+            return self.send_to(to, &bytes);
+        }
+        Ok(true)
+    }
+
+    /// Wait until a datagram can be read, the kept one can be written, or
+    /// `until` (time since the epoch) comes.
+    fn wait(&self, until: Duration) -> io::Result<()> {
+        let left = until.saturating_sub(self.now());
+        if left.is_zero() {
+            return Ok(());
+        }
+        let mut events = libc::POLLIN;
+        if self.blocked.is_some() {
+            events |= libc::POLLOUT;
+        }
+        let mut fd = libc::pollfd {
+            fd: self.sock.as_raw_fd(),
+            events,
+            revents: 0,
+        };
+        let ts = libc::timespec {
+            tv_sec: left.as_secs() as libc::time_t,
+            tv_nsec: left.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: one valid pollfd, a valid timespec, no signal mask.
+        let r = unsafe { libc::ppoll(&mut fd, 1, &ts, std::ptr::null()) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// The next datagram waiting, if any.
+    fn recv(&mut self) -> io::Result<Option<(SocketAddr, usize)>> {
+        match self.sock.recv_from(&mut self.rbuf) {
+            Ok((n, from)) => Ok(Some((from, n))),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// The result of an unconnected ping.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pong {
+    pub rtt: Duration,
+    pub server_guid: u64,
+    pub payload: Vec<u8>,
+}
+
+fn wildcard_for(target: SocketAddr) -> SocketAddr {
+    if target.is_ipv6() {
+        "[::]:0".parse().expect("a valid address")
+    } else {
+        "0.0.0.0:0".parse().expect("a valid address")
+    }
+}
+
+/// Map the error a connected UDP socket reports after an ICMP port unreachable.
+fn refused(e: io::Error, target: SocketAddr) -> PeerError {
+    if e.kind() == io::ErrorKind::ConnectionRefused {
+        PeerError::PortUnreachable(target)
+    } else {
+        PeerError::Io(e)
+    }
+}
+
+/// One unconnected ping (0x01); `Ok(None)` when no pong came within `timeout`.
+pub fn ping(target: SocketAddr, guid: u64, timeout: Duration) -> Result<Option<Pong>, PeerError> {
+    let mut s = Socket::bind(wildcard_for(target))?;
+    s.sock.connect(target)?;
+    let start = s.now();
+    let mut out = Vec::new();
+    Offline::UnconnectedPing {
+        open_connections: false,
+        time: start.as_millis() as u64,
+        client_guid: Some(guid),
+    }
+    .emit(&mut out);
+    s.sock.send(&out).map_err(|e| refused(e, target))?;
+    let until = start + timeout;
+    while s.now() < until {
+        s.wait(until)?;
+        while let Some((_, n)) = s.recv().map_err(|e| refused(e, target))? {
+            if let Ok(Offline::UnconnectedPong {
+                time,
+                server_guid,
+                payload,
+            }) = Offline::parse(&mut Reader::new(&s.rbuf[..n]))
+            {
+                if time == start.as_millis() as u64 {
+                    return Ok(Some(Pong {
+                        rtt: s.now() - start,
+                        server_guid,
+                        payload: payload.to_vec(),
+                    }));
+                }
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// A connected client.
+#[derive(Debug)]
+pub struct Client {
+    s: Socket,
+    conn: Connection,
+    server: SocketAddr,
+    out: Vec<u8>,
+    /// Time from the first request to ConnectionRequestAccepted.
+    pub handshake_time: Duration,
+    pub server_guid: Option<u64>,
+}
+
+impl Client {
+    /// Connect: offline handshake, then ConnectionRequest until it is
+    /// accepted. `on_step` hears each handshake step as it happens.
+    pub fn connect(
+        target: SocketAddr,
+        cfg: ClientConfig,
+        mut on_step: impl FnMut(Duration, &HandshakeEvent),
+    ) -> Result<Client, PeerError> {
+        let mut s = Socket::bind(wildcard_for(target))?;
+        // Connected, so that an ICMP port unreachable comes back as an error.
+        s.sock.connect(target)?;
+        let local = s.local_addr()?;
+        let start = s.now();
+        let mut hs = ClientHandshake::new(cfg, target, local, start);
+        let mut out = Vec::new();
+        let mut conn = loop {
+            let now = s.now();
+            if hs.poll_transmit(now, &mut out)? {
+                s.sock.send(&out).map_err(|e| refused(e, target))?;
+            }
+            while let Some(e) = hs.poll_event() {
+                on_step(now - start, &e);
+            }
+            s.wait(hs.poll_timeout())?;
+            let mut done = None;
+            while let Some((_, n)) = s.recv().map_err(|e| refused(e, target))? {
+                let now = s.now();
+                if let Some(c) = hs.handle(now, &s.rbuf[..n])? {
+                    done = Some(c);
+                    break;
+                }
+            }
+            while let Some(e) = hs.poll_event() {
+                on_step(s.now() - start, &e);
+            }
+            if let Some(c) = done {
+                break c;
+            }
+        };
+        let server_guid = hs.server_guid();
+        // The connected handshake: ConnectionRequest until accepted.
+        loop {
+            let now = s.now();
+            while conn.poll_transmit(now, &mut out) {
+                s.sock.send(&out).map_err(|e| refused(e, target))?;
+            }
+            match conn.poll_event() {
+                Some(Event::Connected) => break,
+                Some(Event::Closed(reason)) => {
+                    return Err(HandshakeError::ConnectionRequest(reason).into())
+                }
+                Some(_) => continue,
+                None => {}
+            }
+            s.wait(
+                conn.poll_timeout()
+                    .unwrap_or(now + Duration::from_millis(100)),
+            )?;
+            while let Some((_, n)) = s.recv().map_err(|e| refused(e, target))? {
+                let now = s.now();
+                let b = &s.rbuf[..n];
+                if b.first().is_some_and(|b| b & 0x80 != 0) {
+                    conn.handle(now, b);
+                }
+            }
+        }
+        Ok(Client {
+            handshake_time: s.now() - start,
+            s,
+            conn,
+            server: target,
+            out,
+            server_guid,
+        })
+    }
+
+    pub fn now(&self) -> Duration {
+        self.s.now()
+    }
+
+    pub fn server(&self) -> SocketAddr {
+        self.server
+    }
+
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    pub fn send(
+        &mut self,
+        data: &[u8],
+        reliability: Reliability,
+        channel: u8,
+        receipt: Option<u32>,
+    ) {
+        let now = self.s.now();
+        self.conn.send(now, data, reliability, channel, receipt);
+    }
+
+    /// Send what is due, then wait for a datagram or a timer, at most until
+    /// `until` (time since the client's epoch), and handle what came.
+    pub fn step(&mut self, until: Duration) -> Result<(), PeerError> {
+        let target = self.server;
+        if self.s.unblock().map_err(|e| refused(e, target))? {
+            let now = self.s.now();
+            while self.conn.poll_transmit(now, &mut self.out) {
+                let out = std::mem::take(&mut self.out);
+                let sent = self
+                    .s
+                    .send_to(target, &out)
+                    .map_err(|e| refused(e, target))?;
+                self.out = out;
+                if !sent {
+                    break;
+                }
+            }
+        }
+        let wake = self.conn.poll_timeout().map_or(until, |t| t.min(until));
+        self.s.wait(wake)?;
+        while let Some((from, n)) = self.s.recv().map_err(|e| refused(e, target))? {
+            if from == target {
+                let now = self.s.now();
+                self.conn.handle(now, &self.s.rbuf[..n]);
+            }
+        }
+        Ok(())
+    }
+
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.conn.poll_event()
+    }
+
+    /// Disconnect: send the notification, wait for its ACK (at most a
+    /// second), and report how the connection ended.
+    pub fn close(&mut self) -> Result<CloseReason, PeerError> {
+        let now = self.s.now();
+        self.conn.close(now);
+        let until = now + Duration::from_secs(3);
+        while self.s.now() < until {
+            if let Some(r) = self.conn.close_reason() {
+                // Flush a last ACK, if any.
+                let now = self.s.now();
+                while self.conn.poll_transmit(now, &mut self.out) {
+                    let _ = self.s.sock.send(&self.out);
+                }
+                return Ok(r);
+            }
+            self.step(until)?;
+        }
+        Ok(CloseReason::TimedOut)
+    }
+}
+
+/// A server on one socket.
+#[derive(Debug)]
+pub struct Server {
+    s: Socket,
+    listener: Listener,
+    out: Vec<u8>,
+}
+
+impl Server {
+    pub fn bind(local: SocketAddr, cfg: ServerConfig) -> io::Result<Server> {
+        let s = Socket::bind(local)?;
+        let bound = s.local_addr()?;
+        Ok(Server {
+            s,
+            listener: Listener::new(cfg, bound),
+            out: Vec::new(),
+        })
+    }
+
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.s.local_addr()
+    }
+
+    pub fn now(&self) -> Duration {
+        self.s.now()
+    }
+
+    /// The unconnected pong payload.
+    pub fn set_pong(&mut self, pong: Vec<u8>) {
+        self.listener.set_pong(pong);
+    }
+
+    pub fn listener(&self) -> &Listener {
+        &self.listener
+    }
+
+    pub fn send(&mut self, to: SocketAddr, data: &[u8], reliability: Reliability, channel: u8) {
+        let now = self.s.now();
+        self.listener.send(now, to, data, reliability, channel);
+    }
+
+    pub fn close_all(&mut self) {
+        let now = self.s.now();
+        self.listener.close_all(now);
+    }
+
+    /// Send what is due, wait for a datagram or a timer (at most until
+    /// `until`), and handle what came. Errors about single datagrams
+    /// (an ICMP error for a client gone) are not fatal.
+    pub fn step(&mut self, until: Duration) -> io::Result<()> {
+        if self.s.unblock().unwrap_or(true) {
+            let now = self.s.now();
+            while let Some(to) = self.listener.poll_transmit(now, &mut self.out) {
+                let out = std::mem::take(&mut self.out);
+                let sent = self.s.send_to(to, &out).unwrap_or(true);
+                self.out = out;
+                if !sent {
+                    break;
+                }
+            }
+        }
+        let wake = self.listener.poll_timeout().map_or(until, |t| t.min(until));
+        self.s.wait(wake)?;
+        loop {
+            match self.s.recv() {
+                Ok(Some((from, n))) => {
+                    let now = self.s.now();
+                    let Socket { rbuf, .. } = &self.s;
+                    self.listener.handle(now, from, &rbuf[..n]);
+                }
+                Ok(None) => break,
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    pub fn poll_event(&mut self) -> Option<(SocketAddr, Event)> {
+        self.listener.poll_event()
+    }
+}
