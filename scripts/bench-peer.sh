@@ -26,6 +26,8 @@
 #                 (Python and its imports for the original), connection and transfer
 #     MB/s        BENCH_BYTES / 10^6 / transfer s, and / wall s
 #     max RSS     of the client process (/usr/bin/time -f %M, when installed)
+#     drops       UDP datagrams the kernel dropped for want of receive buffer during the
+#                 run (RcvbufErrors of /proc/net/snmp: the whole machine's count)
 # A run fails the script unless the client and the server exit 0 and the server got exactly
 # N messages and BENCH_BYTES bytes.  It prints every run, the medians, the ratio ours /
 # original of the median MB/s (transfer; wall beside it) and PASS when ours >= original,
@@ -50,9 +52,16 @@
 #                             created when missing)
 #     BENCH_STRICT=1          exit 4 on MISS
 #
-# Needs: python3, timeout (coreutils); cargo only to build.  About 30 s per 100 MB run
-# pair on 2 CPUs (the original client does ~10-35 MB/s there, varying from run to run
-# with the machine's load: compare medians, and rerun with more RUNS when in doubt).
+# Variance: RakNet asks for a 256 KB socket receive buffer (512 KB on Linux).  The
+# original client's bursts overflow it: the kernel drops datagrams at the server's socket
+# (the drops column: a few hundred per 100 MB run), RakNet resends and slows down.  On 2
+# CPUs the original client did 10-15 MB/s that way (9-35 MB/s on 20 MB runs under load),
+# and PASS / MISS on 3 runs is then largely noise.  With BENCH_RCVBUF=8000000 there were no
+# drops and it did 36.3-36.8 MB/s in every run: use it (or more RUNS) to compare the
+# clients themselves; the default measures them against RakNet's own buffer.
+#
+# Needs: python3, timeout (coreutils); cargo only to build.  About 10-30 s per 100 MB run
+# pair on 2 CPUs.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -130,10 +139,16 @@ fill = bytes(0x86 + (b % 122) for b in range(256)) * (n // 256 + 1)
 print((b"\x86" + bytes(4) + fill)[:n].hex())' "$BENCH_SIZE")
 
 # --- one run ------------------------------------------------------------------------------
+# rcvbuf_errors: the kernel's count of UDP datagrams dropped for a full receive buffer.
+rcvbuf_errors() {
+    awk '/^Udp:/ { if (!n) { for (i = 1; i <= NF; i++) if ($i == "RcvbufErrors") c = i; n = 1 }
+                   else print $c }' /proc/net/snmp 2>/dev/null || echo "?"
+}
+
 # run_one WHO PORT: a fresh server on PORT, then client WHO (original | ours); appends
-# "WHO transfer_s wall_s rss_kb" to $TMP/results.
+# "WHO transfer_s wall_s rss_kb drops" to $TMP/results.
 run_one() {
-    local who=$1 port=$2 t0 status=0 sstatus=0 rss="?"
+    local who=$1 port=$2 t0 status=0 sstatus=0 rss="?" drops0 drops="?"
     local cmd
     if [ "$who" = original ]; then
         cmd=("$PY" "$ROOT/scripts/peers.py" client --connect "127.0.0.1:$port"
@@ -154,6 +169,7 @@ run_one() {
     grep -q '^listening ' "$TMP/server.out" ||
         { cat "$TMP/server.err" >&2; die "peers.py server did not start on port $port"; }
     local rsscmd=("${RSS_TOOL[@]/RSSFILE/$TMP/rss}")
+    drops0=$(rcvbuf_errors)
     t0=$(date +%s.%N)
     timeout "$BENCH_TIMEOUT" "${rsscmd[@]}" "${cmd[@]}" >"$TMP/client.out" 2>"$TMP/client.err" ||
         status=$?
@@ -170,10 +186,13 @@ run_one() {
         die "peers.py server (port $port, $who client) exited with status $sstatus"
     fi
     if [ ${#RSS_TOOL[@]} -gt 0 ]; then rss=$(tail -n 1 "$TMP/rss"); fi
-    python3 - "$TMP/server.err" "$who" "$t0" "$COUNT" "$BENCH_BYTES" "$rss" \
+    local drops1
+    drops1=$(rcvbuf_errors)
+    if [[ $drops0 =~ ^[0-9]+$ && $drops1 =~ ^[0-9]+$ ]]; then drops=$((drops1 - drops0)); fi
+    python3 - "$TMP/server.err" "$who" "$t0" "$COUNT" "$BENCH_BYTES" "$rss" "$drops" \
         >>"$TMP/results" <<'EOF' || die "$who client, port $port: see above"
 import re, sys
-err, who, t0, count, total, rss = sys.argv[1:]
+err, who, t0, count, total, rss, drops = sys.argv[1:]
 text = open(err).read()
 m = re.search(r"^server: (\d+) user messages, (\d+) bytes in ([\d.]+) s", text, re.M)
 e = re.search(r"^server: first user message at ([\d.]+), last at ([\d.]+)", text, re.M)
@@ -182,9 +201,9 @@ if not m or not e:
 if (int(m[1]), int(m[2])) != (int(count), int(total)):
     sys.exit("bench-peer: the server got %s messages, %s bytes; expected %s, %s"
              % (m[1], m[2], count, total))
-print(who, m[3], "%.6f" % (float(e[2]) - float(t0)), rss)
+print(who, m[3], "%.6f" % (float(e[2]) - float(t0)), rss, drops)
 EOF
-    say "$(tail -n 1 "$TMP/results")   (client, transfer s, wall s, max RSS KB)"
+    say "$(tail -n 1 "$TMP/results")   (client, transfer s, wall s, max RSS KB, drops)"
 }
 
 # --- the runs --------------------------------------------------------------------------------
@@ -220,14 +239,15 @@ rows = [line.split() for line in open(path) if line.strip()]
 mb = total / 1e6
 print("transfer = server's first to last user message; wall = client process start to the "
       "server's last")
-print("  %-9s %4s %11s %9s %15s %11s %11s" % ("client", "run", "transfer-s", "wall-s",
-                                             "MB/s-transfer", "MB/s-wall", "maxRSS-KB"))
+print("  %-9s %4s %11s %9s %15s %11s %11s %7s" % (
+    "client", "run", "transfer-s", "wall-s", "MB/s-transfer", "MB/s-wall", "maxRSS-KB", "drops"))
 med = {}
 for who in ("original", "ours"):
     mine = [r for r in rows if r[0] == who]
-    for k, (_, xfer, wall, rss) in enumerate(mine):
-        print("  %-9s %4d %11.3f %9.3f %15.2f %11.2f %11s" % (
-            who, k + 1, float(xfer), float(wall), mb / float(xfer), mb / float(wall), rss))
+    for k, (_, xfer, wall, rss, drops) in enumerate(mine):
+        print("  %-9s %4d %11.3f %9.3f %15.2f %11.2f %11s %7s" % (
+            who, k + 1, float(xfer), float(wall), mb / float(xfer), mb / float(wall), rss,
+            drops))
     if mine:
         x = statistics.median(float(r[1]) for r in mine)
         w = statistics.median(float(r[2]) for r in mine)

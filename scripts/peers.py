@@ -169,18 +169,22 @@ missing or a loss; 2 = bad arguments; 3 = --timeout (default 30 s) reached;
 case.
 
 Socket receive buffer (`--rcvbuf BYTES`, server and client): RakNet asks for
-SO_RCVBUF 256 KB (Linux doubles it: 512 KB, ~220 full datagrams).  When a burst
-of a big split message (the peer scenario's 1 MB) meets a busy CPU, the kernel
-drops datagrams at that socket (netstat -su: receive buffer errors); RakNet
-resends them, and the PyPI build, which joins split parts in arrival order (see
-"Scrambled split messages"), then delivers the message with its parts
-permuted: on a loaded 2-CPU machine, in about half the original-to-original
-runs of the peer scenario (with --echo, in both directions).  --rcvbuf raises
+SO_RCVBUF 256 KB (Linux doubles it: 512 KB, ~220 full datagrams).  The burst
+of a big split message (the peer scenario's 1 MB) can overflow it on loopback,
+even on an idle machine: the kernel drops datagrams at that socket (netstat
+-su: receive buffer errors); RakNet resends them, and the PyPI build, which
+joins split parts in arrival order (see "Scrambled split messages"), then
+delivers the message with its parts permuted.  On a 2-CPU machine the original
+server got the peer scenario's 1 MB message scrambled in 8 of 14
+original-to-original runs (every other message intact and in order; with
+--echo, the client's copy too, in most runs).  --rcvbuf raises
 the buffer of this peer's socket to BYTES (as given to setsockopt; Linux
 doubles it; SO_RCVBUFFORCE as root, else net.core.rmem_max caps it; never
 lowered), found through /proc by its port, as the Python API does not expose
-it.  With --rcvbuf 8000000 on both ends no datagram was dropped in 12 runs.
-It changes only the kernel's buffer, not what RakNet does with what arrives.
+it.  With --rcvbuf 8000000 no datagram was dropped in 12 runs of the peer
+scenario (6 with --echo and --rcvbuf on both ends).  It changes only the
+kernel's buffer, not what RakNet does with what arrives.  Bulk transfers suffer
+from the drops too (resends, a slower sender): see scripts/bench-peer.sh.
 
 Scrambled split messages: the PyPI build joins the parts of a split message in
 the order they ARRIVE (WIRE_FORMAT.md section 7), so with loss the application
@@ -212,7 +216,8 @@ Ground truth (`--out-json`): a JSON list, one object per packet returned by
   `offline` = delivered because of an offline message (0x01 at the server; 0x1C
   at the client is rewritten by RakNet as id | u32 ping ms | pong payload;
   0x19/0x14 replies); `local` = generated locally, never on the wire
-  (0x0E/0x0F send receipts with a u32 receipt number, 0x11, 0x16).
+  (0x0E/0x0F send receipts with a u32 receipt number, little-endian: the
+  number send() returned, counting every send from 1; 0x11, 0x16).
 
 `--sent-json` writes what was sent: {"scenario", "seed", "server",
 "client_port", "connect_port", "protocol", "client_protocol", "internal_ids",
@@ -329,6 +334,10 @@ class Timeout(Exception):
     pass
 
 
+class Stopped(Exception):
+    """SIGTERM (server and client): stop, write the files, exit 128 + 15."""
+
+
 def grow_rcvbuf(peer, size):
     """Raise SO_RCVBUF of `peer`'s UDP socket to `size` (never lower it): the
     Python API has no access to the socket, so find its descriptor by the bound
@@ -369,10 +378,6 @@ def grow_rcvbuf(peer, size):
     if got is None:
         print("peers.py: --rcvbuf: cannot find the socket of port %d" % port, file=sys.stderr)
     return got
-
-
-class Stopped(Exception):
-    """SIGTERM (server and client): stop, write the files, exit 128 + 15."""
 
 
 def log(args, *a):

@@ -36,7 +36,8 @@ pub struct DialectArgs {
     /// Defaults for the protocol byte and address count.
     #[arg(long, value_enum, default_value = "original")]
     pub dialect: Dialect,
-    /// RakNet protocol byte (default: 6 original, 11 Minecraft).
+    /// RakNet protocol byte (default: 6 original, 11 Minecraft; a Minecraft
+    /// server accepts 9, 10 and 11 unless this is given).
     #[arg(long, value_name = "V")]
     pub protocol: Option<u8>,
     /// Internal addresses in the connected handshake (default: 10 original, 20 Minecraft).
@@ -50,6 +51,14 @@ impl DialectArgs {
             Dialect::Original => PROTOCOL_ORIGINAL,
             Dialect::Minecraft => PROTOCOL_MINECRAFT,
         })
+    }
+    /// Protocol bytes a server accepts.
+    fn accepted(&self) -> Vec<u8> {
+        match (self.protocol, self.dialect) {
+            (Some(p), _) => vec![p],
+            (None, Dialect::Original) => vec![PROTOCOL_ORIGINAL],
+            (None, Dialect::Minecraft) => vec![9, 10, PROTOCOL_MINECRAFT],
+        }
     }
     fn addresses(&self) -> usize {
         self.addresses.unwrap_or(match self.dialect {
@@ -626,6 +635,7 @@ pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let mut cfg = ServerConfig {
         guid: me,
         protocol: a.dialect.protocol(),
+        accept_protocols: a.dialect.accepted(),
         max_clients: a.max_clients,
         max_mtu: a.mtu.clamp(576, 1492),
         address_count: a.dialect.addresses(),

@@ -187,19 +187,19 @@ pub fn ping(target: SocketAddr, guid: u64, timeout: Duration) -> Result<Option<P
     while s.now() < until {
         s.wait(until)?;
         while let Some((_, n)) = s.recv().map_err(|e| refused(e, target))? {
+            // Any pong from the target: some servers (rust-raknet 1.4) put
+            // their own clock there instead of echoing the ping's time.
             if let Ok(Offline::UnconnectedPong {
-                time,
                 server_guid,
                 payload,
+                ..
             }) = Offline::parse(&mut Reader::new(&s.rbuf[..n]))
             {
-                if time == start.as_millis() as u64 {
-                    return Ok(Some(Pong {
-                        rtt: s.now() - start,
-                        server_guid,
-                        payload: payload.to_vec(),
-                    }));
-                }
+                return Ok(Some(Pong {
+                    rtt: s.now() - start,
+                    server_guid,
+                    payload: payload.to_vec(),
+                }));
             }
         }
     }

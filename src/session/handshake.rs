@@ -313,8 +313,11 @@ impl ClientHandshake {
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     pub guid: u64,
-    /// The protocol byte accepted; other versions get 0x19.
+    /// The protocol byte named in 0x19 refusals.
     pub protocol: u8,
+    /// Protocol bytes accepted in Open Connection Request 1 (empty: only
+    /// `protocol`); others get 0x19.
+    pub accept_protocols: Vec<u8>,
     /// The unconnected pong payload (raw; a Minecraft MOTD is length-prefixed).
     pub pong: Vec<u8>,
     /// Connected clients at most; more get 0x14.
@@ -331,6 +334,7 @@ impl Default for ServerConfig {
         ServerConfig {
             guid: 0,
             protocol: PROTOCOL_ORIGINAL,
+            accept_protocols: Vec::new(),
             pong: Vec::new(),
             max_clients: 32,
             max_pending: 256,
@@ -437,7 +441,12 @@ impl Listener {
                 }
             }
             Offline::OpenConnectionRequest1 { protocol, mtu } => {
-                if protocol != self.cfg.protocol {
+                let accepted = if self.cfg.accept_protocols.is_empty() {
+                    protocol == self.cfg.protocol
+                } else {
+                    self.cfg.accept_protocols.contains(&protocol)
+                };
+                if !accepted {
                     self.stats.refused += 1;
                     self.reply(
                         from,
