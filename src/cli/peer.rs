@@ -90,7 +90,8 @@ pub struct ConnectArgs {
     #[arg(value_name = "HOST:PORT")]
     pub target: String,
     /// A message to send, in hex (its first byte is the message id); `-`
-    /// reads one hex message per line from standard input. Repeatable.
+    /// reads one message per line from standard input: `HEX`, or
+    /// `RELIABILITY[/CHANNEL] HEX` for that message's own. Repeatable.
     #[arg(long = "send", value_name = "HEX")]
     pub send: Vec<String>,
     /// Send the messages N times over (a bulk transfer).
@@ -437,22 +438,62 @@ fn step_line(e: &HandshakeEvent) -> String {
     }
 }
 
+/// One message to send, with its reliability and channel.
+struct Outgoing {
+    data: Vec<u8>,
+    reliability: Reliability,
+    channel: u8,
+}
+
+/// A standard-input line: `HEX`, or `RELIABILITY[/CHANNEL] HEX` to override
+/// `--reliability` and `--channel` for that message.
+fn parse_line(line: &str, a: &ConnectArgs) -> Result<Outgoing, String> {
+    let (mut reliability, mut channel) = (a.reliability, a.channel);
+    let hex_part = match line.split_once(char::is_whitespace) {
+        Some((head, rest)) => {
+            let (r, c) = head.split_once('/').unwrap_or((head, ""));
+            reliability = parse_reliability(r)?;
+            if !c.is_empty() {
+                channel = c
+                    .parse::<u8>()
+                    .ok()
+                    .filter(|c| *c < 32)
+                    .ok_or_else(|| format!("{c:?} is not a channel (0 to 31)"))?;
+            }
+            rest
+        }
+        None => line,
+    };
+    Ok(Outgoing {
+        data: parse_hex(hex_part)?,
+        reliability,
+        channel,
+    })
+}
+
 /// Messages to send: `--send` values, `-` for standard input lines.
-fn messages(a: &ConnectArgs) -> Result<Vec<Vec<u8>>, String> {
+fn messages(a: &ConnectArgs) -> Result<Vec<Outgoing>, String> {
     let mut v = Vec::new();
     for s in &a.send {
         if s == "-" {
-            for line in io::stdin().lock().lines() {
+            for (n, line) in io::stdin().lock().lines().enumerate() {
                 let line = line.map_err(|e| format!("standard input: {e}"))?;
                 if !line.trim().is_empty() {
-                    v.push(parse_hex(line.trim())?);
+                    v.push(
+                        parse_line(line.trim(), a)
+                            .map_err(|e| format!("standard input line {}: {e}", n + 1))?,
+                    );
                 }
             }
         } else {
-            v.push(parse_hex(s)?);
+            v.push(Outgoing {
+                data: parse_hex(s)?,
+                reliability: a.reliability,
+                channel: a.channel,
+            });
         }
     }
-    if v.iter().any(Vec::is_empty) {
+    if v.iter().any(|m| m.data.is_empty()) {
         return Err("an empty message cannot be sent".into());
     }
     Ok(v)
@@ -549,7 +590,7 @@ pub fn run_connect(a: &ConnectArgs, out: &mut impl Write) -> anyhow::Result<u8> 
     while closed.is_none() && (next < total || !client.connection().is_idle()) {
         while next < total && client.connection().queued_bytes() < QUEUE_AHEAD {
             let m = &msgs[(next % msgs.len() as u64) as usize];
-            client.send(m, a.reliability, a.channel, Some(next as u32));
+            client.send(&m.data, m.reliability, m.channel, Some(next as u32));
             next += 1;
         }
         let until = client.now() + Duration::from_millis(50);
