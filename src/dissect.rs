@@ -38,6 +38,14 @@ impl Dir {
             Dir::S2c => "s2c",
         }
     }
+
+    /// The other direction.
+    pub fn reverse(self) -> Dir {
+        match self {
+            Dir::C2s => Dir::S2c,
+            Dir::S2c => Dir::C2s,
+        }
+    }
 }
 
 /// Something wrong or notable about a packet.

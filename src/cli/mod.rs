@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod handshake;
 mod peer;
 
 use crate::capture::CaptureReader;
@@ -61,6 +62,8 @@ pub enum Command {
     Messages(MessagesArgs),
     /// A table of the flows: roles, handshake, counts, loss, resends, RTT.
     Flows(FlowsArgs),
+    /// Each connection attempt: a timeline of handshake steps, an outcome and a diagnosis.
+    Handshake(handshake::HandshakeArgs),
     /// Unconnected ping: latency, server GUID, pong payload (Minecraft MOTD fields).
     Ping(peer::PingArgs),
     /// Connect to a server as a RakNet client, send messages, print what comes back.
@@ -209,6 +212,7 @@ pub fn main() -> ExitCode {
         None => run_read(&cli.read, &mut out),
         Some(Command::Messages(a)) => run_messages(&a, &mut out),
         Some(Command::Flows(a)) => run_flows(&a, &mut out),
+        Some(Command::Handshake(a)) => handshake::run_handshake(&a, &mut out),
         Some(Command::Ping(a)) => peer::run_ping(&a, &mut out),
         Some(Command::Connect(a)) => peer::run_connect(&a, &mut out),
         Some(Command::Serve(a)) => peer::run_serve(&a, &mut out),

@@ -10,6 +10,8 @@
 //! windows of fixed size; flows are evicted when idle and, past `max_flows`,
 //! least recently seen first.
 
+pub mod handshake;
+
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::net::SocketAddr;

@@ -481,6 +481,9 @@ impl SendHalf {
 
     fn congestion_nack(&mut self, _seq: u32) {
         if !self.backed_off {
+            // As the original's OnNAK: only the threshold; halving the
+            // window too measured 13 MB/s against 60-110 MB/s to an
+            // original server on loopback.
             self.ssthresh = (self.cwnd / 2).max(self.cfg.mtu as usize * 2);
             self.backed_off = true;
             self.block_end = self.next_seq;

@@ -1,0 +1,479 @@
+//! Connection attempts as a capture shows them: a timeline of handshake
+//! steps per attempt and an `outcome` with a one-line `diagnosis`
+//! (`raknet-dissect handshake`).
+//!
+//! Fed every dissected packet, the messages the mirror delivered because of
+//! it, and ICMP errors quoting a flow's UDP. An attempt starts with the first
+//! ping or Open Connection Request 1 of a flow, or with one that follows a
+//! finished attempt (refused, connected, disconnected). Memory: a bounded
+//! number of steps per attempt (the rest are counted) and of attempts per
+//! flow; the flows themselves are bounded by the dissector's table.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::dissect::{Body, Dir, Packet};
+use crate::wire::ids::{
+    ALREADY_CONNECTED, CONNECTION_BANNED, IP_RECENTLY_CONNECTED, NO_FREE_INCOMING_CONNECTIONS,
+};
+use crate::wire::{Datagram, Offline};
+
+/// Steps kept per attempt; later ones are counted in `steps_omitted`.
+const MAX_STEPS: usize = 64;
+/// Attempts kept per flow; older ones are reported at once when exceeded.
+const MAX_ATTEMPTS: usize = 16;
+
+/// Every outcome, in the order they are decided (the first that applies).
+pub const OUTCOMES: [(&str, &str); 18] = [
+    ("port_unreachable", "an ICMP port unreachable came back for the client's datagrams"),
+    ("incompatible_protocol", "the server answered ID_INCOMPATIBLE_PROTOCOL_VERSION"),
+    ("already_connected", "the server answered ID_ALREADY_CONNECTED"),
+    ("no_free_incoming_connections", "the server answered ID_NO_FREE_INCOMING_CONNECTIONS: full"),
+    ("banned", "the server answered ID_CONNECTION_BANNED"),
+    ("ip_recently_connected", "the server answered ID_IP_RECENTLY_CONNECTED"),
+    ("disconnected_by_client", "connected, then the client sent ID_DISCONNECTION_NOTIFICATION"),
+    ("disconnected_by_server", "connected, then the server sent ID_DISCONNECTION_NOTIFICATION"),
+    ("timed_out", "connected, then one side went silent for the time-out while the other kept sending"),
+    ("connected", "connected, and still so when the capture ended"),
+    ("no_new_incoming_connection", "ConnectionRequestAccepted came, NewIncomingConnection never did"),
+    ("connection_request_unanswered", "reply 2 came, ConnectionRequest got no ConnectionRequestAccepted"),
+    ("no_reply_2", "reply 1 came, Open Connection Request 2 got no reply"),
+    ("mtu_probes_unanswered", "no Open Connection Reply 1 to any Open Connection Request 1"),
+    ("no_reply_to_ping", "unconnected pings got no pong, and no connection was tried"),
+    ("pinged", "unconnected pings answered; no connection was tried"),
+    ("capture_ended", "the capture ended while the handshake was still under way"),
+    ("other", "none of the above"),
+];
+
+/// A peer silent this long while the other keeps sending has timed out
+/// (the original's default time-out).
+pub const TIMEOUT: Duration = Duration::from_secs(10);
+/// A request with no reply this long before the capture ended (or sent
+/// this many times) counts as unanswered, not as cut off by the capture.
+const UNANSWERED_AFTER: Duration = Duration::from_secs(1);
+
+/// One step of an attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// Capture time.
+    pub ts: Duration,
+    pub frame: u64,
+    pub dir: Option<Dir>,
+    pub step: &'static str,
+    pub detail: String,
+}
+
+/// One connection attempt and what became of it.
+#[derive(Debug, Clone, Default)]
+pub struct Attempt {
+    pub flow: u32,
+    /// 1-based, per flow.
+    pub number: u32,
+    pub client: Option<SocketAddr>,
+    pub server: Option<SocketAddr>,
+    pub start: Duration,
+    pub end: Duration,
+    pub steps: Vec<Step>,
+    pub steps_omitted: u32,
+    pub pings: u32,
+    pub pongs: u32,
+    pub request1_mtus: Vec<u16>,
+    pub reply1_mtu: Option<u16>,
+    pub request2: u32,
+    pub reply2_mtu: Option<u16>,
+    pub client_protocol: Option<u8>,
+    pub server_protocol: Option<u8>,
+    pub refusal: Option<u8>,
+    connection_request_seq: Option<u32>,
+    pub connection_request: bool,
+    pub connection_request_acked: bool,
+    pub accepted: bool,
+    pub new_incoming_connection: bool,
+    pub first_data: Option<Duration>,
+    pub disconnected_by: Option<Dir>,
+    pub icmp: Option<String>,
+    last_request: Duration,
+    last_c2s: Option<Duration>,
+    last_s2c: Option<Duration>,
+    pub outcome: &'static str,
+    pub diagnosis: String,
+}
+
+impl Attempt {
+    fn step(&mut self, p: &Packet<'_>, step: &'static str, detail: String) {
+        self.step_at(p.ts, p.frame, Some(p.dir), step, detail);
+    }
+
+    fn step_at(&mut self, ts: Duration, frame: u64, dir: Option<Dir>, step: &'static str, detail: String) {
+        if self.steps.len() < MAX_STEPS {
+            self.steps.push(Step {
+                ts,
+                frame,
+                dir,
+                step,
+                detail,
+            });
+        } else {
+            self.steps_omitted += 1;
+        }
+    }
+
+    /// No further handshake step can follow: a new request starts a new attempt.
+    fn finished(&self) -> bool {
+        self.refusal.is_some()
+            || self.server_protocol.is_some()
+            || self.disconnected_by.is_some()
+            || self.new_incoming_connection
+    }
+
+    fn secs(&self, t: Duration) -> f64 {
+        t.saturating_sub(self.start).as_secs_f64()
+    }
+
+    /// Decide the outcome, the capture having ended at `end`.
+    fn decide(&mut self, end: Duration) {
+        let waited = end.saturating_sub(self.last_request) >= UNANSWERED_AFTER;
+        let probes = || {
+            let mut mtus: Vec<String> = Vec::new();
+            for m in &self.request1_mtus {
+                if mtus.last() != Some(&m.to_string()) {
+                    mtus.push(m.to_string());
+                }
+            }
+            mtus.join(", ")
+        };
+        let fallback = match (self.request1_mtus.first(), self.reply1_mtu) {
+            (Some(&first), Some(got)) if got < first => format!(
+                "; MTU fell back from {first} to {got}: the larger probes went unanswered"
+            ),
+            _ => String::new(),
+        };
+        let (outcome, diagnosis) = if let Some(kind) = &self.icmp {
+            (
+                "port_unreachable",
+                match kind.as_str() {
+                    "port_unreachable" => format!(
+                        "nothing listens on {}: the kernel answered ICMP port unreachable",
+                        self.server.map_or("the server".into(), |s| s.to_string())
+                    ),
+                    other => format!("an ICMP error ({other}) came back for the client's datagrams"),
+                },
+            )
+        } else if let Some(server) = self.server_protocol {
+            (
+                "incompatible_protocol",
+                format!(
+                    "the client speaks RakNet protocol {} and the server {server}",
+                    self.client_protocol
+                        .map_or("?".into(), |c| c.to_string())
+                ),
+            )
+        } else if let Some(id) = self.refusal {
+            match id {
+                ALREADY_CONNECTED => (
+                    "already_connected",
+                    "the server still holds a connection from this address or GUID".into(),
+                ),
+                NO_FREE_INCOMING_CONNECTIONS => (
+                    "no_free_incoming_connections",
+                    "the server is full: it accepts no more incoming connections".into(),
+                ),
+                CONNECTION_BANNED => ("banned", "the server has banned this client".into()),
+                IP_RECENTLY_CONNECTED => (
+                    "ip_recently_connected",
+                    "this address connected less than the server's limit ago".into(),
+                ),
+                other => ("other", format!("refused with id {other:#04x}")),
+            }
+        } else if let Some(dir) = self.disconnected_by {
+            match dir {
+                Dir::C2s => (
+                    "disconnected_by_client",
+                    format!("connected, the client disconnected after {:.3} s", self.secs(end)),
+                ),
+                Dir::S2c => (
+                    "disconnected_by_server",
+                    format!("connected, the server disconnected after {:.3} s", self.secs(end)),
+                ),
+            }
+        } else if self.new_incoming_connection || self.accepted {
+            let (c, s) = (self.last_c2s.unwrap_or(end), self.last_s2c.unwrap_or(end));
+            if c >= s + TIMEOUT {
+                (
+                    "timed_out",
+                    format!(
+                        "the server went silent at {:.3} s; the client kept sending for {:.1} s",
+                        self.secs(s),
+                        (c - s).as_secs_f64()
+                    ),
+                )
+            } else if s >= c + TIMEOUT {
+                (
+                    "timed_out",
+                    format!(
+                        "the client went silent at {:.3} s; the server kept sending for {:.1} s",
+                        self.secs(c),
+                        (s - c).as_secs_f64()
+                    ),
+                )
+            } else if !self.new_incoming_connection {
+                if waited {
+                    (
+                        "no_new_incoming_connection",
+                        "the server accepted, the client never sent NewIncomingConnection".into(),
+                    )
+                } else {
+                    ("capture_ended", "the capture ended after ConnectionRequestAccepted".into())
+                }
+            } else {
+                ("connected", format!("connected in {:.3} s{fallback}", self.connected_in()))
+            }
+        } else if self.connection_request || self.reply2_mtu.is_some() {
+            if waited || !self.connection_request {
+                let acked = if self.connection_request_acked {
+                    "acknowledged but not accepted"
+                } else if self.connection_request {
+                    "never acknowledged"
+                } else {
+                    "never sent"
+                };
+                (
+                    "connection_request_unanswered",
+                    format!("reply 2 came; the ConnectionRequest was {acked}{fallback}"),
+                )
+            } else {
+                ("capture_ended", "the capture ended after ConnectionRequest".into())
+            }
+        } else if self.reply1_mtu.is_some() {
+            if waited || self.request2 >= 2 {
+                (
+                    "no_reply_2",
+                    format!(
+                        "reply 1 came; {} Open Connection Request 2 got no reply{fallback}",
+                        self.request2
+                    ),
+                )
+            } else {
+                ("capture_ended", "the capture ended after reply 1".into())
+            }
+        } else if !self.request1_mtus.is_empty() {
+            if waited || self.request1_mtus.len() >= 2 {
+                (
+                    "mtu_probes_unanswered",
+                    format!(
+                        "{} Open Connection Request 1 (MTU {}) got no reply: no server, a server with no free slot \
+                         for unconnected peers, or datagrams of that size dropped on the way",
+                        self.request1_mtus.len(),
+                        probes()
+                    ),
+                )
+            } else {
+                ("capture_ended", "the capture ended after Open Connection Request 1".into())
+            }
+        } else if self.pings > 0 && self.pongs == 0 {
+            if waited || self.pings >= 2 {
+                ("no_reply_to_ping", format!("{} unconnected pings got no pong", self.pings))
+            } else {
+                ("capture_ended", "the capture ended after an unconnected ping".into())
+            }
+        } else if self.pongs > 0 {
+            ("pinged", format!("{} pings, {} pongs; no connection tried", self.pings, self.pongs))
+        } else {
+            ("other", "no handshake step seen".into())
+        };
+        self.outcome = outcome;
+        self.diagnosis = diagnosis;
+        self.end = end;
+    }
+
+    fn connected_in(&self) -> f64 {
+        self.steps
+            .iter()
+            .find(|s| s.step == "new_incoming_connection")
+            .map_or(0.0, |s| self.secs(s.ts))
+    }
+}
+
+#[derive(Debug, Default)]
+struct FlowAttempts {
+    attempts: Vec<Attempt>,
+    count: u32,
+}
+
+/// The attempts of every flow of a capture.
+#[derive(Debug, Default)]
+pub struct HandshakeTracker {
+    flows: BTreeMap<u32, FlowAttempts>,
+    /// Attempts pushed out of a flow's bounded list, decided already.
+    done: Vec<Attempt>,
+    last_ts: Duration,
+}
+
+impl HandshakeTracker {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn current(&mut self, flow: u32, ts: Duration, new_attempt: bool) -> &mut Attempt {
+        let f = self.flows.entry(flow).or_default();
+        let start_new = match f.attempts.last() {
+            None => true,
+            Some(a) => new_attempt && a.finished(),
+        };
+        if start_new {
+            if f.attempts.len() >= MAX_ATTEMPTS {
+                let mut old = f.attempts.remove(0);
+                old.decide(old.last_c2s.max(old.last_s2c).unwrap_or(old.start));
+                self.done.push(old);
+            }
+            f.count += 1;
+            f.attempts.push(Attempt {
+                flow,
+                number: f.count,
+                start: ts,
+                last_request: ts,
+                ..Attempt::default()
+            });
+        }
+        f.attempts.last_mut().expect("an attempt was just made if there was none")
+    }
+
+    /// A RakNet packet, with the messages the mirror delivered because of it.
+    pub fn observe(&mut self, p: &Packet<'_>, delivered: &[crate::mirror::Message]) {
+        self.last_ts = self.last_ts.max(p.ts);
+        let starts = matches!(
+            &p.body,
+            Body::Offline {
+                msg: Some(Offline::UnconnectedPing { .. } | Offline::OpenConnectionRequest1 { .. }),
+                ..
+            }
+        ) && p.dir == Dir::C2s;
+        // A flow first seen mid-connection has no attempt until something happens.
+        let a = self.current(p.flow, p.ts, starts);
+        let (client, server) = match p.dir {
+            Dir::C2s => (p.src, p.dst),
+            Dir::S2c => (p.dst, p.src),
+        };
+        a.client.get_or_insert(client);
+        a.server.get_or_insert(server);
+        match p.dir {
+            Dir::C2s => a.last_c2s = Some(p.ts),
+            Dir::S2c => a.last_s2c = Some(p.ts),
+        }
+        match &p.body {
+            Body::Offline { msg: Some(m), .. } => match m {
+                Offline::UnconnectedPing { .. } => {
+                    a.pings += 1;
+                    a.last_request = p.ts;
+                    a.step(p, "unconnected_ping", String::new());
+                }
+                Offline::UnconnectedPong { server_guid, payload, .. } => {
+                    a.pongs += 1;
+                    a.step(
+                        p,
+                        "unconnected_pong",
+                        format!("server guid {server_guid:#018x}, {} bytes of payload", payload.len()),
+                    );
+                }
+                Offline::OpenConnectionRequest1 { protocol, mtu } => {
+                    a.request1_mtus.push(*mtu);
+                    a.client_protocol = Some(*protocol);
+                    a.last_request = p.ts;
+                    a.step(p, "open_connection_request_1", format!("protocol {protocol}, MTU {mtu}"));
+                }
+                Offline::OpenConnectionReply1 { mtu, server_guid, .. } => {
+                    a.reply1_mtu.get_or_insert(*mtu);
+                    a.step(p, "open_connection_reply_1", format!("server guid {server_guid:#018x}, MTU {mtu}"));
+                }
+                Offline::OpenConnectionRequest2 { mtu, .. } => {
+                    a.request2 += 1;
+                    a.last_request = p.ts;
+                    a.step(p, "open_connection_request_2", format!("MTU {mtu}"));
+                }
+                Offline::OpenConnectionReply2 { mtu, .. } => {
+                    a.reply2_mtu.get_or_insert(*mtu);
+                    a.step(p, "open_connection_reply_2", format!("MTU {mtu}"));
+                }
+                Offline::IncompatibleProtocolVersion { protocol, .. } => {
+                    a.server_protocol = Some(*protocol);
+                    a.step(p, "incompatible_protocol_version", format!("the server's protocol {protocol}"));
+                }
+                Offline::Refusal { id, .. } => {
+                    a.refusal = Some(*id);
+                    a.step(p, "refused", crate::wire::message_name(*id).into_owned());
+                }
+                _ => {}
+            },
+            Body::Datagram(Some(Datagram::Data(d))) => {
+                if p.dir == Dir::C2s
+                    && a.connection_request_seq.is_none()
+                    && d.capsules.iter().any(|c| c.message_id() == Some(0x09))
+                {
+                    a.connection_request_seq = Some(d.seq);
+                    a.connection_request = true;
+                    a.last_request = p.ts;
+                    a.step(p, "connection_request", format!("in datagram #{}", d.seq));
+                }
+            }
+            Body::Datagram(Some(Datagram::Ack(l))) => {
+                if let (Dir::S2c, Some(seq), false) =
+                    (p.dir, a.connection_request_seq, a.connection_request_acked)
+                {
+                    if l.ranges.iter().any(|r| (r.min..=r.max).contains(&seq)) {
+                        a.connection_request_acked = true;
+                        a.step(p, "connection_request_acked", format!("datagram #{seq}"));
+                    }
+                }
+            }
+            _ => {}
+        }
+        for m in delivered.iter().filter(|m| m.flow == p.flow) {
+            let Some(&id) = m.data.first() else { continue };
+            match (id, m.dir) {
+                (0x10, Dir::S2c) if !a.accepted => {
+                    a.accepted = true;
+                    a.step(p, "connection_request_accepted", String::new());
+                }
+                (0x13, Dir::C2s) if !a.new_incoming_connection => {
+                    a.new_incoming_connection = true;
+                    a.step(p, "new_incoming_connection", String::new());
+                }
+                (0x15, dir) if a.disconnected_by.is_none() => {
+                    a.disconnected_by = Some(dir);
+                    let who = if dir == Dir::C2s { "by the client" } else { "by the server" };
+                    a.step(p, "disconnection_notification", who.into());
+                }
+                (id, dir) if (id >= 0x86 || id == 0xfe) && a.first_data.is_none() => {
+                    a.first_data = Some(m.ts);
+                    a.step(p, "first_data", format!("{} {} bytes", dir.as_str(), m.data.len()));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// An ICMP error quoting a datagram of flow `flow` (sent in direction `dir`).
+    pub fn icmp(&mut self, flow: u32, dir: Dir, ts: Duration, frame: u64, kind: &str) {
+        self.last_ts = self.last_ts.max(ts);
+        let a = self.current(flow, ts, false);
+        if a.icmp.is_none() {
+            a.icmp = Some(kind.to_string());
+        }
+        a.step_at(ts, frame, Some(dir.reverse()), "icmp", kind.to_string());
+    }
+
+    /// Every attempt, decided as of the end of the capture, in flow order.
+    pub fn finish(mut self) -> Vec<Attempt> {
+        let end = self.last_ts;
+        let mut all = std::mem::take(&mut self.done);
+        for (_, f) in std::mem::take(&mut self.flows) {
+            for mut a in f.attempts {
+                a.decide(end);
+                all.push(a);
+            }
+        }
+        all.sort_by_key(|a| (a.flow, a.number));
+        all
+    }
+}
