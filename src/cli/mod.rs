@@ -70,6 +70,8 @@ pub enum Command {
     Connect(peer::ConnectArgs),
     /// A RakNet server that prints the messages it receives (and can echo them).
     Serve(peer::ServeArgs),
+    /// Perform a handshake live, one line per step, ending with the outcome and a diagnosis.
+    Probe(peer::ProbeArgs),
 }
 
 /// Where the capture comes from and which UDP is RakNet (every command).
@@ -216,6 +218,7 @@ pub fn main() -> ExitCode {
         Some(Command::Ping(a)) => peer::run_ping(&a, &mut out),
         Some(Command::Connect(a)) => peer::run_connect(&a, &mut out),
         Some(Command::Serve(a)) => peer::run_serve(&a, &mut out),
+        Some(Command::Probe(a)) => peer::run_probe(&a, &mut out),
     };
     let code = match result {
         Ok(code) => code,

@@ -435,6 +435,10 @@ fn step_line(e: &HandshakeEvent) -> String {
             format!("open connection request 2 sent (MTU {mtu})")
         }
         HandshakeEvent::Reply2 { mtu } => format!("open connection reply 2: MTU {mtu}"),
+        HandshakeEvent::ConnectionRequestSent => "connection request sent".into(),
+        HandshakeEvent::Accepted => {
+            "connection request accepted; new incoming connection sent".into()
+        }
     }
 }
 
@@ -754,4 +758,157 @@ pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
             return Ok(EXIT_OK);
         }
     }
+}
+
+#[derive(Args, Debug)]
+pub struct ProbeArgs {
+    /// The server, HOST:PORT (IPv6 as [ADDR]:PORT).
+    #[arg(value_name = "HOST:PORT")]
+    pub target: String,
+    /// Largest MTU to probe with.
+    #[arg(long, value_name = "M")]
+    pub mtu: Option<u16>,
+    #[command(flatten)]
+    pub dialect: DialectArgs,
+    /// NDJSON: `step` records as they happen, then one `probe` record.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Serialize)]
+struct ProbeStepJson {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    t: f64,
+    step: &'static str,
+    detail: String,
+}
+
+#[derive(Serialize)]
+struct ProbeJson {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    target: String,
+    outcome: &'static str,
+    diagnosis: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mtu: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_guid: Option<u64>,
+    seconds: f64,
+}
+
+fn probe_step_name(e: &HandshakeEvent) -> &'static str {
+    match e {
+        HandshakeEvent::Request1Sent { .. } => "open_connection_request_1",
+        HandshakeEvent::Reply1 { .. } => "open_connection_reply_1",
+        HandshakeEvent::Request2Sent { .. } => "open_connection_request_2",
+        HandshakeEvent::Reply2 { .. } => "open_connection_reply_2",
+        HandshakeEvent::ConnectionRequestSent => "connection_request",
+        HandshakeEvent::Accepted => "connection_request_accepted",
+    }
+}
+
+/// `probe`: the handshake steps performed live, one line each as it
+/// happens, then the outcome and a diagnosis, in the words of `handshake`.
+pub fn run_probe(a: &ProbeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
+    let target = match resolve(&a.target) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("raknet-dissect: {e}");
+            return Ok(EXIT_USAGE);
+        }
+    };
+    let started = std::time::Instant::now();
+    let step = |out: &mut dyn Write, t: Duration, name: &'static str, detail: String| {
+        let r = ProbeStepJson {
+            kind: "step",
+            t: t.as_secs_f64(),
+            step: name,
+            detail,
+        };
+        let line = format!("{:>+11.6}  {:<30} {}", r.t, r.step, r.detail);
+        let mut o = out;
+        emit(&mut o, a.json, &r, &line)
+    };
+    let me = guid();
+    // 1. An unconnected ping.
+    let ping = peer::ping(target, me, Duration::from_secs(1));
+    match &ping {
+        Ok(Some(p)) => step(
+            out,
+            started.elapsed(),
+            "unconnected_pong",
+            format!(
+                "rtt {:.3} ms, server guid {:#018x}, {} bytes of payload",
+                ms(p.rtt),
+                p.server_guid,
+                p.payload.len()
+            ),
+        )?,
+        Ok(None) => step(
+            out,
+            started.elapsed(),
+            "unconnected_ping",
+            "no pong within 1 s".into(),
+        )?,
+        Err(e) => step(out, started.elapsed(), "unconnected_ping", e.to_string())?,
+    }
+    // 2. The handshake, step by step.
+    let mut cfg = ClientConfig {
+        guid: me,
+        protocol: a.dialect.protocol(),
+        address_count: a.dialect.addresses(),
+        ..ClientConfig::default()
+    };
+    if let Some(m) = a.mtu {
+        let mut mtus: Vec<u16> = MTU_PROBES.iter().copied().filter(|&p| p < m).collect();
+        mtus.insert(0, m.clamp(400, 1492));
+        cfg.mtus = mtus;
+    }
+    let offset = started.elapsed();
+    let mut io_error = None;
+    let result = Client::connect(target, cfg, |t, e| {
+        if let Err(err) = step(out, offset + t, probe_step_name(e), step_line(e)) {
+            io_error.get_or_insert(err);
+        }
+    });
+    if let Some(e) = io_error {
+        return Err(e.into());
+    }
+    let (outcome, diagnosis, mtu, server_guid, code) = match result {
+        Ok(mut c) => {
+            let mtu = c.connection().mtu();
+            let guid = c.server_guid;
+            let diagnosis = format!("connected in {:.3} ms, MTU {mtu}", ms(c.handshake_time));
+            let reason = c.close().map(CloseReason::as_str).unwrap_or("closed");
+            step(out, started.elapsed(), "disconnected", reason.into())?;
+            ("connected", diagnosis, Some(mtu), guid, EXIT_OK)
+        }
+        Err(e) => {
+            let no_pong = matches!(ping, Ok(None));
+            let mut d = e.to_string();
+            if no_pong
+                && matches!(
+                    e,
+                    PeerError::Handshake(crate::session::HandshakeError::Request1Unanswered { .. })
+                )
+            {
+                d.push_str("; no pong either: nothing answers there, or a firewall drops UDP");
+            }
+            (e.step(), d, None, None, EXIT_NO_CONNECTION)
+        }
+    };
+    let r = ProbeJson {
+        kind: "probe",
+        target: target.to_string(),
+        outcome,
+        diagnosis,
+        mtu,
+        server_guid,
+        seconds: started.elapsed().as_secs_f64(),
+    };
+    let line = format!("outcome: {} ({})", r.outcome, r.diagnosis);
+    emit(out, a.json, &r, &line)?;
+    Ok(code)
 }

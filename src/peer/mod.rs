@@ -258,6 +258,7 @@ impl Client {
             }
         };
         let server_guid = hs.server_guid();
+        on_step(s.now() - start, &HandshakeEvent::ConnectionRequestSent);
         // The connected handshake: ConnectionRequest until accepted.
         loop {
             let now = s.now();
@@ -265,7 +266,10 @@ impl Client {
                 s.sock.send(&out).map_err(|e| refused(e, target))?;
             }
             match conn.poll_event() {
-                Some(Event::Connected) => break,
+                Some(Event::Connected) => {
+                    on_step(s.now() - start, &HandshakeEvent::Accepted);
+                    break;
+                }
                 Some(Event::Closed(reason)) => {
                     return Err(HandshakeError::ConnectionRequest(reason).into())
                 }

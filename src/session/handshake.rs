@@ -148,10 +148,23 @@ enum ClientStep {
 /// What a client handshake produced, step by step.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HandshakeEvent {
-    Request1Sent { mtu: u16 },
-    Reply1 { server_guid: u64, mtu: u16 },
-    Request2Sent { mtu: u16 },
-    Reply2 { mtu: u16 },
+    Request1Sent {
+        mtu: u16,
+    },
+    Reply1 {
+        server_guid: u64,
+        mtu: u16,
+    },
+    Request2Sent {
+        mtu: u16,
+    },
+    Reply2 {
+        mtu: u16,
+    },
+    /// ConnectionRequest queued (the driver reports it).
+    ConnectionRequestSent,
+    /// ConnectionRequestAccepted arrived and NewIncomingConnection went out.
+    Accepted,
 }
 
 /// The client's offline handshake. When reply 2 arrives, [`Self::handle`]
