@@ -709,6 +709,7 @@ mod tests {
             dst: dst.parse().unwrap(),
             udp_len: payload.len(),
             payload,
+            icmp: None,
         }
     }
 

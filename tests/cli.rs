@@ -280,3 +280,80 @@ fn snaplen_cuts_are_truncated_not_malformed() {
     assert!(out.contains("\"truncated\""), "{out}");
     assert!(!out.contains("\"malformed\""), "{out}");
 }
+
+/// The `handshake` records of a sample, as JSON values.
+fn handshakes(name: &str) -> Vec<serde_json::Value> {
+    let o = run(&["handshake", &sample(name), "--json"]);
+    assert!(o.status.success(), "{o:?}");
+    stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON record per line"))
+        .collect()
+}
+
+#[test]
+fn handshake_outcomes_of_the_samples() {
+    // Each sample was made by real peers doing exactly this (samples/README.md).
+    let cases = [
+        ("handshake.pcap", "disconnected_by_client"),
+        ("lossy.pcap", "disconnected_by_client"),
+        ("incompatible-protocol.pcap", "incompatible_protocol"),
+        ("server-full.pcap", "no_free_incoming_connections"),
+        ("no-server.pcap", "port_unreachable"),
+    ];
+    for (name, outcome) in cases {
+        let records = handshakes(name);
+        let last = records.last().expect("an attempt");
+        assert_eq!(last["type"], "handshake");
+        assert_eq!(last["outcome"], outcome, "{name}: {last}");
+        assert!(last["diagnosis"].as_str().is_some_and(|d| !d.is_empty()));
+    }
+    let hs = &handshakes("handshake.pcap")[0];
+    let steps: Vec<&str> = hs["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|s| s["step"].as_str().expect("a step name"))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "unconnected_ping",
+            "unconnected_pong",
+            "open_connection_request_1",
+            "open_connection_reply_1",
+            "open_connection_request_2",
+            "open_connection_reply_2",
+            "connection_request",
+            "connection_request_acked",
+            "connection_request_accepted",
+            "new_incoming_connection",
+            "first_data",
+            "disconnection_notification",
+        ]
+    );
+    let bad = &handshakes("incompatible-protocol.pcap")[0];
+    assert_eq!(
+        (
+            bad["client_protocol"].as_u64(),
+            bad["server_protocol"].as_u64()
+        ),
+        (Some(7), Some(6))
+    );
+    // ICMP errors are events of the flow they quote, not packets: four
+    // probes, each answered by a port unreachable.
+    let none = &handshakes("no-server.pcap")[0];
+    assert_eq!(
+        none["mtu_probes"],
+        serde_json::json!([1492, 1200, 576, 576])
+    );
+    let o = run(&[&sample("no-server.pcap")]);
+    assert_eq!(stdout(&o).lines().count(), 4, "{}", stdout(&o));
+    // Minecraft pairs: a pinging flow and a connecting one.
+    let mc = handshakes("minecraft.pcap");
+    let outcomes: Vec<&str> = mc
+        .iter()
+        .map(|r| r["outcome"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(outcomes, ["pinged", "disconnected_by_client"]);
+}

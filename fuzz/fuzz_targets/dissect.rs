@@ -16,6 +16,7 @@ fuzz_target!(|data: &[u8]| {
         dst: "127.0.0.1:19132".parse().unwrap(),
         payload: data.to_vec(),
         udp_len: data.len() + (data.first().copied().unwrap_or(0) as usize % 3),
+        icmp: None,
     };
     let mut dis = Dissector::new(Options {
         ports: vec![19132],

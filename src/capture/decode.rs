@@ -1,7 +1,7 @@
 //! From one captured frame to at most one UDP datagram: link layer, IPv4 or
 //! IPv6 (with extension headers, through etherparse's lax slices so that a
 //! packet cut by the snapshot length still yields what it holds), fragment
-//! reassembly, UDP.
+//! reassembly, UDP; or an ICMP error and the UDP datagram it quotes.
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -13,6 +13,7 @@ use etherparse::{
 };
 
 use super::defrag::{DefragLimits, DefragPool, FragKey};
+use super::icmp::{self, Quoted};
 use super::link::{link_payload, LinkPayload};
 use super::{CaptureStats, UdpDatagram};
 
@@ -159,6 +160,10 @@ impl Decoder {
             self.pool.recycle(whole);
             return datagram;
         }
+        if payload.ip_number == IpNumber::ICMP {
+            let quoted = icmp::icmpv4(src, payload.payload);
+            return self.icmp_error(frame, quoted);
+        }
         if payload.ip_number != IpNumber::UDP {
             self.stats.non_udp += 1;
             return None;
@@ -232,11 +237,37 @@ impl Decoder {
             }
             return None;
         }
+        if payload.ip_number == IpNumber::IPV6_ICMP {
+            let quoted = icmp::icmpv6(src, payload.payload);
+            return self.icmp_error(frame, quoted);
+        }
         if payload.ip_number != IpNumber::UDP {
             self.stats.non_udp += 1;
             return None;
         }
         self.udp(frame, src, dst, payload.payload, payload.incomplete)
+    }
+
+    /// An ICMP error quoting a UDP datagram, as that datagram with the
+    /// error attached; any other ICMP message counts as not UDP. A quote is
+    /// partial by design, so a short one does not count as truncated.
+    fn icmp_error(&mut self, frame: &Frame, quoted: Option<Quoted<'_>>) -> Option<UdpDatagram> {
+        let Some(quoted) = quoted else {
+            self.stats.non_udp += 1;
+            return None;
+        };
+        self.stats.icmp_errors += 1;
+        let mut buf = self.spare.pop().unwrap_or_default();
+        buf.extend_from_slice(quoted.payload);
+        Some(UdpDatagram {
+            frame: frame.number,
+            ts: frame.ts,
+            src: quoted.src,
+            dst: quoted.dst,
+            payload: buf,
+            udp_len: quoted.udp_len,
+            icmp: Some(quoted.error),
+        })
     }
 
     /// Hands a fragment to the pool; the whole IP payload once complete.
@@ -313,6 +344,7 @@ impl Decoder {
             dst: SocketAddr::new(dst, dst_port),
             payload: buf,
             udp_len,
+            icmp: None,
         })
     }
 }
@@ -331,30 +363,67 @@ fn fragment_header<'a>(
     let mut rest = extensions.slice();
     // Every header is at least 8 bytes long, so this ends.
     loop {
-        let len = match next {
-            IpNumber::IPV6_HEADER_HOP_BY_HOP
-            | IpNumber::IPV6_ROUTE_HEADER
-            | IpNumber::IPV6_DESTINATION_OPTIONS => {
-                let header = Ipv6RawExtHeaderSlice::from_slice(rest).ok()?;
-                next = header.next_header();
-                header.slice().len()
-            }
-            IpNumber::AUTHENTICATION_HEADER => {
-                let header = IpAuthHeaderSlice::from_slice(rest).ok()?;
-                next = header.next_header();
-                header.slice().len()
-            }
-            IpNumber::IPV6_FRAGMENTATION_HEADER => {
-                let header = Ipv6FragmentHeaderSlice::from_slice(rest).ok()?;
-                if header.is_fragmenting_payload() {
-                    return Some(header);
-                }
-                next = header.next_header();
-                header.slice().len()
-            }
-            _ => return None,
+        let Ipv6Extension::Header {
+            next: after,
+            len,
+            fragment,
+        } = ipv6_extension(next, rest)
+        else {
+            return None;
         };
+        if let Some(fragment) = fragment {
+            return Some(fragment);
+        }
+        next = after;
         rest = rest.get(len..)?;
+    }
+}
+
+/// One step of a walk through IPv6 extension headers.
+pub(crate) enum Ipv6Extension<'a> {
+    /// `next` is not an extension header: the upper layer (or ESP, or no
+    /// next header) starts here.
+    Upper,
+    /// An extension header `len` bytes long (at least 8), followed by `next`.
+    Header {
+        next: IpNumber,
+        len: usize,
+        /// The header itself when it is a fragment header that fragments
+        /// (not an atomic fragment).
+        fragment: Option<Ipv6FragmentHeaderSlice<'a>>,
+    },
+    /// An extension header cut short or malformed.
+    Broken,
+}
+
+/// The extension header `next` at the start of `rest`, read with checked
+/// accessors only (see [`fragment_header`] on etherparse's iterator).
+pub(crate) fn ipv6_extension(next: IpNumber, rest: &[u8]) -> Ipv6Extension<'_> {
+    let (after, len, fragment) = match next {
+        IpNumber::IPV6_HEADER_HOP_BY_HOP
+        | IpNumber::IPV6_ROUTE_HEADER
+        | IpNumber::IPV6_DESTINATION_OPTIONS => match Ipv6RawExtHeaderSlice::from_slice(rest) {
+            Ok(header) => (header.next_header(), header.slice().len(), None),
+            Err(_) => return Ipv6Extension::Broken,
+        },
+        IpNumber::AUTHENTICATION_HEADER => match IpAuthHeaderSlice::from_slice(rest) {
+            Ok(header) => (header.next_header(), header.slice().len(), None),
+            Err(_) => return Ipv6Extension::Broken,
+        },
+        IpNumber::IPV6_FRAGMENTATION_HEADER => match Ipv6FragmentHeaderSlice::from_slice(rest) {
+            Ok(header) => (
+                header.next_header(),
+                header.slice().len(),
+                header.is_fragmenting_payload().then_some(header),
+            ),
+            Err(_) => return Ipv6Extension::Broken,
+        },
+        _ => return Ipv6Extension::Upper,
+    };
+    Ipv6Extension::Header {
+        next: after,
+        len,
+        fragment,
     }
 }
 

@@ -6,6 +6,17 @@
 //! detection of packets cut by the snapshot length. Streaming: memory does not
 //! grow with the file size.
 //!
+//! ICMP and ICMPv6 errors that quote a UDP datagram come out too, as that
+//! datagram with [`UdpDatagram::icmp`] set: a client that sends to a port
+//! where nothing listens gets "port unreachable" back from the kernel, and
+//! the error names the client's flow. Read are ICMPv4 destination
+//! unreachable (3), time exceeded (11) and parameter problem (12), and
+//! ICMPv6 destination unreachable (1), packet too big (2), time exceeded (3)
+//! and parameter problem (4), whose quote holds an IP header (with its IPv4
+//! options or IPv6 extension headers) and the whole 8-byte UDP header. Other
+//! ICMP messages (echo, redirect, a quote cut before the end of the UDP
+//! header, a quoted later fragment or another protocol) count as not UDP.
+//!
 //! ```no_run
 //! # use raknet_dissect::capture::CaptureReader;
 //! let mut reader = CaptureReader::open("capture.pcapng".as_ref())?;
@@ -18,6 +29,7 @@
 
 mod decode;
 mod defrag;
+mod icmp;
 mod link;
 mod source;
 #[cfg(test)]
@@ -33,27 +45,43 @@ use std::time::Duration;
 
 use decode::Decoder;
 pub use defrag::DefragLimits;
+pub use icmp::{IcmpError, IcmpKind};
 use source::{Source, Step};
 
-/// One UDP datagram taken from a capture.
+/// One UDP datagram taken from a capture, or the UDP datagram quoted by an
+/// ICMP error (`icmp` is then set).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UdpDatagram {
     /// 1-based frame number in the capture (of the frame that completed it,
-    /// for a reassembled IP datagram).
+    /// for a reassembled IP datagram; of the ICMP message, for an error).
     pub frame: u64,
-    /// Capture timestamp, since the Unix epoch.
+    /// Capture timestamp, since the Unix epoch (of the ICMP message, for an
+    /// error).
     pub ts: Duration,
+    /// The sender's endpoint. For an ICMP error, the quoted datagram's: the
+    /// host the error goes back to, not the one that sent the error.
     pub src: SocketAddr,
+    /// The receiver's endpoint. For an ICMP error, the quoted datagram's
+    /// (for port unreachable, the port nobody listens on).
     pub dst: SocketAddr,
-    /// The UDP payload bytes present in the capture.
+    /// The UDP payload bytes present in the capture. For an ICMP error, the
+    /// bytes of the quoted payload (often only the first few, or none).
     pub payload: Vec<u8>,
     /// The payload length announced by the UDP header; larger than
-    /// `payload.len()` when the snapshot length cut the packet.
+    /// `payload.len()` when the snapshot length cut the packet, or when an
+    /// ICMP error quoted only part of the datagram.
     pub udp_len: usize,
+    /// `None` for a datagram seen on the wire. `Some` when this datagram was
+    /// not captured itself but quoted by an ICMP or ICMPv6 error: it is
+    /// what the error is about (a datagram `src` sent earlier to `dst`), not
+    /// a new datagram.
+    pub icmp: Option<IcmpError>,
 }
 
 impl UdpDatagram {
-    /// True when the capture holds fewer payload bytes than the UDP header announced.
+    /// True when the capture holds fewer payload bytes than the UDP header
+    /// announced (always so for an ICMP error that quotes only part of the
+    /// datagram).
     pub fn truncated(&self) -> bool {
         self.payload.len() < self.udp_len
     }
@@ -77,14 +105,20 @@ impl fmt::Display for CaptureFormat {
 
 /// What became of the frames read so far. A frame may count twice: a
 /// truncated datagram in `udp` and `truncated`, the fragment that completes
-/// a datagram in `udp` and `fragments_reassembled`.
+/// a datagram in `udp` and `fragments_reassembled`. An ICMP error returned
+/// as the datagram it quotes counts in `icmp_errors` only.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct CaptureStats {
     /// Packet records read (pcap records; pcapng enhanced, simple and obsolete packet blocks).
     pub frames: u64,
-    /// UDP datagrams returned, reassembled ones counted once.
+    /// UDP datagrams returned, reassembled ones counted once (not the ICMP
+    /// errors: see `icmp_errors`).
     pub udp: u64,
-    /// Frames that are not UDP: ARP, TCP, ICMP, other ethertypes or IP protocols.
+    /// ICMP and ICMPv6 errors returned as the UDP datagram they quote (with
+    /// [`UdpDatagram::icmp`] set).
+    pub icmp_errors: u64,
+    /// Frames that are not UDP: ARP, TCP, ICMP other than the errors
+    /// counted in `icmp_errors`, other ethertypes or IP protocols.
     pub non_udp: u64,
     /// Frames of a link type this reader does not decode.
     pub unsupported_link: u64,

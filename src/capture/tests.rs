@@ -66,6 +66,7 @@ fn pcap_ethernet_ipv4() {
             dst: addr("192.168.1.20:19132"),
             payload: b"\x01hello".to_vec(),
             udp_len: 6,
+            icmp: None,
         }
     );
     assert!(!datagrams[0].truncated());
@@ -817,6 +818,10 @@ impl XorShift {
 fn mutated_captures_never_panic() {
     let frags = frag4(8, &udp_segment(1, 2, &[9; 40]), 24);
     let frag6s = frag6(8, IpNumber::UDP, &udp_segment(1, 2, &[9; 40]), 24);
+    // A quoted IPv6 datagram with a hop-by-hop header before its UDP header.
+    let mut quoted6 = udp6(A6, B6, 1, 2, b"quoted");
+    quoted6[6] = 0;
+    quoted6.splice(40..40, [17, 0, 1, 4, 0, 0, 0, 0]);
     let records = vec![
         Rec::new(ms(1), eth4(&udp4(A4, B4, 1, 2, b"one"))),
         Rec::new(ms(2), eth4(&frags[1])),
@@ -824,6 +829,18 @@ fn mutated_captures_never_panic() {
         Rec::new(ms(4), eth(0x86dd, &frag6s[1])),
         Rec::new(ms(5), eth(0x86dd, &frag6s[0])),
         Rec::cut(ms(6), eth4(&udp4(A4, B4, 1, 2, &[1; 100])), 60),
+        Rec::new(
+            ms(7),
+            eth4(&icmp4(
+                B4,
+                A4,
+                3,
+                4,
+                [0, 2, 5, 0],
+                &udp4(A4, B4, 1, 2, b"quoted"),
+            )),
+        ),
+        Rec::new(ms(8), eth(0x86dd, &icmp6(B6, A6, 1, 4, [0; 4], &quoted6))),
     ];
     let mut ng = PcapNg::new(false);
     ng.interface(1, 0, &[PcapNg::tsresol(0x85)]);
@@ -974,4 +991,378 @@ fn background_reader_reads_the_same() {
     let mut r = reader(whole).in_background();
     assert!(r.next_datagram().is_some());
     drop(r);
+}
+
+/// The first `n` bytes of `packet`: what an ICMP error quotes of it.
+fn quote(packet: &[u8], n: usize) -> &[u8] {
+    &packet[..n.min(packet.len())]
+}
+
+#[test]
+fn icmpv4_port_unreachable_quotes_the_udp_datagram() {
+    let sent = udp4(
+        A4,
+        B4,
+        50000,
+        19132,
+        b"\x05\x00\xff\xff\x00\xfe\xfe\xfe\xfe",
+    );
+    // The receiver answers: the whole datagram quoted (as Linux does), then
+    // only the classic IP header + 8 bytes, then a few payload bytes.
+    let records = vec![
+        Rec::new(ms(1), eth4(&sent)),
+        Rec::new(ms(2), eth4(&icmp4(B4, A4, 3, 3, [0; 4], &sent))),
+        Rec::new(ms(3), eth4(&icmp4(B4, A4, 3, 3, [0; 4], quote(&sent, 28)))),
+        Rec::new(ms(4), eth4(&icmp4(B4, A4, 3, 3, [0; 4], quote(&sent, 31)))),
+    ];
+    let (datagrams, stats) = read_all(pcap_eth(&records));
+    assert_eq!(datagrams.len(), 4, "{stats:?}");
+    assert_eq!(datagrams[0].icmp, None);
+    let error = IcmpError {
+        from: "192.168.1.20".parse().expect("address"),
+        kind: IcmpKind::PortUnreachable,
+        icmp_type: 3,
+        code: 3,
+    };
+    assert_eq!(
+        datagrams[1],
+        UdpDatagram {
+            frame: 2,
+            ts: ms(2),
+            src: addr("192.168.1.10:50000"),
+            dst: addr("192.168.1.20:19132"),
+            payload: b"\x05\x00\xff\xff\x00\xfe\xfe\xfe\xfe".to_vec(),
+            udp_len: 9,
+            icmp: Some(error),
+        }
+    );
+    assert!(!datagrams[1].truncated());
+    assert_eq!(datagrams[2].payload, b"");
+    assert_eq!(datagrams[2].udp_len, 9);
+    assert!(datagrams[2].truncated());
+    assert_eq!(datagrams[3].payload, b"\x05\x00\xff");
+    assert_eq!(datagrams[3].frame, 4);
+    assert!(datagrams[1..].iter().all(|d| d.icmp == Some(error)));
+    assert_eq!(
+        stats,
+        CaptureStats {
+            frames: 4,
+            udp: 1,
+            icmp_errors: 3,
+            ..CaptureStats::default()
+        },
+        "a partial quote is not a truncated frame"
+    );
+}
+
+#[test]
+fn icmpv4_quote_with_ip_options() {
+    let mut sent = udp4(A4, B4, 40000, 7777, b"opts");
+    sent[0] = 0x46; // IHL 6
+    sent.splice(20..20, [1, 1, 1, 0]); // NOP NOP NOP, end of options
+    let total = u16::from_be_bytes([sent[2], sent[3]]) + 4;
+    sent[2..4].copy_from_slice(&total.to_be_bytes());
+    let (datagrams, stats) = read_all(pcap_eth(&[Rec::new(
+        ms(1),
+        eth4(&icmp4(B4, A4, 3, 3, [0; 4], &sent)),
+    )]));
+    assert_eq!(datagrams.len(), 1, "{stats:?}");
+    assert_eq!(datagrams[0].src, addr("192.168.1.10:40000"));
+    assert_eq!(datagrams[0].dst, addr("192.168.1.20:7777"));
+    assert_eq!(datagrams[0].payload, b"opts");
+    assert_eq!(stats.icmp_errors, 1);
+}
+
+#[test]
+fn icmpv4_kinds_and_mtu() {
+    let sent = udp4(A4, B4, 1, 2, b"x");
+    let router = [10, 0, 0, 1];
+    let cases: [(u8, u8, [u8; 4], IcmpKind, &str); 9] = [
+        (3, 0, [0; 4], IcmpKind::NetUnreachable, "net_unreachable"),
+        (3, 1, [0; 4], IcmpKind::HostUnreachable, "host_unreachable"),
+        (
+            3,
+            2,
+            [0; 4],
+            IcmpKind::ProtocolUnreachable,
+            "protocol_unreachable",
+        ),
+        (
+            3,
+            4,
+            [0, 0, 0x05, 0x78],
+            IcmpKind::FragmentationNeeded { mtu: Some(1400) },
+            "fragmentation_needed",
+        ),
+        (
+            3,
+            4,
+            [0; 4],
+            IcmpKind::FragmentationNeeded { mtu: None },
+            "fragmentation_needed",
+        ),
+        (3, 13, [0; 4], IcmpKind::AdminProhibited, "admin_prohibited"),
+        (3, 5, [0; 4], IcmpKind::Other, "other"),
+        (11, 0, [0; 4], IcmpKind::TimeExceeded, "time_exceeded"),
+        (12, 0, [20, 0, 0, 0], IcmpKind::Other, "other"),
+    ];
+    let records: Vec<Rec> = cases
+        .iter()
+        .map(|&(t, c, rest, _, _)| Rec::new(ms(1), eth4(&icmp4(router, A4, t, c, rest, &sent))))
+        .collect();
+    let (datagrams, stats) = read_all(pcap_eth(&records));
+    assert_eq!(datagrams.len(), cases.len(), "{stats:?}");
+    for (d, (t, c, _, kind, name)) in datagrams.iter().zip(cases) {
+        let error = d.icmp.expect("an ICMP error");
+        assert_eq!((error.icmp_type, error.code), (t, c));
+        assert_eq!(error.kind, kind, "{t}/{c}");
+        assert_eq!(error.kind.as_str(), name);
+        assert_eq!(error.kind.to_string(), name);
+        assert_eq!(
+            error.from,
+            "10.0.0.1".parse::<std::net::IpAddr>().expect("address")
+        );
+        assert_eq!(d.src, addr("192.168.1.10:1"));
+    }
+}
+
+#[test]
+fn icmpv6_port_unreachable_on_every_ip_link() {
+    let sent = udp6(A6, B6, 50000, 19132, b"\x01ping");
+    let error = icmp6(B6, A6, 1, 4, [0; 4], &sent);
+    let sll = {
+        let mut f = vec![0, 0, 0, 1, 0, 6, 2, 0, 0, 0, 0, 1, 0, 0, 0x86, 0xdd];
+        f.extend(&error);
+        f
+    };
+    for (what, linktype, frame) in [
+        ("ethernet", 1, eth(0x86dd, &error)),
+        ("sll", 113, sll),
+        ("raw", 101, error.clone()),
+    ] {
+        let bytes = pcap(
+            linktype,
+            false,
+            Endianness::Little,
+            &[Rec::new(ms(9), frame)],
+        );
+        let (datagrams, stats) = read_all(bytes);
+        assert_eq!(datagrams.len(), 1, "{what}: {stats:?}");
+        let d = &datagrams[0];
+        assert_eq!(d.src, addr("[2001:db8::1]:50000"), "{what}");
+        assert_eq!(d.dst, addr("[2001:db8::2]:19132"), "{what}");
+        assert_eq!(d.payload, b"\x01ping", "{what}");
+        assert_eq!(d.udp_len, 5);
+        assert_eq!(d.ts, ms(9));
+        assert_eq!(
+            d.icmp,
+            Some(IcmpError {
+                from: "2001:db8::2".parse().expect("address"),
+                kind: IcmpKind::PortUnreachable,
+                icmp_type: 1,
+                code: 4,
+            }),
+            "{what}"
+        );
+        assert_eq!((stats.icmp_errors, stats.udp, stats.non_udp), (1, 0, 0));
+    }
+}
+
+#[test]
+fn icmpv6_kinds_and_packet_too_big() {
+    let sent = udp6(A6, B6, 1, 2, &[0xaa; 1400]);
+    let cases: [(u8, u8, [u8; 4], IcmpKind); 7] = [
+        (1, 0, [0; 4], IcmpKind::NetUnreachable),
+        (1, 1, [0; 4], IcmpKind::AdminProhibited),
+        (1, 3, [0; 4], IcmpKind::HostUnreachable),
+        (1, 2, [0; 4], IcmpKind::Other),
+        (
+            2,
+            0,
+            1280u32.to_be_bytes(),
+            IcmpKind::FragmentationNeeded { mtu: Some(1280) },
+        ),
+        (
+            2,
+            0,
+            100_000u32.to_be_bytes(),
+            IcmpKind::FragmentationNeeded {
+                mtu: Some(u16::MAX),
+            },
+        ),
+        (3, 0, [0; 4], IcmpKind::TimeExceeded),
+    ];
+    // An ICMPv6 error fills at most the IPv6 minimum MTU.
+    let records: Vec<Rec> = cases
+        .iter()
+        .map(|&(t, c, rest, _)| {
+            Rec::new(
+                ms(1),
+                eth(0x86dd, &icmp6(B6, A6, t, c, rest, quote(&sent, 1232))),
+            )
+        })
+        .collect();
+    let (datagrams, stats) = read_all(pcap_eth(&records));
+    assert_eq!(datagrams.len(), cases.len(), "{stats:?}");
+    for (d, (t, c, _, kind)) in datagrams.iter().zip(cases) {
+        assert_eq!(d.icmp.map(|e| e.kind), Some(kind), "{t}/{c}");
+        assert_eq!(d.udp_len, 1400);
+        assert_eq!(d.payload.len(), 1232 - 40 - 8);
+        assert!(d.truncated());
+    }
+    assert_eq!(
+        datagrams[4].icmp.expect("error").kind.as_str(),
+        "fragmentation_needed"
+    );
+}
+
+#[test]
+fn icmpv6_quote_with_extension_headers() {
+    let segment = udp_segment(7, 8, b"behind extensions");
+    let mut sent = vec![0x60, 0, 0, 0];
+    sent.extend(
+        u16::try_from(16 + segment.len())
+            .expect("small")
+            .to_be_bytes(),
+    );
+    sent.extend([0, 64]);
+    sent.extend(A6);
+    sent.extend(B6);
+    sent.extend([60, 0, 1, 4, 0, 0, 0, 0]); // hop-by-hop, next: destination options
+    sent.extend([44, 0, 1, 4, 0, 0, 0, 0]); // destination options, next: fragment
+    sent.extend([17, 0, 0, 1, 0, 0, 0, 9]); // fragment offset 0, more fragments
+    sent.extend(&segment);
+    let mut later = sent.clone();
+    later[59] = (4 << 3) | 1; // fragment offset 32 bytes: no UDP header in there
+    let (datagrams, stats) = read_all(pcap_eth(&[
+        Rec::new(ms(1), eth(0x86dd, &icmp6(B6, A6, 1, 4, [0; 4], &sent))),
+        Rec::new(ms(2), eth(0x86dd, &icmp6(B6, A6, 1, 4, [0; 4], &later))),
+    ]));
+    assert_eq!(datagrams.len(), 1, "{stats:?}");
+    assert_eq!(datagrams[0].payload, b"behind extensions");
+    assert_eq!(datagrams[0].dst, addr("[2001:db8::2]:8"));
+    assert_eq!((stats.icmp_errors, stats.non_udp), (1, 1));
+}
+
+#[test]
+fn icmp_that_quotes_no_whole_udp_header_is_not_udp() {
+    let sent4 = udp4(A4, B4, 1, 2, b"payload");
+    let sent6 = udp6(A6, B6, 1, 2, b"payload");
+    let tcp = ip4_proto(IpNumber::TCP, &[0; 20]);
+    let mut later_fragment = frag4(1, &udp_segment(1, 2, &[0; 40]), 24).remove(1);
+    later_fragment.resize(later_fragment.len().max(28), 0);
+    let records = vec![
+        // Cut inside the UDP header (no checksum), inside the IP header, none at all.
+        Rec::new(ms(1), eth4(&icmp4(B4, A4, 3, 3, [0; 4], quote(&sent4, 26)))),
+        Rec::new(ms(2), eth4(&icmp4(B4, A4, 3, 3, [0; 4], quote(&sent4, 12)))),
+        Rec::new(ms(3), eth4(&icmp4(B4, A4, 3, 3, [0; 4], &[]))),
+        Rec::new(ms(4), eth4(&icmp4(B4, A4, 3, 3, [0; 4], &tcp))),
+        Rec::new(ms(5), eth4(&icmp4(B4, A4, 3, 3, [0; 4], &later_fragment))),
+        // An IPv6 packet quoted by ICMPv4.
+        Rec::new(ms(6), eth4(&icmp4(B4, A4, 3, 3, [0; 4], &sent6))),
+        Rec::new(
+            ms(7),
+            eth(0x86dd, &icmp6(B6, A6, 1, 4, [0; 4], quote(&sent6, 47))),
+        ),
+        Rec::new(
+            ms(8),
+            eth(0x86dd, &icmp6(B6, A6, 1, 4, [0; 4], quote(&sent6, 39))),
+        ),
+        // An ICMP header cut short.
+        Rec::new(ms(9), eth4(&ip4_proto(IpNumber::ICMP, &[3]))),
+    ];
+    let (datagrams, stats) = read_all(pcap_eth(&records));
+    assert!(datagrams.is_empty(), "{datagrams:?}");
+    assert_eq!(stats.non_udp, 9, "{stats:?}");
+    assert_eq!(stats.icmp_errors, 0);
+}
+
+#[test]
+fn icmp_echo_and_other_messages_are_not_udp() {
+    let sent4 = udp4(A4, B4, 1, 2, b"payload");
+    let records = vec![
+        Rec::new(
+            ms(1),
+            eth4(&icmp4(A4, B4, 8, 0, [0, 1, 0, 1], b"ping data")),
+        ),
+        Rec::new(
+            ms(2),
+            eth4(&icmp4(B4, A4, 0, 0, [0, 1, 0, 1], b"ping data")),
+        ),
+        // Redirect quotes a datagram too, but is no error about it.
+        Rec::new(ms(3), eth4(&icmp4(B4, A4, 5, 1, [10, 0, 0, 1], &sent4))),
+        Rec::new(
+            ms(4),
+            eth(0x86dd, &icmp6(A6, B6, 128, 0, [0, 1, 0, 1], b"ping")),
+        ),
+        Rec::new(
+            ms(5),
+            eth(0x86dd, &icmp6(B6, A6, 129, 0, [0, 1, 0, 1], b"ping")),
+        ),
+        Rec::new(ms(6), eth(0x86dd, &icmp6(A6, B6, 135, 0, [0; 4], &B6))),
+    ];
+    let (datagrams, stats) = read_all(pcap_eth(&records));
+    assert!(datagrams.is_empty());
+    assert_eq!(stats.non_udp, 6);
+    assert_eq!(stats.icmp_errors, 0);
+}
+
+#[test]
+fn icmp_rfc4884_length_bounds_the_quote() {
+    // Time exceeded with a 128-byte quote (length 32 words) and an extension
+    // structure after it, which is not payload.
+    let sent = udp4(A4, B4, 1, 2, &[0x11; 300]);
+    let mut body = quote(&sent, 128).to_vec();
+    body.extend([0x20, 0, 0, 0, 0, 8, 1, 1, 0xee, 0xee, 0xee, 0xee]);
+    let frame = icmp4([10, 0, 0, 1], A4, 11, 0, [0, 32, 0, 0], &body);
+    let (datagrams, stats) = read_all(pcap_eth(&[Rec::new(ms(1), eth4(&frame))]));
+    assert_eq!(datagrams.len(), 1, "{stats:?}");
+    assert_eq!(datagrams[0].payload, [0x11; 100]);
+    assert_eq!(datagrams[0].udp_len, 300);
+}
+
+#[test]
+fn icmp_error_cut_by_the_snapshot_length() {
+    let sent = udp4(A4, B4, 1, 2, &[0x22; 500]);
+    let frame = eth4(&icmp4(B4, A4, 3, 3, [0; 4], &sent));
+    let (datagrams, stats) = read_all(pcap_eth(&[
+        Rec::cut(ms(1), frame.clone(), 14 + 20 + 8 + 20 + 8 + 10),
+        Rec::cut(ms(2), frame, 14 + 20 + 8 + 20 + 4),
+    ]));
+    assert_eq!(datagrams.len(), 1, "{stats:?}");
+    assert_eq!(datagrams[0].payload, [0x22; 10]);
+    assert_eq!(datagrams[0].udp_len, 500);
+    assert_eq!((stats.icmp_errors, stats.non_udp), (1, 1));
+}
+
+#[test]
+fn background_reader_reads_icmp_errors_the_same() {
+    let sent4 = udp4(A4, B4, 50000, 19132, b"\x05raknet");
+    let sent6 = udp6(A6, B6, 50000, 19132, b"\x05raknet");
+    let mut records = Vec::new();
+    for i in 0..(BATCH as u64 + 3) {
+        records.push(Rec::new(ms(4 * i), eth4(&sent4)));
+        records.push(Rec::new(
+            ms(4 * i + 1),
+            eth4(&icmp4(B4, A4, 3, 3, [0; 4], &sent4)),
+        ));
+        records.push(Rec::new(
+            ms(4 * i + 2),
+            eth(0x86dd, &icmp6(B6, A6, 2, 0, 1280u32.to_be_bytes(), &sent6)),
+        ));
+        records.push(Rec::new(
+            ms(4 * i + 3),
+            eth4(&icmp4(A4, B4, 8, 0, [0; 4], b"echo")),
+        ));
+    }
+    let bytes = pcap_eth(&records);
+    let inline = drain_recycling(reader(bytes.clone()));
+    let background = drain_recycling(reader(bytes).in_background());
+    assert_eq!(inline.2.icmp_errors, 2 * (BATCH as u64 + 3));
+    assert_eq!(inline.2.non_udp, BATCH as u64 + 3);
+    assert_eq!(
+        inline.0.iter().filter(|d| d.icmp.is_some()).count() as u64,
+        inline.2.icmp_errors
+    );
+    assert_eq!(inline, background);
 }

@@ -45,6 +45,54 @@ pub fn ip4_proto(protocol: IpNumber, payload: &[u8]) -> Vec<u8> {
     out
 }
 
+/// An IPv4 packet from `src` to `dst` carrying an ICMP message: type, code,
+/// checksum 0 (not checked), the four type-specific bytes `rest`, then `body`
+/// (the quoted packet, for an error).
+pub fn icmp4(
+    src: [u8; 4],
+    dst: [u8; 4],
+    icmp_type: u8,
+    code: u8,
+    rest: [u8; 4],
+    body: &[u8],
+) -> Vec<u8> {
+    let mut message = vec![icmp_type, code, 0, 0];
+    message.extend(rest);
+    message.extend_from_slice(body);
+    let len = u16::try_from(message.len()).expect("test payloads are small");
+    let mut header = Ipv4Header::new(len, 64, IpNumber::ICMP, src, dst).expect("small payload");
+    header.header_checksum = header.calc_header_checksum();
+    let mut out = header.to_bytes().to_vec();
+    out.extend(message);
+    out
+}
+
+/// An IPv6 packet from `src` to `dst` carrying an ICMPv6 message, as [`icmp4`].
+pub fn icmp6(
+    src: [u8; 16],
+    dst: [u8; 16],
+    icmp_type: u8,
+    code: u8,
+    rest: [u8; 4],
+    body: &[u8],
+) -> Vec<u8> {
+    let mut message = vec![icmp_type, code, 0, 0];
+    message.extend(rest);
+    message.extend_from_slice(body);
+    let header = Ipv6Header {
+        traffic_class: 0,
+        flow_label: Default::default(),
+        payload_length: u16::try_from(message.len()).expect("small"),
+        next_header: IpNumber::IPV6_ICMP,
+        hop_limit: 64,
+        source: src,
+        destination: dst,
+    };
+    let mut out = header.to_bytes().to_vec();
+    out.extend(message);
+    out
+}
+
 /// A UDP header (checksum 0: not checked) and payload.
 pub fn udp_segment(sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
     let len = u16::try_from(8 + payload.len()).expect("test payloads are small");

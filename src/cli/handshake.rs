@@ -97,17 +97,23 @@ impl<'a> HandshakeJson<'a> {
 
 pub fn run_handshake(args: &HandshakeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let mut mirror = Mirror::new(mirror_config(&args.capture), false);
-    let mut tracker = HandshakeTracker::new();
+    let tracker = std::cell::RefCell::new(HandshakeTracker::new());
     let code = drive(
         &args.capture,
         false,
         &mut mirror,
         out,
+        &mut |i| {
+            tracker
+                .borrow_mut()
+                .icmp(i.flow, i.dir, i.ts, i.frame, i.kind)
+        },
         |p, obs, _, _| {
-            tracker.observe(p, &obs.messages);
+            tracker.borrow_mut().observe(p, &obs.messages);
             Ok(Next::Continue)
         },
     )?;
+    let tracker = tracker.into_inner();
     for a in tracker.finish() {
         if args.flow.is_some_and(|f| f != a.flow) {
             continue;

@@ -268,14 +268,26 @@ enum Next {
     Stop,
 }
 
+/// An ICMP error quoting a datagram of a RakNet flow.
+pub(crate) struct IcmpSeen {
+    pub flow: u32,
+    /// The direction of the quoted datagram.
+    pub dir: Dir,
+    pub ts: Duration,
+    pub frame: u64,
+    pub kind: &'static str,
+}
+
 /// Read the capture, dissect every datagram, feed the mirror, and hand each
-/// RakNet packet (with the mirror's findings attached) to `each`. Returns the
+/// RakNet packet (with the mirror's findings attached) to `each`, and each
+/// ICMP error quoting a RakNet flow's datagram to `on_icmp`. Returns the
 /// exit code: 0, or 3 for a file that is not a capture, 5 for one cut short.
 fn drive(
     cap: &CaptureArgs,
     trace: bool,
     mirror: &mut Mirror,
     out: &mut impl Write,
+    on_icmp: &mut dyn FnMut(IcmpSeen),
     mut each: impl FnMut(
         &mut Packet<'_>,
         &mut Observation,
@@ -312,6 +324,24 @@ fn drive(
             }
         };
         let since = *first_ts.get_or_insert(d.ts);
+        if let Some(icmp) = &d.icmp {
+            // Not traffic: an error about a datagram of the flow it quotes.
+            if let Some(f) = dissector.flow(d.src, d.dst) {
+                on_icmp(IcmpSeen {
+                    flow: f.id,
+                    dir: if d.src == f.client {
+                        Dir::C2s
+                    } else {
+                        Dir::S2c
+                    },
+                    ts: d.ts,
+                    frame: d.frame,
+                    kind: icmp.kind.as_str(),
+                });
+            }
+            reader.recycle(d);
+            continue;
+        }
         let Some(mut p) = dissector.dissect(&d) else {
             reader.recycle(d);
             continue;
@@ -352,6 +382,7 @@ pub fn run_read(args: &ReadArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         trace,
         &mut mirror,
         out,
+        &mut |_| {},
         |p, obs, since, out| {
             p.anomalies.append(&mut obs.anomalies);
             if args.json {
@@ -425,6 +456,7 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
         false,
         &mut mirror,
         out,
+        &mut |_| {},
         |_, obs, since, out| {
             first.get_or_insert(since);
             for m in &obs.messages {
@@ -466,10 +498,17 @@ pub fn run_flows(args: &FlowsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         }
         Ok(())
     };
-    let code = drive(&args.capture, false, &mut mirror, out, |_, obs, _, out| {
-        take(&mut obs.closed, out)?;
-        Ok(Next::Continue)
-    })?;
+    let code = drive(
+        &args.capture,
+        false,
+        &mut mirror,
+        out,
+        &mut |_| {},
+        |_, obs, _, out| {
+            take(&mut obs.closed, out)?;
+            Ok(Next::Continue)
+        },
+    )?;
     take(&mut mirror.finish().closed, out)?;
     if !args.json {
         rows.sort_by_key(|f| f.id);

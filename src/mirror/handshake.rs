@@ -26,23 +26,71 @@ const MAX_ATTEMPTS: usize = 16;
 
 /// Every outcome, in the order they are decided (the first that applies).
 pub const OUTCOMES: [(&str, &str); 18] = [
-    ("port_unreachable", "an ICMP port unreachable came back for the client's datagrams"),
-    ("incompatible_protocol", "the server answered ID_INCOMPATIBLE_PROTOCOL_VERSION"),
-    ("already_connected", "the server answered ID_ALREADY_CONNECTED"),
-    ("no_free_incoming_connections", "the server answered ID_NO_FREE_INCOMING_CONNECTIONS: full"),
+    (
+        "port_unreachable",
+        "an ICMP port unreachable came back for the client's datagrams",
+    ),
+    (
+        "incompatible_protocol",
+        "the server answered ID_INCOMPATIBLE_PROTOCOL_VERSION",
+    ),
+    (
+        "already_connected",
+        "the server answered ID_ALREADY_CONNECTED",
+    ),
+    (
+        "no_free_incoming_connections",
+        "the server answered ID_NO_FREE_INCOMING_CONNECTIONS: full",
+    ),
     ("banned", "the server answered ID_CONNECTION_BANNED"),
-    ("ip_recently_connected", "the server answered ID_IP_RECENTLY_CONNECTED"),
-    ("disconnected_by_client", "connected, then the client sent ID_DISCONNECTION_NOTIFICATION"),
-    ("disconnected_by_server", "connected, then the server sent ID_DISCONNECTION_NOTIFICATION"),
-    ("timed_out", "connected, then one side went silent for the time-out while the other kept sending"),
-    ("connected", "connected, and still so when the capture ended"),
-    ("no_new_incoming_connection", "ConnectionRequestAccepted came, NewIncomingConnection never did"),
-    ("connection_request_unanswered", "reply 2 came, ConnectionRequest got no ConnectionRequestAccepted"),
-    ("no_reply_2", "reply 1 came, Open Connection Request 2 got no reply"),
-    ("mtu_probes_unanswered", "no Open Connection Reply 1 to any Open Connection Request 1"),
-    ("no_reply_to_ping", "unconnected pings got no pong, and no connection was tried"),
-    ("pinged", "unconnected pings answered; no connection was tried"),
-    ("capture_ended", "the capture ended while the handshake was still under way"),
+    (
+        "ip_recently_connected",
+        "the server answered ID_IP_RECENTLY_CONNECTED",
+    ),
+    (
+        "disconnected_by_client",
+        "connected, then the client sent ID_DISCONNECTION_NOTIFICATION",
+    ),
+    (
+        "disconnected_by_server",
+        "connected, then the server sent ID_DISCONNECTION_NOTIFICATION",
+    ),
+    (
+        "timed_out",
+        "connected, then one side went silent for the time-out while the other kept sending",
+    ),
+    (
+        "connected",
+        "connected, and still so when the capture ended",
+    ),
+    (
+        "no_new_incoming_connection",
+        "ConnectionRequestAccepted came, NewIncomingConnection never did",
+    ),
+    (
+        "connection_request_unanswered",
+        "reply 2 came, ConnectionRequest got no ConnectionRequestAccepted",
+    ),
+    (
+        "no_reply_2",
+        "reply 1 came, Open Connection Request 2 got no reply",
+    ),
+    (
+        "mtu_probes_unanswered",
+        "no Open Connection Reply 1 to any Open Connection Request 1",
+    ),
+    (
+        "no_reply_to_ping",
+        "unconnected pings got no pong, and no connection was tried",
+    ),
+    (
+        "pinged",
+        "unconnected pings answered; no connection was tried",
+    ),
+    (
+        "capture_ended",
+        "the capture ended while the handshake was still under way",
+    ),
     ("other", "none of the above"),
 ];
 
@@ -105,7 +153,14 @@ impl Attempt {
         self.step_at(p.ts, p.frame, Some(p.dir), step, detail);
     }
 
-    fn step_at(&mut self, ts: Duration, frame: u64, dir: Option<Dir>, step: &'static str, detail: String) {
+    fn step_at(
+        &mut self,
+        ts: Duration,
+        frame: u64,
+        dir: Option<Dir>,
+        step: &'static str,
+        detail: String,
+    ) {
         if self.steps.len() < MAX_STEPS {
             self.steps.push(Step {
                 ts,
@@ -144,9 +199,9 @@ impl Attempt {
             mtus.join(", ")
         };
         let fallback = match (self.request1_mtus.first(), self.reply1_mtu) {
-            (Some(&first), Some(got)) if got < first => format!(
-                "; MTU fell back from {first} to {got}: the larger probes went unanswered"
-            ),
+            (Some(&first), Some(got)) if got < first => {
+                format!("; MTU fell back from {first} to {got}: the larger probes went unanswered")
+            }
             _ => String::new(),
         };
         let (outcome, diagnosis) = if let Some(kind) = &self.icmp {
@@ -157,7 +212,9 @@ impl Attempt {
                         "nothing listens on {}: the kernel answered ICMP port unreachable",
                         self.server.map_or("the server".into(), |s| s.to_string())
                     ),
-                    other => format!("an ICMP error ({other}) came back for the client's datagrams"),
+                    other => {
+                        format!("an ICMP error ({other}) came back for the client's datagrams")
+                    }
                 },
             )
         } else if let Some(server) = self.server_protocol {
@@ -165,8 +222,7 @@ impl Attempt {
                 "incompatible_protocol",
                 format!(
                     "the client speaks RakNet protocol {} and the server {server}",
-                    self.client_protocol
-                        .map_or("?".into(), |c| c.to_string())
+                    self.client_protocol.map_or("?".into(), |c| c.to_string())
                 ),
             )
         } else if let Some(id) = self.refusal {
@@ -190,11 +246,17 @@ impl Attempt {
             match dir {
                 Dir::C2s => (
                     "disconnected_by_client",
-                    format!("connected, the client disconnected after {:.3} s", self.secs(end)),
+                    format!(
+                        "connected, the client disconnected after {:.3} s",
+                        self.secs(end)
+                    ),
                 ),
                 Dir::S2c => (
                     "disconnected_by_server",
-                    format!("connected, the server disconnected after {:.3} s", self.secs(end)),
+                    format!(
+                        "connected, the server disconnected after {:.3} s",
+                        self.secs(end)
+                    ),
                 ),
             }
         } else if self.new_incoming_connection || self.accepted {
@@ -224,10 +286,16 @@ impl Attempt {
                         "the server accepted, the client never sent NewIncomingConnection".into(),
                     )
                 } else {
-                    ("capture_ended", "the capture ended after ConnectionRequestAccepted".into())
+                    (
+                        "capture_ended",
+                        "the capture ended after ConnectionRequestAccepted".into(),
+                    )
                 }
             } else {
-                ("connected", format!("connected in {:.3} s{fallback}", self.connected_in()))
+                (
+                    "connected",
+                    format!("connected in {:.3} s{fallback}", self.connected_in()),
+                )
             }
         } else if self.connection_request || self.reply2_mtu.is_some() {
             if waited || !self.connection_request {
@@ -243,7 +311,10 @@ impl Attempt {
                     format!("reply 2 came; the ConnectionRequest was {acked}{fallback}"),
                 )
             } else {
-                ("capture_ended", "the capture ended after ConnectionRequest".into())
+                (
+                    "capture_ended",
+                    "the capture ended after ConnectionRequest".into(),
+                )
             }
         } else if self.reply1_mtu.is_some() {
             if waited || self.request2 >= 2 {
@@ -269,16 +340,31 @@ impl Attempt {
                     ),
                 )
             } else {
-                ("capture_ended", "the capture ended after Open Connection Request 1".into())
+                (
+                    "capture_ended",
+                    "the capture ended after Open Connection Request 1".into(),
+                )
             }
         } else if self.pings > 0 && self.pongs == 0 {
             if waited || self.pings >= 2 {
-                ("no_reply_to_ping", format!("{} unconnected pings got no pong", self.pings))
+                (
+                    "no_reply_to_ping",
+                    format!("{} unconnected pings got no pong", self.pings),
+                )
             } else {
-                ("capture_ended", "the capture ended after an unconnected ping".into())
+                (
+                    "capture_ended",
+                    "the capture ended after an unconnected ping".into(),
+                )
             }
         } else if self.pongs > 0 {
-            ("pinged", format!("{} pings, {} pongs; no connection tried", self.pings, self.pongs))
+            (
+                "pinged",
+                format!(
+                    "{} pings, {} pongs; no connection tried",
+                    self.pings, self.pongs
+                ),
+            )
         } else {
             ("other", "no handshake step seen".into())
         };
@@ -336,7 +422,9 @@ impl HandshakeTracker {
                 ..Attempt::default()
             });
         }
-        f.attempts.last_mut().expect("an attempt was just made if there was none")
+        f.attempts
+            .last_mut()
+            .expect("an attempt was just made if there was none")
     }
 
     /// A RakNet packet, with the messages the mirror delivered because of it.
@@ -368,23 +456,40 @@ impl HandshakeTracker {
                     a.last_request = p.ts;
                     a.step(p, "unconnected_ping", String::new());
                 }
-                Offline::UnconnectedPong { server_guid, payload, .. } => {
+                Offline::UnconnectedPong {
+                    server_guid,
+                    payload,
+                    ..
+                } => {
                     a.pongs += 1;
                     a.step(
                         p,
                         "unconnected_pong",
-                        format!("server guid {server_guid:#018x}, {} bytes of payload", payload.len()),
+                        format!(
+                            "server guid {server_guid:#018x}, {} bytes of payload",
+                            payload.len()
+                        ),
                     );
                 }
                 Offline::OpenConnectionRequest1 { protocol, mtu } => {
                     a.request1_mtus.push(*mtu);
                     a.client_protocol = Some(*protocol);
                     a.last_request = p.ts;
-                    a.step(p, "open_connection_request_1", format!("protocol {protocol}, MTU {mtu}"));
+                    a.step(
+                        p,
+                        "open_connection_request_1",
+                        format!("protocol {protocol}, MTU {mtu}"),
+                    );
                 }
-                Offline::OpenConnectionReply1 { mtu, server_guid, .. } => {
+                Offline::OpenConnectionReply1 {
+                    mtu, server_guid, ..
+                } => {
                     a.reply1_mtu.get_or_insert(*mtu);
-                    a.step(p, "open_connection_reply_1", format!("server guid {server_guid:#018x}, MTU {mtu}"));
+                    a.step(
+                        p,
+                        "open_connection_reply_1",
+                        format!("server guid {server_guid:#018x}, MTU {mtu}"),
+                    );
                 }
                 Offline::OpenConnectionRequest2 { mtu, .. } => {
                     a.request2 += 1;
@@ -397,7 +502,11 @@ impl HandshakeTracker {
                 }
                 Offline::IncompatibleProtocolVersion { protocol, .. } => {
                     a.server_protocol = Some(*protocol);
-                    a.step(p, "incompatible_protocol_version", format!("the server's protocol {protocol}"));
+                    a.step(
+                        p,
+                        "incompatible_protocol_version",
+                        format!("the server's protocol {protocol}"),
+                    );
                 }
                 Offline::Refusal { id, .. } => {
                     a.refusal = Some(*id);
@@ -405,16 +514,15 @@ impl HandshakeTracker {
                 }
                 _ => {}
             },
-            Body::Datagram(Some(Datagram::Data(d))) => {
+            Body::Datagram(Some(Datagram::Data(d)))
                 if p.dir == Dir::C2s
                     && a.connection_request_seq.is_none()
-                    && d.capsules.iter().any(|c| c.message_id() == Some(0x09))
-                {
-                    a.connection_request_seq = Some(d.seq);
-                    a.connection_request = true;
-                    a.last_request = p.ts;
-                    a.step(p, "connection_request", format!("in datagram #{}", d.seq));
-                }
+                    && d.capsules.iter().any(|c| c.message_id() == Some(0x09)) =>
+            {
+                a.connection_request_seq = Some(d.seq);
+                a.connection_request = true;
+                a.last_request = p.ts;
+                a.step(p, "connection_request", format!("in datagram #{}", d.seq));
             }
             Body::Datagram(Some(Datagram::Ack(l))) => {
                 if let (Dir::S2c, Some(seq), false) =
@@ -441,12 +549,20 @@ impl HandshakeTracker {
                 }
                 (0x15, dir) if a.disconnected_by.is_none() => {
                     a.disconnected_by = Some(dir);
-                    let who = if dir == Dir::C2s { "by the client" } else { "by the server" };
+                    let who = if dir == Dir::C2s {
+                        "by the client"
+                    } else {
+                        "by the server"
+                    };
                     a.step(p, "disconnection_notification", who.into());
                 }
                 (id, dir) if (id >= 0x86 || id == 0xfe) && a.first_data.is_none() => {
                     a.first_data = Some(m.ts);
-                    a.step(p, "first_data", format!("{} {} bytes", dir.as_str(), m.data.len()));
+                    a.step(
+                        p,
+                        "first_data",
+                        format!("{} {} bytes", dir.as_str(), m.data.len()),
+                    );
                 }
                 _ => {}
             }

@@ -484,6 +484,7 @@ mod tests {
             dst: "127.0.0.1:19132".parse().unwrap(),
             udp_len: payload.len(),
             payload,
+            icmp: None,
         };
         let mut dis = Dissector::new(Options {
             ports: vec![19132],

@@ -741,23 +741,39 @@ impl SendHalf {
     }
 }
 
-/// Add one number to a sorted list of disjoint ranges (the common case, the
-/// next number after the last range, is O(1)).
+/// Add one number to a sorted list of disjoint ranges, merging neighbours
+/// (the common case, the next number after the last range, is O(1)).
 fn insert_range(ranges: &mut Vec<AckRange>, n: u32) {
     if let Some(last) = ranges.last_mut() {
-        if last.max.wrapping_add(1) & MASK24 == n {
+        if last.max.wrapping_add(1) & MASK24 == n && last.max != MASK24 {
             last.max = n;
             return;
         }
-        if (last.min..=last.max).contains(&n) {
-            return;
+    }
+    // The first range whose max is at or above n.
+    let i = ranges.partition_point(|r| r.max < n);
+    if ranges.get(i).is_some_and(|r| r.min <= n) {
+        return; // already there
+    }
+    let joins_prev = i > 0 && ranges[i - 1].max + 1 == n;
+    let joins_next = ranges.get(i).is_some_and(|r| r.min == n + 1);
+    match (joins_prev, joins_next) {
+        (true, true) => {
+            ranges[i - 1].max = ranges[i].max;
+            ranges.remove(i);
+        }
+        (true, false) => ranges[i - 1].max = n,
+        (false, true) => ranges[i].min = n,
+        (false, false) => {
+            if ranges.len() >= 4096 {
+                // Bounded: a peer sending numbers all over the place gets
+                // its oldest ones ACKed late (it will resend them).
+                ranges.remove(0);
+            }
+            let i = ranges.partition_point(|r| r.max < n);
+            ranges.insert(i, AckRange { min: n, max: n });
         }
     }
-    if ranges.len() >= 4096 {
-        // Bounded: a peer sending numbers all over the place gets ACKs sooner.
-        ranges.remove(0);
-    }
-    ranges.push(AckRange { min: n, max: n });
 }
 
 /// Take as many ranges as fit in `budget` bytes of range list.
@@ -961,5 +977,29 @@ mod tests {
         assert_eq!(s.unacked(), 4);
         s.on_ack(ms(1), &[AckRange { min: 0, max: 1 }]);
         assert_eq!(drain(&mut s, ms(1)).len(), 2);
+    }
+
+    #[test]
+    fn ack_ranges_merge_in_any_order() {
+        let mut x: u64 = 12345;
+        for round in 0..200 {
+            let mut ranges = Vec::new();
+            let mut want = std::collections::BTreeSet::new();
+            for _ in 0..(round % 50 + 1) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let n = (x % 64) as u32;
+                insert_range(&mut ranges, n);
+                want.insert(n);
+            }
+            let got: std::collections::BTreeSet<u32> =
+                ranges.iter().flat_map(|r| r.min..=r.max).collect();
+            assert_eq!(got, want);
+            // Sorted, disjoint and not adjacent: merged as far as possible.
+            for w in ranges.windows(2) {
+                assert!(w[0].max + 1 < w[1].min, "{ranges:?}");
+            }
+        }
     }
 }
