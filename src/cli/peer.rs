@@ -739,8 +739,10 @@ pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
                     }
                 }
                 Event::Closed(reason) => {
-                    if let Some(c) = server.listener().connection(peer) {
-                        let r = closed_record(peer, reason, c, 0.0);
+                    let l = server.listener();
+                    if let Some(c) = l.connection(peer).or_else(|| l.closed_connection(peer)) {
+                        let seconds = server.now().saturating_sub(c.created()).as_secs_f64();
+                        let r = closed_record(peer, reason, c, seconds);
                         let line = closed_line(&r);
                         emit(out, a.json, &r, &line)?;
                     }

@@ -339,7 +339,12 @@ impl Client {
                 }
             }
         }
-        let wake = self.conn.poll_timeout().map_or(until, |t| t.min(until));
+        // Events to hand out (a close among them): no sleeping.
+        let wake = if self.conn.has_events() || self.conn.is_closed() {
+            Duration::ZERO
+        } else {
+            self.conn.poll_timeout().map_or(until, |t| t.min(until))
+        };
         self.s.wait(wake)?;
         while let Some((from, n)) = self.s.recv().map_err(|e| refused(e, target))? {
             if from == target {
@@ -359,8 +364,10 @@ impl Client {
     pub fn close(&mut self) -> Result<CloseReason, PeerError> {
         let now = self.s.now();
         self.conn.close(now);
+        // The connection closes itself within its closing time (1 s): when
+        // the notification is acknowledged, or unacknowledged after that.
         let until = now + Duration::from_secs(3);
-        while self.s.now() < until {
+        loop {
             if let Some(r) = self.conn.close_reason() {
                 // Flush a last ACK, if any.
                 let now = self.s.now();
@@ -369,9 +376,11 @@ impl Client {
                 }
                 return Ok(r);
             }
+            if self.s.now() >= until {
+                return Ok(CloseReason::TimedOut);
+            }
             self.step(until)?;
         }
-        Ok(CloseReason::TimedOut)
     }
 }
 
@@ -436,7 +445,11 @@ impl Server {
                 }
             }
         }
-        let wake = self.listener.poll_timeout().map_or(until, |t| t.min(until));
+        let wake = if self.listener.is_busy() {
+            Duration::ZERO
+        } else {
+            self.listener.poll_timeout().map_or(until, |t| t.min(until))
+        };
         self.s.wait(wake)?;
         loop {
             match self.s.recv() {

@@ -432,6 +432,16 @@ impl Connection {
         self.events.pop_front()
     }
 
+    /// Events wait to be polled (a driver should not sleep then).
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
+    /// When the connection was made (reply 2), in the caller's time.
+    pub fn created(&self) -> Duration {
+        self.created
+    }
+
     /// Bytes queued and not yet sent: for a driver that paces a bulk sender.
     pub fn queued_bytes(&self) -> usize {
         self.send.queued_bytes()

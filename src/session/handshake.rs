@@ -381,10 +381,13 @@ pub struct Listener {
     order: Vec<SocketAddr>,
     cursor: usize,
     stats: ServerStats,
+    recently_closed: VecDeque<(SocketAddr, Connection)>,
 }
 
 /// Offline replies queued at most (a flood of requests is answered up to this).
 const MAX_OFFLINE_QUEUE: usize = 1024;
+/// Closed connections kept for their statistics.
+const MAX_RECENTLY_CLOSED: usize = 64;
 
 impl Listener {
     pub fn new(cfg: ServerConfig, local: SocketAddr) -> Self {
@@ -397,6 +400,7 @@ impl Listener {
             order: Vec::new(),
             cursor: 0,
             stats: ServerStats::default(),
+            recently_closed: VecDeque::new(),
         }
     }
 
@@ -580,10 +584,24 @@ impl Listener {
         None
     }
 
-    /// Drop closed connections.
+    /// Move closed connections out of the table; the last few stay
+    /// readable through [`Self::closed_connection`] for their statistics.
     fn sweep(&mut self) {
         let before = self.conns.len();
-        self.conns.retain(|_, c| !c.is_closed());
+        let closed: Vec<SocketAddr> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.is_closed())
+            .map(|(a, _)| *a)
+            .collect();
+        for addr in closed {
+            if let Some(c) = self.conns.remove(&addr) {
+                if self.recently_closed.len() >= MAX_RECENTLY_CLOSED {
+                    self.recently_closed.pop_front();
+                }
+                self.recently_closed.push_back((addr, c));
+            }
+        }
         if self.conns.len() != before {
             let conns = &self.conns;
             self.order.retain(|a| conns.contains_key(a));
@@ -600,6 +618,11 @@ impl Listener {
 
     pub fn poll_event(&mut self) -> Option<(SocketAddr, Event)> {
         self.events.pop_front()
+    }
+
+    /// Events or offline replies wait: a driver should not sleep.
+    pub fn is_busy(&self) -> bool {
+        !self.events.is_empty() || !self.offline_out.is_empty()
     }
 
     /// Queue a message to a connected client.
@@ -630,6 +653,15 @@ impl Listener {
 
     pub fn connection(&self, addr: SocketAddr) -> Option<&Connection> {
         self.conns.get(&addr)
+    }
+
+    /// A connection that closed lately (the last 64 are kept), for its statistics.
+    pub fn closed_connection(&self, addr: SocketAddr) -> Option<&Connection> {
+        self.recently_closed
+            .iter()
+            .rev()
+            .find(|(a, _)| *a == addr)
+            .map(|(_, c)| c)
     }
 
     /// Connections held, in any state (bounded by `max_clients + max_pending`).

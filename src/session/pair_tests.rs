@@ -533,3 +533,46 @@ fn handshake_floods_and_junk_stay_bounded() {
     while l.poll_transmit(later, &mut out).is_some() {}
     assert_eq!(l.len(), 0);
 }
+
+#[test]
+fn malformed_and_mutated_datagrams_on_a_connection_never_panic() {
+    let mut p = pair(Link::clean(), 6);
+    p.connect();
+    // Real datagrams of the client, mutated, plus random bytes, sent to the
+    // server's connection from the client's address.
+    let now = p.now;
+    let big = vec![0x86u8; 20_000];
+    p.client_conn()
+        .send(now, &big, Reliability::RELIABLE_ORDERED, 3, None);
+    let mut real = Vec::new();
+    let mut buf = Vec::new();
+    let now = p.now + Duration::from_millis(1);
+    while p.client_conn().poll_transmit(now, &mut buf) {
+        real.push(buf.clone());
+    }
+    assert!(!real.is_empty());
+    let mut rng = Rng(77);
+    let mut out = Vec::new();
+    for i in 0..100_000u64 {
+        let t = p.now + Duration::from_micros(i);
+        let mut d = real[(rng.next() as usize) % real.len()].clone();
+        for _ in 0..(rng.next() % 4) {
+            let at = (rng.next() as usize) % d.len();
+            d[at] = rng.next() as u8;
+        }
+        if rng.chance(0.2) {
+            d.truncate((rng.next() as usize) % d.len());
+        }
+        if rng.chance(0.1) {
+            d = (0..(rng.next() % 80)).map(|_| rng.next() as u8).collect();
+            if let Some(b) = d.first_mut() {
+                *b |= 0x80;
+            }
+        }
+        p.server.handle(t, addr(C), &d);
+        while p.server.poll_transmit(t, &mut out).is_some() {}
+        while p.server.poll_event().is_some() {}
+    }
+    let c = p.server.connection(addr(C)).map(|c| c.stats());
+    assert!(p.server.len() <= 1, "{c:?}");
+}

@@ -111,6 +111,8 @@ impl Part {
 struct InFlight {
     part: Part,
     next_resend: Duration,
+    /// Resends after a timeout in a row: each doubles the next wait (up to 2 s).
+    timeouts: u32,
     /// NACKed: resend at once.
     nacked: bool,
 }
@@ -575,9 +577,15 @@ impl SendHalf {
             }
             let after_nack = f.nacked;
             f.nacked = false;
-            f.next_resend = now + rto;
+            // A peer that answers nothing is not flooded: back off on timeouts.
+            f.timeouts = if after_nack { 0 } else { f.timeouts + 1 };
+            let wait = rto
+                .saturating_mul(1 << f.timeouts.min(6))
+                .min(MAX_RTO)
+                .max(rto);
+            f.next_resend = now + wait;
             f.part.capsule().emit(out);
-            self.timers.push(Reverse((now + rto, ri)));
+            self.timers.push(Reverse((now + wait, ri)));
             sent.reliable.push(ri);
             if after_nack {
                 self.stats.resends_after_nack += 1;
@@ -615,6 +623,7 @@ impl SendHalf {
                 self.window.push_back(Some(InFlight {
                     part: p,
                     next_resend: now + rto,
+                    timeouts: 0,
                     nacked: false,
                 }));
                 self.timers.push(Reverse((now + rto, ri)));
