@@ -10,5 +10,6 @@ pub mod dissect;
 pub mod mirror;
 pub mod output;
 pub mod peer;
+pub mod replay;
 pub mod session;
 pub mod wire;

@@ -5,7 +5,8 @@
 //! unexpected error, 2 a usage error, 3 a file that cannot be opened or is
 //! not a capture, 5 a capture cut short (everything before the cut was
 //! printed), 6 no connection (`ping`, `connect`: no pong, a handshake
-//! refused or unanswered, nothing listening, a peer that timed out).
+//! refused or unanswered, nothing listening, a peer that timed out), 7 a
+//! replay cut short (the server disconnected or went silent first).
 
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
@@ -16,6 +17,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod handshake;
 mod peer;
+mod replay;
 
 use crate::capture::CaptureReader;
 use crate::dissect::{Dir, Dissector, Options, Packet};
@@ -42,7 +44,8 @@ pub use peer::EXIT_NO_CONNECTION;
     disable_version_flag = true,
     after_help = "Exit codes: 0 ok, 1 error, 2 usage, 3 file cannot be opened or is not a capture, \
                   5 capture cut short (everything before the cut is printed), \
-                  6 no connection (no pong, handshake refused or unanswered, port unreachable, timed out)."
+                  6 no connection (no pong, handshake refused or unanswered, port unreachable, timed out), \
+                  7 replay cut short by the server."
 )]
 pub struct Cli {
     /// Print the version (-V is --verbose, as in tshark).
@@ -72,6 +75,8 @@ pub enum Command {
     Serve(peer::ServeArgs),
     /// Perform a handshake live, one line per step, ending with the outcome and a diagnosis.
     Probe(peer::ProbeArgs),
+    /// Replay a captured client's messages against a live server and compare what comes back.
+    Replay(replay::ReplayArgs),
 }
 
 /// Where the capture comes from and which UDP is RakNet (every command).
@@ -219,6 +224,7 @@ pub fn main() -> ExitCode {
         Some(Command::Connect(a)) => peer::run_connect(&a, &mut out),
         Some(Command::Serve(a)) => peer::run_serve(&a, &mut out),
         Some(Command::Probe(a)) => peer::run_probe(&a, &mut out),
+        Some(Command::Replay(a)) => replay::run_replay(&a, &mut out),
     };
     let code = match result {
         Ok(code) => code,

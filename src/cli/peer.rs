@@ -121,6 +121,16 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "0.0.0.0:19132", value_name = "ADDR")]
     pub listen: String,
+    /// Play the captured server of this capture: its pong payload and
+    /// protocol, and its messages with their timing, from each client's connection on.
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<std::path::PathBuf>,
+    /// With --replay: the flow to play (default: the first whose client sent messages).
+    #[arg(long, value_name = "N", requires = "replay")]
+    pub flow: Option<u32>,
+    /// With --replay: send the captured messages at once instead of with their timing.
+    #[arg(long, requires = "replay")]
+    pub asap: bool,
     /// Answer pings with a Minecraft MOTD carrying this text.
     #[arg(long, value_name = "TEXT", conflicts_with = "pong_hex")]
     pub motd: Option<String>,
@@ -165,7 +175,7 @@ pub fn parse_reliability(s: &str) -> Result<Reliability, String> {
         })
 }
 
-fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
+pub(super) fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
     let s: String = s
         .chars()
         .filter(|c| !c.is_whitespace() && *c != ':')
@@ -179,7 +189,7 @@ fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
         .collect()
 }
 
-fn resolve(target: &str) -> Result<SocketAddr, String> {
+pub(super) fn resolve(target: &str) -> Result<SocketAddr, String> {
     target
         .to_socket_addrs()
         .map_err(|e| format!("{target}: {e}"))?
@@ -187,7 +197,7 @@ fn resolve(target: &str) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("{target}: no address"))
 }
 
-fn guid() -> u64 {
+pub(super) fn guid() -> u64 {
     // Unique enough for a tool: time and process id mixed.
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -196,11 +206,16 @@ fn guid() -> u64 {
     (t ^ (u64::from(std::process::id()) << 32)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
-fn ms(d: Duration) -> f64 {
+pub(super) fn ms(d: Duration) -> f64 {
     (d.as_secs_f64() * 1e6).round() / 1e3
 }
 
-fn emit(out: &mut impl Write, json: bool, record: &impl Serialize, line: &str) -> io::Result<()> {
+pub(super) fn emit(
+    out: &mut impl Write,
+    json: bool,
+    record: &impl Serialize,
+    line: &str,
+) -> io::Result<()> {
     if json {
         serde_json::to_writer(&mut *out, record)?;
         out.write_all(b"\n")?;
@@ -314,7 +329,7 @@ struct ConnectedJson {
 }
 
 #[derive(Serialize)]
-struct PeerMessageJson {
+pub(super) struct PeerMessageJson {
     #[serde(rename = "type")]
     kind: &'static str,
     peer: String,
@@ -330,7 +345,7 @@ struct PeerMessageJson {
 }
 
 impl PeerMessageJson {
-    fn new(peer: SocketAddr, dir: &'static str, m: &Delivered) -> Self {
+    pub(super) fn new(peer: SocketAddr, dir: &'static str, m: &Delivered) -> Self {
         let id = m.data.first().copied();
         PeerMessageJson {
             kind: "message",
@@ -423,7 +438,7 @@ fn closed_line(r: &ClosedJson) -> String {
     )
 }
 
-fn step_line(e: &HandshakeEvent) -> String {
+pub(super) fn step_line(e: &HandshakeEvent) -> String {
     match e {
         HandshakeEvent::Request1Sent { mtu } => {
             format!("open connection request 1 sent (MTU {mtu})")
@@ -677,6 +692,16 @@ pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         }
     };
     let me = guid();
+    let session = match &a.replay {
+        Some(path) => match crate::replay::load(path, a.flow, &[]) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("raknet-dissect: {e}");
+                return Ok(super::EXIT_BAD_FILE);
+            }
+        },
+        None => None,
+    };
     let mut cfg = ServerConfig {
         guid: me,
         protocol: a.dialect.protocol(),
@@ -686,6 +711,16 @@ pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         address_count: a.dialect.addresses(),
         ..ServerConfig::default()
     };
+    // The captured server's protocol, unless told otherwise.
+    if let (Some(s), None) = (&session, a.dialect.protocol) {
+        if let Some(p) = s.protocol {
+            cfg.protocol = p;
+            cfg.accept_protocols = vec![p];
+            if a.dialect.addresses.is_none() {
+                cfg.address_count = if p == PROTOCOL_ORIGINAL { 10 } else { 20 };
+            }
+        }
+    }
     let mut server = match Server::bind(listen, cfg.clone()) {
         Ok(s) => s,
         Err(e) => {
@@ -703,7 +738,10 @@ pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
                 return Ok(EXIT_USAGE);
             }
         },
-        (None, None) => b"raknet-dissect".to_vec(),
+        (None, None) => session
+            .as_ref()
+            .and_then(|s| s.pong.clone())
+            .unwrap_or_else(|| b"raknet-dissect".to_vec()),
     };
     server.set_pong(cfg.pong.clone());
     let r = ListeningJson {
@@ -713,8 +751,35 @@ pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         protocol: cfg.protocol,
     };
     emit(out, a.json, &r, &format!("listening {bound}"))?;
+    // With --replay: each connected client's position in the captured
+    // server messages, and when its connection started.
+    let mut playing: Vec<(SocketAddr, Duration, usize)> = Vec::new();
+    let base = session.as_ref().map_or(Duration::ZERO, |s| {
+        s.connected_ts
+            .or(s.s2c.first().map(|m| m.ts))
+            .unwrap_or(Duration::ZERO)
+    });
     loop {
-        let until = server.now() + Duration::from_millis(200);
+        let mut until = server.now() + Duration::from_millis(200);
+        if let Some(s) = &session {
+            let now = server.now();
+            for (peer, start, next) in playing.iter_mut() {
+                while let Some(m) = s.s2c.get(*next) {
+                    let due = if a.asap {
+                        *start
+                    } else {
+                        *start + m.ts.saturating_sub(base)
+                    };
+                    if due > now {
+                        until = until.min(due);
+                        break;
+                    }
+                    server.send(*peer, &m.data, m.reliability, m.channel);
+                    *next += 1;
+                }
+            }
+            playing.retain(|(_, _, next)| *next < s.s2c.len());
+        }
         server.step(until)?;
         let mut done = false;
         while let Some((peer, e)) = server.poll_event() {
@@ -729,6 +794,9 @@ pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
                         handshake_ms: None,
                     };
                     emit(out, a.json, &r, &format!("connected {peer}: MTU {}", r.mtu))?;
+                    if session.as_ref().is_some_and(|s| !s.s2c.is_empty()) {
+                        playing.push((peer, server.now(), 0));
+                    }
                 }
                 Event::Message(m) => {
                     let r = PeerMessageJson::new(peer, "c2s", &m);

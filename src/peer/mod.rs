@@ -3,6 +3,8 @@
 //! next datagram or timer, no async runtime: a RakNet connection is one
 //! socket and a handful of timers.
 
+pub mod record;
+
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
@@ -14,6 +16,7 @@ use crate::session::{
     ServerConfig,
 };
 use crate::wire::{Offline, Reader, Reliability};
+use record::Recorder;
 
 /// Socket buffers asked for: a bulk sender and its peer on loopback
 /// overflow the default 208 KiB quickly.
@@ -216,6 +219,19 @@ pub struct Client {
     /// Time from the first request to ConnectionRequestAccepted.
     pub handshake_time: Duration,
     pub server_guid: Option<u64>,
+    local: SocketAddr,
+    recorder: Option<Recorder>,
+}
+
+/// Record a datagram if recording; a write error stops the recording (and
+/// is reported once).
+fn record(rec: &mut Option<Recorder>, src: SocketAddr, dst: SocketAddr, bytes: &[u8]) {
+    if let Some(r) = rec {
+        if let Err(e) = r.record(src, dst, bytes) {
+            eprintln!("raknet-dissect: recording stopped: {e}");
+            *rec = None;
+        }
+    }
 }
 
 impl Client {
@@ -224,6 +240,17 @@ impl Client {
     pub fn connect(
         target: SocketAddr,
         cfg: ClientConfig,
+        on_step: impl FnMut(Duration, &HandshakeEvent),
+    ) -> Result<Client, PeerError> {
+        Self::connect_recorded(target, cfg, None, on_step)
+    }
+
+    /// [`Self::connect`], writing every datagram sent and received, from the
+    /// first request on, to `recorder`.
+    pub fn connect_recorded(
+        target: SocketAddr,
+        cfg: ClientConfig,
+        mut recorder: Option<Recorder>,
         mut on_step: impl FnMut(Duration, &HandshakeEvent),
     ) -> Result<Client, PeerError> {
         let mut s = Socket::bind(wildcard_for(target))?;
@@ -237,6 +264,7 @@ impl Client {
             let now = s.now();
             if hs.poll_transmit(now, &mut out)? {
                 s.sock.send(&out).map_err(|e| refused(e, target))?;
+                record(&mut recorder, local, target, &out);
             }
             while let Some(e) = hs.poll_event() {
                 on_step(now - start, &e);
@@ -245,6 +273,7 @@ impl Client {
             let mut done = None;
             while let Some((_, n)) = s.recv().map_err(|e| refused(e, target))? {
                 let now = s.now();
+                record(&mut recorder, target, local, &s.rbuf[..n]);
                 if let Some(c) = hs.handle(now, &s.rbuf[..n])? {
                     done = Some(c);
                     break;
@@ -264,6 +293,7 @@ impl Client {
             let now = s.now();
             while conn.poll_transmit(now, &mut out) {
                 s.sock.send(&out).map_err(|e| refused(e, target))?;
+                record(&mut recorder, local, target, &out);
             }
             match conn.poll_event() {
                 Some(Event::Connected) => {
@@ -283,6 +313,7 @@ impl Client {
             while let Some((_, n)) = s.recv().map_err(|e| refused(e, target))? {
                 let now = s.now();
                 let b = &s.rbuf[..n];
+                record(&mut recorder, target, local, b);
                 if b.first().is_some_and(|b| b & 0x80 != 0) {
                     conn.handle(now, b);
                 }
@@ -295,7 +326,17 @@ impl Client {
             server: target,
             out,
             server_guid,
+            local,
+            recorder,
         })
+    }
+
+    /// Stop recording and flush the file.
+    pub fn finish_recording(&mut self) -> io::Result<()> {
+        match self.recorder.take() {
+            Some(mut r) => r.flush(),
+            None => Ok(()),
+        }
     }
 
     pub fn now(&self) -> Duration {
@@ -333,6 +374,9 @@ impl Client {
                     .s
                     .send_to(target, &out)
                     .map_err(|e| refused(e, target))?;
+                if sent {
+                    record(&mut self.recorder, self.local, target, &out);
+                }
                 self.out = out;
                 if !sent {
                     break;
@@ -349,6 +393,7 @@ impl Client {
         while let Some((from, n)) = self.s.recv().map_err(|e| refused(e, target))? {
             if from == target {
                 let now = self.s.now();
+                record(&mut self.recorder, target, self.local, &self.s.rbuf[..n]);
                 self.conn.handle(now, &self.s.rbuf[..n]);
             }
         }
@@ -372,7 +417,9 @@ impl Client {
                 // Flush a last ACK, if any.
                 let now = self.s.now();
                 while self.conn.poll_transmit(now, &mut self.out) {
-                    let _ = self.s.sock.send(&self.out);
+                    if self.s.sock.send(&self.out).is_ok() {
+                        record(&mut self.recorder, self.local, self.server, &self.out);
+                    }
                 }
                 return Ok(r);
             }

@@ -1,0 +1,101 @@
+//! Writing the datagrams a peer sends and receives as pcapng (raw IP link
+//! type, nanosecond timestamps), so that a live session can be dissected
+//! like any capture (`replay --record`).
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use etherparse::PacketBuilder;
+use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
+use pcap_file::pcapng::blocks::interface_description::{
+    InterfaceDescriptionBlock, InterfaceDescriptionOption, InterfaceTsResolution,
+};
+use pcap_file::pcapng::PcapNgWriter;
+use pcap_file::DataLink;
+
+/// A pcapng file being written, one raw-IP interface.
+pub struct Recorder {
+    writer: PcapNgWriter<BufWriter<File>>,
+    buf: Vec<u8>,
+}
+
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder").finish_non_exhaustive()
+    }
+}
+
+fn io_error(e: impl std::fmt::Display) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
+impl Recorder {
+    pub fn create(path: &Path) -> io::Result<Recorder> {
+        let file = BufWriter::new(File::create(path)?);
+        let mut writer = PcapNgWriter::new(file).map_err(io_error)?;
+        writer
+            .write_pcapng_block(InterfaceDescriptionBlock {
+                linktype: DataLink::RAW,
+                snaplen: 0,
+                options: vec![
+                    InterfaceDescriptionOption::IfName(Cow::Borrowed("raknet-dissect")),
+                    InterfaceDescriptionOption::IfTsResol(InterfaceTsResolution::NANO),
+                ],
+            })
+            .map_err(io_error)?;
+        Ok(Recorder {
+            writer,
+            buf: Vec::new(),
+        })
+    }
+
+    /// One UDP datagram from `src` to `dst`, stamped now.
+    pub fn record(&mut self, src: SocketAddr, dst: SocketAddr, payload: &[u8]) -> io::Result<()> {
+        let ts = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or(Duration::ZERO);
+        self.record_at(ts, src, dst, payload)
+    }
+
+    pub fn record_at(
+        &mut self,
+        ts: Duration,
+        src: SocketAddr,
+        dst: SocketAddr,
+        payload: &[u8],
+    ) -> io::Result<()> {
+        self.buf.clear();
+        let built = match (src, dst) {
+            (SocketAddr::V4(s), SocketAddr::V4(d)) => {
+                PacketBuilder::ipv4(s.ip().octets(), d.ip().octets(), 64)
+                    .udp(s.port(), d.port())
+                    .write(&mut self.buf, payload)
+            }
+            (SocketAddr::V6(s), SocketAddr::V6(d)) => {
+                PacketBuilder::ipv6(s.ip().octets(), d.ip().octets(), 64)
+                    .udp(s.port(), d.port())
+                    .write(&mut self.buf, payload)
+            }
+            _ => return Err(io_error("an IPv4 and an IPv6 endpoint in one datagram")),
+        };
+        built.map_err(io_error)?;
+        self.writer
+            .write_pcapng_block(EnhancedPacketBlock {
+                interface_id: 0,
+                timestamp: ts,
+                original_len: self.buf.len() as u32,
+                data: Cow::Borrowed(&self.buf),
+                options: Vec::new(),
+            })
+            .map_err(io_error)?;
+        Ok(())
+    }
+
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.writer.get_mut().flush()
+    }
+}
