@@ -83,32 +83,11 @@ fn need_python() -> Option<String> {
     py
 }
 
-/// The mc_pair example, built now for the profile of this test run: `cargo
-/// test --test peer` does not build examples, and an older build may lack
-/// `--role` (the common helper only builds a missing one).
+/// The mc_pair example (rust-raknet), built for this run's profile; skipped
+/// or failed like the other peers when it cannot be built.
 fn need_mc_pair() -> Option<PathBuf> {
-    static BUILT: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
-    let built = BUILT.get_or_init(|| {
-        let bin = common::bin_path();
-        let exe = bin.with_file_name("examples").join("mc_pair");
-        let release = bin
-            .parent()
-            .and_then(|d| d.file_name())
-            .is_some_and(|n| n == "release");
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "--example", "mc_pair", "--quiet"])
-            .current_dir(common::root());
-        if release {
-            cmd.arg("--release");
-        }
-        match cmd.status() {
-            Ok(s) if s.success() && exe.exists() => Ok(exe),
-            Ok(s) => Err(format!("cargo build --example mc_pair: {s}")),
-            Err(e) => Err(format!("cargo: {e}")),
-        }
-    });
-    match built {
-        Ok(p) => Some(p.clone()),
+    match common::mc_pair_built() {
+        Ok(p) => Some(p),
         Err(e) => {
             common::skip_or_fail(&format!(
                 "mc_pair (rust-raknet example) not installed ({e})"

@@ -121,20 +121,40 @@ pub fn raknet_python() -> Option<String> {
     })
 }
 
-/// The `mc_pair` example (rust-raknet), built if cargo has not built it yet.
+/// The `mc_pair` example (rust-raknet), built once per test process for the
+/// profile of this run: `cargo test` does not build examples, and an older
+/// build may lack newer options. Panics if it cannot be built.
 pub fn mc_pair_exe() -> PathBuf {
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_raknet-dissect"))
-        .with_file_name("examples")
-        .join("mc_pair");
-    if !exe.exists() {
-        let s = Command::new(env!("CARGO"))
-            .args(["build", "--example", "mc_pair", "--quiet"])
-            .current_dir(root())
-            .status()
-            .expect("cargo builds the example");
-        assert!(s.success(), "cargo build --example mc_pair");
+    match mc_pair_built() {
+        Ok(p) => p,
+        Err(e) => panic!("{e}"),
     }
-    exe
+}
+
+/// [`mc_pair_exe`], or why it could not be built.
+pub fn mc_pair_built() -> Result<PathBuf, String> {
+    static BUILT: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let bin = bin_path();
+            let exe = bin.with_file_name("examples").join("mc_pair");
+            let release = bin
+                .parent()
+                .and_then(|d| d.file_name())
+                .is_some_and(|n| n == "release");
+            let mut cmd = Command::new(env!("CARGO"));
+            cmd.args(["build", "--example", "mc_pair", "--quiet"])
+                .current_dir(root());
+            if release {
+                cmd.arg("--release");
+            }
+            match cmd.status() {
+                Ok(s) if s.success() && exe.exists() => Ok(exe),
+                Ok(s) => Err(format!("cargo build --example mc_pair: {s}")),
+                Err(e) => Err(format!("cargo: {e}")),
+            }
+        })
+        .clone()
 }
 
 /// Run `cmd` to completion with stdin closed, collecting stdout and stderr; kill
