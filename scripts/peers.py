@@ -15,7 +15,8 @@ Usage
                      [--allow-undelivered]
     peers.py server --port P [--host 127.0.0.1] [--protocol 6] [--internal-ids 10]
                     [--max-incoming 4] [--pong TEXT] [--echo] [--out-json FILE]
-                    [--once] [--expect N] [--rcvbuf BYTES] [--timeout 30] [-v]
+                    [--once] [--expect N] [--shutdown-after S] [--rcvbuf BYTES]
+                    [--timeout 30] [-v]
     peers.py client --connect HOST:PORT [--protocol 6] [--internal-ids 10]
                     [--scenario basic|all-reliabilities|mirror|peer] [--messages N]
                     [--seed 1] [--out-json FILE] [--sent-json FILE] [--wait 2]
@@ -93,13 +94,23 @@ size): leave it out for large transfers, user messages are then only counted.
     --expect N      exit 0 once N user messages were received (after waiting at
                     most 1 s more for the client's disconnection); with --once,
                     a client that leaves before N makes the exit status 1
+    --shutdown-after S
+                    S seconds after the first client connected (the server
+                    application got ID_NEW_INCOMING_CONNECTION), shut the
+                    server down: RakPeer.shutdown(1.0), which sends
+                    ID_DISCONNECTION_NOTIFICATION to every connected client
+                    and waits at most 1 s for its acknowledgement; then exit 0
+                    (a server that goes away cleanly, tests/handshake.rs).
+                    It prints `server: shut down after S s` to stderr then.
+                    Checked between receive() polls (every 0.5 ms), so it
+                    comes within a few ms of S.  S = 0: at once.
     --rcvbuf BYTES  see "Socket receive buffer" below
     --timeout S     overall limit (default 30 s): exit status 3
     SIGTERM, SIGINT exit status 143, 130
 
-Without --once and --expect it serves until --timeout.  It writes --out-json on
-exit in every case, and prints two lines to stderr (the benchmark
-scripts/bench-peer.sh reads them):
+Without --once, --expect and --shutdown-after it serves until --timeout.  It
+writes --out-json on exit in every case, and prints two lines to stderr (the
+benchmark scripts/bench-peer.sh reads them):
 
     server: N user messages, B bytes in T s (X MB/s from first to last user message)
     server: first user message at E1, last at E2 (epoch s)      # only when N > 0
@@ -903,9 +914,13 @@ class Server(Session):
         self.users = 0
         self.user_bytes = 0
         self.first = self.last = None  # (perf_counter, epoch) of a user message
+        self.connected_at = None  # monotonic time of the first NEW_INCOMING_CONNECTION
 
     def handle(self, side, p):
         data = p.data
+        if (self.connected_at is None and data
+                and data[0] == MI.ID_NEW_INCOMING_CONNECTION):
+            self.connected_at = time.monotonic()
         if data and data[0] >= MI.ID_USER_PACKET_ENUM:
             now = (time.perf_counter(), time.time())
             if self.first is None:
@@ -951,9 +966,20 @@ def run_server(args):
             def expected():
                 return args.expect is not None and s.users >= args.expect
 
-            s.wait_for(lambda: expected() or (args.once and "server" in s.closed),
-                       float("inf"), "clients", step=0.0005)
-            if expected():
+            def shutdown_due():
+                return (args.shutdown_after is not None and s.connected_at is not None
+                        and time.monotonic() >= s.connected_at + args.shutdown_after)
+
+            s.wait_for(lambda: expected() or (args.once and "server" in s.closed)
+                       or shutdown_due(), float("inf"), "clients", step=0.0005)
+            if shutdown_due():
+                # With a block duration, Shutdown notifies every connection
+                # (ID_DISCONNECTION_NOTIFICATION) and waits for the ACKs.
+                s.server.shutdown(1.0)
+                s.server = None
+                print("server: shut down after %.3f s" % (
+                    time.monotonic() - s.connected_at), file=sys.stderr, flush=True)
+            elif expected():
                 s.wait_for(lambda: "server" in s.closed, 1.0, "the client's disconnection",
                            step=0.001)
             elif args.expect is not None:  # --once, and the client left early
@@ -1189,6 +1215,9 @@ def main(argv=None):
                    help="exit 0 after the first client disconnects")
     v.add_argument("--expect", type=int, default=None, metavar="N",
                    help="exit 0 once N user messages were received")
+    v.add_argument("--shutdown-after", type=float, default=None, metavar="S",
+                   help="shut down (notifying the clients) S seconds after the "
+                        "first client connected, then exit 0")
     v.add_argument("--timeout", type=float, default=30, help="overall limit, seconds")
     v.add_argument("--rcvbuf", type=int, default=0, metavar="BYTES",
                    help="raise the socket's SO_RCVBUF to BYTES (module doc)")
@@ -1227,6 +1256,8 @@ def main(argv=None):
     if args.cmd == "scenarios":
         print("\n".join(SCENARIOS))
         return 0
+    if args.cmd == "server" and args.shutdown_after is not None and args.shutdown_after < 0:
+        ap.error("--shutdown-after must be >= 0")
     if args.cmd == "client":
         host, _, port = args.connect.rpartition(":")
         if not host.strip("[]") or not port.isdigit() or not 0 < int(port) < 65536:

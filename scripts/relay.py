@@ -2,13 +2,16 @@
 """A seeded UDP relay that drops, duplicates and reorders datagrams.
 
 Put it between a RakNet client and server to make loss, duplication and
-reordering happen in a repeatable way (sample captures, tests).  Pure stdlib.
+reordering happen in a repeatable way (sample captures, tests), or to break a
+handshake at a chosen point (--max-size, --drop-after-id: tests/handshake.rs).
+Pure stdlib.
 
 Usage
 -----
     relay.py --listen HOST:R --target HOST:P --seed S
              [--loss 0.1] [--dup 0.05] [--reorder 0.05] [--reorder-ms 20]
              [--delay-ms 0] [--duration 60] [--upstream HOST:PORT]
+             [--max-size N] [--drop-after-id [DIR:]ID] [--latest-client]
              [--stats-json FILE] [--trace FILE] [-v]
 
 HOST is an IPv4 address or a bracketed IPv6 one: `127.0.0.1:19160`,
@@ -20,6 +23,12 @@ HOST is an IPv4 address or a bracketed IPv6 one: `127.0.0.1:19160`,
 - The client is the source of the first datagram that arrives on the listen
   socket; later datagrams from any other address are ignored (counted as
   `ignored`).  Replies go back to that address from the listen socket.
+  With --latest-client the client is instead the source of the LATEST
+  datagram on the listen socket: a client that moves to another port (as
+  `raknet-dissect probe`, which pings from one socket and then connects from
+  another) is followed, and the server's datagrams go to the new address from
+  then on.  Every client still shares the one upstream socket, so use it for
+  one client at a time.
 - The server is talked to from ONE upstream socket (ephemeral port unless
   --upstream), so the server sees the relay's upstream address as its client.
   Datagrams reaching the upstream socket from anywhere but the target are
@@ -44,6 +53,37 @@ So the decision for datagram k depends only on the seed, the direction and k,
 never on timing.  With --delay-ms D every datagram (and every copy) is sent
 D ms after it was received (hold-back time adds to that).
 
+Deterministic drops (both off by default)
+-----------------------------------------
+Two rules are applied after the draw above (the three numbers are drawn for
+every datagram all the same, so the seeded decisions of the other datagrams do
+not change), and override it:
+
+    --max-size N          drop, in both directions, every datagram whose UDP
+                          payload is longer than N bytes: a path that loses
+                          large datagrams.  RakNet pads Open Connection Request
+                          1 to MTU - 28 bytes (IP + UDP headers), so with
+                          N = 1200 - 28 = 1172 the 1492 probes are lost, the
+                          1200 ones pass, and a client falls back to MTU 1200
+                          (its datagrams are then at most 1172 bytes too).
+    --drop-after-id [DIR:]ID
+                          once a datagram of direction DIR (c2s or s2c; default
+                          c2s) whose FIRST byte is ID (0x07, 7, ...) has passed
+                          the relay (it was not dropped itself), drop every
+                          datagram received after it, in both directions, until
+                          exit: the peers are cut off from each other from that
+                          point on.  Datagrams received before it (held back or
+                          delayed) still go out.  For a RakNet handshake:
+                            c2s:0x07  request 2 reaches the server, whose reply
+                                      2 is dropped (and so is every resent
+                                      request 2): the client sees no reply 2;
+                            s2c:0x08  reply 2 reaches the client, whose
+                                      ConnectionRequest (and everything after)
+                                      is dropped: the client sees its
+                                      ConnectionRequest unanswered.
+                          Only the first matching datagram counts; later ones
+                          are dropped like any other.
+
 Bounds and output
 -----------------
 The relay exits after --duration seconds (default 60), or on SIGINT/SIGTERM.
@@ -54,19 +94,27 @@ exit.  --stats-json writes:
 
     {"seed": S, "loss": .., "dup": .., "reorder": .., "reorder_ms": ..,
      "delay_ms": .., "listen": "127.0.0.1:R", "target": "127.0.0.1:P",
-     "upstream": "127.0.0.1:U", "client": "127.0.0.1:C" | null,
+     "upstream": "127.0.0.1:U", "client": "127.0.0.1:C" | null (the last one
+                                           with --latest-client),
+     "max_size": N | null, "drop_after_id": "c2s:0x07" | null,
+     "cut_after": <seconds from start when the --drop-after-id datagram
+                   passed> | null,
      "exit": "duration" | "SIGINT" | "SIGTERM", "seconds": 3.2,
      "c2s": {"received": n, "forwarded": n, "dropped": n, "duplicated": n,
              "reordered": n, "flushed_at_exit": n, "ignored": n,
-             "bytes_received": n, "bytes_forwarded": n},
+             "bytes_received": n, "bytes_forwarded": n,
+             "dropped_max_size": n, "dropped_after_id": n},
      "s2c": {...}}
 
 `received` counts datagrams taken in; `forwarded` counts datagrams sent out,
 duplicate copies included (forwarded = received - dropped + duplicated, when
-every send succeeded); `reordered` counts the datagrams held back.
+every send succeeded); `reordered` counts the datagrams held back.  `dropped`
+counts every drop; `dropped_max_size` and `dropped_after_id` the ones of those
+two rules (the rest were drawn by --loss).
 --trace writes one JSON object per received datagram:
 {"dir": "c2s", "k": 0, "len": 33, "action": "forward"|"drop"|"hold"|"dup",
- "time": <epoch seconds, comparable to a capture's timestamps>}.
+ "time": <epoch seconds, comparable to a capture's timestamps>}, plus
+"why": "loss"|"max-size"|"drop-after-id" when the action is "drop".
 The k-th datagram of a direction in the trace is the k-th one the relay read
 from that direction's socket.
 
@@ -123,6 +171,21 @@ def probability(text):
     return v
 
 
+def drop_after_spec(text):
+    """'[c2s:|s2c:]ID' (ID decimal or 0x hex, 0..255) -> (dir, id)."""
+    d, sep, ident = text.rpartition(":")
+    d = d if sep else "c2s"
+    if d not in DIRS:
+        raise argparse.ArgumentTypeError("expected [c2s:|s2c:]ID, got %r" % text)
+    try:
+        v = int(ident, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError("bad message id in %r" % text)
+    if not 0 <= v <= 255:
+        raise argparse.ArgumentTypeError("a message id is 0..255: %r" % text)
+    return d, v
+
+
 def sockaddr(family, host, port):
     return (host, port) if family == socket.AF_INET else (host, port, 0, 0)
 
@@ -139,6 +202,7 @@ class Direction:
             "received": 0, "forwarded": 0, "dropped": 0, "duplicated": 0,
             "reordered": 0, "flushed_at_exit": 0, "ignored": 0,
             "bytes_received": 0, "bytes_forwarded": 0,
+            "dropped_max_size": 0, "dropped_after_id": 0,
         }
 
     def decide(self, loss, reorder, dup):
@@ -188,6 +252,7 @@ class Relay:
         self.timers = []  # heap of (due, seq, kind, payload)
         self.seq = 0
         self.trace = open(args.trace, "w") if args.trace else None
+        self.cut_after = None  # when the --drop-after-id datagram passed
 
     # -- helpers ---------------------------------------------------------------
     def now(self):
@@ -233,9 +298,26 @@ class Relay:
         d.stats["bytes_received"] += len(data)
         k = d.k
         action = d.decide(a.loss, a.reorder, a.dup)
+        why = "loss" if action == "drop" else None
+        if self.cut_after is not None:
+            action, why = "drop", "drop-after-id"
+            d.stats["dropped_after_id"] += 1
+        elif a.max_size is not None and len(data) > a.max_size:
+            action, why = "drop", "max-size"
+            d.stats["dropped_max_size"] += 1
+        elif (action != "drop" and a.drop_after_id is not None
+              and dname == a.drop_after_id[0] and data[:1] == bytes([a.drop_after_id[1]])):
+            self.cut_after = self.now()  # this one passes; everything later is dropped
+            if a.verbose:
+                print("relay: %s datagram 0x%02x passed at %.3f s: dropping everything "
+                      "from now on" % (dname, a.drop_after_id[1], self.cut_after),
+                      file=sys.stderr)
         if self.trace:
-            self.trace.write(json.dumps({"dir": dname, "k": k, "len": len(data),
-                                         "action": action, "time": round(time.time(), 6)}) + "\n")
+            rec = {"dir": dname, "k": k, "len": len(data), "action": action,
+                   "time": round(time.time(), 6)}
+            if why:
+                rec["why"] = why
+            self.trace.write(json.dumps(rec) + "\n")
         if action == "drop":
             d.stats["dropped"] += 1
             return
@@ -279,7 +361,7 @@ class Relay:
                     print("relay: recv: %s" % e, file=sys.stderr)
                 return
             if sock is self.listen:
-                if self.client is None:
+                if self.client is None or (self.a.latest_client and src != self.client):
                     self.client = src
                     if self.a.verbose:
                         print("relay: client is %s" % fmt_addr(src), file=sys.stderr)
@@ -362,6 +444,9 @@ class Relay:
             "target": fmt_addr(self.target),
             "upstream": fmt_addr(self.up.getsockname()),
             "client": fmt_addr(self.client) if self.client else None,
+            "max_size": a.max_size,
+            "drop_after_id": ("%s:0x%02x" % a.drop_after_id) if a.drop_after_id else None,
+            "cut_after": round(self.cut_after, 6) if self.cut_after is not None else None,
             "exit": reason, "seconds": round(self.now(), 3),
             "c2s": self.dirs["c2s"].stats, "s2c": self.dirs["s2c"].stats,
         }
@@ -388,12 +473,24 @@ def main(argv=None):
                     help="fixed delay added to every datagram (default 0)")
     ap.add_argument("--duration", type=float, default=60.0,
                     help="exit after this many seconds (default 60)")
+    ap.add_argument("--max-size", type=int, default=None, metavar="N",
+                    help="drop every datagram (both directions) whose UDP payload "
+                         "is longer than N bytes")
+    ap.add_argument("--drop-after-id", type=drop_after_spec, default=None,
+                    metavar="[DIR:]ID",
+                    help="once a DIR (default c2s) datagram starting with byte ID "
+                         "has passed, drop everything later, both directions")
+    ap.add_argument("--latest-client", action="store_true",
+                    help="the client is the source of the latest datagram on the "
+                         "listen socket (default: of the first)")
     ap.add_argument("--stats-json", help="write the counts here at exit")
     ap.add_argument("--trace", help="write one JSON line per received datagram")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
     if args.duration <= 0 or args.reorder_ms < 0 or args.delay_ms < 0:
         ap.error("--duration must be > 0, --reorder-ms and --delay-ms >= 0")
+    if args.max_size is not None and args.max_size < 0:
+        ap.error("--max-size must be >= 0")
     args.delay_ms_orig = args.delay_ms
     try:
         relay = Relay(args)
@@ -402,9 +499,13 @@ def main(argv=None):
         return 2
     reason = relay.run()
     st = relay.stats(reason)
+    extra = {d: "" for d in DIRS}
+    if args.max_size is not None or args.drop_after_id is not None:
+        extra = {d: " (%d over --max-size, %d after --drop-after-id)" % (
+            st[d]["dropped_max_size"], st[d]["dropped_after_id"]) for d in DIRS}
     print("relay: exit (%s) after %.1f s; %s" % (reason, st["seconds"], "; ".join(
-        "%s received %d forwarded %d dropped %d duplicated %d reordered %d" % (
-            d, st[d]["received"], st[d]["forwarded"], st[d]["dropped"],
+        "%s received %d forwarded %d dropped %d%s duplicated %d reordered %d" % (
+            d, st[d]["received"], st[d]["forwarded"], st[d]["dropped"], extra[d],
             st[d]["duplicated"], st[d]["reordered"]) for d in DIRS)),
         file=sys.stderr, flush=True)
     if args.stats_json:

@@ -629,13 +629,13 @@ pub fn run_connect(a: &ConnectArgs, out: &mut impl Write) -> anyhow::Result<u8> 
         closed = handle(&mut client, out)?;
         out.flush()?;
     }
-    let reason = match closed {
-        Some(r) => r,
-        None => match client.close() {
-            Ok(r) => r,
-            Err(PeerError::PortUnreachable(_)) => CloseReason::TimedOut,
-            Err(e) => return Err(e.into()),
-        },
+    // Closing also sends the last ACK when the server closed first (of its
+    // disconnection notification, which it waits for).
+    let reason = match (client.close(), closed) {
+        (_, Some(r)) => r,
+        (Ok(r), None) => r,
+        (Err(PeerError::PortUnreachable(_)), None) => CloseReason::TimedOut,
+        (Err(e), None) => return Err(e.into()),
     };
     let seconds = (client.now() - start).as_secs_f64();
     let r = closed_record(target, reason, client.connection(), seconds);

@@ -271,10 +271,9 @@ pub fn run_replay(a: &ReplayArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         closed = handle(&mut client, out, &mut live, &mut acked)?;
     }
     let ran_to_end = closed.is_none() && next == session.c2s.len();
-    let reason = match closed {
-        Some(r) => r,
-        None => client.close().unwrap_or(CloseReason::TimedOut),
-    };
+    // Closing also sends the last ACK when the server closed first.
+    let closing = client.close().unwrap_or(CloseReason::TimedOut);
+    let reason = closed.unwrap_or(closing);
     // The close may have delivered a last event or two.
     handle(&mut client, out, &mut live, &mut acked)?;
     if let Err(e) = client.finish_recording() {

@@ -97,6 +97,12 @@ pub const OUTCOMES: [(&str, &str); 18] = [
 /// A peer silent this long while the other keeps sending has timed out
 /// (the original's default time-out).
 pub const TIMEOUT: Duration = Duration::from_secs(10);
+/// One side silent this long while the other keeps sending counts as a
+/// time-out: a peer gives up about the time-out after the last datagram it
+/// *received*, having sent its last resends a little before that (ours
+/// stops ~9 s in with its backoff, the original ~10 s), so a capture shows
+/// less than the full time-out.
+pub const SILENT: Duration = Duration::from_secs(5);
 /// A request with no reply this long before the capture ended (or sent
 /// this many times) counts as unanswered, not as cut off by the capture.
 const UNANSWERED_AFTER: Duration = Duration::from_secs(1);
@@ -142,6 +148,12 @@ pub struct Attempt {
     pub disconnected_by: Option<Dir>,
     pub icmp: Option<String>,
     last_request: Duration,
+    /// When each kind of request was last sent (for "unanswered").
+    last_ping: Duration,
+    last_request1: Duration,
+    last_request2: Duration,
+    connection_request_at: Duration,
+    disconnected_at: Option<Duration>,
     last_c2s: Option<Duration>,
     last_s2c: Option<Duration>,
     pub outcome: &'static str,
@@ -188,7 +200,10 @@ impl Attempt {
 
     /// Decide the outcome, the capture having ended at `end`.
     fn decide(&mut self, end: Duration) {
-        let waited = end.saturating_sub(self.last_request) >= UNANSWERED_AFTER;
+        // A request is unanswered when the capture went on for a while after
+        // the last one of its kind.
+        let waited_since = |t: Duration| end.saturating_sub(t) >= UNANSWERED_AFTER;
+        let waited = waited_since(self.last_request);
         let probes = || {
             let mut mtus: Vec<String> = Vec::new();
             for m in &self.request1_mtus {
@@ -247,34 +262,34 @@ impl Attempt {
                 Dir::C2s => (
                     "disconnected_by_client",
                     format!(
-                        "connected, the client disconnected after {:.3} s",
-                        self.secs(end)
+                        "connected, the client disconnected after {:.3} s{fallback}",
+                        self.secs(self.disconnected_at.unwrap_or(end))
                     ),
                 ),
                 Dir::S2c => (
                     "disconnected_by_server",
                     format!(
-                        "connected, the server disconnected after {:.3} s",
-                        self.secs(end)
+                        "connected, the server disconnected after {:.3} s{fallback}",
+                        self.secs(self.disconnected_at.unwrap_or(end))
                     ),
                 ),
             }
         } else if self.new_incoming_connection || self.accepted {
             let (c, s) = (self.last_c2s.unwrap_or(end), self.last_s2c.unwrap_or(end));
-            if c >= s + TIMEOUT {
+            if c >= s + SILENT {
                 (
                     "timed_out",
                     format!(
-                        "the server went silent at {:.3} s; the client kept sending for {:.1} s",
+                        "the server went silent at {:.3} s; the client kept sending for {:.1} s{fallback}",
                         self.secs(s),
                         (c - s).as_secs_f64()
                     ),
                 )
-            } else if s >= c + TIMEOUT {
+            } else if s >= c + SILENT {
                 (
                     "timed_out",
                     format!(
-                        "the client went silent at {:.3} s; the server kept sending for {:.1} s",
+                        "the client went silent at {:.3} s; the server kept sending for {:.1} s{fallback}",
                         self.secs(c),
                         (s - c).as_secs_f64()
                     ),
@@ -298,7 +313,7 @@ impl Attempt {
                 )
             }
         } else if self.connection_request || self.reply2_mtu.is_some() {
-            if waited || !self.connection_request {
+            if waited_since(self.connection_request_at) || !self.connection_request {
                 let acked = if self.connection_request_acked {
                     "acknowledged but not accepted"
                 } else if self.connection_request {
@@ -317,7 +332,7 @@ impl Attempt {
                 )
             }
         } else if self.reply1_mtu.is_some() {
-            if waited || self.request2 >= 2 {
+            if waited_since(self.last_request2) || self.request2 >= 2 {
                 (
                     "no_reply_2",
                     format!(
@@ -329,7 +344,7 @@ impl Attempt {
                 ("capture_ended", "the capture ended after reply 1".into())
             }
         } else if !self.request1_mtus.is_empty() {
-            if waited || self.request1_mtus.len() >= 2 {
+            if waited_since(self.last_request1) || self.request1_mtus.len() >= 2 {
                 (
                     "mtu_probes_unanswered",
                     format!(
@@ -346,7 +361,7 @@ impl Attempt {
                 )
             }
         } else if self.pings > 0 && self.pongs == 0 {
-            if waited || self.pings >= 2 {
+            if waited_since(self.last_ping) || self.pings >= 2 {
                 (
                     "no_reply_to_ping",
                     format!("{} unconnected pings got no pong", self.pings),
@@ -454,6 +469,7 @@ impl HandshakeTracker {
                 Offline::UnconnectedPing { .. } => {
                     a.pings += 1;
                     a.last_request = p.ts;
+                    a.last_ping = p.ts;
                     a.step(p, "unconnected_ping", String::new());
                 }
                 Offline::UnconnectedPong {
@@ -475,6 +491,7 @@ impl HandshakeTracker {
                     a.request1_mtus.push(*mtu);
                     a.client_protocol = Some(*protocol);
                     a.last_request = p.ts;
+                    a.last_request1 = p.ts;
                     a.step(
                         p,
                         "open_connection_request_1",
@@ -494,6 +511,7 @@ impl HandshakeTracker {
                 Offline::OpenConnectionRequest2 { mtu, .. } => {
                     a.request2 += 1;
                     a.last_request = p.ts;
+                    a.last_request2 = p.ts;
                     a.step(p, "open_connection_request_2", format!("MTU {mtu}"));
                 }
                 Offline::OpenConnectionReply2 { mtu, .. } => {
@@ -522,6 +540,7 @@ impl HandshakeTracker {
                 a.connection_request_seq = Some(d.seq);
                 a.connection_request = true;
                 a.last_request = p.ts;
+                a.connection_request_at = p.ts;
                 a.step(p, "connection_request", format!("in datagram #{}", d.seq));
             }
             Body::Datagram(Some(Datagram::Ack(l))) => {
@@ -549,6 +568,7 @@ impl HandshakeTracker {
                 }
                 (0x15, dir) if a.disconnected_by.is_none() => {
                     a.disconnected_by = Some(dir);
+                    a.disconnected_at = Some(m.ts);
                     let who = if dir == Dir::C2s {
                         "by the client"
                     } else {
@@ -573,7 +593,10 @@ impl HandshakeTracker {
     pub fn icmp(&mut self, flow: u32, dir: Dir, ts: Duration, frame: u64, kind: &str) {
         self.last_ts = self.last_ts.max(ts);
         let a = self.current(flow, ts, false);
-        if a.icmp.is_none() {
+        // Only an error about the client's datagrams before the connection
+        // is up tells why it did not come up; one about the server's
+        // datagrams (to a client already gone) is only a step.
+        if a.icmp.is_none() && dir == Dir::C2s && !a.new_incoming_connection {
             a.icmp = Some(kind.to_string());
         }
         a.step_at(ts, frame, Some(dir.reverse()), "icmp", kind.to_string());
