@@ -29,10 +29,12 @@
 
 mod common;
 
+use common::{read_json, read_text, reader_lines, tail, wait_line, Proc, Work};
+
 use std::io::{BufRead, BufReader, Read};
 use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -95,50 +97,6 @@ fn assert_port_free(port: u16) {
 // Files
 // ---------------------------------------------------------------------------
 
-/// `target/tmp/handshake/NAME-PID/`: removed when the test passes, kept (and
-/// named) when it fails.
-struct Work(PathBuf);
-
-impl Work {
-    fn new(name: &str) -> Work {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join("handshake")
-            .join(format!("{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("work dir");
-        Work(dir)
-    }
-
-    fn file(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Work {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("files of the failed test kept in {}", self.0.display());
-        } else {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
-fn read_text(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap_or_default()
-}
-
-fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: not JSON: {e}", path.display()))
-}
-
-fn tail(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
-}
-
 /// Wait at most `limit` for `path` to contain `needle`.
 fn wait_file_contains(path: &Path, needle: &str, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;
@@ -154,93 +112,6 @@ fn wait_file_contains(path: &Path, needle: &str, limit: Duration) -> bool {
 // ---------------------------------------------------------------------------
 // Child processes
 // ---------------------------------------------------------------------------
-
-/// A child process, killed (and reaped) when dropped if it still runs.
-struct Proc {
-    child: Child,
-    name: String,
-}
-
-impl Proc {
-    fn spawn(cmd: &mut Command, name: &str) -> Proc {
-        let child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
-        Proc {
-            child,
-            name: name.to_string(),
-        }
-    }
-
-    fn signal(&self, sig: libc::c_int) {
-        // SAFETY: kill(2) on the pid of a child we started and have not reaped.
-        unsafe {
-            libc::kill(self.child.id() as libc::pid_t, sig);
-        }
-    }
-
-    /// Wait at most `limit` for it to exit; kill it after that (and return None).
-    fn wait_or_kill(&mut self, limit: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + limit;
-        loop {
-            match self.child.try_wait() {
-                Ok(Some(s)) => return Some(s),
-                Ok(None) if Instant::now() >= deadline => {
-                    let _ = self.child.kill();
-                    let _ = self.child.wait();
-                    return None;
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-                Err(e) => panic!("waiting for {}: {e}", self.name),
-            }
-        }
-    }
-
-    /// Its exit code, waiting at most `limit`; panics (after killing it) if
-    /// it is still running then.
-    fn exit_code(&mut self, limit: Duration) -> Option<i32> {
-        match self.wait_or_kill(limit) {
-            Some(s) => s.code(),
-            None => panic!("{} still running after {limit:?}: killed", self.name),
-        }
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            // A stopped process (SIGSTOP) dies of SIGKILL all the same.
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
-
-/// Lines of `r` through a channel, in a thread.
-fn reader_lines<R: Read + Send + 'static>(r: R) -> mpsc::Receiver<String> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(r).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
-}
-
-/// Wait at most `limit` for a line starting with `prefix`.
-fn wait_line(rx: &mpsc::Receiver<String>, prefix: &str, limit: Duration) -> Option<String> {
-    let deadline = Instant::now() + limit;
-    loop {
-        let left = deadline.checked_duration_since(Instant::now())?;
-        match rx.recv_timeout(left) {
-            Ok(l) if l.starts_with(prefix) => return Some(l),
-            Ok(_) => {}
-            Err(_) => return None,
-        }
-    }
-}
 
 fn args(a: &[&str]) -> Vec<String> {
     a.iter().map(|s| s.to_string()).collect()

@@ -27,11 +27,13 @@
 
 mod common;
 
+use common::{read_json, read_text, reader_lines, tail, wait_line, Proc, Work};
+
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -116,110 +118,9 @@ fn assert_port_free(port: u16) {
 // Files
 // ---------------------------------------------------------------------------
 
-/// `target/tmp/peer/NAME-PID/`: removed when the test passes, kept (and
-/// named) when it fails.
-struct Work(PathBuf);
-
-impl Work {
-    fn new(name: &str) -> Work {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join("peer")
-            .join(format!("{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("work dir");
-        Work(dir)
-    }
-
-    fn file(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Work {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("files of the failed test kept in {}", self.0.display());
-        } else {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
-fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: not JSON: {e}", path.display()))
-}
-
-fn read_text(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap_or_default()
-}
-
-fn tail(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
-}
-
 // ---------------------------------------------------------------------------
 // Child processes
 // ---------------------------------------------------------------------------
-
-/// A child process, killed (and reaped) when dropped if it still runs.
-struct Proc {
-    child: Child,
-    name: String,
-}
-
-impl Proc {
-    fn spawn(cmd: &mut Command, name: &str) -> Proc {
-        let child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
-        Proc {
-            child,
-            name: name.to_string(),
-        }
-    }
-
-    fn signal(&self, sig: libc::c_int) {
-        // SAFETY: kill(2) on the pid of a child we started and have not reaped.
-        unsafe {
-            libc::kill(self.child.id() as libc::pid_t, sig);
-        }
-    }
-
-    /// Wait at most `limit` for it to exit.
-    fn wait_for(&mut self, limit: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + limit;
-        loop {
-            match self.child.try_wait() {
-                Ok(Some(s)) => return Some(s),
-                Ok(None) if Instant::now() >= deadline => return None,
-                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-                Err(e) => panic!("waiting for {}: {e}", self.name),
-            }
-        }
-    }
-
-    /// Wait at most `limit`; kill it after that (and return None).
-    fn wait_or_kill(&mut self, limit: Duration) -> Option<ExitStatus> {
-        let s = self.wait_for(limit);
-        if s.is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-        s
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
 
 fn reader_to_string<R: Read + Send + 'static>(mut r: R) -> JoinHandle<String> {
     std::thread::spawn(move || {
@@ -227,32 +128,6 @@ fn reader_to_string<R: Read + Send + 'static>(mut r: R) -> JoinHandle<String> {
         let _ = r.read_to_end(&mut b);
         String::from_utf8_lossy(&b).into_owned()
     })
-}
-
-/// Lines of `r` through a channel, in a thread.
-fn reader_lines<R: Read + Send + 'static>(r: R) -> mpsc::Receiver<String> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(r).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
-}
-
-/// Wait for a line starting with `prefix` on `rx`; the line, or None.
-fn wait_line(rx: &mpsc::Receiver<String>, prefix: &str, limit: Duration) -> Option<String> {
-    let deadline = Instant::now() + limit;
-    loop {
-        let left = deadline.checked_duration_since(Instant::now())?;
-        match rx.recv_timeout(left) {
-            Ok(l) if l.starts_with(prefix) => return Some(l),
-            Ok(_) => {}
-            Err(_) => return None,
-        }
-    }
 }
 
 /// One run of our binary with `--json`: its NDJSON records as they come.

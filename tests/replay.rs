@@ -6,59 +6,36 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
-use common::{run_bin, run_with_timeout, sample, TempDir};
+use common::{reader_lines, run_bin, run_with_timeout, sample, wait_line, Proc, TempDir};
 use serde_json::Value;
 
-/// A child process killed when the test ends, however it ends.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// A server started with `cmd`, once it printed its `listening` line; its
+/// stdout stays drained (a closed pipe would end a server that prints).
+struct Listening {
+    proc: Proc,
+    _lines: std::sync::mpsc::Receiver<String>,
 }
 
-impl Killed {
-    /// Start `cmd` and wait for its first stdout line to start with `listening`.
-    fn listening(cmd: &mut Command, what: &str) -> Killed {
-        let mut child = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
-        let out = child.stdout.take().expect("stdout piped");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut r = BufReader::new(out);
-            let mut line = String::new();
-            let _ = r.read_line(&mut line);
-            let _ = tx.send(line);
-            // Keep reading: a closed pipe would end a server that prints.
-            let _ = std::io::copy(&mut r, &mut std::io::sink());
-        });
-        let line = rx
-            .recv_timeout(Duration::from_secs(20))
-            .unwrap_or_else(|_| panic!("{what} did not say `listening` within 20 s"));
-        assert!(line.starts_with("listening"), "{what}: {line:?}");
-        Killed(child)
+impl Listening {
+    fn start(cmd: &mut Command, what: &str) -> Listening {
+        let mut proc = Proc::spawn(cmd.stdout(Stdio::piped()).stderr(Stdio::null()), what);
+        let lines = reader_lines(proc.child.stdout.take().expect("stdout piped"));
+        if wait_line(&lines, "listening", Duration::from_secs(20)).is_none() {
+            panic!("{what} did not say `listening` within 20 s");
+        }
+        Listening {
+            proc,
+            _lines: lines,
+        }
     }
 
     /// Wait at most `limit` for it to exit by itself.
     fn wait(&mut self, limit: Duration) -> bool {
-        let end = Instant::now() + limit;
-        while Instant::now() < end {
-            if let Ok(Some(_)) = self.0.try_wait() {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        false
+        self.proc.wait_for(limit).is_some()
     }
 }
 
@@ -114,7 +91,7 @@ fn replay_to_a_fresh_original_server_delivers_the_captured_messages() {
     let out_json = dir.path().join("server.json");
     let record = dir.path().join("replayed.pcapng");
     let port = "19610";
-    let mut server = Killed::listening(
+    let mut server = Listening::start(
         Command::new(&py).args([
             &*common::root().join("scripts/peers.py").to_string_lossy(),
             "server",
@@ -180,7 +157,7 @@ fn replay_to_rust_raknet_delivers_the_captured_messages() {
     let dir = TempDir::new("replay-mc");
     let out_json = dir.path().join("server.json");
     let port = "19612";
-    let mut server = Killed::listening(
+    let mut server = Listening::start(
         Command::new(&exe).args([
             "--role",
             "server",
@@ -232,7 +209,7 @@ fn serve_replay_plays_the_captured_server_to_an_original_client() {
     let out_json = dir.path().join("client.json");
     let port = "19614";
     let capture = sample("handshake.pcap");
-    let mut server = Killed::listening(
+    let mut server = Listening::start(
         common::bin().args([
             "serve",
             "--listen",

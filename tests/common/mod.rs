@@ -232,3 +232,148 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// `target/tmp/<test file>/NAME-PID/`: removed when the test passes, kept (and
+/// named on stderr) when it fails.
+pub struct Work(pub PathBuf);
+
+impl Work {
+    pub fn new(name: &str) -> Work {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(env!("CARGO_CRATE_NAME"))
+            .join(format!("{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("work dir");
+        Work(dir)
+    }
+
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Work {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("files of the failed test kept in {}", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// A JSON file, or a panic saying which and why.
+pub fn read_json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: not JSON: {e}", path.display()))
+}
+
+/// A child process, killed (and reaped) when dropped if it still runs.
+pub struct Proc {
+    pub child: std::process::Child,
+    pub name: String,
+}
+
+impl Proc {
+    pub fn spawn(cmd: &mut Command, name: &str) -> Proc {
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        Proc {
+            child,
+            name: name.to_string(),
+        }
+    }
+
+    pub fn signal(&self, sig: libc::c_int) {
+        // SAFETY: kill(2) on the pid of a child we started and have not reaped.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, sig);
+        }
+    }
+
+    /// Wait at most `limit` for it to exit.
+    pub fn wait_for(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + limit;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(s)) => return Some(s),
+                Ok(None) if Instant::now() >= deadline => return None,
+                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+                Err(e) => panic!("waiting for {}: {e}", self.name),
+            }
+        }
+    }
+
+    /// Wait at most `limit`; kill it after that (and return None).
+    pub fn wait_or_kill(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let s = self.wait_for(limit);
+        if s.is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        s
+    }
+
+    /// Its exit code, waiting at most `limit`; panics (after killing it) if
+    /// it is still running then.
+    pub fn exit_code(&mut self, limit: Duration) -> Option<i32> {
+        match self.wait_or_kill(limit) {
+            Some(s) => s.code(),
+            None => panic!("{} still running after {limit:?}: killed", self.name),
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            // A stopped process (SIGSTOP) dies of SIGKILL all the same.
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Lines of `r` through a channel, in a thread.
+pub fn reader_lines<R: Read + Send + 'static>(r: R) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(r).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Wait at most `limit` for a line starting with `prefix` on `rx`.
+pub fn wait_line(
+    rx: &std::sync::mpsc::Receiver<String>,
+    prefix: &str,
+    limit: Duration,
+) -> Option<String> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let left = deadline.checked_duration_since(Instant::now())?;
+        match rx.recv_timeout(left) {
+            Ok(l) if l.starts_with(prefix) => return Some(l),
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+/// A text file's contents, or "" when it cannot be read (yet).
+pub fn read_text(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+/// The last `n` lines of `text`.
+pub fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
