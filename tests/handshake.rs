@@ -29,9 +29,9 @@
 
 mod common;
 
-use common::{read_json, read_text, reader_lines, tail, wait_line, Proc, Work};
+use common::{read_json, read_text, reader_lines, tail, wait_line, Proc, Tcpdump, Work};
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -414,66 +414,13 @@ impl Relay {
     }
 }
 
-/// tcpdump on lo, for the UDP ports `lo..=hi` and the ICMP errors quoting
-/// them (ports at bytes 28-31 of the ICMP message: 8 of ICMP, 20 of IPv4).
-struct Capture {
-    proc: Proc,
-    stderr: JoinHandle<String>,
-    path: PathBuf,
-}
-
-impl Capture {
-    fn start(path: PathBuf, lo: u16, hi: u16) -> Capture {
-        let filter = format!(
-            "(udp and portrange {lo}-{hi}) or (icmp and ((icmp[28:2] >= {lo} and icmp[28:2] <= {hi}) or (icmp[30:2] >= {lo} and icmp[30:2] <= {hi})))"
-        );
-        let mut cmd = Command::new("tcpdump");
-        cmd.args(["-i", "lo", "-Z", "root", "--immediate-mode", "-U", "-n"])
-            // 4 KiB slots: with the default snapshot length (256 KiB) the
-            // ring holds few packets and tcpdump drops some under load.
-            .args(["-s", "4096", "-B", "16384", "-w"])
-            .arg(&path)
-            .arg(filter)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        let mut proc = Proc::spawn(&mut cmd, "tcpdump");
-        let err = proc.child.stderr.take().expect("stderr piped");
-        let (tx, rx) = mpsc::channel();
-        let stderr = std::thread::spawn(move || {
-            let mut all = String::new();
-            for line in BufReader::new(err).lines().map_while(Result::ok) {
-                if line.contains("listening on") {
-                    let _ = tx.send(());
-                }
-                all.push_str(&line);
-                all.push('\n');
-            }
-            all
-        });
-        assert!(
-            rx.recv_timeout(Duration::from_secs(10)).is_ok(),
-            "tcpdump did not say it is listening"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-        Capture { proc, stderr, path }
-    }
-
-    /// Stop it (after 300 ms for the last packets); panics if the kernel
-    /// dropped packets. The capture file.
-    fn stop(mut self) -> PathBuf {
-        std::thread::sleep(Duration::from_millis(300));
-        self.proc.signal(libc::SIGINT);
-        self.proc.wait_or_kill(Duration::from_secs(10));
-        let err = self.stderr.join().unwrap_or_default();
-        let dropped = err
-            .lines()
-            .find(|l| l.contains("dropped by kernel"))
-            .and_then(|l| l.split_whitespace().next())
-            .and_then(|n| n.parse::<u64>().ok());
-        assert_eq!(dropped, Some(0), "tcpdump must drop nothing:\n{err}");
-        self.path.clone()
-    }
+/// tcpdump for the UDP ports `lo..=hi` and the ICMP errors quoting them
+/// (ports at bytes 28-31 of the ICMP message: 8 of ICMP, 20 of IPv4).
+fn capture_ports(path: PathBuf, lo: u16, hi: u16) -> Tcpdump {
+    let filter = format!(
+        "(udp and portrange {lo}-{hi}) or (icmp and ((icmp[28:2] >= {lo} and icmp[28:2] <= {hi}) or (icmp[30:2] >= {lo} and icmp[30:2] <= {hi})))"
+    );
+    Tcpdump::start(&path, &filter)
 }
 
 // ---------------------------------------------------------------------------
@@ -686,7 +633,7 @@ fn incompatible_protocol_version() {
     let work = Work::new("protocol");
     let port = PORT_PROTOCOL;
     let server = PyServer::start(&py, &work, port, &["--timeout", "60"]);
-    let cap = Capture::start(work.file("protocol.pcap"), port, port + 9);
+    let cap = capture_ports(work.file("protocol.pcap"), port, port + 9);
     let target = format!("127.0.0.1:{port}");
     let client = PyClient::start(&py, &work, "client", &target, &["--protocol", "5"]);
     let (code, stderr, client_port) = client.finish(Duration::from_secs(20));
@@ -776,7 +723,7 @@ fn server_full() {
         port,
         &["--max-incoming", "0", "--timeout", "60"],
     );
-    let cap = Capture::start(work.file("full.pcap"), port, port + 9);
+    let cap = capture_ports(work.file("full.pcap"), port, port + 9);
     let target = format!("127.0.0.1:{port}");
     let client = PyClient::start(&py, &work, "client", &target, &[]);
     let (code, stderr, client_port) = client.finish(Duration::from_secs(20));
@@ -873,7 +820,7 @@ fn nothing_listens() {
     let work = Work::new("nothing");
     let port = PORT_NOTHING;
     assert_port_free(port);
-    let cap = Capture::start(work.file("nothing.pcap"), port, port + 9);
+    let cap = capture_ports(work.file("nothing.pcap"), port, port + 9);
     let target = format!("127.0.0.1:{port}");
     let client = PyClient::start(&py, &work, "client", &target, &["--timeout", "20"]);
     let run = probe(&target, &[]).join().expect("probe");
@@ -998,7 +945,7 @@ fn mtu_falls_back_when_large_datagrams_are_lost() {
             Relay::start(&work, port + k, port, &extra)
         })
         .collect();
-    let cap = Capture::start(work.file("mtu.pcap"), port, port + 9);
+    let cap = capture_ports(work.file("mtu.pcap"), port, port + 9);
     let t0 = Instant::now();
     let big: String = std::iter::once("86".to_string())
         .chain((1..3000).map(|i| format!("{:02x}", 0x86 + i % 122)))
@@ -1229,7 +1176,7 @@ fn reply_2_lost() {
         port,
         &["--drop-after-id", "0x07", "--latest-client"],
     );
-    let cap = Capture::start(work.file("no-reply-2.pcap"), port, port + 4);
+    let cap = capture_ports(work.file("no-reply-2.pcap"), port, port + 4);
     let run = probe(&format!("127.0.0.1:{}", port + 1), &[])
         .join()
         .expect("probe");
@@ -1305,7 +1252,7 @@ fn reply_2_lost_original_client() {
     let port = PORT_NO_REPLY_2_ORIGINAL;
     let server = PyServer::start(&py, &work, port, &["--timeout", "60"]);
     let relay = Relay::start(&work, port + 1, port, &["--drop-after-id", "c2s:0x07"]);
-    let cap = Capture::start(work.file("no-reply-2.pcap"), port, port + 4);
+    let cap = capture_ports(work.file("no-reply-2.pcap"), port, port + 4);
     let client = PyClient::start(
         &py,
         &work,
@@ -1400,7 +1347,7 @@ fn connection_request_lost() {
         &["--drop-after-id", "s2c:0x08", "--latest-client"],
     );
     let r_client = Relay::start(&work, port + 2, port, &["--drop-after-id", "s2c:0x08"]);
-    let cap = Capture::start(work.file("request-lost.pcap"), port, port + 9);
+    let cap = capture_ports(work.file("request-lost.pcap"), port, port + 9);
     let client = PyClient::start(
         &py,
         &work,
@@ -1575,7 +1522,7 @@ fn server_shutdown_seen_by_original_client() {
         port,
         &["--shutdown-after", "1", "--timeout", "30"],
     );
-    let cap = Capture::start(work.file("shutdown.pcap"), port, port + 4);
+    let cap = capture_ports(work.file("shutdown.pcap"), port, port + 4);
     let target = format!("127.0.0.1:{port}");
     let client = PyClient::start(
         &py,
@@ -1642,7 +1589,7 @@ fn server_shutdown_seen_by_our_connect() {
         port,
         &["--shutdown-after", "1", "--timeout", "30"],
     );
-    let cap = Capture::start(work.file("shutdown.pcap"), port, port + 4);
+    let cap = capture_ports(work.file("shutdown.pcap"), port, port + 4);
     let target = format!("127.0.0.1:{port}");
     let conn = ours_in_background(
         args(&[
@@ -1708,7 +1655,7 @@ fn silent_server_times_out() {
     let work = Work::new("silent");
     let port = PORT_SILENT;
     let server = PyServer::start(&py, &work, port, &["--timeout", "60"]);
-    let cap = Capture::start(work.file("silent.pcap"), port, port + 4);
+    let cap = capture_ports(work.file("silent.pcap"), port, port + 4);
     let target = format!("127.0.0.1:{port}");
     let t0 = Instant::now();
     let mut conn = Live::spawn(&args(&[
@@ -1847,7 +1794,7 @@ fn icmp_for_the_servers_datagrams() {
         port,
         &["--shutdown-after", "2", "--timeout", "30"],
     );
-    let cap = Capture::start(work.file("icmp-s2c.pcap"), port, port + 4);
+    let cap = capture_ports(work.file("icmp-s2c.pcap"), port, port + 4);
     let target = format!("127.0.0.1:{port}");
     let mut client = PyClient::start(
         &py,

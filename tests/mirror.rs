@@ -36,6 +36,8 @@
 
 mod common;
 
+use common::Tcpdump;
+
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Read};
 use std::net::UdpSocket;
@@ -146,54 +148,6 @@ fn watch_stderr(
         all
     });
     (rx, t)
-}
-
-/// tcpdump on lo, started and ready (it says "listening on").
-struct Tcpdump {
-    child: Child,
-    stderr: std::thread::JoinHandle<String>,
-}
-
-impl Tcpdump {
-    fn start(out: &Path, filter: &str) -> Tcpdump {
-        let mut child = Command::new("tcpdump")
-            .args(["-i", "lo", "-Z", "root", "--immediate-mode", "-U", "-n"])
-            .args(["-B", "65536", "-w"]) // 64 MiB: a 100 kB message is a burst of 70 datagrams
-            .arg(out)
-            .arg(filter)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("tcpdump starts");
-        let (ready, stderr) = watch_stderr(&mut child, "listening on");
-        if ready.recv_timeout(Duration::from_secs(10)).is_err() {
-            let _ = child.kill();
-            panic!("tcpdump did not say it is listening");
-        }
-        std::thread::sleep(Duration::from_millis(200));
-        Tcpdump { child, stderr }
-    }
-
-    /// Stop it; returns its stderr. Panics if the kernel dropped packets (the
-    /// capture would not be what the server read).
-    fn stop(mut self) -> String {
-        std::thread::sleep(Duration::from_millis(500));
-        interrupt(&self.child);
-        wait_or_kill(&mut self.child, Duration::from_secs(10));
-        let err = self.stderr.join().unwrap_or_default();
-        let dropped = err
-            .lines()
-            .find(|l| l.contains("dropped by kernel"))
-            .and_then(|l| l.split_whitespace().next())
-            .and_then(|n| n.parse::<u64>().ok());
-        assert_eq!(
-            dropped,
-            Some(0),
-            "tcpdump must drop nothing (else the capture is not what the server read):\n{err}"
-        );
-        err
-    }
 }
 
 /// scripts/relay.py, listening on 127.0.0.1:R, forwarding to 127.0.0.1:P.

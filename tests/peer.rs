@@ -27,7 +27,7 @@
 
 mod common;
 
-use common::{read_json, read_text, reader_lines, tail, wait_line, Proc, Work};
+use common::{read_json, read_text, reader_lines, tail, wait_line, Proc, Tcpdump, Work};
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -397,61 +397,6 @@ impl Relay {
             "relay.py ignored SIGINT"
         );
         read_json(&self.stats)
-    }
-}
-
-/// tcpdump on lo, ready (it said "listening on").
-struct Tcpdump {
-    proc: Proc,
-    stderr: JoinHandle<String>,
-}
-
-impl Tcpdump {
-    fn start(out: &Path, filter: &str) -> Tcpdump {
-        let mut cmd = Command::new("tcpdump");
-        cmd.args(["-i", "lo", "-Z", "root", "--immediate-mode", "-U", "-n"])
-            // 64 MiB of ring in 4 KiB slots (the default snapshot length,
-            // 256 KiB, leaves room for 256 packets only: a 1 MB message is 700).
-            .args(["-s", "4096", "-B", "65536", "-w"])
-            .arg(out)
-            .arg(filter)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        let mut proc = Proc::spawn(&mut cmd, "tcpdump");
-        let err = proc.child.stderr.take().expect("stderr piped");
-        let (tx, rx) = mpsc::channel();
-        let stderr = std::thread::spawn(move || {
-            let mut all = String::new();
-            for line in BufReader::new(err).lines().map_while(Result::ok) {
-                if line.contains("listening on") {
-                    let _ = tx.send(());
-                }
-                all.push_str(&line);
-                all.push('\n');
-            }
-            all
-        });
-        assert!(
-            rx.recv_timeout(Duration::from_secs(10)).is_ok(),
-            "tcpdump did not say it is listening"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-        Tcpdump { proc, stderr }
-    }
-
-    /// Stop it; panics if the kernel dropped packets.
-    fn stop(mut self) {
-        std::thread::sleep(Duration::from_millis(500));
-        self.proc.signal(libc::SIGINT);
-        self.proc.wait_or_kill(Duration::from_secs(10));
-        let err = self.stderr.join().unwrap_or_default();
-        let dropped = err
-            .lines()
-            .find(|l| l.contains("dropped by kernel"))
-            .and_then(|l| l.split_whitespace().next())
-            .and_then(|n| n.parse::<u64>().ok());
-        assert_eq!(dropped, Some(0), "tcpdump must drop nothing:\n{err}");
     }
 }
 

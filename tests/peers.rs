@@ -8,11 +8,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+
+use common::Tcpdump;
 
 use raknet_dissect::capture::CaptureReader;
 
@@ -32,59 +32,6 @@ fn free_ports() -> u16 {
         }
     }
     panic!("no two consecutive free ports")
-}
-
-/// tcpdump on lo, started and ready (it says "listening on").
-struct Tcpdump(Child);
-
-impl Tcpdump {
-    fn start(out: &Path, filter: &str) -> Tcpdump {
-        let mut child = Command::new("tcpdump")
-            .args([
-                "-i",
-                "lo",
-                "-Z",
-                "root",
-                "--immediate-mode",
-                "-U",
-                "-n",
-                "-w",
-            ])
-            .arg(out)
-            .arg(filter)
-            .stderr(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("tcpdump starts");
-        let err = child.stderr.take().expect("stderr piped");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(err).lines().map_while(Result::ok) {
-                if line.contains("listening on") {
-                    let _ = tx.send(());
-                }
-            }
-        });
-        rx.recv_timeout(Duration::from_secs(10))
-            .expect("tcpdump says it is listening");
-        std::thread::sleep(Duration::from_millis(200));
-        Tcpdump(child)
-    }
-
-    fn stop(mut self) {
-        std::thread::sleep(Duration::from_millis(500));
-        let _ = Command::new("kill")
-            .args(["-INT", &self.0.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.0.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.0.kill();
-    }
 }
 
 /// UDP datagrams in a capture between two different endpoints (the

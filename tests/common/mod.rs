@@ -377,3 +377,69 @@ pub fn tail(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
+
+/// tcpdump on lo writing `path`, started and ready (it said "listening on").
+/// 4 KiB slots in a 64 MiB ring: with the default snapshot length (256 KiB)
+/// the ring holds few packets and tcpdump drops some under load.
+pub struct Tcpdump {
+    proc: Proc,
+    stderr: std::thread::JoinHandle<String>,
+    path: PathBuf,
+}
+
+impl Tcpdump {
+    pub fn start(path: &Path, filter: &str) -> Tcpdump {
+        let mut cmd = Command::new("tcpdump");
+        cmd.args(["-i", "lo", "-Z", "root", "--immediate-mode", "-U", "-n"])
+            .args(["-s", "4096", "-B", "65536", "-w"])
+            .arg(path)
+            .arg(filter)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut proc = Proc::spawn(&mut cmd, "tcpdump");
+        let err = proc.child.stderr.take().expect("stderr piped");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stderr = std::thread::spawn(move || {
+            use std::io::BufRead;
+            let mut all = String::new();
+            for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+                if line.contains("listening on") {
+                    let _ = tx.send(());
+                }
+                all.push_str(&line);
+                all.push('\n');
+            }
+            all
+        });
+        assert!(
+            rx.recv_timeout(Duration::from_secs(10)).is_ok(),
+            "tcpdump did not say it is listening"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        Tcpdump {
+            proc,
+            stderr,
+            path: path.to_owned(),
+        }
+    }
+
+    /// Stop it (after 300 ms for the last packets) and return the capture's
+    /// path. Panics if the kernel dropped packets: the capture would not be
+    /// what the peers saw.
+    pub fn stop(mut self) -> PathBuf {
+        std::thread::sleep(Duration::from_millis(300));
+        self.proc.signal(libc::SIGINT);
+        self.proc.wait_or_kill(Duration::from_secs(10));
+        let err = std::mem::replace(&mut self.stderr, std::thread::spawn(String::new))
+            .join()
+            .unwrap_or_default();
+        let dropped = err
+            .lines()
+            .find(|l| l.contains("dropped by kernel"))
+            .and_then(|l| l.split_whitespace().next())
+            .and_then(|n| n.parse::<u64>().ok());
+        assert_eq!(dropped, Some(0), "tcpdump must drop nothing:\n{err}");
+        self.path.clone()
+    }
+}
