@@ -100,6 +100,17 @@ impl Decoder {
         }
     }
 
+    /// Take back the counting of the frame just decoded into `d` (a live
+    /// capture filter rejected it): frame numbers stay those of what is kept.
+    pub fn forget(&mut self, d: &UdpDatagram) {
+        self.stats.frames = self.stats.frames.saturating_sub(1);
+        if d.icmp.is_some() {
+            self.stats.icmp_errors = self.stats.icmp_errors.saturating_sub(1);
+        } else {
+            self.stats.udp = self.stats.udp.saturating_sub(1);
+        }
+    }
+
     /// Gives up the reassemblies still in progress (end of the capture).
     pub fn finish(&mut self) {
         self.pool.finish(&mut self.stats);

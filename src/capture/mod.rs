@@ -29,13 +29,16 @@
 
 mod decode;
 mod defrag;
+pub mod filter;
 mod icmp;
 mod link;
+pub mod live;
 mod source;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod testutil;
+pub mod write;
 
 use std::fmt;
 use std::io::{self, Read};
@@ -219,6 +222,23 @@ impl CaptureReader {
                 source,
             },
             other => other,
+        })
+    }
+
+    /// Captures live on an interface (Linux `AF_PACKET`; needs root or
+    /// CAP_NET_RAW). Datagrams come as from a file, until `opts.stop` is set
+    /// or `opts.duration` passes.
+    pub fn live(opts: live::LiveOptions) -> Result<Self, live::LiveError> {
+        let name = format!("interface {}", opts.interface);
+        let source = live::LiveSource::open(opts)?;
+        Ok(CaptureReader {
+            name,
+            format: CaptureFormat::PcapNg,
+            engine: Engine::Inline {
+                source: Source::Live(Box::new(source)),
+                decoder: Decoder::new(DefragLimits::default()),
+            },
+            done: false,
         })
     }
 

@@ -64,6 +64,7 @@ impl Failure {
 pub(crate) enum Source {
     Pcap(PcapSource),
     PcapNg(PcapNgSource),
+    Live(Box<super::live::LiveSource>),
 }
 
 impl Source {
@@ -126,6 +127,7 @@ impl Source {
         match self {
             Source::Pcap(s) => s.step(decoder),
             Source::PcapNg(s) => s.step(decoder),
+            Source::Live(s) => s.step(decoder),
         }
     }
 }

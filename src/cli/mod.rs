@@ -6,7 +6,8 @@
 //! not a capture, 5 a capture cut short (everything before the cut was
 //! printed), 6 no connection (`ping`, `connect`: no pong, a handshake
 //! refused or unanswered, nothing listening, a peer that timed out), 7 a
-//! replay cut short (the server disconnected or went silent first).
+//! replay cut short (the server disconnected or went silent first), 8 live
+//! capture not permitted (root or CAP_NET_RAW needed).
 
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
@@ -16,6 +17,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod handshake;
+mod live;
 mod peer;
 mod replay;
 
@@ -45,7 +47,8 @@ pub use peer::EXIT_NO_CONNECTION;
     after_help = "Exit codes: 0 ok, 1 error, 2 usage, 3 file cannot be opened or is not a capture, \
                   5 capture cut short (everything before the cut is printed), \
                   6 no connection (no pong, handshake refused or unanswered, port unreachable, timed out), \
-                  7 replay cut short by the server."
+                  7 replay cut short by the server, \
+                  8 live capture not permitted (root or CAP_NET_RAW needed)."
 )]
 pub struct Cli {
     /// Print the version (-V is --verbose, as in tshark).
@@ -77,6 +80,8 @@ pub enum Command {
     Probe(peer::ProbeArgs),
     /// Replay a captured client's messages against a live server and compare what comes back.
     Replay(replay::ReplayArgs),
+    /// Capture live on an interface (root or CAP_NET_RAW): packets as they come, then the flows.
+    Live(live::LiveArgs),
 }
 
 /// Where the capture comes from and which UDP is RakNet (every command).
@@ -225,6 +230,7 @@ pub fn main() -> ExitCode {
         Some(Command::Serve(a)) => peer::run_serve(&a, &mut out),
         Some(Command::Probe(a)) => peer::run_probe(&a, &mut out),
         Some(Command::Replay(a)) => replay::run_replay(&a, &mut out),
+        Some(Command::Live(a)) => live::run_live(&a, &mut out),
     };
     let code = match result {
         Ok(code) => code,
@@ -294,6 +300,25 @@ fn drive(
     mirror: &mut Mirror,
     out: &mut impl Write,
     on_icmp: &mut dyn FnMut(IcmpSeen),
+    each: impl FnMut(
+        &mut Packet<'_>,
+        &mut Observation,
+        Duration,
+        &mut dyn Write,
+    ) -> anyhow::Result<Next>,
+) -> anyhow::Result<u8> {
+    drive_from(None, cap, trace, mirror, out, on_icmp, each)
+}
+
+/// [`drive`] over `reader` when given (live capture), else over the capture
+/// file of `cap`.
+fn drive_from(
+    reader: Option<CaptureReader>,
+    cap: &CaptureArgs,
+    trace: bool,
+    mirror: &mut Mirror,
+    out: &mut impl Write,
+    on_icmp: &mut dyn FnMut(IcmpSeen),
     mut each: impl FnMut(
         &mut Packet<'_>,
         &mut Observation,
@@ -301,15 +326,22 @@ fn drive(
         &mut dyn Write,
     ) -> anyhow::Result<Next>,
 ) -> anyhow::Result<u8> {
-    let Some(path) = cap.read_file.as_ref().or(cap.file.as_ref()) else {
-        eprintln!("raknet-dissect: no capture file given (FILE, -r FILE, or - for standard input)");
-        return Ok(EXIT_USAGE);
-    };
-    let mut reader = match CaptureReader::open(path) {
-        Ok(r) => r.in_background(),
-        Err(e) => {
-            eprintln!("raknet-dissect: {e}");
-            return Ok(EXIT_BAD_FILE);
+    let mut reader = match reader {
+        Some(r) => r,
+        None => {
+            let Some(path) = cap.read_file.as_ref().or(cap.file.as_ref()) else {
+                eprintln!(
+                    "raknet-dissect: no capture file given (FILE, -r FILE, or - for standard input)"
+                );
+                return Ok(EXIT_USAGE);
+            };
+            match CaptureReader::open(path) {
+                Ok(r) => r.in_background(),
+                Err(e) => {
+                    eprintln!("raknet-dissect: {e}");
+                    return Ok(EXIT_BAD_FILE);
+                }
+            }
         }
     };
     let mut dissector = Dissector::new(Options {
@@ -373,17 +405,29 @@ fn drive(
 
 /// `read`: one line (or tree, or JSON record) per RakNet packet.
 pub fn run_read(args: &ReadArgs, out: &mut impl Write) -> anyhow::Result<u8> {
+    read_packets(args, None, None, out)
+}
+
+/// `read`, over a live reader when given; `flows` collects the flows as
+/// they end (and at the end), for a table after the packets.
+fn read_packets(
+    args: &ReadArgs,
+    live: Option<CaptureReader>,
+    mut flows: Option<&mut Vec<FlowMirror>>,
+    out: &mut impl Write,
+) -> anyhow::Result<u8> {
     let pal = palette(args.color, args.json);
     let mut cfg = mirror_config(&args.capture);
     // Packets need the mirror's findings, not the messages' bytes.
     cfg.receive.keep_data = false;
     cfg.messages = false;
-    let mut mirror = Mirror::new(cfg, false);
+    let mut mirror = Mirror::new(cfg, flows.is_some());
     let mut shown = 0u64;
     let mut lines = text::LineFormatter::new(pal);
     let mut buf: Vec<u8> = Vec::with_capacity(512);
     let trace = args.verbose && !args.json;
-    let code = drive(
+    let code = drive_from(
+        live,
         &args.capture,
         trace,
         &mut mirror,
@@ -391,6 +435,13 @@ pub fn run_read(args: &ReadArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         &mut |_| {},
         |p, obs, since, out| {
             p.anomalies.append(&mut obs.anomalies);
+            if let Some(f) = flows.as_deref_mut() {
+                f.extend(
+                    obs.closed
+                        .drain(..)
+                        .take(MAX_TABLE_ROWS.saturating_sub(f.len())),
+                );
+            }
             if args.json {
                 serde_json::to_writer(&mut *out, &PacketJson::new(p))?;
                 out.write_all(b"\n")?;
@@ -419,11 +470,15 @@ pub fn run_read(args: &ReadArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     )?;
     // What the receivers still held at the end (incomplete splits, messages
     // waiting in ordering heaps) belongs to no packet: a line each.
+    let end = mirror.finish();
     if !args.json && args.count.is_none_or(|n| shown < n) {
-        for a in mirror.finish().anomalies {
+        for a in &end.anomalies {
             let line = format!("end of capture: [{}: {}]", a.kind, a.detail);
             writeln!(out, "{}", pal.paint_anomaly(&line))?;
         }
+    }
+    if let Some(f) = flows {
+        f.extend(end.closed);
     }
     Ok(code)
 }

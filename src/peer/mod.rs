@@ -3,7 +3,10 @@
 //! next datagram or timer, no async runtime: a RakNet connection is one
 //! socket and a handful of timers.
 
-pub mod record;
+/// Recording a session as pcapng (the writer lives with the capture code).
+pub mod record {
+    pub use crate::capture::write::Recorder;
+}
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};

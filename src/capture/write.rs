@@ -1,6 +1,7 @@
-//! Writing the datagrams a peer sends and receives as pcapng (raw IP link
-//! type, nanosecond timestamps), so that a live session can be dissected
-//! like any capture (`replay --record`).
+//! Writing pcapng (one raw-IP interface, nanosecond timestamps): IP packets
+//! as captured live (`live -w`), or UDP datagrams a peer sends and receives
+//! with their IP and UDP headers made up (`replay --record`), so that either
+//! can be dissected like any capture.
 
 use std::borrow::Cow;
 use std::fs::File;
@@ -89,6 +90,20 @@ impl Recorder {
                 timestamp: ts,
                 original_len: self.buf.len() as u32,
                 data: Cow::Borrowed(&self.buf),
+                options: Vec::new(),
+            })
+            .map_err(io_error)?;
+        Ok(())
+    }
+
+    /// One IP packet as captured (`orig_len`: its length on the wire).
+    pub fn write_ip(&mut self, ts: Duration, packet: &[u8], orig_len: u32) -> io::Result<()> {
+        self.writer
+            .write_pcapng_block(EnhancedPacketBlock {
+                interface_id: 0,
+                timestamp: ts,
+                original_len: orig_len.max(packet.len() as u32),
+                data: Cow::Borrowed(packet),
                 options: Vec::new(),
             })
             .map_err(io_error)?;

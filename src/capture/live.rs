@@ -1,0 +1,435 @@
+//! Live capture on Linux without any system library: an `AF_PACKET`
+//! datagram socket (the kernel strips the link header and hands over IP
+//! packets), a classic BPF program in the kernel that keeps only UDP, ICMP
+//! and ICMPv6 (and IPv6 fragments), and the kernel's drop counters.
+//!
+//! On a loopback interface the kernel shows every packet twice, outgoing and
+//! incoming; the outgoing copy is skipped, as libpcap does.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The largest packet read (an IPv4/IPv6 packet is at most 64 KiB).
+const SNAPLEN: usize = 65_535;
+const PACKET_OUTGOING: u8 = 4;
+/// Network-layer offset for BPF loads on a packet socket (`SKF_NET_OFF`).
+const SKF_NET_OFF: u32 = 0xfff0_0000u32;
+
+/// An interface the system has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interface {
+    pub index: u32,
+    pub name: String,
+    pub loopback: bool,
+    pub up: bool,
+}
+
+/// Every interface, in index order (`-D`).
+pub fn interfaces() -> io::Result<Vec<Interface>> {
+    let mut out = Vec::new();
+    // SAFETY: if_nameindex returns a NULL-terminated array we free below.
+    unsafe {
+        let list = libc::if_nameindex();
+        if list.is_null() {
+            return Err(io::Error::last_os_error());
+        }
+        let mut p = list;
+        while (*p).if_index != 0 && !(*p).if_name.is_null() {
+            let name = std::ffi::CStr::from_ptr((*p).if_name)
+                .to_string_lossy()
+                .into_owned();
+            let (up, loopback) = flags(&name).unwrap_or((false, false));
+            out.push(Interface {
+                index: (*p).if_index,
+                name,
+                loopback,
+                up,
+            });
+            p = p.add(1);
+        }
+        libc::if_freenameindex(list);
+    }
+    out.sort_by_key(|i| i.index);
+    Ok(out)
+}
+
+/// (up, loopback) of an interface, by SIOCGIFFLAGS.
+fn flags(name: &str) -> io::Result<(bool, bool)> {
+    // SAFETY: a plain UDP socket for the ioctl, closed by OwnedFd.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: ifreq is plain old data; zeroed is a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (d, s) in req
+        .ifr_name
+        .iter_mut()
+        .zip(name.bytes().take(libc::IFNAMSIZ - 1))
+    {
+        *d = s as libc::c_char;
+    }
+    // SAFETY: SIOCGIFFLAGS fills ifr_ifru.ifru_flags of a valid ifreq.
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the union member SIOCGIFFLAGS wrote.
+    let f = unsafe { req.ifr_ifru.ifru_flags } as libc::c_int;
+    Ok((f & libc::IFF_UP != 0, f & libc::IFF_LOOPBACK != 0))
+}
+
+/// Why live capture cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    #[error(
+        "live capture needs root or the CAP_NET_RAW capability: run it with sudo, or grant it once with \
+         `sudo setcap cap_net_raw+ep {exe}`"
+    )]
+    Permission { exe: String },
+    #[error("no such interface: {0} (raknet-dissect live -D lists them)")]
+    NoInterface(String),
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
+
+/// Kernel counters of a packet socket (`PACKET_STATISTICS`), since it opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KernelStats {
+    /// Packets the filter passed.
+    pub packets: u64,
+    /// Packets dropped because the socket's buffer was full.
+    pub drops: u64,
+}
+
+/// An open packet socket on one interface (or all, for `any`).
+#[derive(Debug)]
+pub struct LiveSocket {
+    fd: OwnedFd,
+    loopbacks: Vec<u32>,
+    buf: Vec<u8>,
+    stats: KernelStats,
+}
+
+fn bpf(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
+    libc::sock_filter { code, jt, jf, k }
+}
+
+/// Accept IPv4 UDP/ICMP (fragments included: their protocol field is still
+/// set) and IPv6 UDP, ICMPv6 and fragment headers; drop the rest in the kernel.
+fn udp_filter() -> Vec<libc::sock_filter> {
+    const LDB: u16 = (libc::BPF_LD | libc::BPF_B | libc::BPF_ABS) as u16;
+    const AND: u16 = (libc::BPF_ALU | libc::BPF_AND | libc::BPF_K) as u16;
+    const JEQ: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
+    const RET: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
+    vec![
+        bpf(LDB, 0, 0, SKF_NET_OFF),     // 0: version nibble
+        bpf(AND, 0, 0, 0xf0),            // 1
+        bpf(JEQ, 0, 4, 0x40),            // 2: IPv4? else 7
+        bpf(LDB, 0, 0, SKF_NET_OFF + 9), // 3: protocol
+        bpf(JEQ, 8, 0, 17),              // 4: UDP -> accept (13)
+        bpf(JEQ, 7, 0, 1),               // 5: ICMP -> accept
+        bpf(RET, 0, 0, 0),               // 6: drop
+        bpf(JEQ, 0, 4, 0x60),            // 7: IPv6? else drop (12)
+        bpf(LDB, 0, 0, SKF_NET_OFF + 6), // 8: next header
+        bpf(JEQ, 3, 0, 17),              // 9: UDP -> accept
+        bpf(JEQ, 2, 0, 58),              // 10: ICMPv6 -> accept
+        bpf(JEQ, 1, 0, 44),              // 11: fragment -> accept
+        bpf(RET, 0, 0, 0),               // 12: drop
+        bpf(RET, 0, 0, SNAPLEN as u32),  // 13: accept whole
+    ]
+}
+
+impl LiveSocket {
+    /// Open a packet socket on `interface` ("any" for all).
+    pub fn open(interface: &str) -> Result<LiveSocket, LiveError> {
+        let all = interfaces()?;
+        let index = if interface == "any" {
+            0
+        } else {
+            let c =
+                CString::new(interface).map_err(|_| LiveError::NoInterface(interface.into()))?;
+            // SAFETY: a valid C string.
+            let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
+            if i == 0 {
+                return Err(LiveError::NoInterface(interface.into()));
+            }
+            i
+        };
+        let proto = (libc::ETH_P_ALL as u16).to_be();
+        // SAFETY: socket(2) with constant arguments.
+        let fd = unsafe {
+            libc::socket(
+                libc::AF_PACKET,
+                libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+                proto.into(),
+            )
+        };
+        if fd < 0 {
+            let e = io::Error::last_os_error();
+            return Err(match e.raw_os_error() {
+                Some(libc::EPERM) | Some(libc::EACCES) => LiveError::Permission {
+                    exe: std::env::current_exe()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_else(|_| "raknet-dissect".into()),
+                },
+                _ => LiveError::Io(e),
+            });
+        }
+        // SAFETY: fd is a socket we own from here on.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let raw = fd.as_raw_fd();
+        // The filter first, then bind: nothing unfiltered is queued.
+        let prog = udp_filter();
+        let fprog = libc::sock_fprog {
+            len: prog.len() as u16,
+            filter: prog.as_ptr() as *mut libc::sock_filter,
+        };
+        // SAFETY: a valid sock_fprog pointing at `prog`, alive for the call.
+        let r = unsafe {
+            libc::setsockopt(
+                raw,
+                libc::SOL_SOCKET,
+                libc::SO_ATTACH_FILTER,
+                &fprog as *const _ as *const libc::c_void,
+                std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error().into());
+        }
+        let rcvbuf: libc::c_int = 32 << 20;
+        // SAFETY: an int option; failure leaves the default, which still works.
+        unsafe {
+            libc::setsockopt(
+                raw,
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUFFORCE,
+                &rcvbuf as *const _ as *const libc::c_void,
+                4,
+            );
+            libc::setsockopt(
+                raw,
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                &rcvbuf as *const _ as *const libc::c_void,
+                4,
+            );
+        }
+        // SAFETY: sockaddr_ll is plain old data.
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_protocol = proto;
+        sll.sll_ifindex = index as i32;
+        // SAFETY: a valid sockaddr_ll of the right size.
+        let r = unsafe {
+            libc::bind(
+                raw,
+                &sll as *const _ as *const libc::sockaddr,
+                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error().into());
+        }
+        let mut s = LiveSocket {
+            fd,
+            loopbacks: all.iter().filter(|i| i.loopback).map(|i| i.index).collect(),
+            buf: vec![0; SNAPLEN],
+            stats: KernelStats::default(),
+        };
+        s.read_stats(); // the counters reset when read: start from zero
+        s.stats = KernelStats::default();
+        Ok(s)
+    }
+
+    /// The next IP packet and its time, waiting at most `wait`; `Ok(None)`
+    /// when none came in time.
+    pub fn next(&mut self, wait: Duration) -> io::Result<Option<(Duration, &[u8], u32)>> {
+        loop {
+            let mut pfd = libc::pollfd {
+                fd: self.fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let ms = wait.as_millis().min(i32::MAX as u128) as i32;
+            // SAFETY: one valid pollfd.
+            let r = unsafe { libc::poll(&mut pfd, 1, ms) };
+            if r < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    return Ok(None);
+                }
+                return Err(e);
+            }
+            if r == 0 {
+                return Ok(None);
+            }
+            // SAFETY: sockaddr_ll is plain old data.
+            let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+            let mut len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+            // SAFETY: buf and from are valid for writes of their sizes.
+            let n = unsafe {
+                libc::recvfrom(
+                    self.fd.as_raw_fd(),
+                    self.buf.as_mut_ptr() as *mut libc::c_void,
+                    self.buf.len(),
+                    libc::MSG_TRUNC | libc::MSG_DONTWAIT,
+                    &mut from as *mut _ as *mut libc::sockaddr,
+                    &mut len,
+                )
+            };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                ) {
+                    continue;
+                }
+                return Err(e);
+            }
+            if from.sll_pkttype == PACKET_OUTGOING
+                && self.loopbacks.contains(&(from.sll_ifindex as u32))
+            {
+                continue; // the incoming copy follows
+            }
+            let ts = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or(Duration::ZERO);
+            let wire_len = n as usize;
+            let kept = wire_len.min(self.buf.len());
+            return Ok(Some((ts, &self.buf[..kept], wire_len as u32)));
+        }
+    }
+
+    /// Add the kernel's counters since the last read (they reset when read).
+    fn read_stats(&mut self) {
+        // SAFETY: tpacket_stats is plain old data.
+        let mut st: libc::tpacket_stats = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
+        // SAFETY: valid pointers for PACKET_STATISTICS.
+        let r = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                libc::PACKET_STATISTICS,
+                &mut st as *mut _ as *mut libc::c_void,
+                &mut len,
+            )
+        };
+        if r == 0 {
+            self.stats.packets += u64::from(st.tp_packets);
+            self.stats.drops += u64::from(st.tp_drops);
+        }
+    }
+
+    /// The kernel's counters so far.
+    pub fn stats(&mut self) -> KernelStats {
+        self.read_stats();
+        self.stats
+    }
+}
+
+/// What `live` captures and where it stops.
+#[derive(Debug, Clone)]
+pub struct LiveOptions {
+    /// An interface name, or "any".
+    pub interface: String,
+    /// Only datagrams (and ICMP errors quoting datagrams) that match.
+    pub filter: Option<super::filter::Filter>,
+    /// Also write what is captured (and matches) to this pcapng file.
+    pub write: Option<std::path::PathBuf>,
+    /// Stop after this long.
+    pub duration: Option<Duration>,
+    /// Set (e.g. by a Ctrl-C handler) to stop.
+    pub stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// The kernel's counters, filled in when the capture ends.
+    pub kernel: std::sync::Arc<std::sync::Mutex<KernelStats>>,
+}
+
+/// The live source behind a [`super::CaptureReader`].
+pub(crate) struct LiveSource {
+    sock: LiveSocket,
+    opts: LiveOptions,
+    writer: Option<super::write::Recorder>,
+    deadline: Option<std::time::Instant>,
+}
+
+/// How long one wait for a packet lasts before the stop conditions are checked again.
+const POLL: Duration = Duration::from_millis(100);
+
+impl LiveSource {
+    pub fn open(opts: LiveOptions) -> Result<LiveSource, LiveError> {
+        let sock = LiveSocket::open(&opts.interface)?;
+        let writer = match &opts.write {
+            Some(p) => Some(super::write::Recorder::create(p)?),
+            None => None,
+        };
+        Ok(LiveSource {
+            sock,
+            deadline: opts.duration.map(|d| std::time::Instant::now() + d),
+            opts,
+            writer,
+        })
+    }
+
+    fn end(&mut self) -> super::source::Step {
+        if let Some(w) = &mut self.writer {
+            let _ = w.flush();
+        }
+        if let Ok(mut k) = self.opts.kernel.lock() {
+            *k = self.sock.stats();
+        }
+        super::source::Step::End
+    }
+
+    pub fn step(&mut self, decoder: &mut super::decode::Decoder) -> super::source::Step {
+        use super::source::{Failure, Step};
+        use std::sync::atomic::Ordering;
+        if self.opts.stop.load(Ordering::Relaxed)
+            || self
+                .deadline
+                .is_some_and(|d| std::time::Instant::now() >= d)
+        {
+            return self.end();
+        }
+        let wait = match self.deadline {
+            Some(d) => d
+                .saturating_duration_since(std::time::Instant::now())
+                .min(POLL),
+            None => POLL,
+        };
+        let (ts, packet, orig_len) = match self.sock.next(wait) {
+            Ok(Some((ts, p, n))) => (ts, p.to_vec(), n),
+            Ok(None) => return Step::Skipped,
+            Err(e) => return Step::Failed(Failure::Io(e)),
+        };
+        let datagram = decoder.decode(LINKTYPE_RAW, ts, &packet, orig_len);
+        let keep = match (&datagram, &self.opts.filter) {
+            (Some(d), Some(f)) => f.matches(d.src, d.dst),
+            _ => true,
+        };
+        if !keep {
+            if let Some(d) = &datagram {
+                decoder.forget(d);
+            }
+            return Step::Skipped;
+        }
+        if let Some(w) = &mut self.writer {
+            if let Err(e) = w.write_ip(ts, &packet, orig_len) {
+                return Step::Failed(Failure::Io(e));
+            }
+        }
+        match datagram {
+            Some(d) => Step::Datagram(d),
+            None => Step::Skipped,
+        }
+    }
+}
+
+/// `LINKTYPE_RAW`: the packet begins with its IPv4 or IPv6 header.
+const LINKTYPE_RAW: u32 = 101;

@@ -1,0 +1,192 @@
+//! `live -i IFACE`: what `read` does, on traffic as it crosses an
+//! interface, then the flows table; `-w` saves what was captured.
+
+use std::io::{self, IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use clap::Args;
+
+use super::{
+    read_packets, terminal_width, CaptureArgs, ColorArg, ReadArgs, ReassemblyArg, EXIT_OK,
+    EXIT_USAGE,
+};
+use crate::capture::filter::Filter;
+use crate::capture::live::{interfaces, KernelStats, LiveError, LiveOptions};
+use crate::capture::CaptureReader;
+use crate::mirror::FlowMirror;
+use crate::output::json::FlowJson;
+use crate::output::table;
+
+/// Exit code when live capture is not permitted (root or CAP_NET_RAW needed).
+pub const EXIT_NO_PERMISSION: u8 = 8;
+
+#[derive(Args, Debug)]
+pub struct LiveArgs {
+    /// The interface to capture on; `any` for all of them.
+    #[arg(
+        short = 'i',
+        long = "interface",
+        value_name = "IFACE",
+        required_unless_present = "list"
+    )]
+    pub interface: Option<String>,
+    /// List the interfaces and exit.
+    #[arg(short = 'D', long = "list-interfaces")]
+    pub list: bool,
+    /// Capture filter: `host ADDR`, `port N`, `src`/`dst`, `and`, `or`, `not`, parentheses.
+    #[arg(short = 'f', long = "filter", value_name = "FILTER")]
+    pub filter: Option<String>,
+    /// Also write what is captured to this pcapng file.
+    #[arg(short = 'w', long = "write", value_name = "OUT.pcapng")]
+    pub write: Option<PathBuf>,
+    /// Stop after N RakNet packets.
+    #[arg(short = 'c', long = "count", value_name = "N")]
+    pub count: Option<u64>,
+    /// Stop after this many seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub duration: Option<f64>,
+    /// Print the field tree of each packet.
+    #[arg(short = 'V', long)]
+    pub verbose: bool,
+    /// Print a hex dump of each packet's UDP payload.
+    #[arg(short = 'x', long)]
+    pub hex: bool,
+    /// NDJSON: `packet` records, then a `flow` record per flow.
+    #[arg(long)]
+    pub json: bool,
+    /// Colour the output: auto, always, never.
+    #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
+    pub color: Option<ColorArg>,
+    /// Decode a UDP port as RakNet: `PORT` or `udp.port==PORT,raknet`. Repeatable.
+    #[arg(short = 'd', long = "decode-as", value_name = "PORT", value_parser = super::parse_decode_as)]
+    pub decode_as: Vec<u16>,
+    /// Only flows whose handshake is seen, or forced with -d, are RakNet.
+    #[arg(long)]
+    pub no_heuristics: bool,
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_interrupt(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+pub fn run_live(a: &LiveArgs, out: &mut impl Write) -> anyhow::Result<u8> {
+    if a.list {
+        for i in interfaces()? {
+            let mut notes = Vec::new();
+            if i.loopback {
+                notes.push("loopback");
+            }
+            if !i.up {
+                notes.push("down");
+            }
+            let notes = if notes.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", notes.join(", "))
+            };
+            writeln!(out, "{}. {}{notes}", i.index, i.name)?;
+        }
+        writeln!(out, "any (all interfaces)")?;
+        return Ok(EXIT_OK);
+    }
+    let filter = match a.filter.as_deref().map(Filter::parse).transpose() {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("raknet-dissect: -f: {e}");
+            return Ok(EXIT_USAGE);
+        }
+    };
+    // Ctrl-C ends the capture: the flows table still comes.
+    let stop = Arc::new(AtomicBool::new(false));
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        libc::signal(
+            libc::SIGINT,
+            on_interrupt as *const () as libc::sighandler_t,
+        );
+        libc::signal(
+            libc::SIGTERM,
+            on_interrupt as *const () as libc::sighandler_t,
+        );
+    }
+    let watcher_stop = Arc::clone(&stop);
+    std::thread::spawn(move || loop {
+        if STOP.load(Ordering::Relaxed) {
+            watcher_stop.store(true, Ordering::Relaxed);
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    });
+    let kernel = Arc::new(Mutex::new(KernelStats::default()));
+    let opts = LiveOptions {
+        interface: a.interface.clone().unwrap_or_else(|| "any".into()),
+        filter,
+        write: a.write.clone(),
+        duration: a.duration.map(|s| Duration::from_secs_f64(s.max(0.0))),
+        stop,
+        kernel: Arc::clone(&kernel),
+    };
+    // Inline, not in the background: a batch would wait to fill up.
+    let reader = match CaptureReader::live(opts) {
+        Ok(r) => r,
+        Err(e @ LiveError::Permission { .. }) => {
+            eprintln!("raknet-dissect: {e}");
+            return Ok(EXIT_NO_PERMISSION);
+        }
+        Err(e @ LiveError::NoInterface(_)) => {
+            eprintln!("raknet-dissect: {e}");
+            return Ok(EXIT_USAGE);
+        }
+        Err(e) => {
+            eprintln!("raknet-dissect: live capture: {e}");
+            return Ok(super::EXIT_ERROR);
+        }
+    };
+    eprintln!(
+        "raknet-dissect: capturing on {}",
+        a.interface.as_deref().unwrap_or("any")
+    );
+    let read = ReadArgs {
+        capture: CaptureArgs {
+            file: None,
+            read_file: None,
+            decode_as: a.decode_as.clone(),
+            no_heuristics: a.no_heuristics,
+            reassembly: ReassemblyArg::Index,
+        },
+        verbose: a.verbose,
+        hex: a.hex,
+        json: a.json,
+        count: a.count,
+        color: a.color,
+    };
+    let mut flows: Vec<FlowMirror> = Vec::new();
+    let code = read_packets(&read, Some(reader), Some(&mut flows), out)?;
+    flows.sort_by_key(|f| f.id);
+    if a.json {
+        for f in &flows {
+            serde_json::to_writer(&mut *out, &FlowJson::new(f))?;
+            out.write_all(b"\n")?;
+        }
+    } else if !flows.is_empty() {
+        let refs: Vec<&FlowMirror> = flows.iter().collect();
+        let width = if io::stdout().is_terminal() {
+            terminal_width()
+        } else {
+            None
+        };
+        writeln!(out, "{}", table::flows_table(&refs, width))?;
+    }
+    out.flush()?;
+    let k = kernel.lock().map(|k| *k).unwrap_or_default();
+    eprintln!(
+        "raknet-dissect: the kernel passed {} packets to the capture and dropped {}",
+        k.packets, k.drops
+    );
+    Ok(code)
+}
