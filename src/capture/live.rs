@@ -119,13 +119,34 @@ fn bpf(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
 }
 
 /// Accept IPv4 UDP/ICMP (fragments included: their protocol field is still
-/// set) and IPv6 UDP, ICMPv6 and fragment headers; drop the rest in the kernel.
-fn udp_filter() -> Vec<libc::sock_filter> {
+/// set) and IPv6 UDP, ICMPv6 and fragment headers; drop the rest in the
+/// kernel, and the outgoing copy of every packet on a loopback interface
+/// (`loopbacks`), as libpcap does, so that each is queued once.
+fn udp_filter(loopbacks: &[u32]) -> Vec<libc::sock_filter> {
     const LDB: u16 = (libc::BPF_LD | libc::BPF_B | libc::BPF_ABS) as u16;
+    const LDW: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
     const AND: u16 = (libc::BPF_ALU | libc::BPF_AND | libc::BPF_K) as u16;
     const JEQ: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
     const RET: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
-    vec![
+    // Ancillary loads (SKF_AD_OFF + SKF_AD_PKTTYPE / SKF_AD_IFINDEX).
+    const AD_PKTTYPE: u32 = (-0x1000i32 + 4) as u32;
+    const AD_IFINDEX: u32 = (-0x1000i32 + 8) as u32;
+    let mut prog = Vec::new();
+    if !loopbacks.is_empty() && loopbacks.len() < 100 {
+        let n = loopbacks.len() as u8;
+        prog.push(bpf(LDW, 0, 0, AD_PKTTYPE));
+        // Not outgoing: skip the ifindex checks, the jump and the drop.
+        prog.push(bpf(JEQ, 0, n + 3, u32::from(PACKET_OUTGOING)));
+        prog.push(bpf(LDW, 0, 0, AD_IFINDEX));
+        for (i, lo) in loopbacks.iter().enumerate() {
+            // A loopback: to the drop, past the other checks and the jump.
+            prog.push(bpf(JEQ, n - i as u8, 0, *lo));
+        }
+        // Outgoing on another interface: past the drop.
+        prog.push(bpf((libc::BPF_JMP | libc::BPF_JA) as u16, 0, 0, 1));
+        prog.push(bpf(RET, 0, 0, 0));
+    }
+    prog.extend([
         bpf(LDB, 0, 0, SKF_NET_OFF),     // 0: version nibble
         bpf(AND, 0, 0, 0xf0),            // 1
         bpf(JEQ, 0, 4, 0x40),            // 2: IPv4? else 7
@@ -140,7 +161,8 @@ fn udp_filter() -> Vec<libc::sock_filter> {
         bpf(JEQ, 1, 0, 44),              // 11: fragment -> accept
         bpf(RET, 0, 0, 0),               // 12: drop
         bpf(RET, 0, 0, SNAPLEN as u32),  // 13: accept whole
-    ]
+    ]);
+    prog
 }
 
 impl LiveSocket {
@@ -183,7 +205,8 @@ impl LiveSocket {
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         let raw = fd.as_raw_fd();
         // The filter first, then bind: nothing unfiltered is queued.
-        let prog = udp_filter();
+        let loopbacks: Vec<u32> = all.iter().filter(|i| i.loopback).map(|i| i.index).collect();
+        let prog = udp_filter(&loopbacks);
         let fprog = libc::sock_fprog {
             len: prog.len() as u16,
             filter: prog.as_ptr() as *mut libc::sock_filter,
@@ -237,7 +260,7 @@ impl LiveSocket {
         }
         let mut s = LiveSocket {
             fd,
-            loopbacks: all.iter().filter(|i| i.loopback).map(|i| i.index).collect(),
+            loopbacks,
             buf: vec![0; SNAPLEN],
             stats: KernelStats::default(),
         };
@@ -249,25 +272,8 @@ impl LiveSocket {
     /// The next IP packet and its time, waiting at most `wait`; `Ok(None)`
     /// when none came in time.
     pub fn next(&mut self, wait: Duration) -> io::Result<Option<(Duration, &[u8], u32)>> {
+        let mut polled = false;
         loop {
-            let mut pfd = libc::pollfd {
-                fd: self.fd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            let ms = wait.as_millis().min(i32::MAX as u128) as i32;
-            // SAFETY: one valid pollfd.
-            let r = unsafe { libc::poll(&mut pfd, 1, ms) };
-            if r < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    return Ok(None);
-                }
-                return Err(e);
-            }
-            if r == 0 {
-                return Ok(None);
-            }
             // SAFETY: sockaddr_ll is plain old data.
             let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
             let mut len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
@@ -284,13 +290,27 @@ impl LiveSocket {
             };
             if n < 0 {
                 let e = io::Error::last_os_error();
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-                ) {
-                    continue;
+                match e.kind() {
+                    io::ErrorKind::Interrupted => continue,
+                    // Nothing queued: wait once, then try again.
+                    io::ErrorKind::WouldBlock if !polled => {
+                        polled = true;
+                        let mut pfd = libc::pollfd {
+                            fd: self.fd.as_raw_fd(),
+                            events: libc::POLLIN,
+                            revents: 0,
+                        };
+                        let ms = wait.as_millis().min(i32::MAX as u128) as i32;
+                        // SAFETY: one valid pollfd.
+                        let r = unsafe { libc::poll(&mut pfd, 1, ms) };
+                        if r <= 0 {
+                            return Ok(None); // timed out or interrupted
+                        }
+                        continue;
+                    }
+                    io::ErrorKind::WouldBlock => return Ok(None),
+                    _ => return Err(e),
                 }
-                return Err(e);
             }
             if from.sll_pkttype == PACKET_OUTGOING
                 && self.loopbacks.contains(&(from.sll_ifindex as u32))
