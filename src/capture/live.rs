@@ -92,6 +92,9 @@ pub enum LiveError {
     Permission { exe: String },
     #[error("no such interface: {0} (raknet-dissect live -D lists them)")]
     NoInterface(String),
+    /// libpcap did not compile the filter.
+    #[error("-f: {0}")]
+    Filter(String),
     #[error("{0}")]
     Io(#[from] io::Error),
 }
@@ -361,6 +364,11 @@ pub struct LiveOptions {
     pub interface: String,
     /// Only datagrams (and ICMP errors quoting datagrams) that match.
     pub filter: Option<super::filter::Filter>,
+    /// With the `libpcap` feature: a filter in tcpdump's full syntax, given
+    /// to libpcap (which then captures, instead of the packet socket).
+    pub bpf: Option<String>,
+    /// Capture through libpcap (the `libpcap` feature), not the packet socket.
+    pub libpcap: bool,
     /// Also write what is captured (and matches) to this pcapng file.
     pub write: Option<std::path::PathBuf>,
     /// Stop after this long.
@@ -371,9 +379,15 @@ pub struct LiveOptions {
     pub kernel: std::sync::Arc<std::sync::Mutex<KernelStats>>,
 }
 
+enum Backend {
+    Packet(LiveSocket),
+    #[cfg(feature = "libpcap")]
+    Pcap(Box<pcap::Capture<pcap::Active>>, u32),
+}
+
 /// The live source behind a [`super::CaptureReader`].
 pub(crate) struct LiveSource {
-    sock: LiveSocket,
+    backend: Backend,
     opts: LiveOptions,
     writer: Option<super::write::Recorder>,
     deadline: Option<std::time::Instant>,
@@ -384,13 +398,23 @@ const POLL: Duration = Duration::from_millis(100);
 
 impl LiveSource {
     pub fn open(opts: LiveOptions) -> Result<LiveSource, LiveError> {
-        let sock = LiveSocket::open(&opts.interface)?;
+        let (backend, linktype) = if opts.libpcap {
+            open_pcap(&opts)?
+        } else {
+            (
+                Backend::Packet(LiveSocket::open(&opts.interface)?),
+                LINKTYPE_RAW,
+            )
+        };
         let writer = match &opts.write {
-            Some(p) => Some(super::write::Recorder::create(p)?),
+            Some(p) => Some(super::write::Recorder::create_for(
+                p,
+                pcap_file::DataLink::from(linktype),
+            )?),
             None => None,
         };
         Ok(LiveSource {
-            sock,
+            backend,
             deadline: opts.duration.map(|d| std::time::Instant::now() + d),
             opts,
             writer,
@@ -401,8 +425,19 @@ impl LiveSource {
         if let Some(w) = &mut self.writer {
             let _ = w.flush();
         }
+        let stats = match &mut self.backend {
+            Backend::Packet(s) => s.stats(),
+            #[cfg(feature = "libpcap")]
+            Backend::Pcap(c, _) => c
+                .stats()
+                .map(|s| KernelStats {
+                    packets: u64::from(s.received),
+                    drops: u64::from(s.dropped),
+                })
+                .unwrap_or_default(),
+        };
         if let Ok(mut k) = self.opts.kernel.lock() {
-            *k = self.sock.stats();
+            *k = stats;
         }
         super::source::Step::End
     }
@@ -423,12 +458,43 @@ impl LiveSource {
                 .min(POLL),
             None => POLL,
         };
-        let (ts, packet, orig_len) = match self.sock.next(wait) {
-            Ok(Some((ts, p, n))) => (ts, p.to_vec(), n),
-            Ok(None) => return Step::Skipped,
-            Err(e) => return Step::Failed(Failure::Io(e)),
+        let (ts, packet, orig_len, linktype) = match &mut self.backend {
+            Backend::Packet(sock) => match sock.next(wait) {
+                Ok(Some((ts, p, n))) => (ts, p.to_vec(), n, LINKTYPE_RAW),
+                Ok(None) => return Step::Skipped,
+                Err(e) => return Step::Failed(Failure::Io(e)),
+            },
+            #[cfg(feature = "libpcap")]
+            Backend::Pcap(c, linktype) => {
+                // Non-blocking: wait on its descriptor ourselves, so that a
+                // stop is seen within POLL even when nothing comes.
+                let mut polled = false;
+                loop {
+                    match c.next_packet() {
+                        Ok(p) => {
+                            let ts = Duration::from_secs(p.header.ts.tv_sec.max(0) as u64)
+                                + Duration::from_micros(p.header.ts.tv_usec.max(0) as u64);
+                            break (ts, p.data.to_vec(), p.header.len, *linktype);
+                        }
+                        Err(pcap::Error::TimeoutExpired) if !polled => {
+                            polled = true;
+                            let mut pfd = libc::pollfd {
+                                fd: c.as_raw_fd(),
+                                events: libc::POLLIN,
+                                revents: 0,
+                            };
+                            // SAFETY: one valid pollfd.
+                            unsafe { libc::poll(&mut pfd, 1, wait.as_millis() as i32) };
+                        }
+                        Err(pcap::Error::TimeoutExpired) => return Step::Skipped,
+                        Err(e) => {
+                            return Step::Failed(Failure::Io(io::Error::other(e.to_string())))
+                        }
+                    }
+                }
+            }
         };
-        let datagram = decoder.decode(LINKTYPE_RAW, ts, &packet, orig_len);
+        let datagram = decoder.decode(linktype, ts, &packet, orig_len);
         let keep = match (&datagram, &self.opts.filter) {
             (Some(d), Some(f)) => f.matches(d.src, d.dst),
             _ => true,
@@ -453,3 +519,51 @@ impl LiveSource {
 
 /// `LINKTYPE_RAW`: the packet begins with its IPv4 or IPv6 header.
 const LINKTYPE_RAW: u32 = 101;
+
+#[cfg(not(feature = "libpcap"))]
+fn open_pcap(_: &LiveOptions) -> Result<(Backend, u32), LiveError> {
+    Err(LiveError::Io(io::Error::other(
+        "this build has no libpcap: build with --features libpcap",
+    )))
+}
+
+/// libpcap on the interface, in immediate mode, keeping UDP and ICMP (and
+/// the user's filter, in tcpdump's syntax).
+#[cfg(feature = "libpcap")]
+fn open_pcap(opts: &LiveOptions) -> Result<(Backend, u32), LiveError> {
+    let permission = |e: &pcap::Error| {
+        let t = e.to_string().to_ascii_lowercase();
+        t.contains("permission") || t.contains("not permitted")
+    };
+    let to_err = |e: pcap::Error| {
+        if permission(&e) {
+            LiveError::Permission {
+                exe: std::env::current_exe()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|_| "raknet-dissect".into()),
+            }
+        } else if e.to_string().contains("No such device") {
+            LiveError::NoInterface(opts.interface.clone())
+        } else {
+            LiveError::Io(io::Error::other(e.to_string()))
+        }
+    };
+    let mut cap = pcap::Capture::from_device(opts.interface.as_str())
+        .map_err(to_err)?
+        .immediate_mode(true)
+        .timeout(POLL.as_millis() as i32)
+        .snaplen(SNAPLEN as i32)
+        .buffer_size(32 << 20)
+        .open()
+        .map_err(to_err)?;
+    let base = "udp or icmp or icmp6 or (ip6 and ip6[6] == 44)";
+    let program = match &opts.bpf {
+        Some(f) => format!("({base}) and ({f})"),
+        None => base.to_string(),
+    };
+    cap.filter(&program, true)
+        .map_err(|e| LiveError::Filter(e.to_string()))?;
+    let cap = cap.setnonblock().map_err(to_err)?;
+    let linktype = cap.get_datalink().0 as u32;
+    Ok((Backend::Pcap(Box::new(cap), linktype), linktype))
+}

@@ -36,11 +36,16 @@ fn io_error(e: impl std::fmt::Display) -> io::Error {
 
 impl Recorder {
     pub fn create(path: &Path) -> io::Result<Recorder> {
+        Self::create_for(path, DataLink::RAW)
+    }
+
+    /// A file whose one interface has `linktype` (what libpcap captured).
+    pub fn create_for(path: &Path, linktype: DataLink) -> io::Result<Recorder> {
         let file = BufWriter::new(File::create(path)?);
         let mut writer = PcapNgWriter::new(file).map_err(io_error)?;
         writer
             .write_pcapng_block(InterfaceDescriptionBlock {
-                linktype: DataLink::RAW,
+                linktype,
                 snaplen: 0,
                 options: vec![
                     InterfaceDescriptionOption::IfName(Cow::Borrowed("raknet-dissect")),
@@ -96,7 +101,8 @@ impl Recorder {
         Ok(())
     }
 
-    /// One IP packet as captured (`orig_len`: its length on the wire).
+    /// One packet as captured, of the file's link type (`orig_len`: its
+    /// length on the wire).
     pub fn write_ip(&mut self, ts: Duration, packet: &[u8], orig_len: u32) -> io::Result<()> {
         self.writer
             .write_pcapng_block(EnhancedPacketBlock {

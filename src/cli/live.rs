@@ -36,7 +36,8 @@ pub struct LiveArgs {
     /// List the interfaces and exit.
     #[arg(short = 'D', long = "list-interfaces")]
     pub list: bool,
-    /// Capture filter: `host ADDR`, `port N`, `src`/`dst`, `and`, `or`, `not`, parentheses.
+    /// Capture filter: `host ADDR`, `port N`, `src`/`dst`, `and`, `or`, `not`, parentheses
+    /// (with the `libpcap` feature: tcpdump's full syntax).
     #[arg(short = 'f', long = "filter", value_name = "FILTER")]
     pub filter: Option<String>,
     /// Also write what is captured to this pcapng file.
@@ -94,7 +95,16 @@ pub fn run_live(a: &LiveArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         writeln!(out, "any (all interfaces)")?;
         return Ok(EXIT_OK);
     }
-    let filter = match a.filter.as_deref().map(Filter::parse).transpose() {
+    // Built with libpcap, libpcap captures and takes the filter in tcpdump's
+    // full syntax; otherwise the packet socket and our simple expressions.
+    let libpcap = cfg!(feature = "libpcap");
+    let filter = match a
+        .filter
+        .as_deref()
+        .filter(|_| !libpcap)
+        .map(Filter::parse)
+        .transpose()
+    {
         Ok(f) => f,
         Err(e) => {
             eprintln!("raknet-dissect: -f: {e}");
@@ -126,6 +136,8 @@ pub fn run_live(a: &LiveArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let opts = LiveOptions {
         interface: a.interface.clone().unwrap_or_else(|| "any".into()),
         filter,
+        bpf: a.filter.clone().filter(|_| libpcap),
+        libpcap,
         write: a.write.clone(),
         duration: a.duration.map(|s| Duration::from_secs_f64(s.max(0.0))),
         stop,
@@ -138,7 +150,7 @@ pub fn run_live(a: &LiveArgs, out: &mut impl Write) -> anyhow::Result<u8> {
             eprintln!("raknet-dissect: {e}");
             return Ok(EXIT_NO_PERMISSION);
         }
-        Err(e @ LiveError::NoInterface(_)) => {
+        Err(e @ (LiveError::NoInterface(_) | LiveError::Filter(_))) => {
             eprintln!("raknet-dissect: {e}");
             return Ok(EXIT_USAGE);
         }
