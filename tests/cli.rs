@@ -357,3 +357,56 @@ fn handshake_outcomes_of_the_samples() {
         .collect();
     assert_eq!(outcomes, ["pinged", "disconnected_by_client"]);
 }
+
+#[test]
+fn completions_and_man_page_come_from_the_clap_definitions() {
+    let o = run(&["completions", "bash"]);
+    assert!(o.status.success(), "{o:?}");
+    let bash = stdout(&o);
+    for sub in [
+        "read",
+        "messages",
+        "flows",
+        "handshake",
+        "ping",
+        "connect",
+        "serve",
+        "probe",
+        "replay",
+        "live",
+    ] {
+        assert!(bash.contains(sub), "bash completion lacks {sub}");
+    }
+    // The script is valid bash.
+    let path = tmp("completion.bash");
+    std::fs::write(&path, &bash).expect("write completion");
+    if common::tool_on_path("bash") {
+        let check = std::process::Command::new("bash")
+            .arg("-n")
+            .arg(&path)
+            .status()
+            .expect("bash runs");
+        assert!(check.success(), "bash -n rejects the completion script");
+    }
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let o = run(&["completions", shell]);
+        assert!(o.status.success() && !o.stdout.is_empty(), "{shell}: {o:?}");
+    }
+    let o = run(&["completions", "tcsh"]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "an unknown shell is a usage error"
+    );
+    let o = run(&["man"]);
+    assert!(o.status.success());
+    let man = stdout(&o);
+    assert!(
+        man.contains(".TH raknet-dissect 1"),
+        "{}",
+        &man[..200.min(man.len())]
+    );
+    for sub in ["replay", "live", "probe"] {
+        assert!(man.contains(sub), "man page lacks {sub}");
+    }
+}

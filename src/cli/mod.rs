@@ -82,6 +82,13 @@ pub enum Command {
     Replay(replay::ReplayArgs),
     /// Capture live on an interface (root or CAP_NET_RAW): packets as they come, then the flows.
     Live(live::LiveArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), generated from these definitions.
+    Man,
 }
 
 /// Where the capture comes from and which UDP is RakNet (every command).
@@ -231,6 +238,18 @@ pub fn main() -> ExitCode {
         Some(Command::Probe(a)) => peer::run_probe(&a, &mut out),
         Some(Command::Replay(a)) => replay::run_replay(&a, &mut out),
         Some(Command::Live(a)) => live::run_live(&a, &mut out),
+        Some(Command::Completions { shell }) => {
+            use clap::CommandFactory;
+            clap_complete::generate(shell, &mut Cli::command(), "raknet-dissect", &mut out);
+            Ok(EXIT_OK)
+        }
+        Some(Command::Man) => {
+            use clap::CommandFactory;
+            clap_mangen::Man::new(Cli::command())
+                .render(&mut out)
+                .map(|_| EXIT_OK)
+                .map_err(Into::into)
+        }
     };
     let code = match result {
         Ok(code) => code,
