@@ -410,3 +410,14 @@ fn completions_and_man_page_come_from_the_clap_definitions() {
         assert!(man.contains(sub), "man page lacks {sub}");
     }
 }
+
+#[test]
+fn quiet_prints_no_packets() {
+    let o = run(&[&sample("lossy.pcap"), "-q"]);
+    assert!(o.status.success(), "{o:?}");
+    assert!(o.stdout.is_empty(), "{}", stdout(&o));
+    // Without -q the same file prints a line per packet.
+    assert!(stdout(&run(&[&sample("lossy.pcap")])).lines().count() > 100);
+    let o = run(&[&sample("lossy.pcap"), "-q", "--json", "-V", "-x"]);
+    assert!(o.status.success() && o.stdout.is_empty());
+}

@@ -49,6 +49,9 @@ pub struct LiveArgs {
     /// Stop after this many seconds.
     #[arg(long, value_name = "SECONDS")]
     pub duration: Option<f64>,
+    /// No per-packet output: only the flows at the end.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
     /// Print the field tree of each packet.
     #[arg(short = 'V', long)]
     pub verbose: bool,
@@ -175,6 +178,7 @@ pub fn run_live(a: &LiveArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         hex: a.hex,
         json: a.json,
         count: a.count,
+        quiet: a.quiet,
         color: a.color,
     };
     let mut flows: Vec<FlowMirror> = Vec::new();

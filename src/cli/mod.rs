@@ -192,6 +192,9 @@ pub struct ReadArgs {
     /// Stop after N RakNet packets.
     #[arg(short = 'c', long = "count", value_name = "N")]
     pub count: Option<u64>,
+    /// No per-packet output (live: only the flows at the end).
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
     /// Colour the output: auto (a terminal, without NO_COLOR or TERM=dumb), always, never.
     #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
     pub color: Option<ColorArg>,
@@ -461,7 +464,9 @@ fn read_packets(
                         .take(MAX_TABLE_ROWS.saturating_sub(f.len())),
                 );
             }
-            if args.json {
+            if args.quiet {
+                // Counted (for -c), not shown.
+            } else if args.json {
                 serde_json::to_writer(&mut *out, &PacketJson::new(p))?;
                 out.write_all(b"\n")?;
             } else {
@@ -490,7 +495,7 @@ fn read_packets(
     // What the receivers still held at the end (incomplete splits, messages
     // waiting in ordering heaps) belongs to no packet: a line each.
     let end = mirror.finish();
-    if !args.json && args.count.is_none_or(|n| shown < n) {
+    if !args.json && !args.quiet && args.count.is_none_or(|n| shown < n) {
         for a in &end.anomalies {
             let line = format!("end of capture: [{}: {}]", a.kind, a.detail);
             writeln!(out, "{}", pal.paint_anomaly(&line))?;
