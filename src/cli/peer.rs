@@ -232,7 +232,7 @@ struct PongJson<'a> {
     target: String,
     seq: u32,
     rtt_ms: f64,
-    server_guid: u64,
+    server_guid: String,
     payload: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     motd: Option<serde_json::Map<String, serde_json::Value>>,
@@ -281,7 +281,7 @@ pub fn run_ping(a: &PingArgs, out: &mut impl Write) -> anyhow::Result<u8> {
                     target: target.to_string(),
                     seq,
                     rtt_ms: ms(p.rtt),
-                    server_guid: p.server_guid,
+                    server_guid: guid_hex(p.server_guid),
                     payload: hex(&p.payload),
                     motd: motd.map(|m| {
                         m.fields
@@ -317,15 +317,21 @@ pub fn run_ping(a: &PingArgs, out: &mut impl Write) -> anyhow::Result<u8> {
 }
 
 #[derive(Serialize)]
-struct ConnectedJson {
+pub(super) struct ConnectedJson {
     #[serde(rename = "type")]
-    kind: &'static str,
-    peer: String,
+    pub(super) kind: &'static str,
+    pub(super) peer: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    guid: Option<u64>,
-    mtu: u16,
+    pub(super) guid: Option<String>,
+    pub(super) mtu: u16,
     #[serde(skip_serializing_if = "Option::is_none")]
-    handshake_ms: Option<f64>,
+    pub(super) handshake_ms: Option<f64>,
+}
+
+/// A GUID in NDJSON: hex, as the capture records write it (an integer would
+/// lose precision in tools that read numbers as doubles).
+pub(super) fn guid_hex(g: u64) -> String {
+    format!("{g:#018x}")
 }
 
 #[derive(Serialize)]
@@ -566,7 +572,7 @@ pub fn run_connect(a: &ConnectArgs, out: &mut impl Write) -> anyhow::Result<u8> 
     let connected = ConnectedJson {
         kind: "connected",
         peer: target.to_string(),
-        guid: client.server_guid,
+        guid: client.server_guid.map(guid_hex),
         mtu: client.connection().mtu(),
         handshake_ms: Some(ms(client.handshake_time)),
     };
@@ -652,7 +658,7 @@ struct ListeningJson {
     #[serde(rename = "type")]
     kind: &'static str,
     address: String,
-    guid: u64,
+    guid: String,
     protocol: u8,
 }
 
@@ -747,7 +753,7 @@ pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let r = ListeningJson {
         kind: "listening",
         address: bound.to_string(),
-        guid: me,
+        guid: guid_hex(me),
         protocol: cfg.protocol,
     };
     emit(out, a.json, &r, &format!("listening {bound}"))?;
@@ -789,7 +795,7 @@ pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
                     let r = ConnectedJson {
                         kind: "connected",
                         peer: peer.to_string(),
-                        guid: c.and_then(|c| c.peer_guid),
+                        guid: c.and_then(|c| c.peer_guid).map(guid_hex),
                         mtu: c.map_or(0, |c| c.mtu()),
                         handshake_ms: None,
                     };
@@ -864,7 +870,7 @@ struct ProbeJson {
     #[serde(skip_serializing_if = "Option::is_none")]
     mtu: Option<u16>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    server_guid: Option<u64>,
+    server_guid: Option<String>,
     seconds: f64,
 }
 
@@ -975,7 +981,7 @@ pub fn run_probe(a: &ProbeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         outcome,
         diagnosis,
         mtu,
-        server_guid,
+        server_guid: server_guid.map(guid_hex),
         seconds: started.elapsed().as_secs_f64(),
     };
     let line = format!("outcome: {} ({})", r.outcome, r.diagnosis);

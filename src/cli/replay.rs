@@ -10,7 +10,7 @@ use std::time::Duration;
 use clap::Args;
 use serde::Serialize;
 
-use super::peer::{emit, guid, ms, resolve, step_line, PeerMessageJson};
+use super::peer::{emit, guid, guid_hex, ms, resolve, step_line, ConnectedJson, PeerMessageJson};
 use super::{parse_decode_as, EXIT_BAD_FILE, EXIT_OK, EXIT_USAGE};
 use crate::peer::record::Recorder;
 use crate::peer::Client;
@@ -179,10 +179,13 @@ pub fn run_replay(a: &ReplayArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         }
     };
     let mtu = client.connection().mtu();
-    let connected = serde_json::json!({
-        "type": "connected", "peer": target.to_string(), "guid": client.server_guid,
-        "mtu": mtu, "handshake_ms": ms(client.handshake_time),
-    });
+    let connected = ConnectedJson {
+        kind: "connected",
+        peer: target.to_string(),
+        guid: client.server_guid.map(guid_hex),
+        mtu,
+        handshake_ms: Some(ms(client.handshake_time)),
+    };
     emit(
         out,
         a.json,
