@@ -421,3 +421,50 @@ fn quiet_prints_no_packets() {
     let o = run(&[&sample("lossy.pcap"), "-q", "--json", "-V", "-x"]);
     assert!(o.status.success() && o.stdout.is_empty());
 }
+
+/// The README's `console` blocks: `$ ` lines are commands (run by sh from
+/// the repository, with the built binary first on PATH), the lines after
+/// them their exact output.
+#[test]
+fn readme_console_examples_print_what_the_readme_says() {
+    if !common::require_tool("jq") {
+        return;
+    }
+    let readme = std::fs::read_to_string(common::root().join("README.md")).expect("README.md");
+    let mut examples: Vec<(String, String)> = Vec::new();
+    let mut in_block = false;
+    for line in readme.lines() {
+        if line.starts_with("```console") {
+            in_block = true;
+        } else if in_block && line.starts_with("```") {
+            in_block = false;
+        } else if in_block {
+            match line.strip_prefix("$ ") {
+                Some(cmd) => examples.push((cmd.to_string(), String::new())),
+                None => {
+                    let (_, out) = examples.last_mut().expect("output after a command");
+                    out.push_str(line);
+                    out.push('\n');
+                }
+            }
+        }
+    }
+    assert!(examples.len() >= 5, "the README's jq examples");
+    let bin_dir = common::bin_path().parent().expect("a directory").to_owned();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for (cmd, want) in examples {
+        let o = common::run_with_timeout(
+            std::process::Command::new("sh")
+                .args(["-c", &cmd])
+                .env("PATH", &path)
+                .current_dir(common::root()),
+            std::time::Duration::from_secs(30),
+        );
+        assert!(o.status.success(), "{cmd}: {o:?}");
+        assert_eq!(stdout(&o), want, "README example: {cmd}");
+    }
+}
