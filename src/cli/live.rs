@@ -47,8 +47,8 @@ pub struct LiveArgs {
     #[arg(short = 'c', long = "count", value_name = "N")]
     pub count: Option<u64>,
     /// Stop after this many seconds.
-    #[arg(long, value_name = "SECONDS")]
-    pub duration: Option<f64>,
+    #[arg(long, value_name = "SECONDS", value_parser = super::peer::parse_seconds)]
+    pub duration: Option<Duration>,
     /// No per-packet output: only the flows at the end.
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -142,7 +142,7 @@ pub fn run_live(a: &LiveArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         bpf: a.filter.clone().filter(|_| libpcap),
         libpcap,
         write: a.write.clone(),
-        duration: a.duration.map(|s| Duration::from_secs_f64(s.max(0.0))),
+        duration: a.duration,
         stop,
         kernel: Arc::clone(&kernel),
     };

@@ -77,8 +77,8 @@ pub struct PingArgs {
     #[arg(short = 'c', long, default_value = "1", value_name = "N")]
     pub count: u32,
     /// Seconds to wait for each pong.
-    #[arg(long, default_value = "1", value_name = "SECONDS")]
-    pub timeout: f64,
+    #[arg(long, default_value = "1", value_name = "SECONDS", value_parser = parse_seconds)]
+    pub timeout: Duration,
     /// NDJSON: one `pong` record per ping answered.
     #[arg(long)]
     pub json: bool,
@@ -104,8 +104,8 @@ pub struct ConnectArgs {
     #[arg(long, default_value = "0", value_name = "C", value_parser = clap::value_parser!(u8).range(0..32))]
     pub channel: u8,
     /// Seconds to keep receiving after everything sent was acknowledged.
-    #[arg(long, default_value = "1", value_name = "SECONDS")]
-    pub wait: f64,
+    #[arg(long, default_value = "1", value_name = "SECONDS", value_parser = parse_seconds)]
+    pub wait: Duration,
     /// Largest MTU to probe with (1492, 1200 and 576 are tried, from this one down).
     #[arg(long, value_name = "M")]
     pub mtu: Option<u16>,
@@ -176,17 +176,25 @@ pub fn parse_reliability(s: &str) -> Result<Reliability, String> {
 }
 
 pub(super) fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
-    let s: String = s
+    let digits: Vec<u8> = s
         .chars()
         .filter(|c| !c.is_whitespace() && *c != ':')
-        .collect();
-    if s.len() % 2 != 0 {
+        .map(|c| c.to_digit(16).map(|d| d as u8))
+        .collect::<Option<_>>()
+        .ok_or_else(|| format!("{s:?} is not hex"))?;
+    if digits.len() % 2 != 0 {
         return Err(format!("{s:?}: odd number of hex digits"));
     }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|_| format!("{s:?} is not hex")))
-        .collect()
+    Ok(digits.chunks(2).map(|p| p[0] << 4 | p[1]).collect())
+}
+
+/// Seconds on the command line: finite, 0 to a million (about 11 days).
+pub(super) fn parse_seconds(s: &str) -> Result<Duration, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|v| (0.0..=1e6).contains(v))
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| format!("{s:?} is not a number of seconds from 0 to 1000000"))
 }
 
 pub(super) fn resolve(target: &str) -> Result<SocketAddr, String> {
@@ -254,7 +262,7 @@ pub fn run_ping(a: &PingArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         if seq > 0 {
             std::thread::sleep(Duration::from_secs(1));
         }
-        match peer::ping(target, me, Duration::from_secs_f64(a.timeout.max(0.001))) {
+        match peer::ping(target, me, a.timeout.max(Duration::from_millis(1))) {
             Ok(Some(p)) => {
                 answered += 1;
                 let motd = Motd::parse(&p.payload);
@@ -295,7 +303,11 @@ pub fn run_ping(a: &PingArgs, out: &mut impl Write) -> anyhow::Result<u8> {
             }
             Ok(None) => {
                 if !a.json {
-                    writeln!(out, "no pong from {target}: seq {seq}, {} s", a.timeout)?;
+                    writeln!(
+                        out,
+                        "no pong from {target}: seq {seq}, {} s",
+                        a.timeout.as_secs_f64()
+                    )?;
                     out.flush()?;
                 }
             }
@@ -626,7 +638,7 @@ pub fn run_connect(a: &ConnectArgs, out: &mut impl Write) -> anyhow::Result<u8> 
         closed = handle(&mut client, out)?;
     }
     out.flush()?;
-    let until = client.now() + Duration::from_secs_f64(a.wait.max(0.0));
+    let until = client.now() + a.wait;
     while closed.is_none() && client.now() < until {
         if let Err(e) = client.step(until) {
             eprintln!("raknet-dissect: {target}: {e}");
@@ -987,4 +999,26 @@ pub fn run_probe(a: &ProbeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let line = format!("outcome: {} ({})", r.outcome, r.diagnosis);
     emit(out, a.json, &r, &line)?;
     Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_messages_and_seconds_never_panic_on_odd_input() {
+        assert_eq!(parse_hex("86 aa:BB"), Ok(vec![0x86, 0xaa, 0xbb]));
+        assert!(parse_hex("8").unwrap_err().contains("odd number"));
+        // A multi-byte character between digits is an error, not a panic.
+        for bad in ["aéa", "éé", "zz", "a\u{1F600}b"] {
+            assert!(parse_hex(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_seconds("0.5"), Ok(Duration::from_millis(500)));
+        for bad in ["inf", "NaN", "-1", "1e300", "x"] {
+            assert!(parse_seconds(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_reliability("reliable-ordered"), Ok(Reliability(3)));
+        assert_eq!(parse_reliability("7"), Ok(Reliability(7)));
+        assert!(parse_reliability("8").is_err());
+    }
 }

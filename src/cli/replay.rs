@@ -10,7 +10,9 @@ use std::time::Duration;
 use clap::Args;
 use serde::Serialize;
 
-use super::peer::{emit, guid, guid_hex, ms, resolve, step_line, ConnectedJson, PeerMessageJson};
+use super::peer::{
+    emit, guid, guid_hex, ms, parse_seconds, resolve, step_line, ConnectedJson, PeerMessageJson,
+};
 use super::{parse_decode_as, EXIT_BAD_FILE, EXIT_OK, EXIT_USAGE};
 use crate::peer::record::Recorder;
 use crate::peer::Client;
@@ -35,7 +37,7 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "N")]
     pub flow: Option<u32>,
     /// Play the captured timing this many times faster.
-    #[arg(long, default_value = "1", value_name = "X", conflicts_with = "asap")]
+    #[arg(long, default_value = "1", value_name = "X", conflicts_with = "asap", value_parser = parse_speed)]
     pub speed: f64,
     /// Send as fast as the connection allows, ignoring the captured timing.
     #[arg(long)]
@@ -50,8 +52,8 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "N")]
     pub addresses: Option<usize>,
     /// Seconds to keep receiving after everything was sent and acknowledged.
-    #[arg(long, default_value = "1", value_name = "SECONDS")]
-    pub wait: f64,
+    #[arg(long, default_value = "1", value_name = "SECONDS", value_parser = parse_seconds)]
+    pub wait: Duration,
     /// Write the replayed session's own traffic to this pcapng file.
     #[arg(long, value_name = "OUT.pcapng")]
     pub record: Option<PathBuf>,
@@ -103,6 +105,14 @@ struct ReplayJson {
     seconds: f64,
 }
 
+/// `--speed`: 0.001 to 1,000,000 times the captured pace.
+fn parse_speed(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|v| (0.001..=1e6).contains(v))
+        .ok_or_else(|| format!("{s:?} is not a speed from 0.001 to 1000000"))
+}
+
 /// The receipt-bearing twin of a reliability, to count acknowledgements;
 /// the same on the wire.
 fn with_receipt(r: Reliability) -> Option<Reliability> {
@@ -126,10 +136,6 @@ pub fn run_replay(a: &ReplayArgs, out: &mut impl Write) -> anyhow::Result<u8> {
             return Ok(EXIT_USAGE);
         }
     };
-    if !(a.speed > 0.0 && a.speed.is_finite()) {
-        eprintln!("raknet-dissect: --speed must be a positive number");
-        return Ok(EXIT_USAGE);
-    }
     let session = match replay::load(&a.file, a.flow, &a.decode_as) {
         Ok(s) => s,
         Err(e) => {
@@ -265,7 +271,7 @@ pub fn run_replay(a: &ReplayArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         }
         closed = handle(&mut client, out, &mut live, &mut acked)?;
     }
-    let until = client.now() + Duration::from_secs_f64(a.wait.max(0.0));
+    let until = client.now() + a.wait;
     while closed.is_none() && client.now() < until {
         if let Err(e) = client.step(until) {
             eprintln!("raknet-dissect: {target}: {e}");
