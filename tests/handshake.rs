@@ -29,13 +29,13 @@
 
 mod common;
 
-use common::{read_json, read_text, reader_lines, tail, wait_line, Proc, Tcpdump, Work};
+use common::{
+    args, read_json, read_text, reader_lines, tail, wait_line, Finished, Ours, Proc, Tcpdump, Work,
+};
 
-use std::io::Read;
 use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -113,36 +113,6 @@ fn wait_file_contains(path: &Path, needle: &str, limit: Duration) -> bool {
 // Child processes
 // ---------------------------------------------------------------------------
 
-fn args(a: &[&str]) -> Vec<String> {
-    a.iter().map(|s| s.to_string()).collect()
-}
-
-/// How a run of our binary with `--json` ended.
-struct Run {
-    code: Option<i32>,
-    records: Vec<Value>,
-    stderr: String,
-    secs: f64,
-}
-
-impl Run {
-    fn of_type(&self, t: &str) -> Vec<&Value> {
-        self.records.iter().filter(|r| r["type"] == t).collect()
-    }
-
-    fn one(&self, t: &str) -> &Value {
-        let v = self.of_type(t);
-        assert_eq!(
-            v.len(),
-            1,
-            "exactly one `{t}` record expected in {:?}; stderr:\n{}",
-            self.records,
-            tail(&self.stderr, 10)
-        );
-        v[0]
-    }
-}
-
 fn parse_ndjson(what: &str, stdout: &[u8]) -> Vec<Value> {
     String::from_utf8_lossy(stdout)
         .lines()
@@ -152,10 +122,10 @@ fn parse_ndjson(what: &str, stdout: &[u8]) -> Vec<Value> {
 }
 
 /// `raknet-dissect ARGS` to completion (at most `limit`).
-fn ours(a: &[String], limit: Duration) -> Run {
+fn ours(a: &[String], limit: Duration) -> Finished {
     let t0 = Instant::now();
     let out = common::run_with_timeout(common::bin().args(a), limit);
-    Run {
+    Finished {
         code: out.status.code(),
         records: parse_ndjson(&a.join(" "), &out.stdout),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -164,107 +134,15 @@ fn ours(a: &[String], limit: Duration) -> Run {
 }
 
 /// `ours` in a thread, to run while something else happens.
-fn ours_in_background(a: Vec<String>, limit: Duration) -> JoinHandle<Run> {
+fn ours_in_background(a: Vec<String>, limit: Duration) -> JoinHandle<Finished> {
     std::thread::spawn(move || ours(&a, limit))
 }
 
 /// `probe TARGET --json EXTRA...` (at most 30 s).
-fn probe(target: &str, extra: &[&str]) -> JoinHandle<Run> {
+fn probe(target: &str, extra: &[&str]) -> JoinHandle<Finished> {
     let mut a = args(&["probe", target, "--json"]);
     a.extend(args(extra));
     ours_in_background(a, Duration::from_secs(30))
-}
-
-/// A run of our binary whose NDJSON records are read as they come.
-struct Live {
-    proc: Proc,
-    rx: mpsc::Receiver<Value>,
-    records: Vec<Value>,
-    stderr: Option<JoinHandle<String>>,
-    started: Instant,
-}
-
-impl Live {
-    fn spawn(a: &[String]) -> Live {
-        let name = format!("raknet-dissect {}", a.join(" "));
-        let mut cmd = common::bin();
-        cmd.args(a)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut proc = Proc::spawn(&mut cmd, &name);
-        let lines = reader_lines(proc.child.stdout.take().expect("stdout piped"));
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in lines {
-                let v = serde_json::from_str(&line)
-                    .unwrap_or_else(|_| serde_json::json!({"type": "NOT_JSON", "line": line}));
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut err = proc.child.stderr.take().expect("stderr piped");
-        let stderr = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = err.read_to_string(&mut s);
-            s
-        });
-        Live {
-            proc,
-            rx,
-            records: Vec::new(),
-            stderr: Some(stderr),
-            started: Instant::now(),
-        }
-    }
-
-    /// The first record of type `t`, waiting at most `limit`.
-    fn wait_record(&mut self, t: &str, limit: Duration) -> Option<Value> {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(r) = self.records.iter().find(|r| r["type"] == t) {
-                return Some(r.clone());
-            }
-            let left = deadline.checked_duration_since(Instant::now())?;
-            match self.rx.recv_timeout(left) {
-                Ok(v) => self.records.push(v),
-                Err(_) => return None,
-            }
-        }
-    }
-
-    /// Wait at most `limit` for it to exit (panics after killing it if not).
-    fn finish(mut self, limit: Duration) -> Run {
-        let status = self.proc.wait_or_kill(limit);
-        let stderr = self
-            .stderr
-            .take()
-            .map(|t| t.join().unwrap_or_default())
-            .unwrap_or_default();
-        while let Ok(v) = self.rx.recv_timeout(Duration::from_secs(2)) {
-            self.records.push(v);
-        }
-        let Some(status) = status else {
-            panic!(
-                "{} still running after {limit:?}: killed; stderr:\n{}",
-                self.proc.name,
-                tail(&stderr, 10)
-            );
-        };
-        assert!(
-            self.records.iter().all(|r| r["type"] != "NOT_JSON"),
-            "{}: lines that are not JSON: {:?}",
-            self.proc.name,
-            self.records
-        );
-        Run {
-            code: status.code(),
-            records: std::mem::take(&mut self.records),
-            stderr,
-            secs: self.started.elapsed().as_secs_f64(),
-        }
-    }
 }
 
 // ---------------------------------------------------------------------------
@@ -575,7 +453,7 @@ fn print_attempts(title: &str, records: &[Value]) {
 }
 
 /// The step names of a `probe --json` run, and the MTU of each request 1 it sent.
-fn probe_steps(run: &Run) -> (Vec<String>, Vec<u64>) {
+fn probe_steps(run: &Finished) -> (Vec<String>, Vec<u64>) {
     let steps = run.of_type("step");
     let names = steps
         .iter()
@@ -593,7 +471,7 @@ fn probe_steps(run: &Run) -> (Vec<String>, Vec<u64>) {
     (names, mtus)
 }
 
-fn describe_probe(run: &Run) -> String {
+fn describe_probe(run: &Finished) -> String {
     let (names, mtus) = probe_steps(run);
     let p = run.of_type("probe");
     let p = p.first().copied().unwrap_or(&Value::Null);
@@ -950,17 +828,20 @@ fn mtu_falls_back_when_large_datagrams_are_lost() {
     let big: String = std::iter::once("86".to_string())
         .chain((1..3000).map(|i| format!("{:02x}", 0x86 + i % 122)))
         .collect();
-    let mut conn = Live::spawn(&args(&[
-        "connect",
-        &format!("127.0.0.1:{}", port + 1),
-        "--send",
-        "86aabbccdd",
-        "--send",
-        &big,
-        "--wait",
-        "6",
-        "--json",
-    ]));
+    let mut conn = Ours::spawn(
+        &args(&[
+            "connect",
+            &format!("127.0.0.1:{}", port + 1),
+            "--send",
+            "86aabbccdd",
+            "--send",
+            &big,
+            "--wait",
+            "6",
+            "--json",
+        ]),
+        None,
+    );
     let client = PyClient::start(
         &py,
         &work,
@@ -1658,15 +1539,18 @@ fn silent_server_times_out() {
     let cap = capture_ports(work.file("silent.pcap"), port, port + 4);
     let target = format!("127.0.0.1:{port}");
     let t0 = Instant::now();
-    let mut conn = Live::spawn(&args(&[
-        "connect",
-        &target,
-        "--send",
-        "86aabbccdd",
-        "--wait",
-        "15",
-        "--json",
-    ]));
+    let mut conn = Ours::spawn(
+        &args(&[
+            "connect",
+            &target,
+            "--send",
+            "86aabbccdd",
+            "--wait",
+            "15",
+            "--json",
+        ]),
+        None,
+    );
     let client = PyClient::start(
         &py,
         &work,

@@ -27,15 +27,14 @@
 
 mod common;
 
-use common::{read_json, read_text, reader_lines, tail, wait_line, Proc, Tcpdump, Work};
+use common::{
+    args, read_json, read_text, reader_lines, tail, wait_line, Ours, Proc, Tcpdump, Work,
+};
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::io::{BufRead, BufReader, Read, Write};
 use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -121,150 +120,6 @@ fn assert_port_free(port: u16) {
 // ---------------------------------------------------------------------------
 // Child processes
 // ---------------------------------------------------------------------------
-
-fn reader_to_string<R: Read + Send + 'static>(mut r: R) -> JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = r.read_to_end(&mut b);
-        String::from_utf8_lossy(&b).into_owned()
-    })
-}
-
-/// One run of our binary with `--json`: its NDJSON records as they come.
-struct Ours {
-    proc: Proc,
-    rx: mpsc::Receiver<Value>,
-    records: Vec<Value>,
-    stderr: Option<JoinHandle<String>>,
-    started: Instant,
-}
-
-/// How a run of our binary ended.
-struct Finished {
-    code: Option<i32>,
-    records: Vec<Value>,
-    stderr: String,
-    secs: f64,
-}
-
-impl Finished {
-    fn of_type(&self, t: &str) -> Vec<&Value> {
-        self.records.iter().filter(|r| r["type"] == t).collect()
-    }
-
-    fn one(&self, t: &str) -> &Value {
-        let v = self.of_type(t);
-        assert_eq!(
-            v.len(),
-            1,
-            "exactly one `{t}` record expected; stderr:\n{}",
-            tail(&self.stderr, 10)
-        );
-        v[0]
-    }
-}
-
-impl Ours {
-    /// `raknet-dissect ARGS`; `stdin` is written to its standard input (then closed).
-    fn spawn(args: &[String], stdin: Option<Vec<u8>>) -> Ours {
-        let name = format!("raknet-dissect {}", args.join(" "));
-        let mut cmd = common::bin();
-        cmd.args(args)
-            .stdin(if stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut proc = Proc::spawn(&mut cmd, &name);
-        if let Some(bytes) = stdin {
-            let mut w = proc.child.stdin.take().expect("stdin piped");
-            std::thread::spawn(move || {
-                let _ = w.write_all(&bytes);
-            });
-        }
-        let out = proc.child.stdout.take().expect("stdout piped");
-        let err = proc.child.stderr.take().expect("stderr piped");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                if line.trim().is_empty() {
-                    continue;
-                }
-                let v: Value = serde_json::from_str(&line).unwrap_or_else(
-                    |e| serde_json::json!({"type": "NOT_JSON", "error": e.to_string(), "line": line}),
-                );
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
-        });
-        Ours {
-            proc,
-            rx,
-            records: Vec::new(),
-            stderr: Some(reader_to_string(err)),
-            started: Instant::now(),
-        }
-    }
-
-    /// The first record (already seen or new) with `"type": t`, waiting at
-    /// most `limit`; None when none came (or the output ended).
-    fn wait_record(&mut self, t: &str, limit: Duration) -> Option<Value> {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(r) = self.records.iter().find(|r| r["type"] == t) {
-                return Some(r.clone());
-            }
-            let left = deadline.checked_duration_since(Instant::now())?;
-            match self.rx.recv_timeout(left) {
-                Ok(v) => self.records.push(v),
-                Err(_) => return None,
-            }
-        }
-    }
-
-    /// Wait at most `limit` for it to exit (panics after killing it if not);
-    /// all its records and its stderr.
-    fn finish(mut self, limit: Duration) -> Finished {
-        let status = self.proc.wait_or_kill(limit);
-        let stderr = self.stderr.take().map(|t| t.join().unwrap_or_default());
-        let stderr = stderr.unwrap_or_default();
-        while let Ok(v) = self.rx.recv_timeout(Duration::from_secs(5)) {
-            self.records.push(v);
-        }
-        let secs = self.started.elapsed().as_secs_f64();
-        let Some(status) = status else {
-            panic!(
-                "{} still running after {limit:?}: killed. It printed {} records; stderr:\n{}",
-                self.proc.name,
-                self.records.len(),
-                tail(&stderr, 20)
-            );
-        };
-        let bad: Vec<&Value> = self
-            .records
-            .iter()
-            .filter(|r| r["type"] == "NOT_JSON")
-            .collect();
-        assert!(
-            bad.is_empty(),
-            "{}: lines that are not JSON: {bad:?}",
-            self.proc.name
-        );
-        Finished {
-            code: status.code(),
-            records: std::mem::take(&mut self.records),
-            stderr,
-            secs,
-        }
-    }
-}
-
-fn args(a: &[&str]) -> Vec<String> {
-    a.iter().map(|s| s.to_string()).collect()
-}
 
 /// `connect` with the given messages on standard input (`--send -`).
 fn connect_args(target: &str, rel: u8, channel: u8, extra: &[&str]) -> Vec<String> {
