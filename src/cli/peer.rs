@@ -711,12 +711,9 @@ pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     };
     let me = guid();
     let session = match &a.replay {
-        Some(path) => match crate::replay::load(path, a.flow, &[]) {
+        Some(path) => match super::replay::load_session(path, a.flow, &[], out)? {
             Ok(s) => Some(s),
-            Err(e) => {
-                eprintln!("raknet-dissect: {e}");
-                return Ok(super::EXIT_BAD_FILE);
-            }
+            Err(code) => return Ok(code),
         },
         None => None,
     };

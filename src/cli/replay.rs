@@ -16,7 +16,7 @@ use super::peer::{
 use super::{parse_decode_as, EXIT_BAD_FILE, EXIT_OK, EXIT_USAGE};
 use crate::peer::record::Recorder;
 use crate::peer::Client;
-use crate::replay::{self, CapturedMessage};
+use crate::replay::{CapturedMessage, CapturedSession, SessionCollector};
 use crate::session::handshake::MTU_PROBES;
 use crate::session::{ClientConfig, CloseReason, Event};
 use crate::wire::{message_name, Reliability};
@@ -105,6 +105,49 @@ struct ReplayJson {
     seconds: f64,
 }
 
+/// Flow `flow` of a capture (or the first whose client sent messages), run
+/// through the dissector and the mirror like any command's; `Err` holds
+/// the exit code when the capture is bad or holds no such session.
+pub(super) fn load_session(
+    file: &std::path::Path,
+    flow: Option<u32>,
+    ports: &[u16],
+    out: &mut impl Write,
+) -> anyhow::Result<Result<CapturedSession, u8>> {
+    let cap = super::CaptureArgs {
+        file: Some(file.to_owned()),
+        decode_as: ports.to_vec(),
+        ..Default::default()
+    };
+    let mut mirror = crate::mirror::Mirror::new(super::mirror_config(&cap), true);
+    let mut sessions = SessionCollector::new();
+    let code = super::drive(
+        &cap,
+        false,
+        &mut mirror,
+        out,
+        &mut |_| {},
+        |p, obs, _, _| {
+            sessions.observe(p, &obs.messages);
+            for f in obs.closed.drain(..) {
+                sessions.flow_ended(&f);
+            }
+            Ok(super::Next::Continue)
+        },
+    )?;
+    for f in mirror.finish().closed {
+        sessions.flow_ended(&f);
+    }
+    // A capture cut short still holds the sessions before the cut.
+    if code != EXIT_OK && code != super::EXIT_CUT_SHORT {
+        return Ok(Err(code));
+    }
+    Ok(sessions.take(flow).map_err(|e| {
+        eprintln!("raknet-dissect: {}: {e}", file.display());
+        EXIT_BAD_FILE
+    }))
+}
+
 /// `--speed`: 0.001 to 1,000,000 times the captured pace.
 fn parse_speed(s: &str) -> Result<f64, String> {
     s.parse::<f64>()
@@ -136,12 +179,9 @@ pub fn run_replay(a: &ReplayArgs, out: &mut impl Write) -> anyhow::Result<u8> {
             return Ok(EXIT_USAGE);
         }
     };
-    let session = match replay::load(&a.file, a.flow, &a.decode_as) {
+    let session = match load_session(&a.file, a.flow, &a.decode_as, out)? {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("raknet-dissect: {e}");
-            return Ok(EXIT_BAD_FILE);
-        }
+        Err(code) => return Ok(code),
     };
     let protocol = a.protocol.or(session.protocol).unwrap_or(6);
     let first_mtu = a.mtu.or(session.mtu).unwrap_or(1492).clamp(400, 1492);

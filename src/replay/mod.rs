@@ -10,12 +10,10 @@
 //! disconnection) are left out: a live peer makes its own.
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::time::Duration;
 
-use crate::capture::{CaptureError, CaptureReader};
-use crate::dissect::{Body, Dir, Dissector, Options};
-use crate::mirror::{Mirror, MirrorConfig, Observation};
+use crate::dissect::{Body, Dir, Packet};
+use crate::mirror::{FlowMirror, Message};
 use crate::wire::{Offline, Reliability};
 
 /// One application message of the capture.
@@ -53,67 +51,43 @@ pub fn is_raknet_internal(id: u8) -> bool {
     matches!(id, 0x00 | 0x03 | 0x04 | 0x09 | 0x10 | 0x13 | 0x15)
 }
 
-/// Why a capture cannot be replayed.
-#[derive(Debug, thiserror::Error)]
-pub enum ReplayError {
-    #[error(transparent)]
-    Capture(#[from] CaptureError),
-    #[error("{0}")]
-    NoSession(String),
+/// Gathers every flow's application messages from the packets of a capture
+/// and the messages the mirror delivered because of them (the caller runs
+/// the capture through the dissector and the mirror, as every command does).
+#[derive(Debug, Default)]
+pub struct SessionCollector {
+    sessions: Vec<CapturedSession>,
+    /// Pong payloads by server address (the first 64 servers).
+    pongs: Vec<(SocketAddr, Vec<u8>)>,
 }
 
-/// Read `path` and take flow `flow` (or the first flow whose client sent
-/// application messages; failing that, the first flow with a handshake).
-pub fn load(path: &Path, flow: Option<u32>, ports: &[u16]) -> Result<CapturedSession, ReplayError> {
-    let mut reader = CaptureReader::open(path)?.in_background();
-    let mut dissector = Dissector::new(Options {
-        ports: ports.to_vec(),
-        ..Options::default()
-    });
-    let mut mirror = Mirror::new(MirrorConfig::default(), false);
-    let mut obs = Observation::default();
-    let mut sessions: Vec<CapturedSession> = Vec::new();
-    let mut pongs: Vec<(SocketAddr, Vec<u8>)> = Vec::new();
-    let mut cut: Option<CaptureError> = None;
-    while let Some(item) = reader.next_datagram() {
-        let d = match item {
-            Ok(d) => d,
-            Err(e) => {
-                cut = Some(e);
-                break;
-            }
-        };
-        if d.icmp.is_some() {
-            reader.recycle(d);
-            continue;
-        }
-        let Some(p) = dissector.dissect(&d) else {
-            reader.recycle(d);
-            continue;
-        };
+impl SessionCollector {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn observe(&mut self, p: &Packet<'_>, delivered: &[Message]) {
         if let Body::Offline {
             msg: Some(Offline::UnconnectedPong { payload, .. }),
             ..
         } = &p.body
         {
-            if pongs.len() < 64 && !pongs.iter().any(|(a, _)| *a == p.src) {
-                pongs.push((p.src, payload.to_vec()));
+            if self.pongs.len() < 64 && !self.pongs.iter().any(|(a, _)| *a == p.src) {
+                self.pongs.push((p.src, payload.to_vec()));
             }
         }
-        mirror.observe(&p, || dissector.flow(p.src, p.dst), &mut obs);
-        let flow_id = p.flow;
-        let i = match sessions.iter().position(|s| s.flow == flow_id) {
+        let i = match self.sessions.iter().position(|s| s.flow == p.flow) {
             Some(i) => i,
             None => {
-                sessions.push(CapturedSession {
-                    flow: flow_id,
+                self.sessions.push(CapturedSession {
+                    flow: p.flow,
                     ..CapturedSession::default()
                 });
-                sessions.len() - 1
+                self.sessions.len() - 1
             }
         };
-        let s = &mut sessions[i];
-        for m in obs.messages.drain(..) {
+        let s = &mut self.sessions[i];
+        for m in delivered.iter().filter(|m| m.flow == p.flow) {
             let Some(&id) = m.data.first() else { continue };
             if id == 0x13 && m.dir == Dir::C2s {
                 s.connected_ts.get_or_insert(m.ts);
@@ -123,7 +97,7 @@ pub fn load(path: &Path, flow: Option<u32>, ports: &[u16]) -> Result<CapturedSes
             }
             let msg = CapturedMessage {
                 ts: m.ts,
-                data: m.data,
+                data: m.data.clone(),
                 reliability: m.reliability,
                 channel: m.channel.unwrap_or(0),
             };
@@ -132,42 +106,39 @@ pub fn load(path: &Path, flow: Option<u32>, ports: &[u16]) -> Result<CapturedSes
                 Dir::S2c => s.s2c.push(msg),
             }
         }
-        obs.anomalies.clear();
-        drop(p);
-        reader.recycle(d);
     }
-    for s in &mut sessions {
-        if let Some(f) = dissector.flows().into_iter().find(|f| f.id == s.flow) {
+
+    /// The mirror's record of a flow, when it ends: endpoints, protocol, MTU.
+    pub fn flow_ended(&mut self, f: &FlowMirror) {
+        if let Some(s) = self.sessions.iter_mut().find(|s| s.flow == f.id) {
             s.client = Some(f.client);
             s.server = Some(f.server);
             s.protocol = f.protocol;
             s.mtu = f.mtu;
-            s.pong = pongs
-                .iter()
-                .find(|(a, _)| *a == f.server)
-                .map(|(_, p)| p.clone());
         }
     }
-    let chosen = match flow {
-        Some(n) => sessions.into_iter().find(|s| s.flow == n).ok_or_else(|| {
-            ReplayError::NoSession(format!("{}: no RakNet flow {n}", path.display()))
-        })?,
-        None => {
-            let any = sessions.iter().position(|s| !s.c2s.is_empty());
-            let handshake = sessions.iter().position(|s| s.protocol.is_some());
-            match any.or(handshake) {
-                Some(i) => sessions.swap_remove(i),
-                None => {
-                    return Err(match cut {
-                        Some(e) => e.into(),
-                        None => ReplayError::NoSession(format!(
-                            "{}: no RakNet session to replay",
-                            path.display()
-                        )),
-                    })
-                }
-            }
-        }
-    };
-    Ok(chosen)
+
+    /// Flow `flow`, or the first flow whose client sent application
+    /// messages (failing that, the first with a handshake).
+    pub fn take(mut self, flow: Option<u32>) -> Result<CapturedSession, String> {
+        let i = match flow {
+            Some(n) => self
+                .sessions
+                .iter()
+                .position(|s| s.flow == n)
+                .ok_or_else(|| format!("no RakNet flow {n}"))?,
+            None => self
+                .sessions
+                .iter()
+                .position(|s| !s.c2s.is_empty())
+                .or_else(|| self.sessions.iter().position(|s| s.protocol.is_some()))
+                .ok_or_else(|| "no RakNet session to replay".to_string())?,
+        };
+        let mut s = self.sessions.swap_remove(i);
+        s.pong = s
+            .server
+            .and_then(|srv| self.pongs.iter().find(|(a, _)| *a == srv))
+            .map(|(_, p)| p.clone());
+        Ok(s)
+    }
 }
