@@ -390,6 +390,8 @@ pub(crate) struct LiveSource {
     backend: Backend,
     opts: LiveOptions,
     writer: Option<super::write::Recorder>,
+    /// The packet being decoded, reused from one to the next.
+    packet: Vec<u8>,
     deadline: Option<std::time::Instant>,
 }
 
@@ -418,6 +420,7 @@ impl LiveSource {
             deadline: opts.duration.map(|d| std::time::Instant::now() + d),
             opts,
             writer,
+            packet: Vec::new(),
         })
     }
 
@@ -458,9 +461,14 @@ impl LiveSource {
                 .min(POLL),
             None => POLL,
         };
-        let (ts, packet, orig_len, linktype) = match &mut self.backend {
+        let packet = &mut self.packet;
+        packet.clear();
+        let (ts, orig_len, linktype) = match &mut self.backend {
             Backend::Packet(sock) => match sock.next(wait) {
-                Ok(Some((ts, p, n))) => (ts, p.to_vec(), n, LINKTYPE_RAW),
+                Ok(Some((ts, p, n))) => {
+                    packet.extend_from_slice(p);
+                    (ts, n, LINKTYPE_RAW)
+                }
                 Ok(None) => return Step::Skipped,
                 Err(e) => return Step::Failed(Failure::Io(e)),
             },
@@ -474,7 +482,8 @@ impl LiveSource {
                         Ok(p) => {
                             let ts = Duration::from_secs(p.header.ts.tv_sec.max(0) as u64)
                                 + Duration::from_micros(p.header.ts.tv_usec.max(0) as u64);
-                            break (ts, p.data.to_vec(), p.header.len, *linktype);
+                            packet.extend_from_slice(p.data);
+                            break (ts, p.header.len, *linktype);
                         }
                         Err(pcap::Error::TimeoutExpired) if !polled => {
                             polled = true;
@@ -494,7 +503,8 @@ impl LiveSource {
                 }
             }
         };
-        let datagram = decoder.decode(linktype, ts, &packet, orig_len);
+        let packet = &self.packet;
+        let datagram = decoder.decode(linktype, ts, packet, orig_len);
         let keep = match (&datagram, &self.opts.filter) {
             (Some(d), Some(f)) => f.matches(d.src, d.dst),
             _ => true,
@@ -506,7 +516,7 @@ impl LiveSource {
             return Step::Skipped;
         }
         if let Some(w) = &mut self.writer {
-            if let Err(e) = w.write_ip(ts, &packet, orig_len) {
+            if let Err(e) = w.write_ip(ts, packet, orig_len) {
                 return Step::Failed(Failure::Io(e));
             }
         }
