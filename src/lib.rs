@@ -6,6 +6,7 @@
 
 pub mod capture;
 pub mod cli;
+pub mod display;
 pub mod dissect;
 pub mod mirror;
 pub mod output;

@@ -38,7 +38,7 @@ pub struct LiveArgs {
     pub list: bool,
     /// Capture filter: `host ADDR`, `port N`, `src`/`dst`, `and`, `or`, `not`, parentheses
     /// (with the `libpcap` feature: tcpdump's full syntax).
-    #[arg(short = 'f', long = "filter", value_name = "FILTER")]
+    #[arg(short = 'f', long = "capture-filter", value_name = "FILTER")]
     pub filter: Option<String>,
     /// Also write what is captured to this pcapng file.
     #[arg(short = 'w', long = "write", value_name = "OUT.pcapng")]
@@ -70,6 +70,8 @@ pub struct LiveArgs {
     /// Only flows whose handshake is seen, or forced with -d, are RakNet.
     #[arg(long)]
     pub no_heuristics: bool,
+    #[command(flatten)]
+    pub display: super::DisplayArgs,
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -180,11 +182,16 @@ pub fn run_live(a: &LiveArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         count: a.count,
         quiet: a.quiet,
         color: a.color,
+        display: a.display.clone(),
     };
     let mut flows: Vec<FlowMirror> = Vec::new();
     let code = read_packets(&read, Some(reader), Some(&mut flows), out)?;
     flows.sort_by_key(|f| f.id);
-    if a.json {
+    let fields = a.display.format == Some(super::FormatArg::Fields)
+        || (a.display.format.is_none() && !a.display.fields.is_empty());
+    if fields {
+        // A field export stays one table: no flows after it.
+    } else if a.json || a.display.format == Some(super::FormatArg::Json) {
         for f in &flows {
             serde_json::to_writer(&mut *out, &FlowJson::new(f))?;
             out.write_all(b"\n")?;

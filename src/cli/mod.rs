@@ -3,7 +3,7 @@
 //!
 //! Exit codes: 0 success (also when a reader closes the pipe), 1 an
 //! unexpected error, 2 a usage error, 3 a file that cannot be opened or is
-//! not a capture, 5 a capture cut short (everything before the cut was
+//! not a capture, 4 a display filter (`-Y`) that does not parse, 5 a capture cut short (everything before the cut was
 //! printed), 6 no connection (`ping`, `connect`: no pong, a handshake
 //! refused or unanswered, nothing listening, a peer that timed out), 7 a
 //! replay cut short (the server disconnected or went silent first), 8 live
@@ -19,9 +19,12 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 mod handshake;
 mod live;
 mod peer;
+mod plot;
 mod replay;
+mod stats;
 
 use crate::capture::CaptureReader;
+use crate::display::{DisplayFilter, FieldExport, MessageRecord, Record, RecordType};
 use crate::dissect::{Dir, Dissector, Options, Packet};
 use crate::mirror::{FlowMirror, Message, Mirror, MirrorConfig, Observation};
 use crate::output::json::{FlowJson, MessageJson, PacketJson};
@@ -34,6 +37,7 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_ERROR: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
 pub const EXIT_BAD_FILE: u8 = 3;
+pub const EXIT_BAD_FILTER: u8 = 4;
 pub const EXIT_CUT_SHORT: u8 = 5;
 pub use peer::EXIT_NO_CONNECTION;
 
@@ -45,7 +49,7 @@ pub use peer::EXIT_NO_CONNECTION;
     args_conflicts_with_subcommands = true,
     disable_version_flag = true,
     after_help = "Exit codes: 0 ok, 1 error, 2 usage, 3 file cannot be opened or is not a capture, \
-                  5 capture cut short (everything before the cut is printed), \
+                  4 bad display filter (-Y), 5 capture cut short (everything before the cut is printed), \
                   6 no connection (no pong, handshake refused or unanswered, port unreachable, timed out), \
                   7 replay cut short by the server, \
                   8 live capture not permitted (root or CAP_NET_RAW needed)."
@@ -82,6 +86,10 @@ pub enum Command {
     Replay(replay::ReplayArgs),
     /// Capture live on an interface (root or CAP_NET_RAW): packets as they come, then the flows.
     Live(live::LiveArgs),
+    /// Statistics of a capture: message ids, reliabilities, channels, rates per interval.
+    Stats(stats::StatsArgs),
+    /// Draw each flow as an SVG: throughput each way, RTT, loss and resends over time.
+    Plot(plot::PlotArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         #[arg(value_enum)]
@@ -89,6 +97,99 @@ pub enum Command {
     },
     /// Print the man page (roff), generated from these definitions.
     Man,
+    /// List the field names of -Y and -e: the NDJSON keys of packet and message records.
+    Fields {
+        /// NDJSON: one `field` record per name.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// What to print of each record and which records: `-Y`, `-T`, `-e`, `-E`.
+#[derive(Args, Debug, Default, Clone)]
+pub struct DisplayArgs {
+    /// Display filter over the NDJSON key names: `kind == "nack"`, `id == 0x86 && len > 1000`,
+    /// `flow == 2 && channel == 3`, `anomalies`; `raknet-dissect fields` lists the names.
+    #[arg(
+        short = 'Y',
+        long = "filter",
+        visible_alias = "display-filter",
+        value_name = "EXPR"
+    )]
+    pub filter: Option<String>,
+    /// Output format: text (the default), json (as --json), or fields (the -e fields).
+    #[arg(short = 'T', value_enum, value_name = "FORMAT")]
+    pub format: Option<FormatArg>,
+    /// A field to print with -T fields (repeatable, in order); implies -T fields.
+    #[arg(short = 'e', value_name = "FIELD")]
+    pub fields: Vec<String>,
+    /// Field export option: header=y|n, separator=/t|/s|TEXT, aggregator=TEXT,
+    /// occurrence=a|f|l, quote=d|s|n (repeatable).
+    #[arg(short = 'E', value_name = "OPTION=VALUE")]
+    pub export_options: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    Text,
+    Json,
+    Fields,
+}
+
+/// [`DisplayArgs`] checked and compiled for one record type.
+pub(crate) struct Shown {
+    pub filter: Option<DisplayFilter>,
+    pub export: Option<FieldExport>,
+    pub json: bool,
+}
+
+impl DisplayArgs {
+    /// Compile the filter and the field export; `Err` is the exit code,
+    /// after one line on stderr.
+    pub(crate) fn compile(&self, record: RecordType, json: bool) -> Result<Shown, u8> {
+        let filter = match self
+            .filter
+            .as_deref()
+            .map(|t| DisplayFilter::parse(t, record))
+        {
+            None => None,
+            Some(Ok(f)) => Some(f),
+            Some(Err(e)) => {
+                eprintln!("raknet-dissect: bad filter: {e}");
+                return Err(EXIT_BAD_FILTER);
+            }
+        };
+        let fields = self.format == Some(FormatArg::Fields)
+            || (self.format.is_none() && !self.fields.is_empty());
+        let export_asked = !self.fields.is_empty() || !self.export_options.is_empty();
+        if export_asked && !fields {
+            eprintln!("raknet-dissect: -e and -E need -T fields");
+            return Err(EXIT_USAGE);
+        }
+        let export = if fields {
+            match FieldExport::new(&self.fields, &self.export_options, record) {
+                Ok(x) => Some(x),
+                Err(e) => {
+                    eprintln!("raknet-dissect: {e}");
+                    return Err(EXIT_USAGE);
+                }
+            }
+        } else {
+            None
+        };
+        Ok(Shown {
+            filter,
+            export,
+            json: json || self.format == Some(FormatArg::Json),
+        })
+    }
+}
+
+impl Shown {
+    /// Whether `r` passes the filter.
+    pub fn wants(&self, r: &dyn Record) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.matches(r))
+    }
 }
 
 /// Where the capture comes from and which UDP is RakNet (every command).
@@ -150,6 +251,8 @@ pub struct MessagesArgs {
     /// Colour the output: auto, always, never.
     #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
     pub color: Option<ColorArg>,
+    #[command(flatten)]
+    pub display: DisplayArgs,
 }
 
 #[derive(Args, Debug, Default)]
@@ -198,6 +301,8 @@ pub struct ReadArgs {
     /// Colour the output: auto (a terminal, without NO_COLOR or TERM=dumb), always, never.
     #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
     pub color: Option<ColorArg>,
+    #[command(flatten)]
+    pub display: DisplayArgs,
 }
 
 /// `19132` or `udp.port==19132,raknet`.
@@ -241,11 +346,14 @@ pub fn main() -> ExitCode {
         Some(Command::Probe(a)) => peer::run_probe(&a, &mut out),
         Some(Command::Replay(a)) => replay::run_replay(&a, &mut out),
         Some(Command::Live(a)) => live::run_live(&a, &mut out),
+        Some(Command::Stats(a)) => stats::run_stats(&a, &mut out),
+        Some(Command::Plot(a)) => plot::run_plot(&a, &mut out),
         Some(Command::Completions { shell }) => {
             use clap::CommandFactory;
             clap_complete::generate(shell, &mut Cli::command(), "raknet-dissect", &mut out);
             Ok(EXIT_OK)
         }
+        Some(Command::Fields { json }) => print_fields(json, &mut out),
         Some(Command::Man) => {
             use clap::CommandFactory;
             clap_mangen::Man::new(Cli::command())
@@ -438,16 +546,25 @@ fn read_packets(
     mut flows: Option<&mut Vec<FlowMirror>>,
     out: &mut impl Write,
 ) -> anyhow::Result<u8> {
-    let pal = palette(args.color, args.json);
+    let shown = match args.display.compile(RecordType::Packet, args.json) {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
+    };
+    let json = shown.json;
+    let pal = palette(args.color, json || shown.export.is_some());
     let mut cfg = mirror_config(&args.capture);
     // Packets need the mirror's findings, not the messages' bytes.
     cfg.receive.keep_data = false;
     cfg.messages = false;
     let mut mirror = Mirror::new(cfg, flows.is_some());
-    let mut shown = 0u64;
+    let mut read = 0u64;
     let mut lines = text::LineFormatter::new(pal);
     let mut buf: Vec<u8> = Vec::with_capacity(512);
-    let trace = args.verbose && !args.json;
+    let mut row = String::new();
+    let trace = args.verbose && !json && shown.export.is_none();
+    if let Some(x) = shown.export.as_ref().filter(|_| !args.quiet) {
+        out.write_all(x.header().as_bytes())?;
+    }
     let code = drive_from(
         live,
         &args.capture,
@@ -464,9 +581,19 @@ fn read_packets(
                         .take(MAX_TABLE_ROWS.saturating_sub(f.len())),
                 );
             }
-            if args.quiet {
+            read += 1;
+            let stop = if args.count.is_some_and(|n| read >= n) {
+                Next::Stop
+            } else {
+                Next::Continue
+            };
+            if args.quiet || !shown.wants(&*p) {
                 // Counted (for -c), not shown.
-            } else if args.json {
+            } else if let Some(x) = &shown.export {
+                row.clear();
+                x.push_row(&*p, &mut row);
+                out.write_all(row.as_bytes())?;
+            } else if json {
                 serde_json::to_writer(&mut *out, &PacketJson::new(p))?;
                 out.write_all(b"\n")?;
             } else {
@@ -484,18 +611,15 @@ fn read_packets(
                     writeln!(out)?;
                 }
             }
-            shown += 1;
-            Ok(if args.count.is_some_and(|n| shown >= n) {
-                Next::Stop
-            } else {
-                Next::Continue
-            })
+            Ok(stop)
         },
     )?;
     // What the receivers still held at the end (incomplete splits, messages
-    // waiting in ordering heaps) belongs to no packet: a line each.
+    // waiting in ordering heaps) belongs to no packet: a line each, unless
+    // a filter or a field export chose what to print.
     let end = mirror.finish();
-    if !args.json && !args.quiet && args.count.is_none_or(|n| shown < n) {
+    let plain = !json && shown.export.is_none() && shown.filter.is_none();
+    if plain && !args.quiet && args.count.is_none_or(|n| read < n) {
         for a in &end.anomalies {
             let line = format!("end of capture: [{}: {}]", a.kind, a.detail);
             writeln!(out, "{}", pal.paint_anomaly(&line))?;
@@ -509,7 +633,11 @@ fn read_packets(
 
 /// `messages`: what each application received, in delivery order.
 pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result<u8> {
-    let pal = palette(args.color, args.json);
+    let shown = match args.display.compile(RecordType::Message, args.json) {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
+    };
+    let pal = palette(args.color, shown.json || shown.export.is_some());
     let mut mirror = Mirror::new(mirror_config(&args.capture), false);
     let want = |m: &Message| {
         args.flow.is_none_or(|f| f == m.flow)
@@ -523,12 +651,24 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
             && args.channel.is_none_or(|c| m.channel == Some(c))
             && args.id.is_none_or(|i| m.data.first() == Some(&i))
     };
+    if let Some(x) = &shown.export {
+        out.write_all(x.header().as_bytes())?;
+    }
     let mut first: Option<Duration> = None;
-    let emit = |m: &Message, since: Duration, out: &mut dyn Write| -> anyhow::Result<()> {
-        if !want(m) {
+    let mut row = String::new();
+    let mut emit = |m: &Message, since: Duration, out: &mut dyn Write| -> anyhow::Result<()> {
+        let record = MessageRecord {
+            message: m,
+            data_limit: args.data_limit,
+        };
+        if !want(m) || !shown.wants(&record) {
             return Ok(());
         }
-        if args.json {
+        if let Some(x) = &shown.export {
+            row.clear();
+            x.push_row(&record, &mut row);
+            out.write_all(row.as_bytes())?;
+        } else if shown.json {
             serde_json::to_writer(&mut *out, &MessageJson::new(m, args.data_limit))?;
             out.write_all(b"\n")?;
         } else {
@@ -555,6 +695,56 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
         emit(m, since, out)?;
     }
     Ok(code)
+}
+
+/// `fields`: every name `-Y` and `-e` know, with its type and meaning.
+fn print_fields(json: bool, out: &mut impl Write) -> anyhow::Result<u8> {
+    #[derive(serde::Serialize)]
+    struct FieldJson {
+        #[serde(rename = "type")]
+        kind_of_record: &'static str,
+        name: &'static str,
+        value: &'static str,
+        records: Vec<&'static str>,
+        meaning: &'static str,
+    }
+    let mut rows = Vec::new();
+    for d in crate::display::FIELDS {
+        let records: Vec<&'static str> = [RecordType::Packet, RecordType::Message]
+            .into_iter()
+            .filter(|r| d.in_record(*r))
+            .map(RecordType::as_str)
+            .collect();
+        if json {
+            serde_json::to_writer(
+                &mut *out,
+                &FieldJson {
+                    kind_of_record: "field",
+                    name: d.name,
+                    value: d.ty.as_str(),
+                    records,
+                    meaning: d.meaning,
+                },
+            )?;
+            out.write_all(b"\n")?;
+        } else {
+            rows.push([
+                d.name.to_string(),
+                d.ty.as_str().to_string(),
+                records.join(", "),
+                d.meaning.to_string(),
+            ]);
+        }
+    }
+    if !json {
+        let width = if io::stdout().is_terminal() {
+            terminal_width()
+        } else {
+            None
+        };
+        writeln!(out, "{}", table::fields_table(&rows, width))?;
+    }
+    Ok(EXIT_OK)
 }
 
 /// Rows the `flows` table shows at most; past them, `--json` has every flow.

@@ -17,6 +17,26 @@ fn endpoint(addr: std::net::SocketAddr, guid: Option<u64>) -> String {
     }
 }
 
+/// The table of `fields`: name, value type, records, meaning.
+pub fn fields_table(rows: &[[String; 4]], width: Option<u16>) -> String {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    match width {
+        Some(w) => {
+            t.set_content_arrangement(ContentArrangement::Dynamic);
+            t.set_width(w);
+        }
+        None => {
+            t.set_content_arrangement(ContentArrangement::Disabled);
+        }
+    }
+    t.set_header(vec!["field", "value", "records", "meaning"]);
+    for r in rows {
+        t.add_row(r.to_vec());
+    }
+    t.to_string()
+}
+
 /// The table of `flows`, sized to `width` columns when given (a terminal).
 pub fn flows_table(flows: &[&FlowMirror], width: Option<u16>) -> String {
     let mut t = Table::new();
@@ -77,6 +97,38 @@ pub fn flows_table(flows: &[&FlowMirror], width: Option<u16>) -> String {
         ]);
     }
     for i in [0, 3, 4, 6] {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t.to_string()
+}
+
+/// A table in the style of [`flows_table`]: `header`, then `rows`; the first
+/// `text_columns` columns are left-aligned and the others (counts) right-aligned.
+/// Sized to `width` columns when given (a terminal).
+pub fn counts_table(
+    header: &[&str],
+    rows: impl IntoIterator<Item = Vec<String>>,
+    text_columns: usize,
+    width: Option<u16>,
+) -> String {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    match width {
+        Some(w) => {
+            t.set_content_arrangement(ContentArrangement::Dynamic);
+            t.set_width(w);
+        }
+        None => {
+            t.set_content_arrangement(ContentArrangement::Disabled);
+        }
+    }
+    t.set_header(header.to_vec());
+    for r in rows {
+        t.add_row(r);
+    }
+    for i in text_columns..header.len() {
         if let Some(c) = t.column_mut(i) {
             c.set_cell_alignment(CellAlignment::Right);
         }

@@ -1,0 +1,1060 @@
+//! The fields of `packet` and `message` records, by their NDJSON key names,
+//! read straight from a [`Packet`] or a [`Message`] without building the
+//! record: what display filters (`-Y`) and field export (`-T fields`) see.
+//!
+//! A field may occur several times in one record (`frames.channel`, one per
+//! capsule; `anomalies.kind`, one per anomaly). [`Record::visit`] hands each
+//! occurrence to a callback, which stops the walk by returning `true`.
+
+use std::fmt::{self, Write as _};
+
+use crate::dissect::{Anomaly, Body, Packet};
+use crate::mirror::Message;
+use crate::wire::{Capsule, Datagram, Motd, Offline};
+
+/// Which record a field belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordType {
+    Packet,
+    Message,
+}
+
+impl RecordType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecordType::Packet => "packet",
+            RecordType::Message => "message",
+        }
+    }
+}
+
+/// What a field's values are, which decides the comparisons it allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ty {
+    /// An integer: every comparison, with a number.
+    Int,
+    /// A float (`ts`): every comparison, with a number.
+    Float,
+    /// A string: every comparison (byte order) and `contains`, with a string.
+    Str,
+    /// A GUID, printed `0x` and 16 hex digits: compared as a number, written
+    /// as a number or as the printed string.
+    Guid,
+    /// Bytes, printed as hex: `==`, `!=` and `contains`, with hex digits
+    /// (`"86aa"`, `"86:aa"`).
+    Bytes,
+    /// `true` or `false`.
+    Bool,
+    /// ACK/NACK ranges: `== N` holds when a range covers datagram number N.
+    Ranges,
+    /// An object or array: only its presence can be tested.
+    Object,
+}
+
+impl Ty {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ty::Int => "integer",
+            Ty::Float => "float",
+            Ty::Str => "string",
+            Ty::Guid => "guid",
+            Ty::Bytes => "hex bytes",
+            Ty::Bool => "bool",
+            Ty::Ranges => "ranges",
+            Ty::Object => "object",
+        }
+    }
+}
+
+/// A field, resolved from its name once, when the filter is compiled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field {
+    Type,
+    Frame,
+    Ts,
+    Src,
+    Dst,
+    Flow,
+    Dir,
+    Kind,
+    Len,
+    /// The record's `id`, or in a packet without one (a data datagram), its
+    /// frames' ids.
+    Id,
+    Name,
+    Protocol,
+    Mtu,
+    ClientGuid,
+    ServerGuid,
+    Guid,
+    Time,
+    Cookie,
+    Security,
+    Address,
+    Payload,
+    Motd,
+    MotdKey(&'static str),
+    Seq,
+    Frames,
+    Ranges,
+    Reliability,
+    ReliableIndex,
+    SequenceIndex,
+    OrderIndex,
+    Channel,
+    Split,
+    SplitCount,
+    SplitId,
+    SplitIndex,
+    FrameLen,
+    FrameId,
+    FrameName,
+    Data,
+    DataTruncated,
+    Anomalies,
+    AnomalyKind,
+    AnomalyDetail,
+}
+
+/// One row of the field list (`raknet-dissect fields`).
+#[derive(Debug)]
+pub struct FieldDef {
+    pub name: &'static str,
+    pub field: Field,
+    pub ty: Ty,
+    pub packet: bool,
+    pub message: bool,
+    pub meaning: &'static str,
+}
+
+const fn def(
+    name: &'static str,
+    field: Field,
+    ty: Ty,
+    packet: bool,
+    message: bool,
+    meaning: &'static str,
+) -> FieldDef {
+    FieldDef {
+        name,
+        field,
+        ty,
+        packet,
+        message,
+        meaning,
+    }
+}
+
+const P: bool = true;
+const M: bool = true;
+const NO: bool = false;
+
+/// Every field name, in NDJSON key order: packet keys, frame keys, message keys.
+pub static FIELDS: &[FieldDef] = &[
+    def(
+        "type",
+        Field::Type,
+        Ty::Str,
+        P,
+        M,
+        "The record type: \"packet\" or \"message\".",
+    ),
+    def(
+        "frame",
+        Field::Frame,
+        Ty::Int,
+        P,
+        M,
+        "Frame number in the capture, 1-based (message: the packet that completed delivery).",
+    ),
+    def(
+        "ts",
+        Field::Ts,
+        Ty::Float,
+        P,
+        M,
+        "Capture time, seconds since the Unix epoch.",
+    ),
+    def("src", Field::Src, Ty::Str, P, NO, "Sender, \"ip:port\"."),
+    def("dst", Field::Dst, Ty::Str, P, NO, "Receiver, \"ip:port\"."),
+    def(
+        "flow",
+        Field::Flow,
+        Ty::Int,
+        P,
+        M,
+        "Flow id, 1-based in order of first sight.",
+    ),
+    def(
+        "dir",
+        Field::Dir,
+        Ty::Str,
+        P,
+        M,
+        "\"c2s\" or \"s2c\" (message: c2s is received by the server).",
+    ),
+    def(
+        "kind",
+        Field::Kind,
+        Ty::Str,
+        P,
+        NO,
+        "\"offline\", \"data\", \"ack\" or \"nack\".",
+    ),
+    def(
+        "len",
+        Field::Len,
+        Ty::Int,
+        P,
+        M,
+        "Packet: UDP payload bytes. Message: bytes of the whole message.",
+    ),
+    def(
+        "id",
+        Field::Id,
+        Ty::Int,
+        P,
+        M,
+        "Message id. Packet: the offline message id, or else each frame's id.",
+    ),
+    def(
+        "name",
+        Field::Name,
+        Ty::Str,
+        P,
+        M,
+        "Message name (ID_*). Packet: the offline message's, or else each frame's.",
+    ),
+    def(
+        "protocol",
+        Field::Protocol,
+        Ty::Int,
+        P,
+        NO,
+        "RakNet protocol byte (Open Connection Request 1, Incompatible Protocol Version).",
+    ),
+    def(
+        "mtu",
+        Field::Mtu,
+        Ty::Int,
+        P,
+        NO,
+        "MTU in an open connection request or reply.",
+    ),
+    def(
+        "client_guid",
+        Field::ClientGuid,
+        Ty::Guid,
+        P,
+        NO,
+        "Client GUID (unconnected ping, Open Connection Request 2).",
+    ),
+    def(
+        "server_guid",
+        Field::ServerGuid,
+        Ty::Guid,
+        P,
+        NO,
+        "Server GUID (pong, replies, refusals).",
+    ),
+    def(
+        "guid",
+        Field::Guid,
+        Ty::Guid,
+        P,
+        NO,
+        "Sender GUID of an out-of-band message (0x0d).",
+    ),
+    def(
+        "time",
+        Field::Time,
+        Ty::Int,
+        P,
+        NO,
+        "sendPingTime of an unconnected ping or pong, ms.",
+    ),
+    def(
+        "cookie",
+        Field::Cookie,
+        Ty::Int,
+        P,
+        NO,
+        "Security cookie in Reply 1 or Request 2.",
+    ),
+    def(
+        "security",
+        Field::Security,
+        Ty::Bool,
+        P,
+        NO,
+        "Reply 1: server has security. Reply 2: a security answer is present.",
+    ),
+    def(
+        "address",
+        Field::Address,
+        Ty::Str,
+        P,
+        NO,
+        "Request 2: the server's address. Reply 2: the client's address.",
+    ),
+    def(
+        "payload",
+        Field::Payload,
+        Ty::Bytes,
+        P,
+        NO,
+        "Pong payload or out-of-band payload.",
+    ),
+    def(
+        "motd",
+        Field::Motd,
+        Ty::Object,
+        P,
+        NO,
+        "Minecraft MOTD of a pong, as an object.",
+    ),
+    def(
+        "motd.edition",
+        Field::MotdKey("edition"),
+        Ty::Str,
+        P,
+        NO,
+        "MOTD edition (MCPE or MCEE).",
+    ),
+    def(
+        "motd.motd",
+        Field::MotdKey("motd"),
+        Ty::Str,
+        P,
+        NO,
+        "MOTD first line.",
+    ),
+    def(
+        "motd.protocol_version",
+        Field::MotdKey("protocol_version"),
+        Ty::Str,
+        P,
+        NO,
+        "MOTD game protocol version.",
+    ),
+    def(
+        "motd.version",
+        Field::MotdKey("version"),
+        Ty::Str,
+        P,
+        NO,
+        "MOTD game version.",
+    ),
+    def(
+        "motd.players_online",
+        Field::MotdKey("players_online"),
+        Ty::Str,
+        P,
+        NO,
+        "MOTD players online.",
+    ),
+    def(
+        "motd.players_max",
+        Field::MotdKey("players_max"),
+        Ty::Str,
+        P,
+        NO,
+        "MOTD player limit.",
+    ),
+    def(
+        "motd.server_guid",
+        Field::MotdKey("server_guid"),
+        Ty::Str,
+        P,
+        NO,
+        "MOTD server id.",
+    ),
+    def(
+        "motd.sub_motd",
+        Field::MotdKey("sub_motd"),
+        Ty::Str,
+        P,
+        NO,
+        "MOTD second line.",
+    ),
+    def(
+        "motd.game_mode",
+        Field::MotdKey("game_mode"),
+        Ty::Str,
+        P,
+        NO,
+        "MOTD game mode.",
+    ),
+    def(
+        "motd.nintendo_limited",
+        Field::MotdKey("nintendo_limited"),
+        Ty::Str,
+        P,
+        NO,
+        "MOTD Nintendo-limited flag.",
+    ),
+    def(
+        "motd.port_v4",
+        Field::MotdKey("port_v4"),
+        Ty::Str,
+        P,
+        NO,
+        "MOTD IPv4 port.",
+    ),
+    def(
+        "motd.port_v6",
+        Field::MotdKey("port_v6"),
+        Ty::Str,
+        P,
+        NO,
+        "MOTD IPv6 port.",
+    ),
+    def(
+        "motd.extra",
+        Field::MotdKey("extra"),
+        Ty::Str,
+        P,
+        NO,
+        "MOTD fields after the twelfth (the last one).",
+    ),
+    def(
+        "seq",
+        Field::Seq,
+        Ty::Int,
+        P,
+        NO,
+        "datagramNumber of a data datagram.",
+    ),
+    def(
+        "frames",
+        Field::Frames,
+        Ty::Object,
+        P,
+        NO,
+        "The capsules of a data datagram (present when there is at least one).",
+    ),
+    def(
+        "ranges",
+        Field::Ranges,
+        Ty::Ranges,
+        P,
+        NO,
+        "Datagram numbers an ACK or NACK covers; `ranges == N` holds when N is covered.",
+    ),
+    def(
+        "reliability",
+        Field::Reliability,
+        Ty::Str,
+        P,
+        M,
+        "Reliability name. Packet: each frame's.",
+    ),
+    def(
+        "reliable_index",
+        Field::ReliableIndex,
+        Ty::Int,
+        P,
+        NO,
+        "Each frame's reliableMessageNumber.",
+    ),
+    def(
+        "sequence_index",
+        Field::SequenceIndex,
+        Ty::Int,
+        P,
+        NO,
+        "Each frame's sequencingIndex.",
+    ),
+    def(
+        "order_index",
+        Field::OrderIndex,
+        Ty::Int,
+        P,
+        NO,
+        "Each frame's orderingIndex.",
+    ),
+    def(
+        "channel",
+        Field::Channel,
+        Ty::Int,
+        P,
+        M,
+        "Ordering channel. Packet: each frame's.",
+    ),
+    def(
+        "split",
+        Field::Split,
+        Ty::Object,
+        P,
+        NO,
+        "Each split frame's {count, id, index}.",
+    ),
+    def(
+        "split.count",
+        Field::SplitCount,
+        Ty::Int,
+        P,
+        NO,
+        "splitPacketCount of each split frame.",
+    ),
+    def(
+        "split.id",
+        Field::SplitId,
+        Ty::Int,
+        P,
+        NO,
+        "splitPacketId of each split frame.",
+    ),
+    def(
+        "split.index",
+        Field::SplitIndex,
+        Ty::Int,
+        P,
+        NO,
+        "splitPacketIndex of each split frame.",
+    ),
+    def(
+        "frames.reliability",
+        Field::Reliability,
+        Ty::Str,
+        P,
+        NO,
+        "Same as reliability.",
+    ),
+    def(
+        "frames.reliable_index",
+        Field::ReliableIndex,
+        Ty::Int,
+        P,
+        NO,
+        "Same as reliable_index.",
+    ),
+    def(
+        "frames.sequence_index",
+        Field::SequenceIndex,
+        Ty::Int,
+        P,
+        NO,
+        "Same as sequence_index.",
+    ),
+    def(
+        "frames.order_index",
+        Field::OrderIndex,
+        Ty::Int,
+        P,
+        NO,
+        "Same as order_index.",
+    ),
+    def(
+        "frames.channel",
+        Field::Channel,
+        Ty::Int,
+        P,
+        NO,
+        "Same as channel.",
+    ),
+    def(
+        "frames.split",
+        Field::Split,
+        Ty::Object,
+        P,
+        NO,
+        "Same as split.",
+    ),
+    def(
+        "frames.split.count",
+        Field::SplitCount,
+        Ty::Int,
+        P,
+        NO,
+        "Same as split.count.",
+    ),
+    def(
+        "frames.split.id",
+        Field::SplitId,
+        Ty::Int,
+        P,
+        NO,
+        "Same as split.id.",
+    ),
+    def(
+        "frames.split.index",
+        Field::SplitIndex,
+        Ty::Int,
+        P,
+        NO,
+        "Same as split.index.",
+    ),
+    def(
+        "frames.len",
+        Field::FrameLen,
+        Ty::Int,
+        P,
+        NO,
+        "Bytes of each frame's payload.",
+    ),
+    def(
+        "frames.id",
+        Field::FrameId,
+        Ty::Int,
+        P,
+        NO,
+        "Each frame's message id (whole messages and first fragments).",
+    ),
+    def(
+        "frames.name",
+        Field::FrameName,
+        Ty::Str,
+        P,
+        NO,
+        "Each frame's message name.",
+    ),
+    def(
+        "data",
+        Field::Data,
+        Ty::Bytes,
+        NO,
+        M,
+        "The whole message, id byte included (not cut by --data-limit).",
+    ),
+    def(
+        "data_truncated",
+        Field::DataTruncated,
+        Ty::Bool,
+        NO,
+        M,
+        "Whether --data-limit cut the printed data.",
+    ),
+    def(
+        "anomalies",
+        Field::Anomalies,
+        Ty::Object,
+        P,
+        M,
+        "Findings of the dissector and the mirror; as a test: at least one.",
+    ),
+    def(
+        "anomalies.kind",
+        Field::AnomalyKind,
+        Ty::Str,
+        P,
+        M,
+        "Each anomaly's kind (gap, resend, duplicate, ...).",
+    ),
+    def(
+        "anomalies.detail",
+        Field::AnomalyDetail,
+        Ty::Str,
+        P,
+        M,
+        "Each anomaly's detail text.",
+    ),
+];
+
+/// The field called `name` in `record`s; `Err` says why there is none.
+pub fn lookup(name: &str, record: RecordType) -> Result<&'static FieldDef, String> {
+    match FIELDS.iter().find(|d| d.name == name) {
+        Some(d) if d.in_record(record) => Ok(d),
+        Some(_) => Err(format!(
+            "field {name:?} is not in {} records",
+            record.as_str()
+        )),
+        None => {
+            let near = FIELDS
+                .iter()
+                .filter(|d| d.in_record(record))
+                .min_by_key(|d| edit_distance(d.name, name))
+                .filter(|d| edit_distance(d.name, name) <= 2);
+            Err(match near {
+                Some(d) => format!("unknown field {name:?} (did you mean {}?)", d.name),
+                None => format!("unknown field {name:?} (`raknet-dissect fields` lists them)"),
+            })
+        }
+    }
+}
+
+impl FieldDef {
+    pub fn in_record(&self, r: RecordType) -> bool {
+        match r {
+            RecordType::Packet => self.packet,
+            RecordType::Message => self.message,
+        }
+    }
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+/// One occurrence of a field.
+#[derive(Debug, Clone, Copy)]
+pub enum Value<'a> {
+    Int(i128),
+    Float(f64),
+    Str(&'a str),
+    Guid(u64),
+    Bytes(&'a [u8]),
+    Bool(bool),
+    /// An inclusive range of datagram numbers.
+    Range(u32, u32),
+    /// An object or array, for presence and export.
+    Object(Obj<'a>),
+}
+
+/// The objects a field can hold, turned into JSON only when exported.
+#[derive(Debug, Clone, Copy)]
+pub enum Obj<'a> {
+    Frame(&'a Capsule<'a>),
+    Split(crate::wire::Split),
+    Motd(&'a [u8]),
+    Anomaly(&'a Anomaly),
+}
+
+impl Obj<'_> {
+    /// The object as its NDJSON text.
+    pub fn to_json(&self) -> String {
+        use crate::output::json::{FrameJson, SplitJson};
+        let r = match self {
+            Obj::Frame(c) => serde_json::to_string(&FrameJson::new(c)),
+            Obj::Split(s) => serde_json::to_string(&SplitJson {
+                count: s.count,
+                id: s.id,
+                index: s.index,
+            }),
+            Obj::Motd(p) => {
+                let m: serde_json::Map<String, serde_json::Value> = Motd::parse(p)
+                    .map(|m| {
+                        m.fields
+                            .into_iter()
+                            .map(|(k, v)| (k.to_string(), serde_json::Value::String(v)))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                serde_json::to_string(&m)
+            }
+            Obj::Anomaly(a) => serde_json::to_string(a),
+        };
+        r.unwrap_or_default()
+    }
+}
+
+/// A record whose fields can be read by [`Field`].
+pub trait Record {
+    /// Call `f` with each occurrence of `field`, in record order, until it
+    /// returns `true`; returns whether it did.
+    fn visit(&self, field: Field, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool;
+}
+
+/// A string up to 64 bytes formatted on the stack (addresses, GUIDs).
+struct Small {
+    buf: [u8; 64],
+    len: usize,
+}
+
+impl Small {
+    fn new() -> Self {
+        Small {
+            buf: [0; 64],
+            len: 0,
+        }
+    }
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
+    }
+}
+
+impl fmt::Write for Small {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let end = self.len + s.len();
+        let dst = self.buf.get_mut(self.len..end).ok_or(fmt::Error)?;
+        dst.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
+/// Visit one displayable value as a string, formatted without allocating
+/// when it fits in 64 bytes.
+fn visit_display(v: impl fmt::Display, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
+    let mut s = Small::new();
+    if write!(s, "{v}").is_ok() {
+        f(Value::Str(s.as_str()))
+    } else {
+        f(Value::Str(&v.to_string()))
+    }
+}
+
+fn visit_name(id: u8, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
+    f(Value::Str(&crate::wire::message_name(id)))
+}
+
+fn visit_anomalies(a: &[Anomaly], field: Field, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
+    a.iter().any(|a| match field {
+        Field::Anomalies => f(Value::Object(Obj::Anomaly(a))),
+        Field::AnomalyKind => f(Value::Str(a.kind)),
+        _ => f(Value::Str(&a.detail)),
+    })
+}
+
+impl Record for Packet<'_> {
+    fn visit(&self, field: Field, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
+        let offline = match &self.body {
+            Body::Offline { id, msg } => Some((*id, msg.as_ref())),
+            Body::Datagram(_) => None,
+        };
+        let msg = offline.and_then(|(_, m)| m);
+        let capsules: &[Capsule<'_>] = match &self.body {
+            Body::Datagram(Some(Datagram::Data(d))) => &d.capsules,
+            _ => &[],
+        };
+        let int = |v: u64, f: &mut dyn FnMut(Value<'_>) -> bool| f(Value::Int(v.into()));
+        let each = |get: &dyn Fn(&Capsule<'_>) -> Option<u64>,
+                    f: &mut dyn FnMut(Value<'_>) -> bool| {
+            capsules
+                .iter()
+                .filter_map(get)
+                .any(|v| f(Value::Int(v.into())))
+        };
+        match field {
+            Field::Type => f(Value::Str("packet")),
+            Field::Frame => int(self.frame, f),
+            Field::Ts => f(Value::Float(self.ts.as_secs_f64())),
+            Field::Src => visit_display(self.src, f),
+            Field::Dst => visit_display(self.dst, f),
+            Field::Flow => int(self.flow.into(), f),
+            Field::Dir => f(Value::Str(self.dir.as_str())),
+            Field::Kind => f(Value::Str(self.kind())),
+            Field::Len => int(self.payload.len() as u64, f),
+            Field::Id => match offline {
+                Some((id, _)) => int(id.into(), f),
+                None => self.visit(Field::FrameId, f),
+            },
+            Field::Name => match offline {
+                Some((id, _)) => visit_name(id, f),
+                None => self.visit(Field::FrameName, f),
+            },
+            Field::Protocol => match msg {
+                Some(
+                    Offline::OpenConnectionRequest1 { protocol, .. }
+                    | Offline::IncompatibleProtocolVersion { protocol, .. },
+                ) => int((*protocol).into(), f),
+                _ => false,
+            },
+            Field::Mtu => match msg {
+                Some(
+                    Offline::OpenConnectionRequest1 { mtu, .. }
+                    | Offline::OpenConnectionReply1 { mtu, .. }
+                    | Offline::OpenConnectionRequest2 { mtu, .. }
+                    | Offline::OpenConnectionReply2 { mtu, .. },
+                ) => int((*mtu).into(), f),
+                _ => false,
+            },
+            Field::ClientGuid => match msg {
+                Some(Offline::UnconnectedPing {
+                    client_guid: Some(g),
+                    ..
+                })
+                | Some(Offline::OpenConnectionRequest2 { client_guid: g, .. }) => {
+                    f(Value::Guid(*g))
+                }
+                _ => false,
+            },
+            Field::ServerGuid => match msg {
+                Some(
+                    Offline::UnconnectedPong { server_guid, .. }
+                    | Offline::OpenConnectionReply1 { server_guid, .. }
+                    | Offline::OpenConnectionReply2 { server_guid, .. }
+                    | Offline::IncompatibleProtocolVersion { server_guid, .. }
+                    | Offline::Refusal { server_guid, .. },
+                ) => f(Value::Guid(*server_guid)),
+                _ => false,
+            },
+            Field::Guid => match msg {
+                Some(Offline::OutOfBand { guid, .. }) => f(Value::Guid(*guid)),
+                _ => false,
+            },
+            Field::Time => match msg {
+                Some(
+                    Offline::UnconnectedPing { time, .. } | Offline::UnconnectedPong { time, .. },
+                ) => int(*time, f),
+                _ => false,
+            },
+            Field::Cookie => match msg {
+                Some(Offline::OpenConnectionReply1 {
+                    security: Some(s), ..
+                }) => int(s.cookie.into(), f),
+                Some(Offline::OpenConnectionRequest2 {
+                    security: Some(s), ..
+                }) => int(s.cookie.into(), f),
+                _ => false,
+            },
+            Field::Security => match msg {
+                Some(Offline::OpenConnectionReply1 { security, .. }) => {
+                    f(Value::Bool(security.is_some()))
+                }
+                Some(Offline::OpenConnectionReply2 {
+                    security_answer, ..
+                }) => f(Value::Bool(security_answer.is_some())),
+                _ => false,
+            },
+            Field::Address => match msg {
+                Some(Offline::OpenConnectionRequest2 { server_address, .. }) => {
+                    visit_display(server_address, f)
+                }
+                Some(Offline::OpenConnectionReply2 { client_address, .. }) => {
+                    visit_display(client_address, f)
+                }
+                _ => false,
+            },
+            Field::Payload => match msg {
+                Some(
+                    Offline::UnconnectedPong { payload, .. } | Offline::OutOfBand { payload, .. },
+                ) => f(Value::Bytes(payload)),
+                _ => false,
+            },
+            Field::Motd | Field::MotdKey(_) => match msg {
+                Some(Offline::UnconnectedPong { payload, .. }) => {
+                    let Some(m) = Motd::parse(payload) else {
+                        return false;
+                    };
+                    match field {
+                        Field::MotdKey(k) => m
+                            .fields
+                            .iter()
+                            .rev()
+                            .find(|(key, _)| *key == k)
+                            .is_some_and(|(_, v)| f(Value::Str(v))),
+                        _ => f(Value::Object(Obj::Motd(payload))),
+                    }
+                }
+                _ => false,
+            },
+            Field::Seq => match &self.body {
+                Body::Datagram(Some(Datagram::Data(d))) => int(d.seq.into(), f),
+                _ => false,
+            },
+            Field::Frames => capsules.iter().any(|c| f(Value::Object(Obj::Frame(c)))),
+            Field::Ranges => match &self.body {
+                Body::Datagram(Some(Datagram::Ack(l) | Datagram::Nack(l))) => {
+                    l.ranges.iter().any(|r| f(Value::Range(r.min, r.max)))
+                }
+                _ => false,
+            },
+            Field::Reliability => capsules.iter().any(|c| f(Value::Str(c.reliability.name()))),
+            Field::ReliableIndex => each(&|c| c.reliable_index.map(u64::from), f),
+            Field::SequenceIndex => each(&|c| c.sequence_index.map(u64::from), f),
+            Field::OrderIndex => each(&|c| c.order_index.map(u64::from), f),
+            Field::Channel => each(&|c| c.channel.map(u64::from), f),
+            Field::Split => capsules
+                .iter()
+                .filter_map(|c| c.split)
+                .any(|s| f(Value::Object(Obj::Split(s)))),
+            Field::SplitCount => each(&|c| c.split.map(|s| s.count.into()), f),
+            Field::SplitId => each(&|c| c.split.map(|s| s.id.into()), f),
+            Field::SplitIndex => each(&|c| c.split.map(|s| s.index.into()), f),
+            Field::FrameLen => each(&|c| Some(c.payload.len() as u64), f),
+            Field::FrameId => each(&|c| c.message_id().map(u64::from), f),
+            Field::FrameName => capsules
+                .iter()
+                .filter_map(|c| c.message_id())
+                .any(|id| visit_name(id, f)),
+            Field::Data | Field::DataTruncated => false,
+            Field::Anomalies | Field::AnomalyKind | Field::AnomalyDetail => {
+                visit_anomalies(&self.anomalies, field, f)
+            }
+        }
+    }
+}
+
+/// A delivered message, with the `--data-limit` its record is printed with.
+pub struct MessageRecord<'a> {
+    pub message: &'a Message,
+    pub data_limit: Option<usize>,
+}
+
+impl Record for MessageRecord<'_> {
+    fn visit(&self, field: Field, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
+        let m = self.message;
+        let id = m.data.first().copied();
+        match field {
+            Field::Type => f(Value::Str("message")),
+            Field::Frame => f(Value::Int(m.frame.into())),
+            Field::Ts => f(Value::Float(m.ts.as_secs_f64())),
+            Field::Flow => f(Value::Int(m.flow.into())),
+            Field::Dir => f(Value::Str(m.dir.as_str())),
+            Field::Len => f(Value::Int(m.data.len() as i128)),
+            Field::Id => id.is_some_and(|i| f(Value::Int(i.into()))),
+            Field::Name => id.is_some_and(|i| visit_name(i, f)),
+            Field::Reliability => f(Value::Str(m.reliability.name())),
+            Field::Channel => m.channel.is_some_and(|c| f(Value::Int(c.into()))),
+            Field::Data => f(Value::Bytes(&m.data)),
+            Field::DataTruncated => self
+                .data_limit
+                .is_some_and(|n| n < m.data.len())
+                .then_some(())
+                .is_some_and(|()| f(Value::Bool(true))),
+            Field::Anomalies | Field::AnomalyKind | Field::AnomalyDetail => {
+                visit_anomalies(&m.anomalies, field, f)
+            }
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_found() {
+        for (i, d) in FIELDS.iter().enumerate() {
+            assert!(
+                FIELDS[..i].iter().all(|e| e.name != d.name),
+                "{} twice",
+                d.name
+            );
+            assert!(d.packet || d.message);
+        }
+        assert!(lookup("channel", RecordType::Message).is_ok());
+        assert!(lookup("seq", RecordType::Message)
+            .unwrap_err()
+            .contains("not in message records"));
+        assert!(lookup("chanel", RecordType::Packet)
+            .unwrap_err()
+            .contains("did you mean channel"));
+    }
+
+    #[test]
+    fn small_strings_fit_or_fall_back() {
+        let mut seen = String::new();
+        visit_display(
+            "[ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff]:65535",
+            &mut |v| {
+                if let Value::Str(s) = v {
+                    seen = s.to_string();
+                }
+                true
+            },
+        );
+        assert_eq!(seen, "[ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff]:65535");
+        let long = "x".repeat(100);
+        visit_display(&long, &mut |v| {
+            if let Value::Str(s) = v {
+                seen = s.to_string();
+            }
+            true
+        });
+        assert_eq!(seen.len(), 100);
+    }
+}

@@ -1,0 +1,347 @@
+//! Display filters (`-Y`) and field export (`-T fields`) against jq: each
+//! filter form, run on every bundled sample, must select exactly the
+//! records that the equivalent jq `select` picks out of the unfiltered
+//! NDJSON.
+
+mod common;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+fn ours(args: &[&str]) -> String {
+    let o = common::run_bin(args);
+    assert!(o.status.success(), "{args:?}: {o:?}");
+    String::from_utf8(o.stdout).expect("UTF-8")
+}
+
+/// `jq -c PROGRAM` over `input`.
+fn jq(program: &str, input: &str) -> String {
+    let mut child = Command::new("jq")
+        .args(["-c", program])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("jq runs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let input = input.to_owned();
+    let feeder = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let o = child.wait_with_output().expect("jq output");
+    feeder.join().expect("feeder").expect("jq stdin");
+    assert!(o.status.success(), "jq {program}: {o:?}");
+    String::from_utf8(o.stdout).expect("UTF-8")
+}
+
+/// jq: the record's own `NAME`, or else each frame's (the `id`/`name`
+/// fallback of packet records).
+fn own_or_frames(name: &str, test: &str) -> String {
+    format!("(if has(\"{name}\") then (.{name} | {test}) else any(.frames[]?; has(\"{name}\") and (.{name} | {test})) end)")
+}
+
+/// (filter, the same selection in jq) for `packet` records.
+fn packet_cases() -> Vec<(&'static str, String)> {
+    vec![
+        ("kind == \"nack\"", ".kind == \"nack\"".into()),
+        ("kind != ack", ".kind != \"ack\"".into()),
+        ("flow == 1 && dir == \"s2c\"", ".flow == 1 and .dir == \"s2c\"".into()),
+        ("anomalies", ".anomalies | length > 0".into()),
+        ("!anomalies", ".anomalies | length == 0".into()),
+        (
+            "anomalies.kind == \"resend\" || anomalies.kind == gap",
+            "any(.anomalies[]; .kind == \"resend\" or .kind == \"gap\")".into(),
+        ),
+        ("len > 1000 || kind == \"offline\"", ".len > 1000 or .kind == \"offline\"".into()),
+        ("len >= 28 && len <= 0x64", ".len >= 28 and .len <= 100".into()),
+        (
+            "!(kind == \"data\") and not (dir == c2s)",
+            "(.kind == \"data\" | not) and (.dir == \"c2s\" | not)".into(),
+        ),
+        ("channel == 31", "any(.frames[]?; .channel == 31)".into()),
+        ("channel != 0", "any(.frames[]?; .channel == 0) | not".into()),
+        ("id == 0x86", own_or_frames("id", ". == 134")),
+        ("id == 0x86 && len > 1000", format!("{} and .len > 1000", own_or_frames("id", ". == 134"))),
+        ("id == 5 || id == 0x07", ".id == 5 or .id == 7".into()),
+        ("mtu < 1400", "has(\"mtu\") and .mtu < 1400".into()),
+        ("server_guid", "has(\"server_guid\")".into()),
+        (
+            "name contains \"REQUEST\"",
+            own_or_frames("name", "contains(\"REQUEST\")"),
+        ),
+        ("ranges == 3", "any(.ranges[]?; .[0] <= 3 and 3 <= .[1])".into()),
+        ("ts >= 1795322001.2", ".ts >= 1795322001.2".into()),
+        (
+            "split.count > 1 && reliability == \"RELIABLE_ORDERED\"",
+            "any(.frames[]?; .split.count > 1) and any(.frames[]?; .reliability == \"RELIABLE_ORDERED\")".into(),
+        ),
+        ("frames.len < 10", "any(.frames[]?; .len < 10)".into()),
+        ("seq >= 10 && seq < 20", "has(\"seq\") and .seq >= 10 and .seq < 20".into()),
+        (
+            "dir == c2s && src contains \"127.0.0.1\"",
+            ".dir == \"c2s\" and (.src | contains(\"127.0.0.1\"))".into(),
+        ),
+        ("security == false", ".security == false".into()),
+        ("motd.edition == \"MCPE\"", ".motd.edition == \"MCPE\"".into()),
+        (
+            "payload contains \"4d435045\"",
+            "has(\"payload\") and (.payload | test(\"^(..)*4d435045\"))".into(),
+        ),
+        ("frames", "(.frames // []) | length > 0".into()),
+    ]
+}
+
+/// (filter, jq) for `message` records.
+fn message_cases() -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "id == 0x86 && len > 1000",
+            ".id == 134 and .len > 1000".into(),
+        ),
+        (
+            "flow == 2 && channel == 3",
+            ".flow == 2 and .channel == 3".into(),
+        ),
+        (
+            "flow == 1 && channel == 31",
+            ".flow == 1 and .channel == 31".into(),
+        ),
+        (
+            "reliability == \"RELIABLE_ORDERED\" || reliability == UNRELIABLE_SEQUENCED",
+            ".reliability == \"RELIABLE_ORDERED\" or .reliability == \"UNRELIABLE_SEQUENCED\""
+                .into(),
+        ),
+        ("data contains 86", ".data | test(\"^(..)*86\")".into()),
+        (
+            "!(dir == c2s && id >= 0x86)",
+            "(.dir == \"c2s\" and .id >= 134) | not".into(),
+        ),
+        (
+            "name contains \"USER\" && dir == s2c",
+            "(.name // \"\" | contains(\"USER\")) and .dir == \"s2c\"".into(),
+        ),
+        (
+            "len <= 1 or channel > 4",
+            ".len <= 1 or (has(\"channel\") and .channel > 4)".into(),
+        ),
+        ("channel", "has(\"channel\")".into()),
+    ]
+}
+
+fn check(command: &[&str], cases: &[(&'static str, String)]) {
+    let samples = common::sample_captures();
+    let mut picked = vec![(0usize, 0usize); cases.len()];
+    for s in &samples {
+        let file = s.to_str().expect("UTF-8 path");
+        let mut all_args = command.to_vec();
+        all_args.extend([file, "--json"]);
+        let all = ours(&all_args);
+        let total = all.lines().count();
+        for (i, (filter, select)) in cases.iter().enumerate() {
+            let mut args = all_args.clone();
+            args.extend(["-Y", filter]);
+            let got = ours(&args);
+            let want = jq(&format!("select({select})"), &all);
+            assert_eq!(
+                got,
+                want,
+                "{command:?} {} -Y '{filter}' vs jq 'select({select})'",
+                Path::new(file).display()
+            );
+            picked[i].0 += got.lines().count();
+            picked[i].1 += total - got.lines().count();
+        }
+    }
+    // Each form must choose: some records in, some out, over the samples
+    // (the issue's literal `flow == 2 && channel == 3` may pick none).
+    for ((filter, _), (kept, dropped)) in cases.iter().zip(picked) {
+        if *filter != "flow == 2 && channel == 3" {
+            assert!(
+                kept > 0 && dropped > 0,
+                "-Y '{filter}': {kept} kept, {dropped} dropped"
+            );
+        }
+    }
+}
+
+#[test]
+fn packet_filters_select_what_jq_selects() {
+    if !common::require_tool("jq") {
+        return;
+    }
+    check(&["read"], &packet_cases());
+}
+
+#[test]
+fn message_filters_select_what_jq_selects() {
+    if !common::require_tool("jq") {
+        return;
+    }
+    check(&["messages"], &message_cases());
+}
+
+#[test]
+fn text_output_is_filtered_too() {
+    let lossy = common::sample("lossy.pcap");
+    let f = lossy.to_str().expect("path");
+    let all = ours(&["read", f, "--color", "never"]);
+    let nacks = ours(&["read", f, "--color", "never", "-Y", "kind == nack"]);
+    let want: Vec<&str> = all.lines().filter(|l| l.contains(" NACK ")).collect();
+    assert!(!want.is_empty());
+    assert_eq!(nacks.lines().collect::<Vec<_>>(), want);
+}
+
+#[test]
+fn field_export_matches_jq() {
+    if !common::require_tool("jq") {
+        return;
+    }
+    for s in common::sample_captures() {
+        let f = s.to_str().expect("path");
+        let all = ours(&["read", f, "--json"]);
+        let got = ours(&[
+            "read",
+            f,
+            "-T",
+            "fields",
+            "-e",
+            "frame",
+            "-e",
+            "kind",
+            "-e",
+            "seq",
+            "-e",
+            "channel",
+            "-e",
+            "server_guid",
+            "-e",
+            "anomalies.kind",
+            "-E",
+            "separator=;",
+            "-E",
+            "header=y",
+        ]);
+        let rows = jq(
+            "[.frame, .kind, (.seq // \"\"), ([.frames[]?.channel // empty] | map(tostring) | join(\",\")), (.server_guid // \"\"), ([.anomalies[].kind] | join(\",\"))] | map(tostring) | join(\";\")",
+            &all,
+        );
+        let want = format!(
+            "frame;kind;seq;channel;server_guid;anomalies.kind\n{}",
+            rows.lines()
+                .map(|l| format!("{}\n", l.trim_matches('"')))
+                .collect::<String>()
+        );
+        assert_eq!(got, want, "{f}");
+
+        let all = ours(&["messages", f, "--json"]);
+        let got = ours(&[
+            "messages",
+            f,
+            "-e",
+            "flow",
+            "-e",
+            "dir",
+            "-e",
+            "id",
+            "-e",
+            "len",
+            "-e",
+            "data",
+            "-E",
+            "quote=d",
+            "-E",
+            "separator=,",
+        ]);
+        let rows = jq(
+            "[.flow, .dir, (.id // \"\"), .len, .data] | map(tostring) | map(\"\\\"\" + . + \"\\\"\") | join(\",\")",
+            &all,
+        );
+        let want: String = rows
+            .lines()
+            .map(|l| {
+                let inner: String = serde_json::from_str(l).expect("a jq string");
+                format!("{inner}\n")
+            })
+            .collect();
+        assert_eq!(got, want, "{f}");
+    }
+}
+
+#[test]
+fn every_key_of_the_samples_is_a_field() {
+    let list = ours(&["fields", "--json"]);
+    let names: Vec<String> = list
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("a field record");
+            assert_eq!(v["type"], "field");
+            v["name"].as_str().expect("name").to_string()
+        })
+        .collect();
+    let mut seen = std::collections::BTreeSet::new();
+    for s in common::sample_captures() {
+        let f = s.to_str().expect("path");
+        let runs: [&[&str]; 2] = [
+            &["read", f, "--json"],
+            &["messages", f, "--json", "--data-limit", "1"],
+        ];
+        for args in runs {
+            for line in ours(args).lines() {
+                let v: serde_json::Value = serde_json::from_str(line).expect("NDJSON");
+                for (k, val) in v.as_object().expect("object") {
+                    seen.insert(k.clone());
+                    let nested: Vec<(&str, &serde_json::Value)> = match val {
+                        serde_json::Value::Array(a) => a.iter().map(|x| (k.as_str(), x)).collect(),
+                        serde_json::Value::Object(_) => vec![(k.as_str(), val)],
+                        _ => vec![],
+                    };
+                    for (parent, obj) in nested {
+                        for (sub, subval) in obj.as_object().into_iter().flatten() {
+                            seen.insert(format!("{parent}.{sub}"));
+                            if let serde_json::Value::Object(o) = subval {
+                                for subsub in o.keys() {
+                                    seen.insert(format!("{parent}.{sub}.{subsub}"));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(seen.len() > 40, "{seen:?}");
+    for k in &seen {
+        assert!(
+            names.contains(k),
+            "NDJSON key {k} is not listed by `fields`"
+        );
+    }
+}
+
+#[test]
+fn bad_filters_exit_4_with_one_line() {
+    let f = common::sample("handshake.pcap");
+    let f = f.to_str().expect("path");
+    for (filter, column) in [
+        ("flow == 2 && chanel == 3", 14),
+        ("kind = nack", 6),
+        ("(flow == 1", 11),
+        ("len > \"big\"", 7),
+        ("data contains 86", 1),
+    ] {
+        let o = common::run_bin(&["read", f, "-Y", filter]);
+        assert_eq!(o.status.code(), Some(4), "-Y '{filter}'");
+        assert!(o.stdout.is_empty());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains(&format!("column {column}:")),
+            "-Y '{filter}': {err}"
+        );
+    }
+    let o = common::run_bin(&["messages", f, "-Y", "seq == 1"]);
+    assert_eq!(o.status.code(), Some(4));
+    let o = common::run_bin(&["read", f, "-e", "nope"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = common::run_bin(&["read", f, "-T", "fields"]);
+    assert_eq!(o.status.code(), Some(2));
+}
