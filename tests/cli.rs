@@ -468,3 +468,62 @@ fn readme_console_examples_print_what_the_readme_says() {
         assert_eq!(stdout(&o), want, "README example: {cmd}");
     }
 }
+
+/// A capture of 17 MB: the records of `lossy.pcap` 260 times over.
+fn big_capture(work: &common::Work) -> PathBuf {
+    let d = std::fs::read(sample("lossy.pcap")).expect("lossy.pcap");
+    let mut big = d[..24].to_vec();
+    for _ in 0..260 {
+        big.extend_from_slice(&d[24..]);
+    }
+    let path = work.file("big.pcap");
+    std::fs::write(&path, big).expect("write big.pcap");
+    path
+}
+
+/// `script` gives the command a terminal; what the terminal showed comes
+/// back on script's standard output.
+fn on_a_terminal(shell_command: &str) -> String {
+    let o = common::run_with_timeout(
+        std::process::Command::new("script").args(["-qefc", shell_command, "/dev/null"]),
+        std::time::Duration::from_secs(60),
+    );
+    assert!(o.status.success(), "{shell_command}: {o:?}");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn progress_bar_only_on_a_terminal_and_not_over_packet_lines() {
+    if !common::require_tool("script") {
+        return;
+    }
+    let work = common::Work::new("progress");
+    let big = big_capture(&work);
+    let bin = common::bin_path();
+    let (bin, big) = (bin.display(), big.display());
+    // stderr a terminal, stdout a file: the bar, then cleared.
+    let shown = on_a_terminal(&format!("{bin} read {big} > /dev/null"));
+    assert!(
+        shown.contains("reading ") && shown.contains("16.76 MiB"),
+        "{shown:?}"
+    );
+    assert!(shown.contains("\u{1b}[2K"), "the bar is cleared: {shown:?}");
+    // A command that prints only at the end keeps the bar on a shared terminal.
+    let shown = on_a_terminal(&format!("{bin} flows {big}"));
+    assert!(
+        shown.contains("reading ") && shown.contains("client / guid"),
+        "{shown:?}"
+    );
+    // Packet lines on the terminal: no bar among them.
+    let shown = on_a_terminal(&format!("{bin} read {big} -c 20000"));
+    assert!(
+        !shown.contains("reading ") && shown.contains("NACK"),
+        "{shown:?}"
+    );
+    // No terminal at all: nothing on stderr.
+    let o = run(&["flows", &big.to_string()]);
+    assert!(o.status.success() && o.stderr.is_empty(), "{o:?}");
+    // A small file: no bar.
+    let shown = on_a_terminal(&format!("{bin} flows {}", sample("lossy.pcap")));
+    assert!(!shown.contains("reading "), "{shown:?}");
+}

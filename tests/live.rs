@@ -3,7 +3,9 @@
 //! capture. The live output must equal what `raknet-dissect` prints for
 //! tcpdump's capture (timestamps aside: each tool stamps on its own), the
 //! `-w` file must read back to exactly the live output, and tshark must read
-//! it. Needs root, tcpdump, tshark and Python with `raknet`.
+//! it. A second `live` with a display filter (`-Y`) must print what
+//! `raknet-dissect -Y` prints for tcpdump's capture. Needs root, tcpdump,
+//! tshark and Python with `raknet`.
 
 mod common;
 
@@ -81,6 +83,28 @@ fn live_on_lo_equals_reading_tcpdumps_capture() {
         .is_some(),
         "live did not start"
     );
+    // The same capture through a display filter, at the same time.
+    const FILTER: &str = "kind == ack || anomalies || channel == 31";
+    let filtered_out = work.file("live-filtered.ndjson");
+    let mut filtered = Proc::spawn(
+        common::bin()
+            .args(["live", "-i", "lo", "-f"])
+            .arg(format!("port {port}"))
+            .args(["--json", "--duration", "60", "-Y", FILTER])
+            .stdout(std::fs::File::create(&filtered_out).expect("output file"))
+            .stderr(Stdio::piped()),
+        "raknet-dissect live -Y",
+    );
+    let filtered_err = reader_lines(filtered.child.stderr.take().expect("stderr piped"));
+    assert!(
+        wait_line(
+            &filtered_err,
+            "raknet-dissect: capturing on lo",
+            Duration::from_secs(10)
+        )
+        .is_some(),
+        "live -Y did not start"
+    );
     std::thread::sleep(Duration::from_millis(200));
     let session = run_with_timeout(
         Command::new(&py)
@@ -105,6 +129,8 @@ fn live_on_lo_equals_reading_tcpdumps_capture() {
     )
     .expect("kernel counters at the end");
     assert!(stats.ends_with("and dropped 0"), "{stats}");
+    filtered.signal(libc::SIGINT);
+    assert_eq!(filtered.exit_code(Duration::from_secs(10)), Some(0));
     let live_records = records(&std::fs::read(&out).expect("live output"));
     let live_packets = packets_by_direction(&live_records);
     assert!(
@@ -123,6 +149,20 @@ fn live_on_lo_equals_reading_tcpdumps_capture() {
     let tcpdump_packets = packets_by_direction(&read_json(&pcap));
     assert_eq!(live_packets[0], tcpdump_packets[0], "client to server");
     assert_eq!(live_packets[1], tcpdump_packets[1], "server to client");
+    // -Y picks the same packets live as from the file.
+    let o = run_bin(&[&*pcap.to_string_lossy(), "--json", "-Y", FILTER]);
+    assert!(o.status.success(), "{o:?}");
+    let from_file = packets_by_direction(&records(&o.stdout));
+    let live_filtered = packets_by_direction(&records(
+        &std::fs::read(&filtered_out).expect("live -Y output"),
+    ));
+    assert!(
+        !from_file[0].is_empty()
+            && !from_file[1].is_empty()
+            && from_file[0].len() < tcpdump_packets[0].len(),
+        "the filter keeps some packets each way, not all"
+    );
+    assert_eq!(live_filtered, from_file, "live -Y vs read -Y");
     // The -w file reads back to exactly what live printed, times included.
     let back: Vec<Value> = read_json(&written)
         .into_iter()

@@ -44,6 +44,8 @@ use std::fmt;
 use std::io::{self, Read};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use decode::Decoder;
@@ -190,6 +192,20 @@ const BATCH: usize = 512;
 /// `BATCH * BATCHES_AHEAD` datagrams.
 const BATCHES_AHEAD: usize = 2;
 
+/// A reader that counts what it reads.
+struct Counted<R> {
+    inner: R,
+    n: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let k = self.inner.read(buf)?;
+        self.n.fetch_add(k as u64, Ordering::Relaxed);
+        Ok(k)
+    }
+}
+
 struct Batch {
     items: Vec<Result<UdpDatagram, CaptureError>>,
     /// The reader's counters after the last item of the batch.
@@ -208,6 +224,15 @@ struct Background {
 impl CaptureReader {
     /// Opens a capture file; "-" means standard input.
     pub fn open(path: &Path) -> Result<Self, CaptureError> {
+        Self::open_counted(path, None)
+    }
+
+    /// [`open`](Self::open), adding to `consumed` the bytes read from the
+    /// file as they are read (for a progress bar; any thread may load it).
+    pub fn open_counted(
+        path: &Path,
+        consumed: Option<Arc<AtomicU64>>,
+    ) -> Result<Self, CaptureError> {
         if path.as_os_str() == "-" {
             return Self::from_named_reader(Box::new(io::stdin()), "standard input".into());
         }
@@ -215,8 +240,12 @@ impl CaptureReader {
             path: path.to_owned(),
             source,
         })?;
+        let reader: Box<dyn Read + Send> = match consumed {
+            Some(n) => Box::new(Counted { inner: file, n }),
+            None => Box::new(file),
+        };
         // A read error before any record (a directory, say) is about the file.
-        Self::from_named_reader(Box::new(file), path.display().to_string()).map_err(|e| match e {
+        Self::from_named_reader(reader, path.display().to_string()).map_err(|e| match e {
             CaptureError::Io { frame: 0, source } => CaptureError::Open {
                 path: path.to_owned(),
                 source,

@@ -98,8 +98,12 @@ impl<'a> HandshakeJson<'a> {
 pub fn run_handshake(args: &HandshakeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let mut mirror = Mirror::new(mirror_config(&args.capture), false);
     let tracker = std::cell::RefCell::new(HandshakeTracker::new());
+    let cap = CaptureArgs {
+        summary_only: true,
+        ..args.capture.clone()
+    };
     let code = drive(
-        &args.capture,
+        &cap,
         false,
         &mut mirror,
         out,

@@ -39,7 +39,7 @@ pub struct LiveArgs {
     /// Capture filter: `host ADDR`, `port N`, `src`/`dst`, `and`, `or`, `not`, parentheses
     /// (with the `libpcap` feature: tcpdump's full syntax).
     #[arg(short = 'f', long = "capture-filter", value_name = "FILTER")]
-    pub filter: Option<String>,
+    pub capture_filter: Option<String>,
     /// Also write what is captured to this pcapng file.
     #[arg(short = 'w', long = "write", value_name = "OUT.pcapng")]
     pub write: Option<PathBuf>,
@@ -104,7 +104,7 @@ pub fn run_live(a: &LiveArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     // full syntax; otherwise the packet socket and our simple expressions.
     let libpcap = cfg!(feature = "libpcap");
     let filter = match a
-        .filter
+        .capture_filter
         .as_deref()
         .filter(|_| !libpcap)
         .map(Filter::parse)
@@ -141,7 +141,7 @@ pub fn run_live(a: &LiveArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let opts = LiveOptions {
         interface: a.interface.clone().unwrap_or_else(|| "any".into()),
         filter,
-        bpf: a.filter.clone().filter(|_| libpcap),
+        bpf: a.capture_filter.clone().filter(|_| libpcap),
         libpcap,
         write: a.write.clone(),
         duration: a.duration,
@@ -175,6 +175,7 @@ pub fn run_live(a: &LiveArgs, out: &mut impl Write) -> anyhow::Result<u8> {
             decode_as: a.decode_as.clone(),
             no_heuristics: a.no_heuristics,
             reassembly: ReassemblyArg::Index,
+            summary_only: false,
         },
         verbose: a.verbose,
         hex: a.hex,

@@ -12,6 +12,8 @@
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -211,6 +213,11 @@ pub struct CaptureArgs {
     /// arrival order (what an original RakNet 4.081 receiver delivers).
     #[arg(long, value_enum, default_value = "index", value_name = "ORDER")]
     pub reassembly: ReassemblyArg,
+    /// Set by commands that print nothing on standard output until the
+    /// capture is read (`flows`, `stats`, `-q`): their progress bar may share a
+    /// terminal with standard output.
+    #[arg(skip)]
+    pub summary_only: bool,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -456,6 +463,7 @@ fn drive_from(
         &mut dyn Write,
     ) -> anyhow::Result<Next>,
 ) -> anyhow::Result<u8> {
+    let mut bar: Option<Progress> = None;
     let mut reader = match reader {
         Some(r) => r,
         None => {
@@ -465,7 +473,8 @@ fn drive_from(
                 );
                 return Ok(EXIT_USAGE);
             };
-            match CaptureReader::open(path) {
+            bar = Progress::start(path, cap.summary_only);
+            match CaptureReader::open_counted(path, bar.as_ref().map(|b| Arc::clone(&b.consumed))) {
                 Ok(r) => r.in_background(),
                 Err(e) => {
                     eprintln!("raknet-dissect: {e}");
@@ -482,10 +491,18 @@ fn drive_from(
     });
     let mut first_ts: Option<Duration> = None;
     let mut obs = Observation::default();
+    let mut datagrams = 0u64;
     while let Some(item) = reader.next_datagram() {
+        datagrams += 1;
+        if datagrams % 1024 == 0 {
+            if let Some(b) = &bar {
+                b.update();
+            }
+        }
         let d = match item {
             Ok(d) => d,
             Err(e) => {
+                drop(bar.take());
                 out.flush()?;
                 eprintln!("raknet-dissect: warning: {e}");
                 return Ok(EXIT_CUT_SHORT);
@@ -522,6 +539,7 @@ fn drive_from(
             break;
         }
     }
+    drop(bar);
     if io::stderr().is_terminal() {
         out.flush()?;
         let (c, d) = (reader.stats(), dissector.stats());
@@ -531,6 +549,51 @@ fn drive_from(
         );
     }
     Ok(EXIT_OK)
+}
+
+/// Files smaller than this are read without a progress bar.
+const PROGRESS_MIN_BYTES: u64 = 16 << 20;
+
+/// A progress bar on standard error while a capture file is read; cleared
+/// when dropped.
+struct Progress {
+    bar: indicatif::ProgressBar,
+    consumed: Arc<AtomicU64>,
+}
+
+impl Progress {
+    /// A bar for reading `path`, when standard error is a terminal, the file
+    /// is at least [`PROGRESS_MIN_BYTES`], and standard output is not the
+    /// same terminal (unless the command prints only at the end).
+    fn start(path: &std::path::Path, summary_only: bool) -> Option<Progress> {
+        if !io::stderr().is_terminal() || (io::stdout().is_terminal() && !summary_only) {
+            return None;
+        }
+        let meta = std::fs::metadata(path).ok()?;
+        if !meta.is_file() || meta.len() < PROGRESS_MIN_BYTES {
+            return None;
+        }
+        let bar = indicatif::ProgressBar::new(meta.len());
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{spinner} reading {bytes}/{total_bytes} [{wide_bar}] {bytes_per_sec}, {eta} left",
+        ) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        Some(Progress {
+            bar,
+            consumed: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    fn update(&self) {
+        self.bar.set_position(self.consumed.load(Ordering::Relaxed));
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.bar.finish_and_clear();
+    }
 }
 
 /// `read`: one line (or tree, or JSON record) per RakNet packet.
@@ -565,9 +628,13 @@ fn read_packets(
     if let Some(x) = shown.export.as_ref().filter(|_| !args.quiet) {
         out.write_all(x.header().as_bytes())?;
     }
+    let cap = CaptureArgs {
+        summary_only: args.quiet,
+        ..args.capture.clone()
+    };
     let code = drive_from(
         live,
-        &args.capture,
+        &cap,
         trace,
         &mut mirror,
         out,
@@ -773,8 +840,12 @@ pub fn run_flows(args: &FlowsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         }
         Ok(())
     };
+    let cap = CaptureArgs {
+        summary_only: true,
+        ..args.capture.clone()
+    };
     let code = drive(
-        &args.capture,
+        &cap,
         false,
         &mut mirror,
         out,
