@@ -58,8 +58,8 @@ enum Lit {
 
 #[derive(Debug, Clone, PartialEq)]
 enum Node {
-    Or(Box<Node>, Box<Node>),
-    And(Box<Node>, Box<Node>),
+    Or(Vec<Node>),
+    And(Vec<Node>),
     Not(Box<Node>),
     Present(Field),
     Cmp(Field, Op, Lit),
@@ -81,6 +81,7 @@ impl DisplayFilter {
             i: 0,
             end: text.chars().count() + 1,
             record,
+            depth: 0,
         };
         if p.tokens.is_empty() {
             return Err(FilterError {
@@ -106,8 +107,8 @@ impl DisplayFilter {
 
 fn eval(n: &Node, r: &dyn Record) -> bool {
     match n {
-        Node::Or(a, b) => eval(a, r) || eval(b, r),
-        Node::And(a, b) => eval(a, r) && eval(b, r),
+        Node::Or(all) => all.iter().any(|n| eval(n, r)),
+        Node::And(all) => all.iter().all(|n| eval(n, r)),
         Node::Not(a) => !eval(a, r),
         Node::Present(field) => r.visit(*field, &mut |v| !matches!(v, Value::Bool(false))),
         Node::Cmp(field, op, lit) => r.visit(*field, &mut |v| compare(&v, *op, lit)),
@@ -303,7 +304,12 @@ struct Parser {
     /// Column just past the end, for "expected ... at the end".
     end: usize,
     record: RecordType,
+    /// Parentheses and `!` open around the current token.
+    depth: usize,
 }
+
+/// How deep parentheses and `!` may nest.
+const MAX_DEPTH: usize = 64;
 
 impl Parser {
     fn peek(&self) -> Option<&Tok> {
@@ -329,24 +335,46 @@ impl Parser {
     }
 
     fn or(&mut self) -> Result<Node, FilterError> {
-        let mut n = self.and()?;
+        let mut all = vec![self.and()?];
         while self.peek() == Some(&Tok::Or) {
             self.i += 1;
-            n = Node::Or(Box::new(n), Box::new(self.and()?));
+            all.push(self.and()?);
         }
-        Ok(n)
+        Ok(if all.len() == 1 {
+            all.remove(0)
+        } else {
+            Node::Or(all)
+        })
     }
 
     fn and(&mut self) -> Result<Node, FilterError> {
-        let mut n = self.unary()?;
+        let mut all = vec![self.unary()?];
         while self.peek() == Some(&Tok::And) {
             self.i += 1;
-            n = Node::And(Box::new(n), Box::new(self.unary()?));
+            all.push(self.unary()?);
         }
-        Ok(n)
+        Ok(if all.len() == 1 {
+            all.remove(0)
+        } else {
+            Node::And(all)
+        })
     }
 
     fn unary(&mut self) -> Result<Node, FilterError> {
+        // Parentheses and `!` nest by recursion: bounded, so that no filter
+        // can exhaust the stack.
+        if matches!(self.peek(), Some(Tok::Not | Tok::LParen)) {
+            self.depth += 1;
+            if self.depth > MAX_DEPTH {
+                return self.err(format!("nested more than {MAX_DEPTH} deep"));
+            }
+        }
+        let n = self.unary_inner();
+        self.depth = self.depth.saturating_sub(1);
+        n
+    }
+
+    fn unary_inner(&mut self) -> Result<Node, FilterError> {
         match self.peek() {
             Some(Tok::Not) => {
                 self.i += 1;
@@ -612,6 +640,49 @@ mod tests {
         assert_eq!(e("flow == 1 && # ").column, 14);
         assert!(DisplayFilter::parse("data contains 86", RecordType::Message).is_ok());
         assert!(DisplayFilter::parse("seq == 1", RecordType::Message).is_err());
+    }
+
+    proptest::proptest! {
+        /// Any text: a filter or an error whose column is inside it (or
+        /// just past its end), never a panic.
+        #[test]
+        fn any_text_parses_or_says_where(text in "[ -~é]{0,40}") {
+            if let Err(e) = pkt(&text) {
+                proptest::prop_assert!(e.column >= 1 && e.column <= text.chars().count() + 1);
+            }
+        }
+
+        /// Text made of the grammar's own pieces, evaluated on a record.
+        #[test]
+        fn grammar_pieces_never_panic(parts in proptest::collection::vec(
+            proptest::sample::select(vec![
+                "(", ")", "!", "&&", "||", "not", "and", "or", "==", "!=", "<", ">=",
+                "contains", "flow", "channel", "ts", "payload", "ranges", "kind",
+                "server_guid", "anomalies", "1", "0x86", "-3", "1.5", "\"data\"", "aa:01",
+            ]), 0..12)) {
+            let text = parts.join(" ");
+            if let Ok(f) = pkt(&text) {
+                let _ = f.matches(&sample());
+            }
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_and_long_chains_are_flat() {
+        let deep = format!("{}flow == 1{}", "(".repeat(100_000), ")".repeat(100_000));
+        assert_eq!(pkt(&deep).unwrap_err().column, MAX_DEPTH + 1);
+        let nots = format!("{}kind", "!".repeat(100_000));
+        assert!(pkt(&nots).unwrap_err().what.contains("nested"));
+        let ok = format!(
+            "{}flow == 2{}",
+            "(".repeat(MAX_DEPTH),
+            ")".repeat(MAX_DEPTH)
+        );
+        assert!(holds(&ok));
+        let chain = vec!["flow == 2"; 100_000].join(" && ");
+        assert!(holds(&chain));
+        let chain = vec!["flow == 9"; 100_000].join(" || ");
+        assert!(!holds(&chain));
     }
 
     #[test]
