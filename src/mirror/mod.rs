@@ -364,6 +364,10 @@ pub struct Observation {
     pub messages: Vec<Message>,
     /// Flows that ended here (evicted, or at the end), with `keep_done`.
     pub closed: Vec<FlowMirror>,
+    /// RTT samples (ms) this packet produced, when it is an ACK: one per
+    /// datagram of the other direction that it acknowledged first, the time
+    /// from that datagram to this ACK. Cleared by each [`Mirror::observe`].
+    pub rtt_ms: Vec<f64>,
 }
 
 impl Mirror {
@@ -496,6 +500,7 @@ impl Mirror {
         out.anomalies.clear();
         out.messages.clear();
         out.closed.clear();
+        out.rtt_ms.clear();
         let (client, server) = match p.dir {
             Dir::C2s => (p.src, p.dst),
             Dir::S2c => (p.dst, p.src),
@@ -704,6 +709,7 @@ impl Mirror {
                     }
                 }
                 peer.stats.anomalies += flagged;
+                out.rtt_ms.extend_from_slice(&rtts);
                 for r in rtts {
                     f.rtt_min = f.rtt_min.min(r);
                     f.rtt_max = f.rtt_max.max(r);

@@ -1,0 +1,416 @@
+//! End-to-end tests of `raknet-dissect plot FILE -o OUT.svg`, on the bundled
+//! real-peer samples (chiefly `lossy.pcap`: an original-RakNet session through
+//! a seeded lossy relay). The SVG is parsed as XML and its parts are counted
+//! against what `read --json` and `flows --json` say of the same capture.
+//!
+//! The picture's series are told apart by element and colour (src/cli/plot.rs
+//! fixes them): throughput is a `polyline` per direction, blue (c2s) and
+//! orange (s2c); resent packets are filled `polygon` triangles, RTT samples
+//! filled `circle`s, both in the same two colours. Legend samples are `rect`s,
+//! so they never count as points.
+
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::Value;
+
+mod common;
+
+use common::{run_bin, sample, Work};
+
+const C2S: &str = "#1F77B4";
+const S2C: &str = "#FF7F0E";
+
+fn s(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `read --json` of a sample: its packet records.
+fn packets(name: &str) -> Vec<Value> {
+    let o = run_bin(&["read", &s(&sample(name)), "--json"]);
+    assert!(o.status.success(), "read failed: {}", stderr(&o));
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("NDJSON line"))
+        .filter(|v| v["type"] == "packet")
+        .collect()
+}
+
+/// `flows --json` of a sample.
+fn flows(name: &str) -> Vec<Value> {
+    let o = run_bin(&["flows", &s(&sample(name)), "--json"]);
+    assert!(o.status.success(), "flows failed: {}", stderr(&o));
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("NDJSON line"))
+        .collect()
+}
+
+/// Run `plot` on a sample into `out`; the SVG text.
+fn plot(name: &str, out: &Path, extra: &[&str]) -> String {
+    let mut args = vec!["plot".to_string(), s(&sample(name)), "-o".into(), s(out)];
+    args.extend(extra.iter().map(|a| a.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = run_bin(&args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "plot {name} failed: {}",
+        stderr(&o)
+    );
+    std::fs::read_to_string(out).unwrap_or_else(|e| panic!("no SVG at {}: {e}", out.display()))
+}
+
+/// How many `x,y` pairs a polyline or polygon has.
+fn point_count(n: roxmltree::Node) -> usize {
+    n.attribute("points")
+        .unwrap_or("")
+        .split_whitespace()
+        .filter(|p| p.contains(','))
+        .count()
+}
+
+/// Elements named `tag` whose attribute `attr` is `color`.
+fn with_color<'a, 'i>(
+    doc: &'a roxmltree::Document<'i>,
+    tag: &str,
+    attr: &str,
+    color: &str,
+) -> Vec<roxmltree::Node<'a, 'i>> {
+    doc.descendants()
+        .filter(|n| n.has_tag_name(tag) && n.attribute(attr) == Some(color))
+        .collect()
+}
+
+/// All the text of the SVG, one string per `text` element.
+fn texts(doc: &roxmltree::Document) -> Vec<String> {
+    doc.descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .map(|n| {
+            let t: String = n.descendants().filter_map(|t| t.text()).collect();
+            t.trim().to_string()
+        })
+        .collect()
+}
+
+/// The bucket width `plot` must pick for a flow lasting `dur_us`: 1 ms,
+/// doubled until fewer than 256 buckets cover the flow.
+fn bucket_us(dur_us: u64) -> u64 {
+    let mut w = 1_000u64;
+    while dur_us / w >= 256 {
+        w *= 2;
+    }
+    w
+}
+
+fn ts_us(v: &Value) -> u64 {
+    (v["ts"].as_f64().expect("ts") * 1e6).round() as u64
+}
+
+#[test]
+fn lossy_picture_matches_the_capture() {
+    let work = Work::new("lossy");
+    let out = work.file("lossy.svg");
+    let text = plot("lossy.pcap", &out, &[]);
+    let doc = roxmltree::Document::parse(&text).expect("the SVG is well-formed XML");
+
+    // The root: an SVG element with a size.
+    let root = doc.root_element();
+    assert!(root.has_tag_name("svg"), "root is {:?}", root.tag_name());
+    let w: u32 = root
+        .attribute("width")
+        .expect("width")
+        .parse()
+        .expect("int");
+    let h: u32 = root
+        .attribute("height")
+        .expect("height")
+        .parse()
+        .expect("int");
+    assert!(w >= 600 && h >= 600, "{w}x{h}");
+
+    // Ground truth from the other commands.
+    let pkts = packets("lossy.pcap");
+    let flow = &flows("lossy.pcap")[0];
+    assert_eq!(flow["flow"], 1);
+    let client = flow["client"].as_str().expect("client");
+    let server = flow["server"].as_str().expect("server");
+
+    // The title names the flow and both ends.
+    let all = texts(&doc);
+    let title = all
+        .iter()
+        .find(|t| t.starts_with("flow 1:"))
+        .unwrap_or_else(|| panic!("no flow 1 title in {all:?}"));
+    assert!(
+        title.contains(client) && title.contains(server),
+        "title {title:?} lacks {client} / {server}"
+    );
+    // Axis descriptions with units.
+    for unit in ["(kB/s)", "RTT (ms)", "(s)"] {
+        assert!(
+            all.iter().any(|t| t.contains(unit)),
+            "no axis label with {unit}"
+        );
+    }
+
+    // Throughput: a polyline per direction, one point per bucket.
+    let first = pkts.iter().map(ts_us).min().expect("packets");
+    let last = pkts.iter().map(ts_us).max().expect("packets");
+    let width = bucket_us(last - first);
+    assert_eq!(width, 64_000, "lossy.pcap lasts {} µs", last - first);
+    let buckets = ((last - first) / width + 1) as usize;
+    assert!(
+        all.iter().any(|t| t.contains("in 64 ms buckets")),
+        "the bucket width is not stated"
+    );
+    for color in [C2S, S2C] {
+        let lines = with_color(&doc, "polyline", "stroke", color);
+        let longest = lines.iter().map(|n| point_count(*n)).max().unwrap_or(0);
+        assert_eq!(
+            longest, buckets,
+            "throughput {color}: {longest} points, want {buckets}"
+        );
+    }
+
+    // Resends: one triangle per packet with a `resend` finding, per direction.
+    let resent = |dir: &str| {
+        pkts.iter()
+            .filter(|p| p["dir"] == dir)
+            .filter(|p| {
+                p["anomalies"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|a| a["kind"] == "resend"))
+            })
+            .count()
+    };
+    let (rc, rs) = (resent("c2s"), resent("s2c"));
+    assert!(rc + rs > 0, "lossy.pcap has resends");
+    assert_eq!(
+        with_color(&doc, "polygon", "fill", C2S).len(),
+        rc,
+        "c2s resends"
+    );
+    assert_eq!(
+        with_color(&doc, "polygon", "fill", S2C).len(),
+        rs,
+        "s2c resends"
+    );
+
+    // RTT: a point per sample (there are fewer than the cap).
+    let samples = flow["rtt_ms"]["samples"].as_u64().expect("RTT samples") as usize;
+    let dots = with_color(&doc, "circle", "fill", C2S).len()
+        + with_color(&doc, "circle", "fill", S2C).len();
+    assert!(dots > 0, "no RTT point");
+    assert_eq!(dots, samples, "RTT points");
+    // Both directions were acknowledged.
+    assert!(!with_color(&doc, "circle", "fill", C2S).is_empty());
+    assert!(!with_color(&doc, "circle", "fill", S2C).is_empty());
+
+    // Loss: the NACK and gap totals stated match the flow record.
+    let summary = all
+        .iter()
+        .find(|t| t.contains("NACKed "))
+        .expect("summary line");
+    let want = format!(
+        "NACKed {} / {}",
+        flow["c2s"]["nacked"], flow["s2c"]["nacked"]
+    );
+    assert!(summary.contains(&want), "{summary:?} lacks {want:?}");
+    let want = format!("resent packets {rc} / {rs}");
+    assert!(summary.contains(&want), "{summary:?} lacks {want:?}");
+}
+
+#[test]
+fn one_flow_and_a_missing_flow() {
+    let work = Work::new("flow");
+    let out = work.file("one.svg");
+    let text = plot("lossy.pcap", &out, &["--flow", "1"]);
+    let doc = roxmltree::Document::parse(&text).expect("XML");
+    assert!(texts(&doc).iter().any(|t| t.starts_with("flow 1:")));
+
+    let missing = work.file("missing.svg");
+    let o = run_bin(&[
+        "plot",
+        &s(&sample("lossy.pcap")),
+        "-o",
+        &s(&missing),
+        "--flow",
+        "99",
+    ]);
+    assert_ne!(o.status.code(), Some(0), "--flow 99 succeeded");
+    let err = stderr(&o);
+    assert!(err.contains("no flow 99"), "stderr: {err}");
+    assert!(!missing.exists(), "an SVG was left for a missing flow");
+}
+
+#[test]
+fn unwritable_output_is_exit_1() {
+    let work = Work::new("unwritable");
+    let bad = work.file("no/such/dir/out.svg");
+    let o = run_bin(&["plot", &s(&sample("lossy.pcap")), "-o", &s(&bad)]);
+    assert_eq!(o.status.code(), Some(1), "stderr: {}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.starts_with("raknet-dissect: cannot write ") && err.lines().count() == 1,
+        "stderr: {err}"
+    );
+    // A directory is not a file either.
+    let o = run_bin(&["plot", &s(&sample("lossy.pcap")), "-o", &s(&work.0)]);
+    assert_eq!(o.status.code(), Some(1), "stderr: {}", stderr(&o));
+}
+
+#[test]
+fn output_to_stdout_and_r_spelling() {
+    let o = run_bin(&["plot", "-r", &s(&sample("lossy.pcap")), "-o", "-"]);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let text = String::from_utf8(o.stdout).expect("utf-8");
+    let doc = roxmltree::Document::parse(&text).expect("XML on stdout");
+    assert!(doc.root_element().has_tag_name("svg"));
+}
+
+#[test]
+fn a_flow_without_data_gets_notes() {
+    // no-server.pcap: a client pinging a port where nothing listens.
+    let work = Work::new("nodata");
+    let out = work.file("no-server.svg");
+    let text = plot("no-server.pcap", &out, &[]);
+    let doc = roxmltree::Document::parse(&text).expect("XML");
+    let all = texts(&doc);
+    assert!(all.iter().any(|t| t.starts_with("flow 1:")), "{all:?}");
+    for note in ["no RTT samples", "no resends", "no loss seen"] {
+        assert!(all.iter().any(|t| t.contains(note)), "no note {note:?}");
+    }
+    assert!(with_color(&doc, "circle", "fill", C2S).is_empty());
+    assert!(with_color(&doc, "polygon", "fill", C2S).is_empty());
+}
+
+#[test]
+fn a_capture_without_raknet_and_bad_captures() {
+    let work = Work::new("bad");
+    // A valid pcap with no packet at all.
+    let mut empty = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0];
+    empty.extend([0u8; 8]);
+    empty.extend(65535u32.to_le_bytes());
+    empty.extend(1u32.to_le_bytes());
+    let cap = work.file("empty.pcap");
+    std::fs::write(&cap, &empty).expect("write");
+    let out = work.file("empty.svg");
+    let o = run_bin(&["plot", &s(&cap), "-o", &s(&out)]);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let text = std::fs::read_to_string(&out).expect("SVG");
+    let doc = roxmltree::Document::parse(&text).expect("XML");
+    assert!(texts(&doc).iter().any(|t| t.contains("no RakNet flow")));
+
+    // Not a capture: exit 3, and no SVG left behind.
+    let junk = work.file("junk.pcap");
+    std::fs::write(&junk, b"this is not a capture file at all").expect("write");
+    let out = work.file("junk.svg");
+    let o = run_bin(&["plot", &s(&junk), "-o", &s(&out)]);
+    assert_eq!(o.status.code(), Some(3), "stderr: {}", stderr(&o));
+    assert!(!out.exists());
+
+    // Cut short: exit 5, and the SVG of what was read.
+    let bytes = std::fs::read(sample("lossy.pcap")).expect("lossy.pcap");
+    let cut = work.file("cut.pcap");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2 + 7]).expect("write");
+    let out = work.file("cut.svg");
+    let o = run_bin(&["plot", &s(&cut), "-o", &s(&out)]);
+    assert_eq!(o.status.code(), Some(5), "stderr: {}", stderr(&o));
+    let text = std::fs::read_to_string(&out).expect("SVG of the part read");
+    roxmltree::Document::parse(&text).expect("XML");
+
+    // No capture named: a usage error.
+    let o = run_bin(&["plot", "-o", &s(&work.file("none.svg"))]);
+    assert_eq!(o.status.code(), Some(2), "stderr: {}", stderr(&o));
+}
+
+/// `lossy.pcap` played `copies` times one after the other, each copy on its
+/// own ports (every UDP port + 100 × copy, checksum cleared) and 20 s later:
+/// a flow per copy. Copy 0 keeps only its first `short` records.
+fn many_flows(copies: u16, short: usize) -> Vec<u8> {
+    let bytes = std::fs::read(sample("lossy.pcap")).expect("lossy.pcap");
+    assert_eq!(
+        &bytes[..4],
+        &[0xd4, 0xc3, 0xb2, 0xa1],
+        "little-endian µs pcap"
+    );
+    assert_eq!(bytes[20], 1, "Ethernet");
+    let mut records: Vec<&[u8]> = Vec::new();
+    let mut at = 24;
+    while at + 16 <= bytes.len() {
+        let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        records.push(&bytes[at..at + 16 + len]);
+        at += 16 + len;
+    }
+    let mut out = bytes[..24].to_vec();
+    for k in 0..copies {
+        let take = if k == 0 { short } else { records.len() };
+        for r in &records[..take] {
+            let mut r = r.to_vec();
+            let sec = u32::from_le_bytes(r[..4].try_into().unwrap()) + 20 * u32::from(k);
+            r[..4].copy_from_slice(&sec.to_le_bytes());
+            let ip = 16 + 14;
+            if r.len() >= ip + 20 && r[ip] >> 4 == 4 && r[ip + 9] == 17 {
+                let udp = ip + usize::from(r[ip] & 0xf) * 4;
+                for port in [udp, udp + 2] {
+                    let p = u16::from_be_bytes([r[port], r[port + 1]]) + 100 * k;
+                    r[port..port + 2].copy_from_slice(&p.to_be_bytes());
+                }
+                r[udp + 6..udp + 8].copy_from_slice(&[0, 0]);
+            }
+            out.extend(r);
+        }
+    }
+    out
+}
+
+#[test]
+fn at_most_16_flows_the_busiest_and_the_rest_named() {
+    let work = Work::new("many");
+    let cap = work.file("many.pcap");
+    std::fs::write(&cap, many_flows(18, 12)).expect("write");
+    let o = run_bin(&["flows", &s(&cap), "--json"]);
+    let n = String::from_utf8_lossy(&o.stdout).lines().count();
+    assert_eq!(n, 18, "flows in the made capture: {}", stderr(&o));
+
+    let out = work.file("many.svg");
+    let o = run_bin(&["plot", &s(&cap), "-o", &s(&out)]);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let text = std::fs::read_to_string(&out).expect("SVG");
+    let doc = roxmltree::Document::parse(&text).expect("XML");
+    let titles: Vec<String> = texts(&doc)
+        .into_iter()
+        .filter(|t| t.starts_with("flow "))
+        .collect();
+    assert_eq!(titles.len(), 16, "{titles:?}");
+    // Flow 1 (12 packets) and one of the 17 equal copies, the last, left out.
+    assert!(
+        !titles.iter().any(|t| t.starts_with("flow 1:")),
+        "{titles:?}"
+    );
+    assert!(
+        !titles.iter().any(|t| t.starts_with("flow 18:")),
+        "{titles:?}"
+    );
+    assert!(
+        titles[0].starts_with("flow 2:"),
+        "drawn in id order: {titles:?}"
+    );
+    let err = stderr(&o);
+    assert!(
+        err.contains("left out flows 1 (") && err.contains("18 ("),
+        "stderr: {err}"
+    );
+    // The picture is as tall as its flows.
+    let h: u32 = doc
+        .root_element()
+        .attribute("height")
+        .and_then(|h| h.parse().ok())
+        .expect("height");
+    assert!(h >= 16 * 600, "height {h}");
+}
