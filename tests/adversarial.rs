@@ -473,6 +473,8 @@ struct Anomalies {
     bounds: BTreeMap<String, u64>,
     /// First detail seen per bound name.
     examples: BTreeMap<String, String>,
+    /// Anomalies of the `end_of_capture` record (what receivers still held).
+    at_end: u64,
 }
 
 impl Anomalies {
@@ -483,6 +485,11 @@ impl Anomalies {
             return;
         }
         let v: Value = serde_json::from_str(line).expect("packet records are JSON");
+        if v["type"] == "end_of_capture" {
+            self.packets -= 1;
+            self.at_end += v["anomalies"].as_array().map_or(0, |a| a.len() as u64);
+            return;
+        }
         assert_eq!(v["type"], "packet", "{line}");
         for a in v["anomalies"].as_array().expect("anomalies list") {
             let kind = a["kind"].as_str().expect("kind").to_string();
@@ -505,9 +512,10 @@ impl Anomalies {
     }
 }
 
-/// `read` (text) on the capture: the run, and how many `bound_exceeded`
-/// anomalies its lines show (`[bound_exceeded: ...]`).
-fn read_text(file: &Path) -> (Run, u64) {
+/// `read` (text) on the capture: the run, how many `bound_exceeded`
+/// anomalies its lines show (`[bound_exceeded: ...]`), and how many
+/// `end of capture:` lines follow the packets.
+fn read_text(file: &Path) -> (Run, u64, u64) {
     let mut n = 0u64;
     let mut end = 0u64;
     let mut run = run_measured(&args(&["read"], file), |l| {
@@ -520,15 +528,16 @@ fn read_text(file: &Path) -> (Run, u64) {
     });
     run.check();
     run.lines -= end;
-    (run, n)
+    (run, n, end)
 }
 
 impl Anomalies {
     /// `read` shows as many `bound_exceeded` as `read --json`, a line per packet.
     fn same_in_text(&self, file: &Path) {
-        let (run, n) = read_text(file);
+        let (run, n, end) = read_text(file);
         assert_eq!(run.lines, self.packets, "{}: one line per packet", run.what);
         assert_eq!(n, self.bounds.values().sum::<u64>(), "{}", run.what);
+        assert_eq!(end, self.at_end, "{}: what was left at the end", run.what);
     }
 }
 

@@ -527,3 +527,40 @@ fn progress_bar_only_on_a_terminal_and_not_over_packet_lines() {
     let shown = on_a_terminal(&format!("{bin} flows {}", sample("lossy.pcap")));
     assert!(!shown.contains("reading "), "{shown:?}");
 }
+
+#[test]
+fn what_receivers_held_at_the_end_is_reported_in_text_and_json() {
+    // lossy.pcap cut after 55 frames: 3 of the 4 parts of a split message.
+    let (header, recs) = pcap_records(&std::fs::read(sample("lossy.pcap")).expect("lossy"));
+    let cut = tmp("cut-mid-split.pcap");
+    write_pcap(&cut, &header, &recs[..55]);
+    let cut = cut.to_str().expect("path");
+    let text = stdout(&run(&[cut, "--color", "never"]));
+    let ends: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("end of capture: [split_incomplete: "))
+        .collect();
+    assert_eq!(
+        ends,
+        ["flow 1 c2s at the end of the capture: split 0: 3 of 4 parts received]"]
+    );
+    let json = stdout(&run(&[cut, "--json"]));
+    let last: serde_json::Value =
+        serde_json::from_str(json.lines().last().expect("records")).expect("JSON");
+    assert_eq!(last["type"], "end_of_capture");
+    assert_eq!(last["anomalies"][0]["kind"], "split_incomplete");
+    assert_eq!(
+        format!(
+            "{}]",
+            last["anomalies"][0]["detail"].as_str().expect("detail")
+        ),
+        ends[0]
+    );
+    assert_eq!(json.lines().count(), text.lines().count());
+    // Not with a filter, -q, or -c stopping the reading.
+    for extra in [&["-Y", "kind == data"][..], &["-q"], &["-c", "10"]] {
+        let mut a = vec![cut, "--json"];
+        a.extend_from_slice(extra);
+        assert!(!stdout(&run(&a)).contains("end_of_capture"), "{extra:?}");
+    }
+}

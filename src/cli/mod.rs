@@ -29,7 +29,7 @@ use crate::capture::CaptureReader;
 use crate::display::{DisplayFilter, FieldExport, MessageRecord, Record, RecordType};
 use crate::dissect::{Dir, Dissector, Options, Packet};
 use crate::mirror::{FlowMirror, Message, Mirror, MirrorConfig, Observation};
-use crate::output::json::{FlowJson, MessageJson, PacketJson};
+use crate::output::json::{EndJson, FlowJson, MessageJson, PacketJson};
 use crate::output::table;
 use crate::output::text::{self, Palette};
 use crate::output::ColorChoice;
@@ -685,11 +685,20 @@ fn read_packets(
     // waiting in ordering heaps) belongs to no packet: a line each, unless
     // a filter or a field export chose what to print.
     let end = mirror.finish();
-    let plain = !json && shown.export.is_none() && shown.filter.is_none();
-    if plain && !args.quiet && args.count.is_none_or(|n| read < n) {
-        for a in &end.anomalies {
-            let line = format!("end of capture: [{}: {}]", a.kind, a.detail);
-            writeln!(out, "{}", pal.paint_anomaly(&line))?;
+    let plain = shown.export.is_none() && shown.filter.is_none();
+    if plain && !args.quiet && args.count.is_none_or(|n| read < n) && !end.anomalies.is_empty() {
+        if json {
+            let record = EndJson {
+                kind_of_record: "end_of_capture",
+                anomalies: &end.anomalies,
+            };
+            serde_json::to_writer(&mut *out, &record)?;
+            out.write_all(b"\n")?;
+        } else {
+            for a in &end.anomalies {
+                let line = format!("end of capture: [{}: {}]", a.kind, a.detail);
+                writeln!(out, "{}", pal.paint_anomaly(&line))?;
+            }
         }
     }
     if let Some(f) = flows {

@@ -334,6 +334,20 @@ pub struct RttJson {
     pub samples: usize,
 }
 
+/// Milliseconds rounded to the microsecond, as in the live records.
+fn micro(ms: f64) -> f64 {
+    (ms * 1e3).round() / 1e3
+}
+
+/// An `end_of_capture` record: what the receivers still held when the
+/// capture ended (incomplete splits, messages waiting in ordering heaps).
+#[derive(Serialize)]
+pub struct EndJson<'a> {
+    #[serde(rename = "type")]
+    pub kind_of_record: &'static str,
+    pub anomalies: &'a [Anomaly],
+}
+
 /// A `flow` record, written when the flow ends (or at the end of the capture).
 #[derive(Serialize)]
 pub struct FlowJson {
@@ -373,9 +387,9 @@ impl FlowJson {
             c2s: DirJson::new(f.stats(Dir::C2s)),
             s2c: DirJson::new(f.stats(Dir::S2c)),
             rtt_ms: f.rtt_ms().map(|(min, median, max, samples)| RttJson {
-                min,
-                median,
-                max,
+                min: micro(min),
+                median: micro(median),
+                max: micro(max),
                 samples,
             }),
         }
