@@ -1028,6 +1028,71 @@ fn a_million_one_packet_flows() {
         reports > 0 && closed >= u64::from(FLOWS) - 65_536 && closed <= u64::from(FLOWS),
         "flows closed at the 65,536-flow bound are reported ({reports} reports, {closed} closed)"
     );
+
+    // The commands of summaries and pictures, and a filter, in the same bounds.
+    let svg = path.with_extension("svg");
+    let _rm_svg = Remove(svg.clone());
+    let (stats, plot, filtered) = std::thread::scope(|s| {
+        let stats = s.spawn(|| {
+            let mut total = None;
+            let run = run_measured(&args(&["stats", "--json"], &path), |l| {
+                if l.starts_with("{\"type\":\"stats\",") {
+                    let v: Value = serde_json::from_str(l).expect("stats record");
+                    total = v["c2s"]["packets"].as_u64();
+                }
+            });
+            (run, total)
+        });
+        let plot = s.spawn(|| {
+            let mut a = args(&["plot", "-o"], &svg);
+            a.push(path.as_os_str().to_owned());
+            run_measured(&a, |_| {})
+        });
+        let filtered = s.spawn(|| {
+            let mut kept = 0u64;
+            let a = args(
+                &[
+                    "read",
+                    "-Y",
+                    "kind == ack && ranges == 7",
+                    "-e",
+                    "frame",
+                    "-e",
+                    "ranges",
+                ],
+                &path,
+            );
+            let run = run_measured(&a, |l| {
+                assert!(l.ends_with("\t[7,7]"), "{l}");
+                kept += 1;
+            });
+            (run, kept)
+        });
+        (
+            stats.join().expect("stats"),
+            plot.join().expect("plot"),
+            filtered.join().expect("read -Y"),
+        )
+    });
+    let ((stats, total), (filtered, kept)) = (stats, filtered);
+    for run in [&stats, &plot, &filtered] {
+        run.check();
+    }
+    assert_eq!(total, Some(frames), "stats counts every packet");
+    let drawn = std::fs::read_to_string(&svg).expect("the plot");
+    assert!(
+        drawn.starts_with("<svg") && drawn.len() < 20 << 20,
+        "{} bytes",
+        drawn.len()
+    );
+    assert!(plot.stderr.contains("left out"), "{}", plot.stderr);
+    // The ACKs are flows n = 1 mod 3, each acknowledging n mod 2^24.
+    assert_eq!(
+        kept,
+        (0..FLOWS)
+            .filter(|n| n % 3 == 1 && n & 0xff_ffff == 7)
+            .count() as u64
+    );
 }
 
 // ---------------------------------------------------------------------------
