@@ -293,7 +293,9 @@ pub struct DirJson {
     pub data_datagrams: u64,
     pub acks: u64,
     pub nacks: u64,
-    /// Datagram numbers NACKed by the receiver or never seen in the capture.
+    /// Datagrams lost on the way: the larger of `nacked` (NACKed by the
+    /// receiver) and `never_seen` (numbers the capture never showed); the two
+    /// often count the same datagrams, so they are not added.
     pub lost: u64,
     pub nacked: u64,
     pub never_seen: u64,
