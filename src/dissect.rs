@@ -138,6 +138,28 @@ impl Packet<'_> {
     }
 }
 
+/// An ICMP error quoting a datagram of a RakNet flow: not a packet of the
+/// flow, an event of it.
+#[derive(Debug, Clone)]
+pub struct IcmpNote {
+    pub flow: u32,
+    /// The direction of the quoted datagram.
+    pub dir: Dir,
+    pub ts: Duration,
+    /// The time lines are counted from (the first datagram's).
+    pub since: Duration,
+    pub frame: u64,
+    /// `port_unreachable`, `fragmentation_needed`, ... ([`crate::capture::IcmpKind`]).
+    pub kind: &'static str,
+    /// Who sent the error.
+    pub from: std::net::IpAddr,
+    /// The quoted datagram's endpoints.
+    pub src: SocketAddr,
+    pub dst: SocketAddr,
+    /// The MTU a "fragmentation needed" or "packet too big" states.
+    pub mtu: Option<u16>,
+}
+
 #[derive(Debug, Clone)]
 pub struct Options {
     /// Ports forced to RakNet (`-d`).

@@ -70,8 +70,13 @@ fn every_sample_is_dissected_without_malformed_packets() {
         );
         let out = stdout(&o);
         let mut frames = Vec::new();
+        let mut icmp = 0;
         for line in out.lines() {
             let v: serde_json::Value = serde_json::from_str(line).expect("each line is JSON");
+            if v["type"] == "icmp" {
+                icmp += 1;
+                continue;
+            }
             assert_eq!(v["type"], "packet");
             for a in v["anomalies"].as_array().expect("anomalies list") {
                 assert_ne!(a["kind"], "malformed", "{f}: {line}");
@@ -86,8 +91,8 @@ fn every_sample_is_dissected_without_malformed_packets() {
         let text = stdout(&run(&[&f]));
         assert_eq!(
             text.lines().count(),
-            frames.len(),
-            "{f}: one line per packet"
+            frames.len() + icmp,
+            "{f}: one line per packet and per ICMP error"
         );
         assert!(!text.contains("malformed"), "{f}");
     }
@@ -341,14 +346,39 @@ fn handshake_outcomes_of_the_samples() {
         (Some(7), Some(6))
     );
     // ICMP errors are events of the flow they quote, not packets: four
-    // probes, each answered by a port unreachable.
+    // probes, each answered by a port unreachable, on lines of their own
+    // (the frames tshark shows as ICMP).
     let none = &handshakes("no-server.pcap")[0];
     assert_eq!(
         none["mtu_probes"],
         serde_json::json!([1492, 1200, 576, 576])
     );
     let o = run(&[&sample("no-server.pcap")]);
-    assert_eq!(stdout(&o).lines().count(), 4, "{}", stdout(&o));
+    let lines = stdout(&o);
+    let icmp: Vec<&str> = lines.lines().filter(|l| l.contains(" ICMP ")).collect();
+    assert_eq!(lines.lines().count(), 8, "{lines}");
+    assert_eq!(icmp.len(), 4, "{lines}");
+    assert!(icmp.iter().all(|l| l.contains(
+        "127.0.0.1 → 127.0.0.1:19157         1 s2c ICMP port unreachable for 127.0.0.1:19157 → 127.0.0.1:19158"
+    )), "{lines}");
+    let frames: Vec<&str> = icmp
+        .iter()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(frames, ["3", "5", "7", "9"]);
+    let o = run(&[&sample("no-server.pcap"), "--json"]);
+    let records: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .filter(|v: &serde_json::Value| v["type"] == "icmp")
+        .collect();
+    assert_eq!(records.len(), 4);
+    assert_eq!(records[0]["kind"], "port_unreachable");
+    assert_eq!(records[0]["datagram"]["dir"], "c2s");
+    assert_eq!(records[0]["datagram"]["dst"], "127.0.0.1:19158");
+    // Not under a filter, which chooses among packets.
+    let o = run(&[&sample("no-server.pcap"), "-Y", "flow == 1"]);
+    assert_eq!(stdout(&o).lines().count(), 4);
     // Minecraft pairs: a pinging flow and a connecting one.
     let mc = handshakes("minecraft.pcap");
     let outcomes: Vec<&str> = mc

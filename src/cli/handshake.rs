@@ -107,10 +107,11 @@ pub fn run_handshake(args: &HandshakeArgs, out: &mut impl Write) -> anyhow::Resu
         false,
         &mut mirror,
         out,
-        &mut |i| {
+        &mut |i, _| {
             tracker
                 .borrow_mut()
-                .icmp(i.flow, i.dir, i.ts, i.frame, i.kind)
+                .icmp(i.flow, i.dir, i.ts, i.frame, i.kind);
+            Ok(())
         },
         |p, obs, _, _| {
             tracker.borrow_mut().observe(p, &obs.messages);

@@ -29,7 +29,7 @@ use crate::capture::CaptureReader;
 use crate::display::{DisplayFilter, FieldExport, MessageRecord, Record, RecordType};
 use crate::dissect::{Dir, Dissector, Options, Packet};
 use crate::mirror::{FlowMirror, Message, Mirror, MirrorConfig, Observation};
-use crate::output::json::{EndJson, FlowJson, MessageJson, PacketJson};
+use crate::output::json::{EndJson, FlowJson, IcmpJson, MessageJson, PacketJson};
 use crate::output::table;
 use crate::output::text::{self, Palette};
 use crate::output::ColorChoice;
@@ -417,15 +417,7 @@ enum Next {
     Stop,
 }
 
-/// An ICMP error quoting a datagram of a RakNet flow.
-pub(crate) struct IcmpSeen {
-    pub flow: u32,
-    /// The direction of the quoted datagram.
-    pub dir: Dir,
-    pub ts: Duration,
-    pub frame: u64,
-    pub kind: &'static str,
-}
+pub(crate) use crate::dissect::IcmpNote as IcmpSeen;
 
 /// Read the capture, dissect every datagram, feed the mirror, and hand each
 /// RakNet packet (with the mirror's findings attached) to `each`, and each
@@ -436,7 +428,7 @@ fn drive(
     trace: bool,
     mirror: &mut Mirror,
     out: &mut impl Write,
-    on_icmp: &mut dyn FnMut(IcmpSeen),
+    on_icmp: &mut dyn FnMut(IcmpSeen, &mut dyn Write) -> anyhow::Result<()>,
     each: impl FnMut(
         &mut Packet<'_>,
         &mut Observation,
@@ -455,7 +447,7 @@ fn drive_from(
     trace: bool,
     mirror: &mut Mirror,
     out: &mut impl Write,
-    on_icmp: &mut dyn FnMut(IcmpSeen),
+    on_icmp: &mut dyn FnMut(IcmpSeen, &mut dyn Write) -> anyhow::Result<()>,
     mut each: impl FnMut(
         &mut Packet<'_>,
         &mut Observation,
@@ -512,17 +504,28 @@ fn drive_from(
         if let Some(icmp) = &d.icmp {
             // Not traffic: an error about a datagram of the flow it quotes.
             if let Some(f) = dissector.flow(d.src, d.dst) {
-                on_icmp(IcmpSeen {
-                    flow: f.id,
-                    dir: if d.src == f.client {
-                        Dir::C2s
-                    } else {
-                        Dir::S2c
+                on_icmp(
+                    IcmpSeen {
+                        since,
+                        flow: f.id,
+                        dir: if d.src == f.client {
+                            Dir::C2s
+                        } else {
+                            Dir::S2c
+                        },
+                        ts: d.ts,
+                        frame: d.frame,
+                        kind: icmp.kind.as_str(),
+                        from: icmp.from,
+                        src: d.src,
+                        dst: d.dst,
+                        mtu: match icmp.kind {
+                            crate::capture::IcmpKind::FragmentationNeeded { mtu } => mtu,
+                            _ => None,
+                        },
                     },
-                    ts: d.ts,
-                    frame: d.frame,
-                    kind: icmp.kind.as_str(),
-                });
+                    &mut *out,
+                )?;
             }
             reader.recycle(d);
             continue;
@@ -632,13 +635,25 @@ fn read_packets(
         summary_only: args.quiet,
         ..args.capture.clone()
     };
+    // ICMP errors about a flow's datagrams are lines (records) of their own,
+    // unless a filter or a field export chose what to print.
+    let icmp_shown = !args.quiet && shown.export.is_none() && shown.filter.is_none();
     let code = drive_from(
         live,
         &cap,
         trace,
         &mut mirror,
         out,
-        &mut |_| {},
+        &mut |n, out| {
+            if !icmp_shown {
+            } else if json {
+                serde_json::to_writer(&mut *out, &IcmpJson::new(&n))?;
+                out.write_all(b"\n")?;
+            } else {
+                writeln!(out, "{}", text::icmp_line(&n, pal))?;
+            }
+            Ok(())
+        },
         |p, obs, since, out| {
             p.anomalies.append(&mut obs.anomalies);
             if let Some(f) = flows.as_deref_mut() {
@@ -757,7 +772,7 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
         false,
         &mut mirror,
         out,
-        &mut |_| {},
+        &mut |_, _| Ok(()),
         |_, obs, since, out| {
             first.get_or_insert(since);
             for m in &obs.messages {
@@ -858,7 +873,7 @@ pub fn run_flows(args: &FlowsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         false,
         &mut mirror,
         out,
-        &mut |_| {},
+        &mut |_, _| Ok(()),
         |_, obs, _, out| {
             take(&mut obs.closed, out)?;
             Ok(Next::Continue)

@@ -492,7 +492,7 @@ pub fn run_plot(args: &PlotArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         false,
         &mut mirror,
         &mut sink,
-        &mut |_| {},
+        &mut |_, _| Ok(()),
         |p, obs, _, _| {
             col.observe(p, obs);
             Ok(Next::Continue)

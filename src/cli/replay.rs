@@ -126,7 +126,7 @@ pub(super) fn load_session(
         false,
         &mut mirror,
         out,
-        &mut |_| {},
+        &mut |_, _| Ok(()),
         |p, obs, _, _| {
             sessions.observe(p, &obs.messages);
             for f in obs.closed.drain(..) {

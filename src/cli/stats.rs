@@ -304,7 +304,7 @@ pub fn run_stats(args: &StatsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         false,
         &mut mirror,
         out,
-        &mut |_| {},
+        &mut |_, _| Ok(()),
         |p, obs, _, _| {
             if want(p.flow) {
                 let resends = obs.anomalies.iter().filter(|a| a.kind == "resend").count();

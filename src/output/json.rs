@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::dissect::{Anomaly, Body, Dir, Packet};
+use crate::dissect::{Anomaly, Body, Dir, IcmpNote, Packet};
 use crate::mirror::{DirStats, FlowMirror, Message};
 use crate::wire::{Capsule, Datagram, Motd, Offline, SystemAddress};
 
@@ -334,6 +334,48 @@ pub struct RttJson {
     pub median: f64,
     pub max: f64,
     pub samples: usize,
+}
+
+/// The quoted datagram of an `icmp` record.
+#[derive(Serialize)]
+pub struct QuotedJson {
+    pub src: String,
+    pub dst: String,
+    pub dir: &'static str,
+}
+
+/// An `icmp` record: an ICMP error about a datagram of a flow.
+#[derive(Serialize)]
+pub struct IcmpJson {
+    #[serde(rename = "type")]
+    pub kind_of_record: &'static str,
+    pub frame: u64,
+    pub ts: f64,
+    pub flow: u32,
+    pub from: String,
+    pub kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u16>,
+    pub datagram: QuotedJson,
+}
+
+impl IcmpJson {
+    pub fn new(n: &IcmpNote) -> Self {
+        IcmpJson {
+            kind_of_record: "icmp",
+            frame: n.frame,
+            ts: n.ts.as_secs_f64(),
+            flow: n.flow,
+            from: n.from.to_string(),
+            kind: n.kind,
+            mtu: n.mtu,
+            datagram: QuotedJson {
+                src: n.src.to_string(),
+                dst: n.dst.to_string(),
+                dir: n.dir.as_str(),
+            },
+        }
+    }
 }
 
 /// Milliseconds rounded to the microsecond, as in the live records.

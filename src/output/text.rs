@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use owo_colors::{OwoColorize, Style};
 
-use crate::dissect::{Body, Packet};
+use crate::dissect::{Body, IcmpNote, Packet};
 use crate::mirror::Message;
 use std::net::SocketAddr;
 
@@ -358,6 +358,29 @@ pub fn line(p: &Packet<'_>, since: Duration, pal: Palette) -> String {
     let mut s = Vec::new();
     LineFormatter::new(pal).push_line(&mut s, p, since);
     String::from_utf8_lossy(&s).into_owned()
+}
+
+/// The line of an ICMP error about a flow's datagram, in the columns of
+/// packet lines: from the error's sender back to the datagram's sender, in
+/// the direction opposite to the datagram's.
+pub fn icmp_line(n: &IcmpNote, pal: Palette) -> String {
+    let rel = n.ts.saturating_sub(n.since).as_secs_f64();
+    let what = match n.mtu {
+        Some(mtu) => format!("{} (MTU {mtu})", n.kind.replace('_', " ")),
+        None => n.kind.replace('_', " "),
+    };
+    format!(
+        "{:>6} {rel:>11.6} {:>21} → {:<21} {:>3} {} {}",
+        n.frame,
+        n.from.to_string(),
+        n.src.to_string(),
+        n.flow,
+        n.dir.reverse().as_str(),
+        pal.paint(
+            &format!("ICMP {what} for {} → {}", n.src, n.dst),
+            Style::new().magenta().bold()
+        )
+    )
 }
 
 /// One line per delivered message: frame, time, flow, direction,
