@@ -92,6 +92,12 @@ pub enum Command {
     Stats(stats::StatsArgs),
     /// Draw each flow as an SVG: throughput each way, RTT, loss and resends over time.
     Plot(plot::PlotArgs),
+    /// List the field names of -Y and -e: the NDJSON keys of packet and message records.
+    Fields {
+        /// NDJSON: one `field` record per name.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         #[arg(value_enum)]
@@ -99,12 +105,6 @@ pub enum Command {
     },
     /// Print the man page (roff), generated from these definitions.
     Man,
-    /// List the field names of -Y and -e: the NDJSON keys of packet and message records.
-    Fields {
-        /// NDJSON: one `field` record per name.
-        #[arg(long)]
-        json: bool,
-    },
 }
 
 /// What to print of each record and which records: `-Y`, `-T`, `-e`, `-E`.
