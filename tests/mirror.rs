@@ -40,7 +40,6 @@ use common::Tcpdump;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Read};
-use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -85,23 +84,6 @@ fn work_dir(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("work dir");
     dir
-}
-
-/// Two consecutive free UDP ports on loopback (server, relay), never the same
-/// twice in this process (the tests run in parallel).
-fn free_ports() -> u16 {
-    static TAKEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
-    let mut taken = TAKEN.lock().unwrap_or_else(|e| e.into_inner());
-    for _ in 0..200 {
-        let s = UdpSocket::bind("127.0.0.1:0").expect("bind");
-        let p = s.local_addr().expect("addr").port();
-        let clash = taken.iter().any(|&t| t.abs_diff(p) <= 1);
-        if p < 65000 && !clash && UdpSocket::bind(("127.0.0.1", p + 1)).is_ok() {
-            taken.push(p);
-            return p;
-        }
-    }
-    panic!("no two consecutive free ports")
 }
 
 fn capture_ready() -> bool {
@@ -295,7 +277,7 @@ fn negotiated_mtu(pcap: &Path) -> u16 {
 
 fn run_original(name: &str, py: &str, how: Impairment) -> Run {
     let dir = work_dir(name);
-    let port = free_ports();
+    let port = common::free_port_pair();
     let pcap = dir.join("capture.pcap");
     // The server's side of the relay only: relay <-> server (and the server's
     // self-test datagram to its own port).
@@ -350,7 +332,7 @@ fn run_original(name: &str, py: &str, how: Impairment) -> Run {
 fn run_minecraft(name: &str, how: Impairment) -> Run {
     let exe = common::mc_pair_exe();
     let dir = work_dir(name);
-    let port = free_ports();
+    let port = common::free_port_pair();
     let pcap = dir.join("capture.pcap");
     let dump = Tcpdump::start(&pcap, &format!("udp port {port}"));
     let relay = Relay::start(&dir, port, port + 1, how);

@@ -8,7 +8,6 @@
 
 mod common;
 
-use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -20,18 +19,6 @@ fn tmp(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("peers");
     std::fs::create_dir_all(&dir).expect("tmp dir");
     dir.join(name)
-}
-
-/// Two consecutive free UDP ports on loopback (server, client).
-fn free_ports() -> u16 {
-    for _ in 0..200 {
-        let s = UdpSocket::bind("127.0.0.1:0").expect("bind");
-        let p = s.local_addr().expect("addr").port();
-        if p < 65000 && UdpSocket::bind(("127.0.0.1", p + 1)).is_ok() {
-            return p;
-        }
-    }
-    panic!("no two consecutive free ports")
 }
 
 /// UDP datagrams in a capture between two different endpoints (the
@@ -95,7 +82,7 @@ fn original_library_all_reliabilities() {
         common::skip_or_fail("Python package raknet (PyPI) not installed");
         return;
     };
-    let port = free_ports();
+    let port = common::free_port_pair();
     let pcap = tmp("original.pcap");
     let truth = tmp("original.expected.json");
     let dump = Tcpdump::start(&pcap, &format!("udp port {port} or udp port {}", port + 1));
@@ -166,7 +153,7 @@ fn minecraft_dialect_rust_raknet() {
         return;
     }
     let exe = common::mc_pair_exe();
-    let port = free_ports();
+    let port = common::free_port_pair();
     let pcap = tmp("minecraft.pcap");
     let dump = Tcpdump::start(&pcap, &format!("udp port {port}"));
     let out = Command::new(&exe)

@@ -590,3 +590,28 @@ impl Ours {
 pub fn args(a: &[&str]) -> Vec<String> {
     a.iter().map(|s| s.to_string()).collect()
 }
+
+/// Two consecutive free UDP ports on loopback, never the same twice in this
+/// process. They are taken below the kernel's ephemeral range (32768 and up
+/// by default), so that a socket bound to port 0 elsewhere, by this test run
+/// or another program, cannot take them between this check and their use.
+pub fn free_port_pair() -> u16 {
+    use std::net::UdpSocket;
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    const LOW: u32 = 21_000;
+    const SPAN: u32 = 11_000;
+    let start = std::process::id().wrapping_mul(7_919) % SPAN;
+    for _ in 0..SPAN / 2 {
+        let n = NEXT.fetch_add(2, std::sync::atomic::Ordering::Relaxed);
+        let p = (LOW + (start + n) % SPAN) as u16;
+        if UdpSocket::bind(("127.0.0.1", p)).is_ok()
+            && UdpSocket::bind(("127.0.0.1", p + 1)).is_ok()
+        {
+            return p;
+        }
+    }
+    panic!(
+        "no two consecutive free ports between {LOW} and {}",
+        LOW + SPAN
+    )
+}
