@@ -127,6 +127,44 @@ fn message_cases() -> Vec<(&'static str, String)> {
     ]
 }
 
+/// (filter, jq) for `flow` records.
+fn flow_cases() -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "state == \"disconnected_by_client\"",
+            ".state == \"disconnected_by_client\"".into(),
+        ),
+        (
+            "state != connected && state != unconnected",
+            ".state != \"connected\" and .state != \"unconnected\"".into(),
+        ),
+        (
+            "c2s.lost > 0 || s2c.resends >= 10",
+            ".c2s.lost > 0 or .s2c.resends >= 10".into(),
+        ),
+        (
+            "rtt_ms.median > 10.3",
+            ".rtt_ms != null and .rtt_ms.median > 10.3".into(),
+        ),
+        ("rtt_ms", ".rtt_ms != null".into()),
+        ("protocol == 6", ".protocol == 6".into()),
+        (
+            "!(mtu >= 1400)",
+            "(.mtu != null and .mtu >= 1400) | not".into(),
+        ),
+        (
+            "server contains \":19132\"",
+            ".server | contains(\":19132\")".into(),
+        ),
+        (
+            "duration > 5 && c2s.messages > 10",
+            ".duration > 5 and .c2s.messages > 10".into(),
+        ),
+        ("client_guid", ".client_guid != null".into()),
+        ("flow >= 2", ".flow >= 2".into()),
+    ]
+}
+
 fn check(command: &[&str], cases: &[(&'static str, String)]) {
     let samples = common::sample_captures();
     let mut picked = vec![(0usize, 0usize); cases.len()];
@@ -134,12 +172,14 @@ fn check(command: &[&str], cases: &[(&'static str, String)]) {
         let file = s.to_str().expect("UTF-8 path");
         let mut all_args = command.to_vec();
         all_args.extend([file, "--json"]);
-        // -Y chooses among packet and message records: the others (icmp,
-        // end_of_capture) are not shown under a filter.
+        // -Y chooses among packet, message and flow records: the others
+        // (icmp, end_of_capture) are not shown under a filter.
         let all: String = ours(&all_args)
             .lines()
             .filter(|l| {
-                l.starts_with("{\"type\":\"packet\"") || l.starts_with("{\"type\":\"message\"")
+                ["packet", "message", "flow"]
+                    .iter()
+                    .any(|t| l.starts_with(&format!("{{\"type\":\"{t}\"")))
             })
             .map(|l| format!("{l}\n"))
             .collect();
@@ -148,10 +188,17 @@ fn check(command: &[&str], cases: &[(&'static str, String)]) {
             let mut args = all_args.clone();
             args.extend(["-Y", filter]);
             let got = ours(&args);
+            // Compared as JSON values: jq prints some floats otherwise
+            // (5.9e-05 for 0.000059).
+            let values = |text: &str| -> Vec<serde_json::Value> {
+                text.lines()
+                    .map(|l| serde_json::from_str(l).expect("NDJSON"))
+                    .collect()
+            };
             let want = jq(&format!("select({select})"), &all);
             assert_eq!(
-                got,
-                want,
+                values(&got),
+                values(&want),
                 "{command:?} {} -Y '{filter}' vs jq 'select({select})'",
                 Path::new(file).display()
             );
@@ -185,6 +232,14 @@ fn message_filters_select_what_jq_selects() {
         return;
     }
     check(&["messages"], &message_cases());
+}
+
+#[test]
+fn flow_filters_select_what_jq_selects() {
+    if !common::require_tool("jq") {
+        return;
+    }
+    check(&["flows"], &flow_cases());
 }
 
 #[test]
@@ -288,14 +343,15 @@ fn every_key_of_the_samples_is_a_field() {
     let mut seen = std::collections::BTreeSet::new();
     for s in common::sample_captures() {
         let f = s.to_str().expect("path");
-        let runs: [&[&str]; 2] = [
+        let runs: [&[&str]; 3] = [
             &["read", f, "--json"],
             &["messages", f, "--json", "--data-limit", "1"],
+            &["flows", f, "--json"],
         ];
         for args in runs {
             for line in ours(args).lines() {
                 let v: serde_json::Value = serde_json::from_str(line).expect("NDJSON");
-                if v["type"] != "packet" && v["type"] != "message" {
+                if v["type"] != "packet" && v["type"] != "message" && v["type"] != "flow" {
                     continue;
                 }
                 for (k, val) in v.as_object().expect("object") {

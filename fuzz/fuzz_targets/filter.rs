@@ -33,7 +33,7 @@ fuzz_target!(|data: &[u8]| {
         }
         let names: Vec<String> = FIELDS
             .iter()
-            .filter(|f| f.packet)
+            .filter(|f| f.in_record(RecordType::Packet))
             .map(|f| f.name.to_string())
             .collect();
         if let Ok(x) = FieldExport::new(&names, &[], RecordType::Packet) {

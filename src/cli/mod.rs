@@ -26,7 +26,7 @@ mod replay;
 mod stats;
 
 use crate::capture::CaptureReader;
-use crate::display::{DisplayFilter, FieldExport, MessageRecord, Record, RecordType};
+use crate::display::{DisplayFilter, FieldExport, JsonRecord, MessageRecord, Record, RecordType};
 use crate::dissect::{Dir, Dissector, Options, Packet};
 use crate::mirror::{FlowMirror, Message, Mirror, MirrorConfig, Observation};
 use crate::output::json::{EndJson, FlowJson, IcmpJson, MessageJson, PacketJson};
@@ -92,7 +92,7 @@ pub enum Command {
     Stats(stats::StatsArgs),
     /// Draw each flow as an SVG: throughput each way, RTT, loss and resends over time.
     Plot(plot::PlotArgs),
-    /// List the field names of -Y and -e: the NDJSON keys of packet and message records.
+    /// List the field names of -Y and -e: the NDJSON keys of packet, message and flow records.
     Fields {
         /// NDJSON: one `field` record per name.
         #[arg(long)]
@@ -269,6 +269,8 @@ pub struct FlowsArgs {
     /// NDJSON: one `flow` record per line.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub display: DisplayArgs,
 }
 
 fn parse_id(s: &str) -> Result<u8, String> {
@@ -788,7 +790,8 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
     Ok(code)
 }
 
-/// `fields`: every name `-Y` and `-e` know, with its type and meaning.
+/// `fields`: every name `-Y` and `-e` know, with its type, its records
+/// and its meaning.
 fn print_fields(json: bool, out: &mut impl Write) -> anyhow::Result<u8> {
     #[derive(serde::Serialize)]
     struct FieldJson {
@@ -801,7 +804,7 @@ fn print_fields(json: bool, out: &mut impl Write) -> anyhow::Result<u8> {
     }
     let mut rows = Vec::new();
     for d in crate::display::FIELDS {
-        let records: Vec<&'static str> = [RecordType::Packet, RecordType::Message]
+        let records: Vec<&'static str> = RecordType::ALL
             .into_iter()
             .filter(|r| d.in_record(*r))
             .map(RecordType::as_str)
@@ -849,11 +852,30 @@ pub fn run_flows(args: &FlowsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     cfg.receive.keep_data = false;
     cfg.messages = false;
     let mut mirror = Mirror::new(cfg, true);
+    let shown = match args.display.compile(RecordType::Flow, args.json) {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
+    };
+    if let Some(x) = &shown.export {
+        out.write_all(x.header().as_bytes())?;
+    }
     let mut rows: Vec<FlowMirror> = Vec::new();
     let mut omitted = 0usize;
+    let mut line = String::new();
     let mut take = |closed: &mut Vec<FlowMirror>, out: &mut dyn Write| -> anyhow::Result<()> {
         for f in closed.drain(..) {
-            if args.json {
+            // A filter or an export reads the record itself.
+            let record = (shown.filter.is_some() || shown.export.is_some())
+                .then(|| serde_json::to_value(FlowJson::new(&f)).map(JsonRecord))
+                .transpose()?;
+            if record.as_ref().is_some_and(|r| !shown.wants(r)) {
+                continue;
+            }
+            if let (Some(x), Some(r)) = (&shown.export, &record) {
+                line.clear();
+                x.push_row(r, &mut line);
+                out.write_all(line.as_bytes())?;
+            } else if shown.json {
                 serde_json::to_writer(&mut *out, &FlowJson::new(&f))?;
                 out.write_all(b"\n")?;
             } else if rows.len() < MAX_TABLE_ROWS {
@@ -880,7 +902,7 @@ pub fn run_flows(args: &FlowsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         },
     )?;
     take(&mut mirror.finish().closed, out)?;
-    if !args.json {
+    if !shown.json && shown.export.is_none() {
         rows.sort_by_key(|f| f.id);
         let refs: Vec<&FlowMirror> = rows.iter().collect();
         let width = if io::stdout().is_terminal() {
