@@ -18,7 +18,9 @@
 //!   shut-down to unblock its own `recvfrom`; not RakNet, tshark (forced by
 //!   `-d`) calls it "Unknown offline message ID: 0";
 //! - an ICMP error: tshark decodes the copy of the RakNet datagram quoted inside
-//!   it; we count the datagram itself, not the ICMP quote.
+//!   it; we count the datagram itself, not the ICMP quote, and print the error
+//!   as an `icmp` record of the same frame (checked: every ICMP frame tshark
+//!   shows is one of ours, and every one of ours is one of tshark's).
 //!
 //! Any other frame only one side shows is a mismatch.
 //!
@@ -731,7 +733,8 @@ fn udp_ports(capture: &Path) -> BTreeSet<u16> {
         .collect()
 }
 
-fn ours_packets(capture: &Path) -> BTreeMap<u64, Value> {
+/// Our `packet` records by frame, and the frames of our `icmp` records.
+fn ours_packets(capture: &Path) -> (BTreeMap<u64, Value>, BTreeSet<u64>) {
     let path = capture.to_str().expect("utf-8 path");
     let out = common::run_bin(&[path, "--json"]);
     assert!(
@@ -741,9 +744,14 @@ fn ours_packets(capture: &Path) -> BTreeMap<u64, Value> {
         String::from_utf8_lossy(&out.stderr)
     );
     let mut packets = BTreeMap::new();
+    let mut icmp = BTreeSet::new();
     for (n, line) in String::from_utf8_lossy(&out.stdout).lines().enumerate() {
         let v: Value = serde_json::from_str(line)
             .unwrap_or_else(|e| panic!("{path}: line {}: bad JSON: {e}: {line}", n + 1));
+        if v.get("type").and_then(Value::as_str) == Some("icmp") {
+            icmp.insert(v["frame"].as_u64().expect("icmp frame"));
+            continue;
+        }
         if v.get("type").and_then(Value::as_str) != Some("packet") {
             continue;
         }
@@ -756,7 +764,7 @@ fn ours_packets(capture: &Path) -> BTreeMap<u64, Value> {
             "{path}: frame {frame} twice in our output"
         );
     }
-    packets
+    (packets, icmp)
 }
 
 fn layers_of(packet: &Value) -> &Value {
@@ -801,11 +809,12 @@ fn explain_tshark_only(layers: &Value) -> Option<&'static str> {
     )
 }
 
-/// Both sides' view of one capture: our `packet` records by frame, tshark's
-/// frames.
+/// Both sides' view of one capture: our `packet` records by frame, the
+/// frames of our `icmp` records, tshark's frames.
 struct Views {
     name: String,
     ours: BTreeMap<u64, Value>,
+    icmp: BTreeSet<u64>,
     tshark: Vec<Value>,
 }
 
@@ -820,7 +829,7 @@ fn views(original: &Path) -> Views {
     std::fs::copy(original, &capture)
         .unwrap_or_else(|e| panic!("copy {}: {e}", original.display()));
 
-    let ours = ours_packets(&capture);
+    let (ours, icmp) = ours_packets(&capture);
     let mut ports = udp_ports(&capture);
     for p in ours.values() {
         for k in ["src", "dst"] {
@@ -835,7 +844,12 @@ fn views(original: &Path) -> Views {
         }
     }
     let tshark = tshark_frames(&capture, &ports);
-    Views { name, ours, tshark }
+    Views {
+        name,
+        ours,
+        icmp,
+        tshark,
+    }
 }
 
 fn compare(v: &Views) -> Report {
@@ -845,6 +859,7 @@ fn compare(v: &Views) -> Report {
         ..Report::default()
     };
     let mut seen = BTreeSet::new();
+    let mut icmp_seen = BTreeSet::new();
     for packet in &v.tshark {
         let layers = layers_of(packet);
         let n = frame_number(layers);
@@ -852,6 +867,20 @@ fn compare(v: &Views) -> Report {
             .get("frame.protocols")
             .and_then(Value::as_str)
             .unwrap_or("");
+        // An ICMP error quoting a datagram of a RakNet flow: one of our
+        // `icmp` records, at the same frame.
+        if protocols.split(':').any(|p| p == "icmp" || p == "icmpv6")
+            && protocols.split(':').any(|p| p == "raknet")
+        {
+            icmp_seen.insert(n);
+            if !v.icmp.contains(&n) {
+                let mut c = Cmp {
+                    rep: &mut rep,
+                    frame: n,
+                };
+                c.mismatch("icmp record", None, Some(format!("ICMP ({protocols})")));
+            }
+        }
         if !protocols.split(':').any(|p| p == "raknet") {
             if v.ours.contains_key(&n) {
                 let mut c = Cmp {
@@ -891,6 +920,13 @@ fn compare(v: &Views) -> Report {
             frame: n,
         };
         compare_frame(&mut c, o, layers);
+    }
+    for n in v.icmp.iter().filter(|n| !icmp_seen.contains(n)) {
+        let mut c = Cmp {
+            rep: &mut rep,
+            frame: *n,
+        };
+        c.mismatch("icmp record", Some("icmp".into()), None);
     }
     for n in v.ours.keys().filter(|n| !seen.contains(n)) {
         let already = rep.mismatches.iter().any(|m| m.frame == *n);
