@@ -340,6 +340,45 @@ fn text_tables() {
 }
 
 #[test]
+fn byte_rates_are_bytes_over_the_interval() {
+    let file = sample("lossy.pcap");
+    let (code, out, err) = run(&["stats", &file, "--interval", "0.5"]);
+    assert_eq!(code, 0, "{err}");
+    let rows: Vec<Vec<String>> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("Traffic"))
+        .filter(|l| l.starts_with("│ "))
+        .skip(1)
+        .map(|l| l.split(['│', '┆']).map(|c| c.trim().to_string()).collect())
+        .collect();
+    let records = json_lines(&["stats", &file, "--interval", "0.5", "--json"]);
+    let intervals: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["type"] == "stats_interval")
+        .collect();
+    assert_eq!(rows.len(), intervals.len() + 1, "{out}");
+    let rate = |bytes: u64, over: f64| format!("{:.0}", bytes as f64 / over);
+    let mut nonzero = 0;
+    for (row, r) in rows.iter().zip(&intervals) {
+        let (c, s) = (u(&r["c2s"], "bytes"), u(&r["s2c"], "bytes"));
+        nonzero += usize::from(c + s > 0);
+        assert_eq!(
+            row[4],
+            format!("{} / {}", rate(c, 0.5), rate(s, 0.5)),
+            "{row:?}"
+        );
+    }
+    assert!(nonzero >= 3, "{out}");
+    // The total row: over the whole capture.
+    let total = records.last().expect("stats record");
+    let d = total["duration"].as_f64().expect("duration");
+    let (c, s) = (u(&total["c2s"], "bytes"), u(&total["s2c"], "bytes"));
+    let last = rows.last().expect("total row");
+    assert_eq!(last[1], "total");
+    assert_eq!(last[4], format!("{} / {}", rate(c, d), rate(s, d)));
+}
+
+#[test]
 fn bad_interval_is_a_usage_error() {
     let file = sample("lossy.pcap");
     for bad in ["0", "-1", "nan", "inf", "1e9", "0.0000000001", "x", ""] {

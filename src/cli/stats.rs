@@ -493,11 +493,24 @@ fn write_text(st: &Stats, flow: Option<u32>, out: &mut impl Write) -> anyhow::Re
     }
     let secs = st.interval.as_secs_f64();
     writeln!(out, "Traffic{in_flow} per {secs} s from the first packet")?;
-    let traffic = |b: &Both<Traffic>, label: String| -> Vec<String> {
+    // Byte rate each way over `over` seconds, in B/s.
+    let rate = |b: &Both<Traffic>, over: f64| -> String {
+        let per_s = |t: &Traffic| {
+            if over > 0.0 {
+                format!("{:.0}", t.bytes as f64 / over)
+            } else {
+                "-".into()
+            }
+        };
+        format!("{} / {}", per_s(&b[0]), per_s(&b[1]))
+    };
+    let dur = st.duration().as_secs_f64();
+    let traffic = |b: &Both<Traffic>, label: String, over: f64| -> Vec<String> {
         vec![
             label,
             pair(b, |t| t.packets),
             pair(b, |t| t.bytes),
+            rate(b, over),
             pair(b, |t| t.acks),
             pair(b, |t| t.nacks),
             pair(b, |t| t.resends),
@@ -506,14 +519,15 @@ fn write_text(st: &Stats, flow: Option<u32>, out: &mut impl Write) -> anyhow::Re
     };
     let mut rows: Vec<Vec<String>> = st
         .rows(MAX_TABLE_INTERVALS)
-        .map(|(i, b)| traffic(&b, st.start(i).to_string()))
+        .map(|(i, b)| traffic(&b, st.start(i).to_string(), secs))
         .collect();
     let shown = rows.len();
-    rows.push(traffic(&st.total, "total".into()));
+    rows.push(traffic(&st.total, "total".into(), dur));
     let header = [
         "t s",
         "packets c2s / s2c",
         "bytes c2s / s2c",
+        "B/s c2s / s2c",
         "ACKs c2s / s2c",
         "NACKs c2s / s2c",
         "resends c2s / s2c",
@@ -521,7 +535,6 @@ fn write_text(st: &Stats, flow: Option<u32>, out: &mut impl Write) -> anyhow::Re
     ];
     writeln!(out, "{}", table::counts_table(&header, rows, 0, width))?;
     let n = st.interval_count();
-    let dur = st.duration().as_secs_f64();
     if n > shown as u64 {
         writeln!(
             out,
