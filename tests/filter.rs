@@ -81,6 +81,10 @@ fn packet_cases() -> Vec<(&'static str, String)> {
             ".dir == \"c2s\" and (.src | contains(\"127.0.0.1\"))".into(),
         ),
         ("security == false", ".security == false".into()),
+        (
+            "src == 127.0.0.1:19132 || dst == [::1]:19134",
+            ".src == \"127.0.0.1:19132\" or .dst == \"[::1]:19134\"".into(),
+        ),
         ("motd.edition == \"MCPE\"", ".motd.edition == \"MCPE\"".into()),
         (
             "payload contains \"4d435045\"",

@@ -258,10 +258,12 @@ fn tokenize(text: &str) -> Result<Vec<Token>, FilterError> {
                 j += 1;
             }
             (Tok::Str(s), j + 1 - i)
-        } else if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' {
+        } else if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '[' | ':') {
+            // Words take what addresses are made of: `127.0.0.1:19132`,
+            // `[::1]:19134`.
             let mut j = i;
             while chars.get(j).is_some_and(|ch| {
-                ch.is_ascii_alphanumeric() || matches!(ch, '_' | '.' | ':' | '-' | '+')
+                ch.is_ascii_alphanumeric() || matches!(ch, '_' | '.' | ':' | '-' | '+' | '[' | ']')
             }) {
                 j += 1;
             }
@@ -504,10 +506,9 @@ fn literal(ty: Ty, op: Op, tok: &Tok) -> Result<Lit, String> {
                 })
                 .map_or_else(|| bad("a number or \"0x…\""), |v| Ok(Lit::Int(v)))
         }
-        Ty::Str => match tok {
-            Tok::Str(s) | Tok::Word(s) => Ok(Lit::Str(s.clone())),
-            _ => bad("a string"),
-        },
+        // A bare word or number is the string it spells (`dir == c2s`,
+        // `src == 127.0.0.1:19132`).
+        Ty::Str => Ok(Lit::Str(text.to_string())),
         Ty::Bytes => {
             if ordered && op != Op::Contains {
                 return Err(
@@ -605,6 +606,14 @@ mod tests {
         assert!(holds("ranges == 5 && !(ranges == 8)"));
         assert!(holds("payload contains \"aa:01\" && payload == 86aa01"));
         assert!(holds("kind contains at"));
+        let addr = Fake(vec![
+            (Field::Src, Value::Str("127.0.0.1:19132")),
+            (Field::Dst, Value::Str("[::1]:19134")),
+        ]);
+        let on = |t: &str| pkt(t).unwrap().matches(&addr);
+        assert!(on("src == 127.0.0.1:19132 && dst == [::1]:19134"));
+        assert!(on("src contains :19132 and dst contains [::1]"));
+        assert!(!on("src == 127.0.0.1:1913"));
         assert!(holds("security == false"));
         assert!(!holds("security"), "a false bool is not a pass");
         assert!(!holds("frames"), "absent");
