@@ -248,6 +248,105 @@ fn one_flow_and_a_missing_flow() {
     assert!(!missing.exists(), "an SVG was left for a missing flow");
 }
 
+/// The time column of `read`'s lines (seconds since the capture's first
+/// packet), by frame.
+fn read_times(name: &str) -> std::collections::HashMap<u64, f64> {
+    let o = run_bin(&["read", &s(&sample(name)), "--color", "never"]);
+    assert!(o.status.success(), "read failed: {}", stderr(&o));
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            Some((w.next()?.parse().ok()?, w.next()?.parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn a_time_window_draws_only_its_packets_on_the_capture_clock() {
+    let work = Work::new("window");
+    let out = work.file("window.svg");
+    let text = plot("lossy.pcap", &out, &["--from", "0.25", "--to", "0.8"]);
+    let doc = roxmltree::Document::parse(&text).expect("XML");
+    let all = texts(&doc);
+    assert!(
+        all.iter()
+            .any(|t| t.starts_with("time since the capture's first packet (s)")),
+        "{all:?}"
+    );
+    assert!(
+        all.iter().any(|t| t.lines().next() == Some("0.25")),
+        "the axis starts at --from: {all:?}"
+    );
+    // Resend markers: the packets with a resend finding inside the window.
+    let times = read_times("lossy.pcap");
+    let inside = |p: &Value| {
+        let t = times[&p["frame"].as_u64().expect("frame")];
+        (0.25..=0.8).contains(&t)
+    };
+    let pkts = packets("lossy.pcap");
+    let resent = |dir: &str| {
+        pkts.iter()
+            .filter(|p| p["dir"] == dir && inside(p))
+            .filter(|p| {
+                p["anomalies"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|a| a["kind"] == "resend"))
+            })
+            .count()
+    };
+    let (rc, rs) = (resent("c2s"), resent("s2c"));
+    let (all_c, all_s) = (
+        pkts.iter().filter(|p| p["dir"] == "c2s").count(),
+        pkts.iter().filter(|p| p["dir"] == "s2c").count(),
+    );
+    assert!(
+        rc + rs > 0 && rc + rs < 18,
+        "{rc} + {rs}: some resends, not all"
+    );
+    assert_eq!(with_color(&doc, "polygon", "fill", C2S).len(), rc);
+    assert_eq!(with_color(&doc, "polygon", "fill", S2C).len(), rs);
+    // The summary counts the window's packets only.
+    let summary = all
+        .iter()
+        .find(|t| t.contains("packets "))
+        .expect("summary line");
+    let (wc, ws) = (
+        pkts.iter()
+            .filter(|p| p["dir"] == "c2s" && inside(p))
+            .count(),
+        pkts.iter()
+            .filter(|p| p["dir"] == "s2c" && inside(p))
+            .count(),
+    );
+    assert!(wc < all_c && ws < all_s);
+    assert!(
+        summary.contains(&format!("packets {wc} c2s / {ws} s2c")),
+        "{summary}"
+    );
+    // A window the flow is not in, and a window backwards: usage errors.
+    let none = work.file("none.svg");
+    for (args, want) in [
+        (
+            &["--flow", "1", "--from", "20"][..],
+            "flow 1 has no packet from 20 s on",
+        ),
+        (
+            &["--from", "2", "--to", "1"][..],
+            "--from 2 is after --to 1",
+        ),
+    ] {
+        let mut a = vec!["plot", "-o"];
+        let (f, n) = (s(&sample("lossy.pcap")), s(&none));
+        a.extend([n.as_str(), f.as_str()]);
+        a.extend_from_slice(args);
+        let o = run_bin(&a);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&o).contains(want), "{}", stderr(&o));
+        assert!(!none.exists());
+    }
+}
+
 #[test]
 fn unwritable_output_is_exit_1() {
     let work = Work::new("unwritable");

@@ -45,6 +45,13 @@ pub struct PlotArgs {
     /// Only this flow (its id, as `flows` shows it).
     #[arg(long, value_name = "N")]
     pub flow: Option<u32>,
+    /// Draw from this time on: seconds since the capture's first packet, the
+    /// clock of `read`'s lines. The time axes then count on that clock too.
+    #[arg(long, value_name = "SECONDS", value_parser = super::peer::parse_seconds)]
+    pub from: Option<Duration>,
+    /// Draw up to this time (seconds since the capture's first packet).
+    #[arg(long, value_name = "SECONDS", value_parser = super::peer::parse_seconds)]
+    pub to: Option<Duration>,
 }
 
 /// Buckets a flow's time series has at most; past them, their width doubles.
@@ -251,6 +258,9 @@ struct FlowPlot {
     client: SocketAddr,
     server: SocketAddr,
     start: Duration,
+    /// With `--from`/`--to`: `start` in seconds since the capture's first
+    /// packet, added to the time axes' labels.
+    axis_offset: Option<f64>,
     /// The latest time seen, in µs from `start`.
     end_us: u64,
     packets: [u64; 2],
@@ -273,6 +283,7 @@ impl FlowPlot {
             client: p.src,
             server: p.dst,
             start: p.ts,
+            axis_offset: None,
             end_us: 0,
             packets: [0; 2],
             bytes: [0; 2],
@@ -357,6 +368,8 @@ impl FlowPlot {
 #[derive(Default)]
 struct Collector {
     only: Option<u32>,
+    /// `--from`, `--to`: the part of the capture drawn, from its first packet.
+    window: Option<(Duration, Duration)>,
     flows: HashMap<u32, FlowPlot>,
     /// The highest flow id seen (the dissector numbers flows in sequence).
     max_id: u32,
@@ -367,7 +380,8 @@ struct Collector {
 }
 
 impl Collector {
-    fn observe(&mut self, p: &Packet<'_>, obs: &Observation) {
+    /// `since`: the capture's first packet's time.
+    fn observe(&mut self, p: &Packet<'_>, obs: &Observation, since: Duration) {
         if p.flow > self.max_id {
             self.max_id = p.flow;
             self.seen_flows += 1;
@@ -378,10 +392,19 @@ impl Collector {
         if self.only.is_some_and(|n| n != p.flow) {
             return;
         }
+        let rel = p.ts.saturating_sub(since);
+        if self.window.is_some_and(|(from, to)| rel < from || rel > to) {
+            return;
+        }
         if let Some(f) = self.flows.get_mut(&p.flow) {
             f.observe(p, obs);
         } else if self.flows.len() < MAX_TRACKED {
             let mut f = FlowPlot::new(p);
+            if let Some((from, _)) = self.window {
+                // Every flow's axis starts at --from, on the capture's clock.
+                f.start = since + from;
+                f.axis_offset = Some(from.as_secs_f64());
+            }
             f.observe(p, obs);
             self.flows.insert(p.flow, f);
         } else {
@@ -476,8 +499,22 @@ pub fn run_plot(args: &PlotArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     cfg.receive.keep_data = false;
     cfg.messages = false;
     let mut mirror = Mirror::new(cfg, false);
+    let window = match (args.from, args.to) {
+        (None, None) => None,
+        (from, to) => Some((from.unwrap_or_default(), to.unwrap_or(Duration::MAX))),
+    };
+    if let Some((from, to)) = window.filter(|(from, to)| from > to) {
+        output.abandon();
+        eprintln!(
+            "raknet-dissect: --from {} is after --to {}",
+            from.as_secs_f64(),
+            to.as_secs_f64()
+        );
+        return Ok(EXIT_USAGE);
+    }
     let mut col = Collector {
         only: args.flow,
+        window,
         ..Collector::default()
     };
     let mut sink = std::io::sink();
@@ -493,8 +530,8 @@ pub fn run_plot(args: &PlotArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         &mut mirror,
         &mut sink,
         &mut |_, _| Ok(()),
-        |p, obs, _, _| {
-            col.observe(p, obs);
+        |p, obs, since, _| {
+            col.observe(p, obs, since);
             Ok(Next::Continue)
         },
     )?;
@@ -506,8 +543,22 @@ pub fn run_plot(args: &PlotArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     if let Some(n) = args.flow {
         if !col.flows.contains_key(&n) {
             output.abandon();
-            let ids = list_ids(&col.first_ids, col.seen_flows);
-            eprintln!("raknet-dissect: no flow {n} in the capture ({ids})");
+            match window {
+                Some(_) if n >= 1 && n <= col.max_id => {
+                    let part = match (args.from, args.to) {
+                        (Some(f), Some(t)) => {
+                            format!("between {} s and {} s", f.as_secs_f64(), t.as_secs_f64())
+                        }
+                        (Some(f), None) => format!("from {} s on", f.as_secs_f64()),
+                        (None, t) => format!("up to {} s", t.unwrap_or_default().as_secs_f64()),
+                    };
+                    eprintln!("raknet-dissect: flow {n} has no packet {part}");
+                }
+                _ => {
+                    let ids = list_ids(&col.first_ids, col.seen_flows);
+                    eprintln!("raknet-dissect: no flow {n} in the capture ({ids})");
+                }
+            }
             return Ok(EXIT_USAGE);
         }
     }
@@ -681,9 +732,14 @@ fn draw_flow<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, f: &FlowPlot) ->
     let width_s = b.width_us() as f64 / 1e6;
     let x_max = n as f64 * width_s;
     let xs = |i: usize| (i as f64 + 0.5) * width_s;
-    let x_fmt = |v: &f64| tick(*v, x_max);
+    let off = f.axis_offset.unwrap_or(0.0);
+    let x_fmt = |v: &f64| tick(*v + off, x_max);
     let bucket = human_width(b.width_us());
-    let time_desc = "time since the flow's first packet (s)";
+    let time_desc = if f.axis_offset.is_some() {
+        "time since the capture's first packet (s)"
+    } else {
+        "time since the flow's first packet (s)"
+    };
 
     // 1. Throughput.
     let rates: [Vec<f64>; 2] = [0, 1].map(|d| {
