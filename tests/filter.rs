@@ -169,6 +169,49 @@ fn flow_cases() -> Vec<(&'static str, String)> {
     ]
 }
 
+/// (filter, jq) for `handshake` records.
+fn handshake_cases() -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "outcome != connected && outcome != disconnected_by_client",
+            ".outcome != \"connected\" and .outcome != \"disconnected_by_client\"".into(),
+        ),
+        (
+            "steps.step == refused || steps.step == icmp",
+            "any(.steps[]; .step == \"refused\" or .step == \"icmp\")".into(),
+        ),
+        ("mtu_probes == 576", "any(.mtu_probes[]; . == 576)".into()),
+        ("pongs > 0", ".pongs > 0".into()),
+        (
+            "connection_request_acked",
+            ".connection_request_acked == true".into(),
+        ),
+        (
+            "diagnosis contains full || server_protocol",
+            "(.diagnosis | contains(\"full\")) or .server_protocol != null".into(),
+        ),
+        ("duration < 1", ".duration < 1".into()),
+        (
+            "steps.dir == s2c && mtu >= 1400",
+            "any(.steps[]; .dir == \"s2c\") and .mtu != null and .mtu >= 1400".into(),
+        ),
+    ]
+}
+
+fn numbers_as_floats(v: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::Number(n) => n.as_f64().map_or(Value::Null, |f| serde_json::json!(f)),
+        Value::Array(a) => Value::Array(a.into_iter().map(numbers_as_floats).collect()),
+        Value::Object(o) => Value::Object(
+            o.into_iter()
+                .map(|(k, v)| (k, numbers_as_floats(v)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
 fn check(command: &[&str], cases: &[(&'static str, String)]) {
     let samples = common::sample_captures();
     let mut picked = vec![(0usize, 0usize); cases.len()];
@@ -181,7 +224,7 @@ fn check(command: &[&str], cases: &[(&'static str, String)]) {
         let all: String = ours(&all_args)
             .lines()
             .filter(|l| {
-                ["packet", "message", "flow"]
+                ["packet", "message", "flow", "handshake"]
                     .iter()
                     .any(|t| l.starts_with(&format!("{{\"type\":\"{t}\"")))
             })
@@ -192,11 +235,11 @@ fn check(command: &[&str], cases: &[(&'static str, String)]) {
             let mut args = all_args.clone();
             args.extend(["-Y", filter]);
             let got = ours(&args);
-            // Compared as JSON values: jq prints some floats otherwise
-            // (5.9e-05 for 0.000059).
+            // Compared as JSON values, numbers as floats: jq prints some
+            // numbers otherwise (5.9e-05 for 0.000059, 0 for 0.0).
             let values = |text: &str| -> Vec<serde_json::Value> {
                 text.lines()
-                    .map(|l| serde_json::from_str(l).expect("NDJSON"))
+                    .map(|l| numbers_as_floats(serde_json::from_str(l).expect("NDJSON")))
                     .collect()
             };
             let want = jq(&format!("select({select})"), &all);
@@ -244,6 +287,14 @@ fn flow_filters_select_what_jq_selects() {
         return;
     }
     check(&["flows"], &flow_cases());
+}
+
+#[test]
+fn handshake_filters_select_what_jq_selects() {
+    if !common::require_tool("jq") {
+        return;
+    }
+    check(&["handshake"], &handshake_cases());
 }
 
 #[test]
@@ -347,15 +398,18 @@ fn every_key_of_the_samples_is_a_field() {
     let mut seen = std::collections::BTreeSet::new();
     for s in common::sample_captures() {
         let f = s.to_str().expect("path");
-        let runs: [&[&str]; 3] = [
+        let runs: [&[&str]; 4] = [
             &["read", f, "--json"],
             &["messages", f, "--json", "--data-limit", "1"],
             &["flows", f, "--json"],
+            &["handshake", f, "--json"],
         ];
         for args in runs {
             for line in ours(args).lines() {
                 let v: serde_json::Value = serde_json::from_str(line).expect("NDJSON");
-                if v["type"] != "packet" && v["type"] != "message" && v["type"] != "flow" {
+                if !["packet", "message", "flow", "handshake"]
+                    .contains(&v["type"].as_str().unwrap_or(""))
+                {
                     continue;
                 }
                 for (k, val) in v.as_object().expect("object") {

@@ -7,6 +7,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::{drive, mirror_config, CaptureArgs, Next};
+use crate::display::{JsonRecord, RecordType};
 use crate::mirror::handshake::{Attempt, HandshakeTracker};
 use crate::mirror::Mirror;
 
@@ -20,6 +21,8 @@ pub struct HandshakeArgs {
     /// Only this flow.
     #[arg(long, value_name = "N")]
     pub flow: Option<u32>,
+    #[command(flatten)]
+    pub display: super::DisplayArgs,
 }
 
 #[derive(Serialize)]
@@ -96,6 +99,10 @@ impl<'a> HandshakeJson<'a> {
 }
 
 pub fn run_handshake(args: &HandshakeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
+    let shown = match args.display.compile(RecordType::Handshake, args.json) {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
+    };
     let mut mirror = Mirror::new(mirror_config(&args.capture), false);
     let tracker = std::cell::RefCell::new(HandshakeTracker::new());
     let cap = CaptureArgs {
@@ -119,12 +126,29 @@ pub fn run_handshake(args: &HandshakeArgs, out: &mut impl Write) -> anyhow::Resu
         },
     )?;
     let tracker = tracker.into_inner();
+    let mut line = String::new();
+    if let Some(x) = &shown.export {
+        out.write_all(x.header().as_bytes())?;
+    }
     for a in tracker.finish() {
         if args.flow.is_some_and(|f| f != a.flow) {
             continue;
         }
         let j = HandshakeJson::new(&a);
-        if args.json {
+        // A filter or an export reads the record itself.
+        if shown.filter.is_some() || shown.export.is_some() {
+            let r = JsonRecord(serde_json::to_value(&j)?);
+            if !shown.wants(&r) {
+                continue;
+            }
+            if let Some(x) = &shown.export {
+                line.clear();
+                x.push_row(&r, &mut line);
+                out.write_all(line.as_bytes())?;
+                continue;
+            }
+        }
+        if shown.json {
             serde_json::to_writer(&mut *out, &j)?;
             out.write_all(b"\n")?;
             continue;

@@ -18,6 +18,7 @@ pub enum RecordType {
     Packet,
     Message,
     Flow,
+    Handshake,
 }
 
 impl RecordType {
@@ -26,6 +27,7 @@ impl RecordType {
             RecordType::Packet => "packet",
             RecordType::Message => "message",
             RecordType::Flow => "flow",
+            RecordType::Handshake => "handshake",
         }
     }
 
@@ -34,11 +36,17 @@ impl RecordType {
             RecordType::Packet => PK,
             RecordType::Message => MS,
             RecordType::Flow => FL,
+            RecordType::Handshake => HS,
         }
     }
 
     /// Every record type, in the order `fields` lists them.
-    pub const ALL: [RecordType; 3] = [RecordType::Packet, RecordType::Message, RecordType::Flow];
+    pub const ALL: [RecordType; 4] = [
+        RecordType::Packet,
+        RecordType::Message,
+        RecordType::Flow,
+        RecordType::Handshake,
+    ];
 }
 
 /// What a field's values are, which decides the comparisons it allows.
@@ -164,6 +172,13 @@ const PK: u8 = 1;
 const MS: u8 = 2;
 /// In `flow` records.
 const FL: u8 = 4;
+/// In `handshake` records.
+const HS: u8 = 8;
+
+/// A key of `handshake` records alone, by its path.
+const fn handshake_key(name: &'static str, ty: Ty, meaning: &'static str) -> FieldDef {
+    def(name, Field::Path(name), ty, HS, meaning)
+}
 
 /// A key of `flow` records alone, by its path.
 const fn flow_key(name: &'static str, ty: Ty, meaning: &'static str) -> FieldDef {
@@ -177,8 +192,8 @@ pub static FIELDS: &[FieldDef] = &[
         "type",
         Field::Type,
         Ty::Str,
-        PK | MS | FL,
-        "The record type: \"packet\", \"message\" or \"flow\".",
+        PK | MS | FL | HS,
+        "The record type: \"packet\", \"message\", \"flow\" or \"handshake\".",
     ),
     def(
         "frame",
@@ -191,8 +206,8 @@ pub static FIELDS: &[FieldDef] = &[
         "ts",
         Field::Ts,
         Ty::Float,
-        PK | MS,
-        "Capture time, seconds since the Unix epoch.",
+        PK | MS | HS,
+        "Capture time, seconds since the Unix epoch (handshake: the attempt's start).",
     ),
     def("src", Field::Src, Ty::Str, PK, "Sender, \"ip:port\"."),
     def("dst", Field::Dst, Ty::Str, PK, "Receiver, \"ip:port\"."),
@@ -200,7 +215,7 @@ pub static FIELDS: &[FieldDef] = &[
         "flow",
         Field::Flow,
         Ty::Int,
-        PK | MS | FL,
+        PK | MS | FL | HS,
         "Flow id, 1-based in order of first sight.",
     ),
     def(
@@ -249,8 +264,8 @@ pub static FIELDS: &[FieldDef] = &[
         "mtu",
         Field::Mtu,
         Ty::Int,
-        PK | FL,
-        "MTU in an open connection request or reply.",
+        PK | FL | HS,
+        "MTU in an open connection request or reply (flow, handshake: the one agreed).",
     ),
     def(
         "client_guid",
@@ -588,12 +603,12 @@ pub static FIELDS: &[FieldDef] = &[
         MS,
         "Whether --data-limit cut the printed data.",
     ),
-    def("client", Field::Path("client"), Ty::Str, FL, "The client's address, \"ip:port\" (the side that sent Open Connection Request 1)."),
-    def("server", Field::Path("server"), Ty::Str, FL, "The server's address, \"ip:port\"."),
+    def("client", Field::Path("client"), Ty::Str, FL | HS, "The client's address, \"ip:port\" (the side that sent Open Connection Request 1)."),
+    def("server", Field::Path("server"), Ty::Str, FL | HS, "The server's address, \"ip:port\"."),
     flow_key("state", Ty::Str, "unconnected, handshake, connected, refused, disconnected_by_client or disconnected_by_server."),
     flow_key("first_ts", Ty::Float, "Time of the flow's first packet, seconds since the Unix epoch."),
     flow_key("last_ts", Ty::Float, "Time of its last packet."),
-    flow_key("duration", Ty::Float, "last_ts - first_ts, seconds."),
+    def("duration", Field::Path("duration"), Ty::Float, FL | HS, "Seconds: flow, last_ts - first_ts; handshake, from the attempt's start to its end."),
     flow_key("c2s", Ty::Object, "Counts of the client-to-server direction (the keys below, as c2s.KEY)."),
     flow_key("s2c", Ty::Object, "Counts of the server-to-client direction (as s2c.KEY)."),
     flow_key("c2s.packets", Ty::Int, "RakNet packets sent this way."),
@@ -629,6 +644,22 @@ pub static FIELDS: &[FieldDef] = &[
     flow_key("rtt_ms.median", Ty::Float, "Median RTT sample, ms."),
     flow_key("rtt_ms.max", Ty::Float, "Largest RTT sample, ms."),
     flow_key("rtt_ms.samples", Ty::Int, "RTT samples taken."),
+    handshake_key("attempt", Ty::Int, "Attempt number within the flow, 1-based."),
+    handshake_key("outcome", Ty::Str, "How the attempt ended: connected, no_free_incoming_connections, port_unreachable, ... (`handshake` lists them)."),
+    handshake_key("diagnosis", Ty::Str, "The outcome in a sentence."),
+    handshake_key("client_protocol", Ty::Int, "Protocol byte of Open Connection Request 1."),
+    handshake_key("server_protocol", Ty::Int, "The server's protocol, from Incompatible Protocol Version."),
+    handshake_key("mtu_probes", Ty::Int, "The MTU of each Open Connection Request 1, in order."),
+    handshake_key("pings", Ty::Int, "Unconnected pings seen."),
+    handshake_key("pongs", Ty::Int, "Unconnected pongs seen."),
+    handshake_key("connection_request_acked", Ty::Bool, "Whether the server ACKed the datagram carrying ConnectionRequest."),
+    handshake_key("steps", Ty::Object, "The timeline, a step each."),
+    handshake_key("steps.t", Ty::Float, "Each step's time, seconds since the attempt's ts."),
+    handshake_key("steps.frame", Ty::Int, "Each step's frame."),
+    handshake_key("steps.dir", Ty::Str, "Each step's direction."),
+    handshake_key("steps.step", Ty::Str, "Each step: open_connection_request_1, refused, icmp, ..."),
+    handshake_key("steps.detail", Ty::Str, "Each step's detail."),
+    handshake_key("steps_omitted", Ty::Int, "Steps after the 64th."),
     def(
         "anomalies",
         Field::Anomalies,
@@ -1027,32 +1058,49 @@ impl Record for JsonRecord {
             Field::ServerGuid => "server_guid",
             Field::Protocol => "protocol",
             Field::Mtu => "mtu",
+            Field::Ts => "ts",
             _ => return false,
         };
-        let mut v = &self.0;
-        for key in path.split('.') {
-            match v.get(key) {
-                Some(next) => v = next,
-                None => return false,
-            }
-        }
-        match v {
-            serde_json::Value::Null => false,
-            serde_json::Value::Bool(b) => f(Value::Bool(*b)),
-            serde_json::Value::Number(n) => match (n.as_u64(), n.as_i64()) {
-                (Some(u), _) => f(Value::Int(u.into())),
-                (None, Some(i)) => f(Value::Int(i.into())),
-                _ => n.as_f64().is_some_and(|x| f(Value::Float(x))),
-            },
-            serde_json::Value::String(s) => match field {
-                Field::ClientGuid | Field::ServerGuid => s
-                    .strip_prefix("0x")
-                    .and_then(|h| u64::from_str_radix(h, 16).ok())
-                    .is_some_and(|g| f(Value::Guid(g))),
-                _ => f(Value::Str(s)),
-            },
-            serde_json::Value::Array(a) => a.iter().any(|x| f(Value::Object(Obj::Json(x)))),
-            serde_json::Value::Object(_) => f(Value::Object(Obj::Json(v))),
+        let guid = matches!(field, Field::ClientGuid | Field::ServerGuid);
+        walk(&self.0, path, guid, f)
+    }
+}
+
+/// The values at `path` under `v`: an array on the way stands for each of
+/// its elements (`steps.step` is every step's `step`, `mtu_probes` every
+/// probe's MTU); an array of objects at the end, for each object.
+fn walk(
+    v: &serde_json::Value,
+    path: &str,
+    guid: bool,
+    f: &mut dyn FnMut(Value<'_>) -> bool,
+) -> bool {
+    if let serde_json::Value::Array(a) = v {
+        return if path.is_empty() && a.iter().any(|x| x.is_object()) {
+            a.iter().any(|x| f(Value::Object(Obj::Json(x))))
+        } else {
+            a.iter().any(|x| walk(x, path, guid, f))
+        };
+    }
+    if !path.is_empty() {
+        let (key, rest) = path.split_once('.').unwrap_or((path, ""));
+        return v.get(key).is_some_and(|next| walk(next, rest, guid, f));
+    }
+    match v {
+        serde_json::Value::Null => false,
+        serde_json::Value::Bool(b) => f(Value::Bool(*b)),
+        serde_json::Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => f(Value::Int(u.into())),
+            (None, Some(i)) => f(Value::Int(i.into())),
+            _ => n.as_f64().is_some_and(|x| f(Value::Float(x))),
+        },
+        serde_json::Value::String(s) if guid => s
+            .strip_prefix("0x")
+            .and_then(|h| u64::from_str_radix(h, 16).ok())
+            .is_some_and(|g| f(Value::Guid(g))),
+        serde_json::Value::String(s) => f(Value::Str(s)),
+        serde_json::Value::Array(_) | serde_json::Value::Object(_) => {
+            f(Value::Object(Obj::Json(v)))
         }
     }
 }
