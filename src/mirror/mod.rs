@@ -654,7 +654,8 @@ impl Mirror {
                     }
                 }
                 // ACKs and NACKs of `dir` cover datagrams sent the other way.
-                let mut rtts = Vec::new();
+                // RTT samples go straight to `out.rtt_ms` (cleared above).
+                let rtts = &mut out.rtt_ms;
                 let mut flagged = 0;
                 let i = index(other(dir));
                 // Nothing seen the other way: nothing to match, only to count.
@@ -669,18 +670,30 @@ impl Mirror {
                     }
                     return self.account(p.flow, out);
                 };
-                // Merged, so that repeated or overlapping ranges cost one walk.
-                let mut ranges: Vec<(u32, u32)> = l.ranges.iter().map(|r| (r.min, r.max)).collect();
-                ranges.sort_unstable();
-                ranges.dedup_by(|b, a| {
-                    if b.0 <= a.1.saturating_add(1) {
-                        a.1 = a.1.max(b.1);
-                        true
-                    } else {
-                        false
+                // Merged, so that repeated or overlapping ranges cost one walk
+                // (most ACKs have one range: no list to build then).
+                let one;
+                let mut many: Vec<(u32, u32)>;
+                let ranges: &[(u32, u32)] = match l.ranges.as_slice() {
+                    [r] => {
+                        one = [(r.min, r.max)];
+                        &one
                     }
-                });
-                for &(min, max) in &ranges {
+                    all => {
+                        many = all.iter().map(|r| (r.min, r.max)).collect();
+                        many.sort_unstable();
+                        many.dedup_by(|b, a| {
+                            if b.0 <= a.1.saturating_add(1) {
+                                a.1 = a.1.max(b.1);
+                                true
+                            } else {
+                                false
+                            }
+                        });
+                        &many
+                    }
+                };
+                for &(min, max) in ranges {
                     let r = AckRange { min, max };
                     let r = &r;
                     // A range is at most 2^24 numbers; look only at those remembered.
@@ -689,8 +702,7 @@ impl Mirror {
                         for s in peer.sent.iter_mut().flatten() {
                             let off = s.seq.wrapping_sub(r.min) & 0xff_ffff;
                             if off <= span {
-                                flagged +=
-                                    u64::from(mark(s, is_ack, p, &mut rtts, &mut out.anomalies));
+                                flagged += u64::from(mark(s, is_ack, p, rtts, &mut out.anomalies));
                             }
                         }
                         if !is_ack {
@@ -704,13 +716,12 @@ impl Mirror {
                             peer.stats.nacked += 1;
                         }
                         if let Some(s) = peer.find(seq) {
-                            flagged += u64::from(mark(s, is_ack, p, &mut rtts, &mut out.anomalies));
+                            flagged += u64::from(mark(s, is_ack, p, rtts, &mut out.anomalies));
                         }
                     }
                 }
                 peer.stats.anomalies += flagged;
-                out.rtt_ms.extend_from_slice(&rtts);
-                for r in rtts {
+                for &r in out.rtt_ms.iter() {
                     f.rtt_min = f.rtt_min.min(r);
                     f.rtt_max = f.rtt_max.max(r);
                     f.rtt_count += 1;
