@@ -40,6 +40,8 @@ const SPARE_MAX: usize = 1 << 16;
 /// Most buffers kept for reuse: enough for the batches in flight between a
 /// background reader and its consumer.
 const SPARES: usize = 2048;
+/// Capacity of a new payload buffer: a datagram of the largest usual MTU.
+const FRESH_BUFFER: usize = 1536;
 
 impl Decoder {
     pub fn new(limits: DefragLimits) -> Self {
@@ -346,7 +348,12 @@ impl Decoder {
             self.stats.truncated += 1;
         }
         self.stats.udp += 1;
-        let mut buf = self.spare.pop().unwrap_or_default();
+        // New buffers hold a full-MTU datagram from the start, so that one
+        // first used for a 7-byte ACK need not grow for the next payload.
+        let mut buf = self
+            .spare
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(FRESH_BUFFER));
         buf.extend_from_slice(payload);
         Some(UdpDatagram {
             frame: frame.number,
