@@ -538,7 +538,7 @@ fn drive_from(
         };
         mirror.observe(&p, || dissector.flow(p.src, p.dst), &mut obs);
         let next = each(&mut p, &mut obs, since, out)?;
-        drop(p);
+        dissector.recycle(p);
         reader.recycle(d);
         if matches!(next, Next::Stop) {
             break;

@@ -314,6 +314,45 @@ pub struct AckList {
     pub ranges: Vec<AckRange>,
 }
 
+/// Lists that [`Datagram::parse_lax_in`] fills instead of allocating: the
+/// ones of an earlier datagram, handed back.
+#[derive(Debug, Default)]
+pub struct Spare<'a> {
+    pub capsules: Vec<Capsule<'a>>,
+    pub ranges: Vec<AckRange>,
+}
+
+impl Spare<'_> {
+    /// The lists of a datagram done with, emptied, for the next one.
+    pub fn keep(&mut self, d: Datagram<'_>) {
+        match d {
+            Datagram::Data(d) => self.capsules = relabel(d.capsules),
+            Datagram::Ack(l) | Datagram::Nack(l) => {
+                self.ranges = l.ranges;
+                self.ranges.clear();
+            }
+        }
+    }
+
+    /// The lists for a datagram borrowing from `'b`.
+    pub fn take<'b>(&mut self) -> Spare<'b> {
+        Spare {
+            capsules: relabel(std::mem::take(&mut self.capsules)),
+            ranges: std::mem::take(&mut self.ranges),
+        }
+    }
+}
+
+/// `v` emptied, as a list of capsules of another lifetime, keeping its
+/// buffer: collecting an emptied vector's iterator reuses the allocation
+/// (in-place iteration; when it does not, this is a new empty vector).
+// `filter` would keep the element type; the point is to change its lifetime.
+#[allow(clippy::unnecessary_filter_map)]
+fn relabel<'b>(mut v: Vec<Capsule<'_>>) -> Vec<Capsule<'b>> {
+    v.clear();
+    v.into_iter().filter_map(|_| None).collect()
+}
+
 /// A data datagram.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DataDatagram<'a> {
@@ -383,6 +422,18 @@ fn parse_ranges(r: &mut Reader<'_>, ranges: &mut Vec<AckRange>) -> Result<()> {
 impl<'a> Datagram<'a> {
     /// Decode a datagram, keeping what was decoded before an error.
     pub fn parse_lax(r: &mut Reader<'a>) -> Lax<Self> {
+        Self::parse_lax_in(r, Spare::default())
+    }
+
+    /// [`parse_lax`](Self::parse_lax), filling the lists of `spare` (emptied
+    /// first) instead of allocating new ones.
+    pub fn parse_lax_in(r: &mut Reader<'a>, spare: Spare<'a>) -> Lax<Self> {
+        let Spare {
+            mut capsules,
+            mut ranges,
+        } = spare;
+        capsules.clear();
+        ranges.clear();
         let flags = match r.u8("datagram flags") {
             Ok(f) => f,
             Err(e) => {
@@ -409,7 +460,7 @@ impl<'a> Datagram<'a> {
             let mut list = AckList {
                 flags,
                 arrival_rate: None,
-                ranges: Vec::new(),
+                ranges,
             };
             let mut error = None;
             if is_ack && flags & FLAG_ACK_HAS_B_AND_AS != 0 {
@@ -445,7 +496,7 @@ impl<'a> Datagram<'a> {
                 }
             }
         };
-        let mut capsules = Vec::with_capacity(4);
+        capsules.reserve(4);
         let mut error = None;
         // Trailing zero padding decodes to a zero-length capsule, which ends
         // the chain in the original; anything else must be a whole capsule.
@@ -560,6 +611,44 @@ mod tests {
         d.emit(&mut out);
         assert_eq!(out, [0xa0, 0, 1, 1, 5, 0, 0]);
         assert_eq!(Datagram::parse(&mut Reader::new(&out)).unwrap(), d);
+    }
+
+    #[test]
+    fn spare_lists_are_reused_and_emptied() {
+        // Three capsules, then an ACK: each parse fills the lists the last
+        // datagram handed back, whatever the lifetime of its bytes.
+        let mut spare = Spare::default();
+        let mut data = vec![0x84, 0, 0, 0];
+        for _ in 0..3 {
+            data.extend_from_slice(&[0x00, 0x00, 0x08, 0x86]);
+        }
+        let d = Datagram::parse_lax_in(&mut Reader::new(&data), spare.take()).value;
+        let Some(Datagram::Data(dd)) = &d else {
+            panic!("{d:?}")
+        };
+        assert_eq!(dd.capsules.len(), 3);
+        let (ptr, cap) = (dd.capsules.as_ptr() as usize, dd.capsules.capacity());
+        spare.keep(d.expect("decoded"));
+        assert!(spare.capsules.is_empty() && spare.capsules.capacity() == cap);
+        {
+            let short = vec![0x84, 1, 0, 0, 0x00, 0x00, 0x08, 0x87];
+            let d = Datagram::parse_lax_in(&mut Reader::new(&short), spare.take()).value;
+            let Some(Datagram::Data(dd)) = &d else {
+                panic!("{d:?}")
+            };
+            assert_eq!(dd.capsules.len(), 1, "emptied before it is filled");
+            assert_eq!(dd.capsules.as_ptr() as usize, ptr, "the same buffer");
+            spare.keep(d.expect("decoded"));
+        }
+        let ack = [0xc0, 0, 2, 1, 1, 0, 0, 0, 3, 0, 0, 5, 0, 0];
+        let d = Datagram::parse_lax_in(&mut Reader::new(&ack), spare.take()).value;
+        spare.keep(d.expect("decoded"));
+        let d = Datagram::parse_lax_in(&mut Reader::new(&[0xc0, 0, 1, 1, 9, 0, 0]), spare.take());
+        let Some(Datagram::Ack(l)) = d.value else {
+            panic!("not an ACK")
+        };
+        assert_eq!(l.ranges, [AckRange { min: 9, max: 9 }]);
+        assert!(l.ranges.capacity() >= 2, "the list of the earlier ACK");
     }
 
     #[test]

@@ -16,7 +16,7 @@ pub mod offline;
 pub use address::SystemAddress;
 pub use connected::Connected;
 pub use cursor::{Reader, Trace, TraceField, WireError, WireErrorKind};
-pub use datagram::{AckList, AckRange, Capsule, DataDatagram, Datagram, Reliability, Split};
+pub use datagram::{AckList, AckRange, Capsule, DataDatagram, Datagram, Reliability, Spare, Split};
 pub use ids::message_name;
 pub use motd::Motd;
 pub use offline::{offline_id, Offline};
