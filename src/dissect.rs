@@ -46,6 +46,14 @@ impl Dir {
             Dir::S2c => Dir::C2s,
         }
     }
+
+    /// 0 for c2s, 1 for s2c: the index of per-direction pairs `[c2s, s2c]`.
+    pub fn index(self) -> usize {
+        match self {
+            Dir::C2s => 0,
+            Dir::S2c => 1,
+        }
+    }
 }
 
 /// Something wrong or notable about a packet.

@@ -6,7 +6,7 @@ use std::io::Write;
 use clap::Args;
 use serde::Serialize;
 
-use super::{drive, mirror_config, CaptureArgs, Next};
+use super::{drive_from, mirror_config, CaptureArgs, Next};
 use crate::display::{JsonRecord, RecordType};
 use crate::mirror::handshake::{Attempt, HandshakeTracker};
 use crate::mirror::Mirror;
@@ -105,12 +105,9 @@ pub fn run_handshake(args: &HandshakeArgs, out: &mut impl Write) -> anyhow::Resu
     };
     let mut mirror = Mirror::new(mirror_config(&args.capture), false);
     let tracker = std::cell::RefCell::new(HandshakeTracker::new());
-    let cap = CaptureArgs {
-        summary_only: true,
-        ..args.capture.clone()
-    };
-    let code = drive(
-        &cap,
+    let code = drive_from(
+        None,
+        &args.capture.printing_at_end(),
         false,
         &mut mirror,
         out,

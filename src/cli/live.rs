@@ -1,7 +1,7 @@
 //! `live -i IFACE`: what `read` does, on traffic as it crosses an
 //! interface, then the flows table; `-w` saves what was captured.
 
-use std::io::{self, IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -199,12 +199,7 @@ pub fn run_live(a: &LiveArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         }
     } else if !flows.is_empty() {
         let refs: Vec<&FlowMirror> = flows.iter().collect();
-        let width = if io::stdout().is_terminal() {
-            terminal_width()
-        } else {
-            None
-        };
-        writeln!(out, "{}", table::flows_table(&refs, width))?;
+        writeln!(out, "{}", table::flows_table(&refs, terminal_width()))?;
     }
     out.flush()?;
     let k = kernel.lock().map(|k| *k).unwrap_or_default();

@@ -220,6 +220,17 @@ pub struct CaptureArgs {
     pub summary_only: bool,
 }
 
+impl CaptureArgs {
+    /// These arguments, for a command that prints only once the capture is
+    /// read (see `summary_only`).
+    fn printing_at_end(&self) -> CaptureArgs {
+        CaptureArgs {
+            summary_only: true,
+            ..self.clone()
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum ReassemblyArg {
     #[default]
@@ -422,15 +433,12 @@ enum Next {
 pub(crate) use crate::dissect::IcmpNote as IcmpSeen;
 
 /// Read the capture, dissect every datagram, feed the mirror, and hand each
-/// RakNet packet (with the mirror's findings attached) to `each`, and each
-/// ICMP error quoting a RakNet flow's datagram to `on_icmp`. Returns the
+/// RakNet packet (with the mirror's findings attached) to `each`. Returns the
 /// exit code: 0, or 3 for a file that is not a capture, 5 for one cut short.
 fn drive(
     cap: &CaptureArgs,
-    trace: bool,
     mirror: &mut Mirror,
     out: &mut impl Write,
-    on_icmp: &mut dyn FnMut(IcmpSeen, &mut dyn Write) -> anyhow::Result<()>,
     each: impl FnMut(
         &mut Packet<'_>,
         &mut Observation,
@@ -438,11 +446,12 @@ fn drive(
         &mut dyn Write,
     ) -> anyhow::Result<Next>,
 ) -> anyhow::Result<u8> {
-    drive_from(None, cap, trace, mirror, out, on_icmp, each)
+    drive_from(None, cap, false, mirror, out, &mut |_, _| Ok(()), each)
 }
 
 /// [`drive`] over `reader` when given (live capture), else over the capture
-/// file of `cap`.
+/// file of `cap`; `trace` builds each packet's `-V` field tree, and `on_icmp`
+/// gets the ICMP errors about the flows' datagrams.
 fn drive_from(
     reader: Option<CaptureReader>,
     cap: &CaptureArgs,
@@ -769,20 +778,13 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
         }
         Ok(())
     };
-    let code = drive(
-        &args.capture,
-        false,
-        &mut mirror,
-        out,
-        &mut |_, _| Ok(()),
-        |_, obs, since, out| {
-            first.get_or_insert(since);
-            for m in &obs.messages {
-                emit(m, since, out)?;
-            }
-            Ok(Next::Continue)
-        },
-    )?;
+    let code = drive(&args.capture, &mut mirror, out, |_, obs, since, out| {
+        first.get_or_insert(since);
+        for m in &obs.messages {
+            emit(m, since, out)?;
+        }
+        Ok(Next::Continue)
+    })?;
     let since = first.unwrap_or_default();
     for m in &mirror.finish().messages {
         emit(m, since, out)?;
@@ -822,7 +824,7 @@ fn print_fields(json: bool, out: &mut impl Write) -> anyhow::Result<u8> {
             )?;
             out.write_all(b"\n")?;
         } else {
-            rows.push([
+            rows.push(vec![
                 d.name.to_string(),
                 d.ty.as_str().to_string(),
                 records.join(", "),
@@ -831,12 +833,12 @@ fn print_fields(json: bool, out: &mut impl Write) -> anyhow::Result<u8> {
         }
     }
     if !json {
-        let width = if io::stdout().is_terminal() {
-            terminal_width()
-        } else {
-            None
-        };
-        writeln!(out, "{}", table::fields_table(&rows, width))?;
+        let header = ["field", "value", "records", "meaning"];
+        writeln!(
+            out,
+            "{}",
+            table::counts_table(&header, rows, header.len(), terminal_width())
+        )?;
     }
     Ok(EXIT_OK)
 }
@@ -886,16 +888,10 @@ pub fn run_flows(args: &FlowsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         }
         Ok(())
     };
-    let cap = CaptureArgs {
-        summary_only: true,
-        ..args.capture.clone()
-    };
     let code = drive(
-        &cap,
-        false,
+        &args.capture.printing_at_end(),
         &mut mirror,
         out,
-        &mut |_, _| Ok(()),
         |_, obs, _, out| {
             take(&mut obs.closed, out)?;
             Ok(Next::Continue)
@@ -905,12 +901,7 @@ pub fn run_flows(args: &FlowsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     if !shown.json && shown.export.is_none() {
         rows.sort_by_key(|f| f.id);
         let refs: Vec<&FlowMirror> = rows.iter().collect();
-        let width = if io::stdout().is_terminal() {
-            terminal_width()
-        } else {
-            None
-        };
-        writeln!(out, "{}", table::flows_table(&refs, width))?;
+        writeln!(out, "{}", table::flows_table(&refs, terminal_width()))?;
         if omitted > 0 {
             writeln!(
                 out,
@@ -921,8 +912,12 @@ pub fn run_flows(args: &FlowsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     Ok(code)
 }
 
-/// The terminal's width from `COLUMNS`, when set.
+/// The width to fit tables to: the terminal's, from `COLUMNS`, when standard
+/// output is one; none for a pipe or a file.
 fn terminal_width() -> Option<u16> {
+    if !io::stdout().is_terminal() {
+        return None;
+    }
     std::env::var("COLUMNS").ok()?.parse().ok()
 }
 

@@ -233,20 +233,6 @@ impl<T> Thinned<T> {
     }
 }
 
-fn di(dir: Dir) -> usize {
-    match dir {
-        Dir::C2s => 0,
-        Dir::S2c => 1,
-    }
-}
-
-fn other(dir: Dir) -> Dir {
-    match dir {
-        Dir::C2s => Dir::S2c,
-        Dir::S2c => Dir::C2s,
-    }
-}
-
 /// Datagram numbers an ACK/NACK range covers (24-bit numbers, so at most 2^24).
 pub fn range_len(min: u32, max: u32) -> u64 {
     u64::from(max.wrapping_sub(min) & 0xff_ffff) + 1
@@ -314,7 +300,7 @@ impl FlowPlot {
         self.roles(p);
         let t = u64::try_from(p.ts.saturating_sub(self.start).as_micros()).unwrap_or(u64::MAX);
         self.end_us = self.end_us.max(t);
-        let d = di(p.dir);
+        let d = p.dir.index();
         self.packets[d] += 1;
         let len = p.payload.len() as u64;
         self.bytes[d] += len;
@@ -324,13 +310,13 @@ impl FlowPlot {
             Body::Datagram(Some(Datagram::Nack(l))) => {
                 // A NACK covers datagrams sent the other way.
                 let n: u64 = l.ranges.iter().map(|r| range_len(r.min, r.max)).sum();
-                let o = di(other(p.dir));
+                let o = p.dir.reverse().index();
                 self.nacked[o] += n;
                 self.buckets.add(t, CH_NACKED + o, n);
             }
             Body::Datagram(Some(Datagram::Ack(_))) => {
                 // Samples of datagrams sent the other way.
-                let o = di(other(p.dir));
+                let o = p.dir.reverse().index();
                 for &ms in &obs.rtt_ms {
                     if ms.is_finite() {
                         self.rtt_min = self.rtt_min.min(ms);
@@ -520,16 +506,10 @@ pub fn run_plot(args: &PlotArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let mut sink = std::io::sink();
     // Nothing is printed until the picture is written: a progress bar may
     // share the terminal.
-    let cap = CaptureArgs {
-        summary_only: true,
-        ..args.capture.clone()
-    };
     let code = drive(
-        &cap,
-        false,
+        &args.capture.printing_at_end(),
         &mut mirror,
         &mut sink,
-        &mut |_, _| Ok(()),
         |p, obs, since, _| {
             col.observe(p, obs, since);
             Ok(Next::Continue)

@@ -121,20 +121,13 @@ pub(super) fn load_session(
     };
     let mut mirror = crate::mirror::Mirror::new(super::mirror_config(&cap), true);
     let mut sessions = SessionCollector::new();
-    let code = super::drive(
-        &cap,
-        false,
-        &mut mirror,
-        out,
-        &mut |_, _| Ok(()),
-        |p, obs, _, _| {
-            sessions.observe(p, &obs.messages);
-            for f in obs.closed.drain(..) {
-                sessions.flow_ended(&f);
-            }
-            Ok(super::Next::Continue)
-        },
-    )?;
+    let code = super::drive(&cap, &mut mirror, out, |p, obs, _, _| {
+        sessions.observe(p, &obs.messages);
+        for f in obs.closed.drain(..) {
+            sessions.flow_ended(&f);
+        }
+        Ok(super::Next::Continue)
+    })?;
     for f in mirror.finish().closed {
         sessions.flow_ended(&f);
     }

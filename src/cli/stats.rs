@@ -5,7 +5,7 @@
 //! with `--flow`.
 
 use std::borrow::Cow;
-use std::io::{self, IsTerminal, Write};
+use std::io::Write;
 use std::time::Duration;
 
 use clap::Args;
@@ -84,13 +84,6 @@ struct Traffic {
 /// `[c2s, s2c]`.
 type Both<T> = [T; 2];
 
-fn side(d: Dir) -> usize {
-    match d {
-        Dir::C2s => 0,
-        Dir::S2c => 1,
-    }
-}
-
 /// Index of an empty message (no id) in [`Stats::ids`].
 const NO_ID: usize = 256;
 /// Index of every reliability above 7 (`INVALID`).
@@ -165,7 +158,7 @@ impl Stats {
             }
             t.resends += resends;
         };
-        let d = side(dir);
+        let d = dir.index();
         add(&mut self.total[d]);
         if let Some(b) = self.slot(ts) {
             add(&mut b[d]);
@@ -174,7 +167,7 @@ impl Stats {
 
     /// A message delivered.
     fn message(&mut self, m: &Message) {
-        let (d, len) = (side(m.dir), m.data.len());
+        let (d, len) = (m.dir.index(), m.data.len());
         let id = m.data.first().map_or(NO_ID, |&b| usize::from(b));
         self.ids[id][d].add(len);
         self.reliabilities[usize::from(m.reliability.0).min(INVALID)][d].add(len);
@@ -295,16 +288,10 @@ pub fn run_stats(args: &StatsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let mut st = Stats::new(args.interval, MAX_INTERVALS);
     let want = |flow: u32| args.flow.is_none_or(|f| f == flow);
     // Everything is printed at the end: a progress bar may share the terminal.
-    let cap = CaptureArgs {
-        summary_only: true,
-        ..args.capture.clone()
-    };
     let code = drive(
-        &cap,
-        false,
+        &args.capture.printing_at_end(),
         &mut mirror,
         out,
-        &mut |_, _| Ok(()),
         |p, obs, _, _| {
             if want(p.flow) {
                 let resends = obs.anomalies.iter().filter(|a| a.kind == "resend").count();
@@ -463,11 +450,7 @@ fn write_text(st: &Stats, flow: Option<u32>, out: &mut impl Write) -> anyhow::Re
         writeln!(out, "No RakNet packets{in_flow}.")?;
         return Ok(());
     }
-    let width = if io::stdout().is_terminal() {
-        terminal_width()
-    } else {
-        None
-    };
+    let width = terminal_width();
     if used(&st.ids).next().is_none() {
         writeln!(out, "No messages delivered{in_flow}.\n")?;
     } else {

@@ -754,7 +754,7 @@ pub enum Obj<'a> {
 impl Obj<'_> {
     /// The object as its NDJSON text.
     pub fn to_json(&self) -> String {
-        use crate::output::json::{FrameJson, SplitJson};
+        use crate::output::json::{motd_object, FrameJson, SplitJson};
         let r = match self {
             Obj::Frame(c) => serde_json::to_string(&FrameJson::new(c)),
             Obj::Split(s) => serde_json::to_string(&SplitJson {
@@ -763,15 +763,7 @@ impl Obj<'_> {
                 index: s.index,
             }),
             Obj::Motd(p) => {
-                let m: serde_json::Map<String, serde_json::Value> = Motd::parse(p)
-                    .map(|m| {
-                        m.fields
-                            .into_iter()
-                            .map(|(k, v)| (k.to_string(), serde_json::Value::String(v)))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                serde_json::to_string(&m)
+                serde_json::to_string(&Motd::parse(p).map(motd_object).unwrap_or_default())
             }
             Obj::Anomaly(a) => serde_json::to_string(a),
             Obj::Json(v) => serde_json::to_string(v),
@@ -875,102 +867,45 @@ impl Record for Packet<'_> {
                 Some((id, _)) => visit_name(id, f),
                 None => self.visit(Field::FrameName, f),
             },
-            Field::Protocol => match msg {
-                Some(
-                    Offline::OpenConnectionRequest1 { protocol, .. }
-                    | Offline::IncompatibleProtocolVersion { protocol, .. },
-                ) => int((*protocol).into(), f),
-                _ => false,
-            },
-            Field::Mtu => match msg {
-                Some(
-                    Offline::OpenConnectionRequest1 { mtu, .. }
-                    | Offline::OpenConnectionReply1 { mtu, .. }
-                    | Offline::OpenConnectionRequest2 { mtu, .. }
-                    | Offline::OpenConnectionReply2 { mtu, .. },
-                ) => int((*mtu).into(), f),
-                _ => false,
-            },
-            Field::ClientGuid => match msg {
-                Some(Offline::UnconnectedPing {
-                    client_guid: Some(g),
-                    ..
-                })
-                | Some(Offline::OpenConnectionRequest2 { client_guid: g, .. }) => {
-                    f(Value::Guid(*g))
+            Field::Protocol => msg
+                .and_then(Offline::protocol)
+                .is_some_and(|v| int(v.into(), f)),
+            Field::Mtu => msg.and_then(Offline::mtu).is_some_and(|v| int(v.into(), f)),
+            Field::ClientGuid => msg
+                .and_then(Offline::client_guid)
+                .is_some_and(|g| f(Value::Guid(g))),
+            Field::ServerGuid => msg
+                .and_then(Offline::server_guid)
+                .is_some_and(|g| f(Value::Guid(g))),
+            Field::Guid => msg
+                .and_then(Offline::sender_guid)
+                .is_some_and(|g| f(Value::Guid(g))),
+            Field::Time => msg.and_then(Offline::time).is_some_and(|v| int(v, f)),
+            Field::Cookie => msg
+                .and_then(Offline::cookie)
+                .is_some_and(|v| int(v.into(), f)),
+            Field::Security => msg
+                .and_then(Offline::security)
+                .is_some_and(|b| f(Value::Bool(b))),
+            Field::Address => msg
+                .and_then(Offline::address)
+                .is_some_and(|a| visit_display(a, f)),
+            Field::Payload => msg
+                .and_then(Offline::payload)
+                .is_some_and(|p| f(Value::Bytes(p))),
+            Field::Motd => match msg {
+                Some(m) if m.motd().is_some() => {
+                    m.payload().is_some_and(|p| f(Value::Object(Obj::Motd(p))))
                 }
                 _ => false,
             },
-            Field::ServerGuid => match msg {
-                Some(
-                    Offline::UnconnectedPong { server_guid, .. }
-                    | Offline::OpenConnectionReply1 { server_guid, .. }
-                    | Offline::OpenConnectionReply2 { server_guid, .. }
-                    | Offline::IncompatibleProtocolVersion { server_guid, .. }
-                    | Offline::Refusal { server_guid, .. },
-                ) => f(Value::Guid(*server_guid)),
-                _ => false,
-            },
-            Field::Guid => match msg {
-                Some(Offline::OutOfBand { guid, .. }) => f(Value::Guid(*guid)),
-                _ => false,
-            },
-            Field::Time => match msg {
-                Some(
-                    Offline::UnconnectedPing { time, .. } | Offline::UnconnectedPong { time, .. },
-                ) => int(*time, f),
-                _ => false,
-            },
-            Field::Cookie => match msg {
-                Some(Offline::OpenConnectionReply1 {
-                    security: Some(s), ..
-                }) => int(s.cookie.into(), f),
-                Some(Offline::OpenConnectionRequest2 {
-                    security: Some(s), ..
-                }) => int(s.cookie.into(), f),
-                _ => false,
-            },
-            Field::Security => match msg {
-                Some(Offline::OpenConnectionReply1 { security, .. }) => {
-                    f(Value::Bool(security.is_some()))
-                }
-                Some(Offline::OpenConnectionReply2 {
-                    security_answer, ..
-                }) => f(Value::Bool(security_answer.is_some())),
-                _ => false,
-            },
-            Field::Address => match msg {
-                Some(Offline::OpenConnectionRequest2 { server_address, .. }) => {
-                    visit_display(server_address, f)
-                }
-                Some(Offline::OpenConnectionReply2 { client_address, .. }) => {
-                    visit_display(client_address, f)
-                }
-                _ => false,
-            },
-            Field::Payload => match msg {
-                Some(
-                    Offline::UnconnectedPong { payload, .. } | Offline::OutOfBand { payload, .. },
-                ) => f(Value::Bytes(payload)),
-                _ => false,
-            },
-            Field::Motd | Field::MotdKey(_) => match msg {
-                Some(Offline::UnconnectedPong { payload, .. }) => {
-                    let Some(m) = Motd::parse(payload) else {
-                        return false;
-                    };
-                    match field {
-                        Field::MotdKey(k) => m
-                            .fields
-                            .iter()
-                            .rev()
-                            .find(|(key, _)| *key == k)
-                            .is_some_and(|(_, v)| f(Value::Str(v))),
-                        _ => f(Value::Object(Obj::Motd(payload))),
-                    }
-                }
-                _ => false,
-            },
+            Field::MotdKey(k) => msg.and_then(Offline::motd).is_some_and(|m| {
+                m.fields
+                    .iter()
+                    .rev()
+                    .find(|(key, _)| *key == k)
+                    .is_some_and(|(_, v)| f(Value::Str(v)))
+            }),
             Field::Seq => match &self.body {
                 Body::Datagram(Some(Datagram::Data(d))) => int(d.seq.into(), f),
                 _ => false,

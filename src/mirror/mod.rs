@@ -246,25 +246,11 @@ pub struct FlowMirror {
     idle_stats: [DirStats; 2],
 }
 
-fn index(dir: Dir) -> usize {
-    match dir {
-        Dir::C2s => 0,
-        Dir::S2c => 1,
-    }
-}
-
-fn other(dir: Dir) -> Dir {
-    match dir {
-        Dir::C2s => Dir::S2c,
-        Dir::S2c => Dir::C2s,
-    }
-}
-
 impl FlowMirror {
     pub fn stats(&self, dir: Dir) -> &DirStats {
-        match &self.halves[index(dir)] {
+        match &self.halves[dir.index()] {
             Some(h) => &h.stats,
-            None => &self.idle_stats[index(dir)],
+            None => &self.idle_stats[dir.index()],
         }
     }
 
@@ -292,7 +278,7 @@ impl FlowMirror {
     }
 
     fn half(&mut self, dir: Dir, cfg: &ReceiveConfig) -> &mut Half {
-        let i = index(dir);
+        let i = dir.index();
         let stats = &mut self.idle_stats[i];
         // Without the handshake, the first numbers seen are where the receiver stood.
         let join = self.state < FlowState::Handshake;
@@ -464,7 +450,7 @@ impl Mirror {
         self.total = self.total.saturating_sub(f.footprint);
         f.footprint = 0;
         for dir in [Dir::C2s, Dir::S2c] {
-            let i = index(dir);
+            let i = dir.index();
             if let Some(mut h) = f.halves[i].take() {
                 h.rx.finish();
                 let mut held = Vec::new();
@@ -545,8 +531,8 @@ impl Mirror {
                 if let Some(flow) = flow() {
                     f.learn(flow);
                 }
-                let st = &mut f.idle_stats[index(dir)];
-                let st = match &mut f.halves[index(dir)] {
+                let st = &mut f.idle_stats[dir.index()];
+                let st = match &mut f.halves[dir.index()] {
                     Some(h) => &mut h.stats,
                     None => st,
                 };
@@ -640,7 +626,7 @@ impl Mirror {
             Body::Datagram(Some(Datagram::Ack(l) | Datagram::Nack(l))) => {
                 let is_ack = matches!(&p.body, Body::Datagram(Some(Datagram::Ack(_))));
                 {
-                    let i = index(dir);
+                    let i = dir.index();
                     let st = match &mut f.halves[i] {
                         Some(h) => &mut h.stats,
                         None => &mut f.idle_stats[i],
@@ -657,7 +643,7 @@ impl Mirror {
                 // RTT samples go straight to `out.rtt_ms` (cleared above).
                 let rtts = &mut out.rtt_ms;
                 let mut flagged = 0;
-                let i = index(other(dir));
+                let i = dir.reverse().index();
                 // Nothing seen the other way: nothing to match, only to count.
                 let Some(peer) = f.halves[i].as_deref_mut() else {
                     if !is_ack {

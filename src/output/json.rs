@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::dissect::{Anomaly, Body, Dir, IcmpNote, Packet};
 use crate::mirror::{DirStats, FlowMirror, Message};
-use crate::wire::{Capsule, Datagram, Motd, Offline, SystemAddress};
+use crate::wire::{Capsule, Datagram, Motd, Offline};
 
 pub use crate::wire::cursor::hex;
 
@@ -63,6 +63,15 @@ impl FrameJson {
     }
 }
 
+/// A Minecraft MOTD as the `motd` object of a `packet` record: every value a
+/// string, the keys in alphabetical order.
+pub fn motd_object(m: Motd) -> serde_json::Map<String, serde_json::Value> {
+    m.fields
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), serde_json::Value::String(v)))
+        .collect()
+}
+
 /// A `packet` record.
 #[derive(Serialize)]
 pub struct PacketJson {
@@ -110,10 +119,6 @@ pub struct PacketJson {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ranges: Option<Vec<[u32; 2]>>,
     pub anomalies: Vec<Anomaly>,
-}
-
-fn addr(a: &SystemAddress) -> Option<String> {
-    Some(a.to_string())
 }
 
 impl PacketJson {
@@ -168,77 +173,17 @@ impl PacketJson {
     }
 
     fn offline_fields(&mut self, m: &Offline<'_>) {
-        match m {
-            Offline::UnconnectedPing {
-                time, client_guid, ..
-            } => {
-                self.time = Some(*time);
-                self.client_guid = client_guid.map(guid);
-            }
-            Offline::UnconnectedPong {
-                time,
-                server_guid,
-                payload,
-            } => {
-                self.time = Some(*time);
-                self.server_guid = Some(guid(*server_guid));
-                self.payload = Some(hex(payload));
-                self.motd = Motd::parse(payload).map(|m| {
-                    m.fields
-                        .into_iter()
-                        .map(|(k, v)| (k.to_string(), serde_json::Value::String(v)))
-                        .collect()
-                });
-            }
-            Offline::OpenConnectionRequest1 { protocol, mtu } => {
-                self.protocol = Some(*protocol);
-                self.mtu = Some(*mtu);
-            }
-            Offline::OpenConnectionReply1 {
-                server_guid,
-                security,
-                mtu,
-            } => {
-                self.server_guid = Some(guid(*server_guid));
-                self.security = Some(security.is_some());
-                self.cookie = security.as_ref().map(|s| s.cookie);
-                self.mtu = Some(*mtu);
-            }
-            Offline::OpenConnectionRequest2 {
-                security,
-                server_address,
-                mtu,
-                client_guid,
-            } => {
-                self.cookie = security.as_ref().map(|s| s.cookie);
-                self.address = addr(server_address);
-                self.mtu = Some(*mtu);
-                self.client_guid = Some(guid(*client_guid));
-            }
-            Offline::OpenConnectionReply2 {
-                server_guid,
-                client_address,
-                mtu,
-                security_answer,
-            } => {
-                self.server_guid = Some(guid(*server_guid));
-                self.address = addr(client_address);
-                self.mtu = Some(*mtu);
-                self.security = Some(security_answer.is_some());
-            }
-            Offline::IncompatibleProtocolVersion {
-                protocol,
-                server_guid,
-            } => {
-                self.protocol = Some(*protocol);
-                self.server_guid = Some(guid(*server_guid));
-            }
-            Offline::Refusal { server_guid, .. } => self.server_guid = Some(guid(*server_guid)),
-            Offline::OutOfBand { guid: g, payload } => {
-                self.guid = Some(guid(*g));
-                self.payload = Some(hex(payload));
-            }
-        }
+        self.protocol = m.protocol();
+        self.mtu = m.mtu();
+        self.client_guid = m.client_guid().map(guid);
+        self.server_guid = m.server_guid().map(guid);
+        self.guid = m.sender_guid().map(guid);
+        self.time = m.time();
+        self.cookie = m.cookie();
+        self.security = m.security();
+        self.address = m.address().map(ToString::to_string);
+        self.payload = m.payload().map(hex);
+        self.motd = m.motd().map(motd_object);
     }
 }
 

@@ -17,8 +17,9 @@ fn endpoint(addr: std::net::SocketAddr, guid: Option<u64>) -> String {
     }
 }
 
-/// The table of `fields`: name, value type, records, meaning.
-pub fn fields_table(rows: &[[String; 4]], width: Option<u16>) -> String {
+/// An empty table in the house style, sized to `width` columns when given
+/// (a terminal), else as wide as its content.
+fn sized(width: Option<u16>) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
     match width {
@@ -30,26 +31,12 @@ pub fn fields_table(rows: &[[String; 4]], width: Option<u16>) -> String {
             t.set_content_arrangement(ContentArrangement::Disabled);
         }
     }
-    t.set_header(vec!["field", "value", "records", "meaning"]);
-    for r in rows {
-        t.add_row(r.to_vec());
-    }
-    t.to_string()
+    t
 }
 
 /// The table of `flows`, sized to `width` columns when given (a terminal).
 pub fn flows_table(flows: &[&FlowMirror], width: Option<u16>) -> String {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    match width {
-        Some(w) => {
-            t.set_content_arrangement(ContentArrangement::Dynamic);
-            t.set_width(w);
-        }
-        None => {
-            t.set_content_arrangement(ContentArrangement::Disabled);
-        }
-    }
+    let mut t = sized(width);
     t.set_header(vec![
         "flow",
         "client / guid",
@@ -113,17 +100,7 @@ pub fn counts_table(
     text_columns: usize,
     width: Option<u16>,
 ) -> String {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    match width {
-        Some(w) => {
-            t.set_content_arrangement(ContentArrangement::Dynamic);
-            t.set_width(w);
-        }
-        None => {
-            t.set_content_arrangement(ContentArrangement::Disabled);
-        }
-    }
+    let mut t = sized(width);
     t.set_header(header.to_vec());
     for r in rows {
         t.add_row(r);

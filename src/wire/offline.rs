@@ -102,7 +102,118 @@ pub enum Offline<'a> {
     OutOfBand { guid: u64, payload: &'a [u8] },
 }
 
+/// The fields that several offline messages carry, each `None` for the
+/// messages without it: what the `packet` record and display filters show.
 impl<'a> Offline<'a> {
+    /// The protocol byte: the client's in Request 1, the server's in
+    /// Incompatible Protocol Version.
+    pub fn protocol(&self) -> Option<u8> {
+        match self {
+            Offline::OpenConnectionRequest1 { protocol, .. }
+            | Offline::IncompatibleProtocolVersion { protocol, .. } => Some(*protocol),
+            _ => None,
+        }
+    }
+
+    /// The MTU of an open connection request or reply.
+    pub fn mtu(&self) -> Option<u16> {
+        match self {
+            Offline::OpenConnectionRequest1 { mtu, .. }
+            | Offline::OpenConnectionReply1 { mtu, .. }
+            | Offline::OpenConnectionRequest2 { mtu, .. }
+            | Offline::OpenConnectionReply2 { mtu, .. } => Some(*mtu),
+            _ => None,
+        }
+    }
+
+    /// `clientGuid` of a ping (absent in the old 25-byte ones) or of Request 2.
+    pub fn client_guid(&self) -> Option<u64> {
+        match self {
+            Offline::UnconnectedPing { client_guid, .. } => *client_guid,
+            Offline::OpenConnectionRequest2 { client_guid, .. } => Some(*client_guid),
+            _ => None,
+        }
+    }
+
+    /// `serverGuid` of a pong, a reply, Incompatible Protocol Version or a refusal.
+    pub fn server_guid(&self) -> Option<u64> {
+        match self {
+            Offline::UnconnectedPong { server_guid, .. }
+            | Offline::OpenConnectionReply1 { server_guid, .. }
+            | Offline::OpenConnectionReply2 { server_guid, .. }
+            | Offline::IncompatibleProtocolVersion { server_guid, .. }
+            | Offline::Refusal { server_guid, .. } => Some(*server_guid),
+            _ => None,
+        }
+    }
+
+    /// The sender's GUID of an out-of-band message.
+    pub fn sender_guid(&self) -> Option<u64> {
+        match self {
+            Offline::OutOfBand { guid, .. } => Some(*guid),
+            _ => None,
+        }
+    }
+
+    /// `sendPingTime` of a ping or pong.
+    pub fn time(&self) -> Option<u64> {
+        match self {
+            Offline::UnconnectedPing { time, .. } | Offline::UnconnectedPong { time, .. } => {
+                Some(*time)
+            }
+            _ => None,
+        }
+    }
+
+    /// The security cookie of Reply 1 or Request 2, when there is security.
+    pub fn cookie(&self) -> Option<u32> {
+        match self {
+            Offline::OpenConnectionReply1 { security, .. } => security.as_ref().map(|s| s.cookie),
+            Offline::OpenConnectionRequest2 { security, .. } => security.as_ref().map(|s| s.cookie),
+            _ => None,
+        }
+    }
+
+    /// Reply 1: whether the server has security. Reply 2: whether a security
+    /// answer is present.
+    pub fn security(&self) -> Option<bool> {
+        match self {
+            Offline::OpenConnectionReply1 { security, .. } => Some(security.is_some()),
+            Offline::OpenConnectionReply2 {
+                security_answer, ..
+            } => Some(security_answer.is_some()),
+            _ => None,
+        }
+    }
+
+    /// Request 2: the server's address as the client addressed it. Reply 2:
+    /// the client's address as the server sees it.
+    pub fn address(&self) -> Option<&SystemAddress> {
+        match self {
+            Offline::OpenConnectionRequest2 { server_address, .. } => Some(server_address),
+            Offline::OpenConnectionReply2 { client_address, .. } => Some(client_address),
+            _ => None,
+        }
+    }
+
+    /// The payload of a pong or of an out-of-band message.
+    pub fn payload(&self) -> Option<&'a [u8]> {
+        match self {
+            Offline::UnconnectedPong { payload, .. } | Offline::OutOfBand { payload, .. } => {
+                Some(payload)
+            }
+            _ => None,
+        }
+    }
+
+    /// A pong's payload parsed as a Minecraft MOTD, when it is one.
+    pub fn motd(&self) -> Option<super::Motd> {
+        match self {
+            Offline::UnconnectedPong { payload, .. } => super::Motd::parse(payload),
+            _ => None,
+        }
+    }
+
     pub fn id(&self) -> u8 {
         match self {
             Offline::UnconnectedPing {
