@@ -178,17 +178,7 @@ fn lossy_picture_matches_the_capture() {
     }
 
     // Resends: one triangle per packet with a `resend` finding, per direction.
-    let resent = |dir: &str| {
-        pkts.iter()
-            .filter(|p| p["dir"] == dir)
-            .filter(|p| {
-                p["anomalies"]
-                    .as_array()
-                    .is_some_and(|a| a.iter().any(|a| a["kind"] == "resend"))
-            })
-            .count()
-    };
-    let (rc, rs) = (resent("c2s"), resent("s2c"));
+    let (rc, rs) = resent_packets(&pkts, |_| true);
     assert!(rc + rs > 0, "lossy.pcap has resends");
     assert_eq!(
         with_color(&doc, "polygon", "fill", C2S).len(),
@@ -248,6 +238,21 @@ fn one_flow_and_a_missing_flow() {
     assert!(!missing.exists(), "an SVG was left for a missing flow");
 }
 
+/// Packets with a `resend` finding among those `keep` takes: (c2s, s2c).
+fn resent_packets(pkts: &[Value], keep: impl Fn(&Value) -> bool) -> (usize, usize) {
+    let count = |dir: &str| {
+        pkts.iter()
+            .filter(|p| p["dir"] == dir && keep(p))
+            .filter(|p| {
+                p["anomalies"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|a| a["kind"] == "resend"))
+            })
+            .count()
+    };
+    (count("c2s"), count("s2c"))
+}
+
 /// The time column of `read`'s lines (seconds since the capture's first
 /// packet), by frame.
 fn read_times(name: &str) -> std::collections::HashMap<u64, f64> {
@@ -285,17 +290,7 @@ fn a_time_window_draws_only_its_packets_on_the_capture_clock() {
         (0.25..=0.8).contains(&t)
     };
     let pkts = packets("lossy.pcap");
-    let resent = |dir: &str| {
-        pkts.iter()
-            .filter(|p| p["dir"] == dir && inside(p))
-            .filter(|p| {
-                p["anomalies"]
-                    .as_array()
-                    .is_some_and(|a| a.iter().any(|a| a["kind"] == "resend"))
-            })
-            .count()
-    };
-    let (rc, rs) = (resent("c2s"), resent("s2c"));
+    let (rc, rs) = resent_packets(&pkts, inside);
     let (all_c, all_s) = (
         pkts.iter().filter(|p| p["dir"] == "c2s").count(),
         pkts.iter().filter(|p| p["dir"] == "s2c").count(),
