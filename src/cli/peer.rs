@@ -539,6 +539,51 @@ fn messages(a: &ConnectArgs) -> Result<Vec<Outgoing>, String> {
 /// Queue at most this much ahead of the wire in a bulk send.
 const QUEUE_AHEAD: usize = 4 << 20;
 
+/// Step `client` until `until` (a failure is said on stderr and ends the
+/// pumping), then hand each event to `on_event`. `Some` once the connection
+/// has closed, or the step failed; `None` while it is up.
+pub(super) fn pump(
+    client: &mut Client,
+    until: Duration,
+    on_event: &mut dyn FnMut(Event) -> io::Result<()>,
+) -> io::Result<Option<Pumped>> {
+    if let Err(e) = client.step(until) {
+        eprintln!("raknet-dissect: {}: {e}", client.server());
+        return Ok(Some(Pumped::Failed));
+    }
+    while let Some(e) = client.poll_event() {
+        match e {
+            Event::Closed(r) => return Ok(Some(Pumped::Closed(r))),
+            e => on_event(e)?,
+        }
+    }
+    Ok(None)
+}
+
+/// How [`pump`] ended.
+pub(super) enum Pumped {
+    Closed(CloseReason),
+    /// A socket error (said on stderr).
+    Failed,
+}
+
+/// [`pump`] until `until` or the end of the connection; the close reason
+/// when it closed.
+pub(super) fn pump_until(
+    client: &mut Client,
+    until: Duration,
+    on_event: &mut dyn FnMut(Event) -> io::Result<()>,
+) -> io::Result<Option<CloseReason>> {
+    while client.now() < until {
+        match pump(client, until, on_event)? {
+            None => {}
+            Some(Pumped::Closed(r)) => return Ok(Some(r)),
+            Some(Pumped::Failed) => break,
+        }
+    }
+    Ok(None)
+}
+
 pub fn run_connect(a: &ConnectArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let target = match resolve(&a.target) {
         Ok(t) => t,
@@ -603,49 +648,39 @@ pub fn run_connect(a: &ConnectArgs, out: &mut impl Write) -> anyhow::Result<u8> 
     )?;
     let start = client.now();
     let mut closed: Option<CloseReason> = None;
-    let handle = |client: &mut Client, out: &mut dyn Write| -> io::Result<Option<CloseReason>> {
-        while let Some(e) = client.poll_event() {
-            match e {
-                Event::Message(m) => {
-                    let r = PeerMessageJson::new(target, "s2c", &m);
-                    if a.json {
-                        serde_json::to_writer(&mut *out, &r)?;
-                        out.write_all(b"\n")?;
-                    } else {
-                        writeln!(out, "{}", r.line())?;
-                    }
-                }
-                Event::Closed(r) => return Ok(Some(r)),
-                _ => {}
+    let mut print = |e: Event| -> io::Result<()> {
+        if let Event::Message(m) = e {
+            let r = PeerMessageJson::new(target, "s2c", &m);
+            if a.json {
+                serde_json::to_writer(&mut *out, &r)?;
+                out.write_all(b"\n")?;
+            } else {
+                writeln!(out, "{}", r.line())?;
             }
+            out.flush()?;
         }
-        Ok(None)
+        Ok(())
     };
     // Send, keeping the queue bounded, then wait for every ACK.
     let total = msgs.len() as u64 * a.repeat;
     let mut next = 0u64;
-    while closed.is_none() && (next < total || !client.connection().is_idle()) {
+    let mut failed = false;
+    while closed.is_none() && !failed && (next < total || !client.connection().is_idle()) {
         while next < total && client.connection().queued_bytes() < QUEUE_AHEAD {
             let m = &msgs[(next % msgs.len() as u64) as usize];
             client.send(&m.data, m.reliability, m.channel, Some(next as u32));
             next += 1;
         }
         let until = client.now() + Duration::from_millis(50);
-        if let Err(e) = client.step(until) {
-            eprintln!("raknet-dissect: {target}: {e}");
-            break;
+        match pump(&mut client, until, &mut print)? {
+            None => {}
+            Some(Pumped::Closed(r)) => closed = Some(r),
+            Some(Pumped::Failed) => failed = true,
         }
-        closed = handle(&mut client, out)?;
     }
-    out.flush()?;
-    let until = client.now() + a.wait;
-    while closed.is_none() && client.now() < until {
-        if let Err(e) = client.step(until) {
-            eprintln!("raknet-dissect: {target}: {e}");
-            break;
-        }
-        closed = handle(&mut client, out)?;
-        out.flush()?;
+    if closed.is_none() && !failed {
+        let until = client.now() + a.wait;
+        closed = pump_until(&mut client, until, &mut print)?;
     }
     // Closing also sends the last ACK when the server closed first (of its
     // disconnection notification, which it waits for).

@@ -11,7 +11,8 @@ use clap::Args;
 use serde::Serialize;
 
 use super::peer::{
-    emit, guid, guid_hex, ms, parse_seconds, resolve, step_line, ConnectedJson, PeerMessageJson,
+    emit, guid, guid_hex, ms, parse_seconds, pump, pump_until, resolve, step_line, ConnectedJson,
+    PeerMessageJson, Pumped,
 };
 use super::{parse_decode_as, EXIT_BAD_FILE, EXIT_OK, EXIT_USAGE};
 use crate::peer::record::Recorder;
@@ -254,33 +255,30 @@ pub fn run_replay(a: &ReplayArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         .filter(|m| with_receipt(m.reliability).is_some())
         .count();
     let mut closed: Option<CloseReason> = None;
+    let mut failed = false;
     let mut next = 0usize;
-    let handle = |client: &mut Client,
-                  out: &mut dyn Write,
-                  live: &mut Vec<Vec<u8>>,
-                  acked: &mut usize|
-     -> std::io::Result<Option<CloseReason>> {
-        while let Some(e) = client.poll_event() {
-            match e {
-                Event::Message(m) => {
-                    let r = PeerMessageJson::new(target, "s2c", &m);
-                    if a.json {
-                        serde_json::to_writer(&mut *out, &r)?;
-                        out.write_all(b"\n")?;
-                    }
-                    if live.len() < 1_000_000 {
-                        live.push(m.data);
-                    }
+    let mut handle = |e: Event| -> std::io::Result<()> {
+        match e {
+            Event::Message(m) => {
+                let r = PeerMessageJson::new(target, "s2c", &m);
+                if a.json {
+                    serde_json::to_writer(&mut *out, &r)?;
+                    out.write_all(b"\n")?;
                 }
-                Event::ReceiptAcked(_) => *acked += 1,
-                Event::Closed(r) => return Ok(Some(r)),
-                _ => {}
+                if live.len() < 1_000_000 {
+                    live.push(m.data);
+                }
             }
+            Event::ReceiptAcked(_) => acked += 1,
+            _ => {}
         }
-        Ok(None)
+        Ok(())
     };
     // Send on the captured schedule (bounded queue), then wait for the ACKs.
-    while closed.is_none() && (next < session.c2s.len() || !client.connection().is_idle()) {
+    while closed.is_none()
+        && !failed
+        && (next < session.c2s.len() || !client.connection().is_idle())
+    {
         let now = client.now();
         while next < session.c2s.len()
             && due(&session.c2s[next]) <= now
@@ -298,26 +296,24 @@ pub fn run_replay(a: &ReplayArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         if let Some(m) = session.c2s.get(next) {
             until = until.min(due(m).max(client.now()));
         }
-        if let Err(e) = client.step(until) {
-            eprintln!("raknet-dissect: {target}: {e}");
-            break;
+        match pump(&mut client, until, &mut handle)? {
+            None => {}
+            Some(Pumped::Closed(r)) => closed = Some(r),
+            Some(Pumped::Failed) => failed = true,
         }
-        closed = handle(&mut client, out, &mut live, &mut acked)?;
     }
-    let until = client.now() + a.wait;
-    while closed.is_none() && client.now() < until {
-        if let Err(e) = client.step(until) {
-            eprintln!("raknet-dissect: {target}: {e}");
-            break;
-        }
-        closed = handle(&mut client, out, &mut live, &mut acked)?;
+    if closed.is_none() && !failed {
+        let until = client.now() + a.wait;
+        closed = pump_until(&mut client, until, &mut handle)?;
     }
     let ran_to_end = closed.is_none() && next == session.c2s.len();
     // Closing also sends the last ACK when the server closed first.
     let closing = client.close().unwrap_or(CloseReason::TimedOut);
     let reason = closed.unwrap_or(closing);
     // The close may have delivered a last event or two.
-    handle(&mut client, out, &mut live, &mut acked)?;
+    while let Some(e) = client.poll_event() {
+        handle(e)?;
+    }
     if let Err(e) = client.finish_recording() {
         eprintln!("raknet-dissect: --record: {e}");
     }
