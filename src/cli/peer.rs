@@ -340,6 +340,47 @@ pub(super) struct ConnectedJson {
     pub(super) handshake_ms: Option<f64>,
 }
 
+impl ConnectedJson {
+    /// The `connected` record of a client just connected.
+    pub(super) fn of(client: &Client) -> Self {
+        ConnectedJson {
+            kind: "connected",
+            peer: client.server().to_string(),
+            guid: client.server_guid.map(guid_hex),
+            mtu: client.connection().mtu(),
+            handshake_ms: Some(ms(client.handshake_time)),
+        }
+    }
+}
+
+/// Connect to `target` as `connect` and `replay` do: each handshake step on
+/// stderr when it is a terminal (not with `--json`), a failure in one line
+/// naming the step. `Err` is the exit code.
+pub(super) fn connect_client(
+    target: SocketAddr,
+    cfg: ClientConfig,
+    recorder: Option<crate::peer::record::Recorder>,
+    json: bool,
+    out: &mut impl Write,
+) -> io::Result<Result<Client, u8>> {
+    let verbose = !json && io::stderr().is_terminal();
+    match Client::connect_recorded(target, cfg, recorder, |t, e| {
+        if verbose {
+            eprintln!("{:>10.6} {}", t.as_secs_f64(), step_line(e));
+        }
+    }) {
+        Ok(c) => Ok(Ok(c)),
+        Err(e) => {
+            out.flush()?;
+            eprintln!(
+                "raknet-dissect: cannot connect to {target}: {e} [{}]",
+                e.step()
+            );
+            Ok(Err(EXIT_NO_CONNECTION))
+        }
+    }
+}
+
 /// A GUID in NDJSON: hex, as the capture records write it (an integer would
 /// lose precision in tools that read numbers as doubles).
 pub(super) fn guid_hex(g: u64) -> String {
@@ -610,29 +651,11 @@ pub fn run_connect(a: &ConnectArgs, out: &mut impl Write) -> anyhow::Result<u8> 
         mtus.insert(0, m.clamp(400, 1492));
         cfg.mtus = mtus;
     }
-    let verbose = !a.json && io::stderr().is_terminal();
-    let mut client = match Client::connect(target, cfg, |t, e| {
-        if verbose {
-            eprintln!("{:>10.6} {}", t.as_secs_f64(), step_line(e));
-        }
-    }) {
+    let mut client = match connect_client(target, cfg, None, a.json, out)? {
         Ok(c) => c,
-        Err(e) => {
-            out.flush()?;
-            eprintln!(
-                "raknet-dissect: cannot connect to {target}: {e} [{}]",
-                e.step()
-            );
-            return Ok(EXIT_NO_CONNECTION);
-        }
+        Err(code) => return Ok(code),
     };
-    let connected = ConnectedJson {
-        kind: "connected",
-        peer: target.to_string(),
-        guid: client.server_guid.map(guid_hex),
-        mtu: client.connection().mtu(),
-        handshake_ms: Some(ms(client.handshake_time)),
-    };
+    let connected = ConnectedJson::of(&client);
     emit(
         out,
         a.json,

@@ -3,7 +3,7 @@
 //! capture.
 
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -11,12 +11,11 @@ use clap::Args;
 use serde::Serialize;
 
 use super::peer::{
-    emit, guid, guid_hex, ms, parse_seconds, pump, pump_until, resolve, step_line, ConnectedJson,
+    connect_client, emit, guid, ms, parse_seconds, pump, pump_until, resolve, ConnectedJson,
     PeerMessageJson, Pumped,
 };
 use super::{parse_decode_as, EXIT_BAD_FILE, EXIT_OK, EXIT_USAGE};
 use crate::peer::record::Recorder;
-use crate::peer::Client;
 use crate::replay::{CapturedMessage, CapturedSession, SessionCollector};
 use crate::session::handshake::MTU_PROBES;
 use crate::session::{ClientConfig, CloseReason, Event};
@@ -202,30 +201,12 @@ pub fn run_replay(a: &ReplayArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         },
         None => None,
     };
-    let verbose = !a.json && std::io::stderr().is_terminal();
-    let mut client = match Client::connect_recorded(target, cfg, recorder, |t, e| {
-        if verbose {
-            eprintln!("{:>10.6} {}", t.as_secs_f64(), step_line(e));
-        }
-    }) {
+    let mut client = match connect_client(target, cfg, recorder, a.json, out)? {
         Ok(c) => c,
-        Err(e) => {
-            out.flush()?;
-            eprintln!(
-                "raknet-dissect: cannot connect to {target}: {e} [{}]",
-                e.step()
-            );
-            return Ok(super::EXIT_NO_CONNECTION);
-        }
+        Err(code) => return Ok(code),
     };
-    let mtu = client.connection().mtu();
-    let connected = ConnectedJson {
-        kind: "connected",
-        peer: target.to_string(),
-        guid: client.server_guid.map(guid_hex),
-        mtu,
-        handshake_ms: Some(ms(client.handshake_time)),
-    };
+    let connected = ConnectedJson::of(&client);
+    let mtu = connected.mtu;
     emit(
         out,
         a.json,
