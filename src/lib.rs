@@ -11,6 +11,7 @@ pub mod dissect;
 pub mod mirror;
 pub mod output;
 pub mod peer;
+pub mod pipeline;
 pub mod replay;
 pub mod session;
 pub mod wire;

@@ -539,7 +539,7 @@ fn progress_bar_only_on_a_terminal_and_not_over_packet_lines() {
     );
     assert!(shown.contains("\u{1b}[2K"), "the bar is cleared: {shown:?}");
     // A command that prints only at the end keeps the bar on a shared terminal.
-    let shown = on_a_terminal(&format!("{bin} flows {big}"));
+    let shown = on_a_terminal(&format!("{bin} flows --wide {big}"));
     assert!(
         shown.contains("reading ") && shown.contains("client / guid"),
         "{shown:?}"

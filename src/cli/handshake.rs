@@ -6,21 +6,18 @@ use std::io::Write;
 use clap::Args;
 use serde::Serialize;
 
-use super::{drive_from, mirror_config, CaptureArgs, Next};
+use super::{drive_items, mirror_config, CaptureArgs, Next, OutputArgs};
 use crate::display::{JsonRecord, RecordType};
 use crate::mirror::handshake::{Attempt, HandshakeTracker};
 use crate::mirror::Mirror;
+use crate::pipeline::Item;
 
 #[derive(Args, Debug, Default)]
 pub struct HandshakeArgs {
     #[command(flatten)]
     pub capture: CaptureArgs,
-    /// NDJSON: one `handshake` record per connection attempt.
-    #[arg(long)]
-    pub json: bool,
-    /// Only this flow.
-    #[arg(long, value_name = "N")]
-    pub flow: Option<u32>,
+    #[command(flatten)]
+    pub output: OutputArgs,
     #[command(flatten)]
     pub display: super::DisplayArgs,
 }
@@ -99,36 +96,36 @@ impl<'a> HandshakeJson<'a> {
 }
 
 pub fn run_handshake(args: &HandshakeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
-    let shown = match args.display.compile(RecordType::Handshake, args.json) {
+    let shown = match args
+        .display
+        .compile(RecordType::Handshake, args.output.json)
+    {
         Ok(s) => s,
         Err(code) => return Ok(code),
     };
     let mut mirror = Mirror::new(mirror_config(&args.capture), false);
-    let tracker = std::cell::RefCell::new(HandshakeTracker::new());
-    let code = drive_from(
+    let mut tracker = HandshakeTracker::new();
+    let code = drive_items(
         None,
         &args.capture.printing_at_end(),
         false,
         &mut mirror,
         out,
-        &mut |i, _| {
-            tracker
-                .borrow_mut()
-                .icmp(i.flow, i.dir, i.ts, i.frame, i.kind);
-            Ok(())
-        },
-        |p, obs, _, _| {
-            tracker.borrow_mut().observe(p, &obs.messages);
+        |item, _| {
+            match item {
+                Item::Icmp { note: i, .. } => tracker.icmp(i.flow, i.dir, i.ts, i.frame, i.kind),
+                Item::Packet { packet, obs, .. } => tracker.observe(packet, &obs.messages),
+                Item::File { .. } => {}
+            }
             Ok(Next::Continue)
         },
     )?;
-    let tracker = tracker.into_inner();
     let mut line = String::new();
     if let Some(x) = &shown.export {
         out.write_all(x.header().as_bytes())?;
     }
     for a in tracker.finish() {
-        if args.flow.is_some_and(|f| f != a.flow) {
+        if args.output.quiet || args.capture.flow.is_some_and(|f| f != a.flow) {
             continue;
         }
         let j = HandshakeJson::new(&a);

@@ -9,16 +9,14 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{
-    read_packets, terminal_width, CaptureArgs, ColorArg, ReadArgs, ReassemblyArg, EXIT_OK,
-    EXIT_USAGE,
-};
+use super::args::{parse_seconds, DecodeArgs, DisplayArgs, FormatArg, OutputArgs};
+use super::capture::{print_flows_table, read_packets};
+use super::{CaptureArgs, ReadArgs, EXIT_OK, EXIT_USAGE};
 use crate::capture::filter::Filter;
 use crate::capture::live::{interfaces, KernelStats, LiveError, LiveOptions};
 use crate::capture::CaptureReader;
 use crate::mirror::FlowMirror;
 use crate::output::json::FlowJson;
-use crate::output::table;
 
 /// Exit code when live capture is not permitted (root or CAP_NET_RAW needed).
 pub const EXIT_NO_PERMISSION: u8 = 8;
@@ -43,35 +41,30 @@ pub struct LiveArgs {
     /// Also write what is captured to this pcapng file.
     #[arg(short = 'w', long = "write", value_name = "OUT.pcapng")]
     pub write: Option<PathBuf>,
-    /// Stop after N RakNet packets.
-    #[arg(short = 'c', long = "count", value_name = "N")]
+    /// Stop after N RakNet packets (N > 0).
+    #[arg(short = 'c', long = "count", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub count: Option<u64>,
+    /// Only this flow (its number, as the flows table shows it).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub flow: Option<u32>,
     /// Stop after this many seconds.
-    #[arg(long, value_name = "SECONDS", value_parser = super::peer::parse_seconds)]
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
     pub duration: Option<Duration>,
-    /// No per-packet output: only the flows at the end.
-    #[arg(short = 'q', long)]
-    pub quiet: bool,
     /// Print the field tree of each packet.
     #[arg(short = 'V', long)]
     pub verbose: bool,
     /// Print a hex dump of each packet's UDP payload.
     #[arg(short = 'x', long)]
     pub hex: bool,
-    /// NDJSON: `packet` records, then a `flow` record per flow.
+    /// Every column of the flows table at the end.
     #[arg(long)]
-    pub json: bool,
-    /// Colour the output: auto, always, never.
-    #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
-    pub color: Option<ColorArg>,
-    /// Decode a UDP port as RakNet: `PORT` or `udp.port==PORT,raknet`. Repeatable.
-    #[arg(short = 'd', long = "decode-as", value_name = "PORT", value_parser = super::parse_decode_as)]
-    pub decode_as: Vec<u16>,
-    /// Only flows whose handshake is seen, or forced with -d, are RakNet.
-    #[arg(long)]
-    pub no_heuristics: bool,
+    pub wide: bool,
     #[command(flatten)]
-    pub display: super::DisplayArgs,
+    pub decode: DecodeArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub display: DisplayArgs,
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -170,36 +163,32 @@ pub fn run_live(a: &LiveArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     );
     let read = ReadArgs {
         capture: CaptureArgs {
-            file: None,
-            read_file: None,
-            decode_as: a.decode_as.clone(),
-            no_heuristics: a.no_heuristics,
-            reassembly: ReassemblyArg::Index,
-            summary_only: false,
+            decode: a.decode.clone(),
+            flow: a.flow,
+            count: a.count,
+            ..CaptureArgs::default()
         },
+        output: a.output.clone(),
+        display: a.display.clone(),
         verbose: a.verbose,
         hex: a.hex,
-        json: a.json,
-        count: a.count,
-        quiet: a.quiet,
-        color: a.color,
-        display: a.display.clone(),
+        write: None,
     };
     let mut flows: Vec<FlowMirror> = Vec::new();
     let code = read_packets(&read, Some(reader), Some(&mut flows), out)?;
-    flows.sort_by_key(|f| f.id);
-    let fields = a.display.format == Some(super::FormatArg::Fields)
+    flows.retain(|f| a.flow.is_none_or(|n| n == f.id));
+    let fields = a.display.format == Some(FormatArg::Fields)
         || (a.display.format.is_none() && !a.display.fields.is_empty());
     if fields {
         // A field export stays one table: no flows after it.
-    } else if a.json || a.display.format == Some(super::FormatArg::Json) {
+    } else if a.output.json || a.display.format == Some(FormatArg::Json) {
+        flows.sort_by_key(|f| f.id);
         for f in &flows {
             serde_json::to_writer(&mut *out, &FlowJson::new(f))?;
             out.write_all(b"\n")?;
         }
     } else if !flows.is_empty() {
-        let refs: Vec<&FlowMirror> = flows.iter().collect();
-        writeln!(out, "{}", table::flows_table(&refs, terminal_width()))?;
+        print_flows_table(&mut flows, a.wide, out)?;
     }
     out.flush()?;
     let k = kernel.lock().map(|k| *k).unwrap_or_default();

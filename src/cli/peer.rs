@@ -1,21 +1,21 @@
-//! `ping`, `connect` and `serve`: the live client and server on the command
-//! line (`peer/` around `session/`).
+//! `ping`, `connect`, `serve`, `probe`: arguments, and the records of
+//! `peer::run` printed as lines or NDJSON.
 
 use std::io::{self, BufRead, IsTerminal, Write};
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use serde::Serialize;
 
-use super::{EXIT_OK, EXIT_USAGE};
-use crate::peer::{self, Client, PeerError, Server};
-use crate::session::handshake::{
-    HandshakeEvent, MTU_PROBES, PROTOCOL_MINECRAFT, PROTOCOL_ORIGINAL,
-};
-use crate::session::{ClientConfig, CloseReason, Delivered, Event, ServerConfig};
-use crate::wire::cursor::hex;
-use crate::wire::{message_name, Motd, Reliability};
+use super::args::{parse_hex, parse_reliability, parse_seconds, parse_target, OutputArgs};
+use super::{EXIT_ERROR, EXIT_OK, EXIT_USAGE};
+use crate::output::peer::PeerRecord;
+use crate::output::text::Palette;
+use crate::peer::run::{self, ConnectPlan, Outcome, Outgoing, Report, ServePlan};
+use crate::peer::Server;
+use crate::session::handshake::{HandshakeEvent, PROTOCOL_MINECRAFT, PROTOCOL_ORIGINAL};
+use crate::session::{ClientConfig, ServerConfig};
+use crate::wire::Reliability;
 
 /// Exit code when no connection could be made: no pong, a refused or
 /// unanswered handshake, nothing listening (the diagnosis is printed).
@@ -30,7 +30,7 @@ pub enum Dialect {
     Minecraft,
 }
 
-/// The dialect options shared by `connect` and `serve`.
+/// The dialect options shared by `connect`, `serve` and `probe`.
 #[derive(Args, Debug, Clone, Default)]
 pub struct DialectArgs {
     /// Defaults for the protocol byte and address count.
@@ -66,29 +66,42 @@ impl DialectArgs {
             Dialect::Minecraft => 20,
         })
     }
+
+    /// A client configuration, probing from `mtu` down when given.
+    fn client(&self, mtu: Option<u16>) -> ClientConfig {
+        let mut cfg = ClientConfig {
+            guid: run::new_guid(),
+            protocol: self.protocol(),
+            address_count: self.addresses(),
+            ..ClientConfig::default()
+        };
+        if let Some(m) = mtu {
+            cfg.mtus = run::mtus_from(m);
+        }
+        cfg
+    }
 }
 
 #[derive(Args, Debug)]
 pub struct PingArgs {
-    /// The server, HOST:PORT (IPv6 as [ADDR]:PORT).
-    #[arg(value_name = "HOST:PORT")]
-    pub target: String,
-    /// Pings to send, one a second.
-    #[arg(short = 'c', long, default_value = "1", value_name = "N")]
+    /// The server: HOST:PORT, [IPV6]:PORT, or HOST (port 19132).
+    #[arg(value_name = "HOST:PORT", value_parser = parse_target)]
+    pub target: SocketAddr,
+    /// Pings to send, one a second (N > 0).
+    #[arg(short = 'c', long, default_value = "1", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub count: u32,
     /// Seconds to wait for each pong.
     #[arg(long, default_value = "1", value_name = "SECONDS", value_parser = parse_seconds)]
     pub timeout: Duration,
-    /// NDJSON: one `pong` record per ping answered.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Args, Debug)]
 pub struct ConnectArgs {
-    /// The server, HOST:PORT (IPv6 as [ADDR]:PORT).
-    #[arg(value_name = "HOST:PORT")]
-    pub target: String,
+    /// The server: HOST:PORT, [IPV6]:PORT, or HOST (port 19132).
+    #[arg(value_name = "HOST:PORT", value_parser = parse_target)]
+    pub target: SocketAddr,
     /// A message to send, in hex (its first byte is the message id); `-`
     /// reads one message per line from standard input: `HEX`, or
     /// `RELIABILITY[/CHANNEL] HEX` for that message's own. Repeatable.
@@ -111,22 +124,21 @@ pub struct ConnectArgs {
     pub mtu: Option<u16>,
     #[command(flatten)]
     pub dialect: DialectArgs,
-    /// NDJSON: `connected`, `message` and `closed` records.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
     /// Address to listen on.
-    #[arg(long, default_value = "0.0.0.0:19132", value_name = "ADDR")]
-    pub listen: String,
+    #[arg(long, default_value = "0.0.0.0:19132", value_name = "ADDR", value_parser = parse_target)]
+    pub listen: SocketAddr,
     /// Play the captured server of this capture: its pong payload and
     /// protocol, and its messages with their timing, from each client's connection on.
     #[arg(long, value_name = "FILE")]
     pub replay: Option<std::path::PathBuf>,
     /// With --replay: the flow to play (default: the first whose client sent messages).
-    #[arg(long, value_name = "N", requires = "replay")]
+    #[arg(long, value_name = "N", requires = "replay", value_parser = clap::value_parser!(u32).range(1..))]
     pub flow: Option<u32>,
     /// With --replay: send the captured messages at once instead of with their timing.
     #[arg(long, requires = "replay")]
@@ -135,8 +147,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "TEXT", conflicts_with = "pong_hex")]
     pub motd: Option<String>,
     /// Answer pings with these raw bytes (hex).
-    #[arg(long, value_name = "HEX")]
-    pub pong_hex: Option<String>,
+    #[arg(long, value_name = "HEX", value_parser = parse_hex)]
+    pub pong_hex: Option<Vec<u8>>,
     /// Connected clients at most; more are refused (ID_NO_FREE_INCOMING_CONNECTIONS).
     #[arg(long, default_value = "32", value_name = "N")]
     pub max_clients: usize,
@@ -151,376 +163,101 @@ pub struct ServeArgs {
     pub mtu: u16,
     #[command(flatten)]
     pub dialect: DialectArgs,
-    /// NDJSON: `listening`, `connected`, `message` and `closed` records.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
-pub fn parse_reliability(s: &str) -> Result<Reliability, String> {
-    if let Ok(n) = s.parse::<u8>() {
-        return (n < 8)
-            .then_some(Reliability(n))
-            .ok_or_else(|| format!("{s:?}: a reliability is 0 to 7"));
+#[derive(Args, Debug)]
+pub struct ProbeArgs {
+    /// The server: HOST:PORT, [IPV6]:PORT, or HOST (port 19132).
+    #[arg(value_name = "HOST:PORT", value_parser = parse_target)]
+    pub target: SocketAddr,
+    /// Largest MTU to probe with.
+    #[arg(long, value_name = "M")]
+    pub mtu: Option<u16>,
+    #[command(flatten)]
+    pub dialect: DialectArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// Prints the records of a live command: NDJSON or lines, each flushed as
+/// it comes; handshake steps on standard error when it is a terminal.
+pub(super) struct Printer<'o, W: Write> {
+    pub out: &'o mut W,
+    pub output: &'o OutputArgs,
+    /// Lines of `message` records in text mode (replay leaves them to --json).
+    pub message_lines: bool,
+    steps: bool,
+    pal: Palette,
+}
+
+impl<'o, W: Write> Printer<'o, W> {
+    pub fn new(out: &'o mut W, output: &'o OutputArgs) -> Self {
+        Printer {
+            steps: !output.json && io::stderr().is_terminal(),
+            pal: super::palette(output.color, output.json),
+            message_lines: true,
+            out,
+            output,
+        }
     }
-    let wanted = s.to_ascii_uppercase().replace('-', "_");
-    (0..8)
-        .map(Reliability)
-        .find(|r| r.name() == wanted)
-        .ok_or_else(|| {
-            format!(
-                "{s:?} is not a reliability: unreliable, unreliable-sequenced, reliable, \
-                 reliable-ordered, reliable-sequenced, unreliable-with-ack-receipt, \
-                 reliable-with-ack-receipt, reliable-ordered-with-ack-receipt, or 0 to 7"
-            )
-        })
 }
 
-pub(super) fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
-    let digits: Vec<u8> = s
-        .chars()
-        .filter(|c| !c.is_whitespace() && *c != ':')
-        .map(|c| c.to_digit(16).map(|d| d as u8))
-        .collect::<Option<_>>()
-        .ok_or_else(|| format!("{s:?} is not hex"))?;
-    if digits.len() % 2 != 0 {
-        return Err(format!("{s:?}: odd number of hex digits"));
+impl<W: Write> Report for Printer<'_, W> {
+    fn record(&mut self, r: PeerRecord) -> io::Result<()> {
+        if self.output.quiet && r.is_per_message() {
+            return Ok(());
+        }
+        if let PeerRecord::Failed(f) = &r {
+            // On standard error whatever the format; a record too with --json.
+            self.out.flush()?;
+            eprintln!(
+                "raknet-dissect: {}",
+                self.pal
+                    .paint_anomaly(&format!("{}: {} [{}]", f.target, f.error, f.step))
+            );
+            if !self.output.json {
+                return Ok(());
+            }
+        }
+        if self.output.json {
+            serde_json::to_writer(&mut *self.out, &r)?;
+            self.out.write_all(b"\n")?;
+        } else if self.message_lines || !matches!(r, PeerRecord::Message(_)) {
+            let line = r.line();
+            let line = match r {
+                PeerRecord::NoPong(_) => self.pal.paint_anomaly(&line),
+                _ => line,
+            };
+            writeln!(self.out, "{line}")?;
+        }
+        self.out.flush()
     }
-    Ok(digits.chunks(2).map(|p| p[0] << 4 | p[1]).collect())
-}
 
-/// Seconds on the command line: finite, 0 to a million (about 11 days).
-pub(super) fn parse_seconds(s: &str) -> Result<Duration, String> {
-    s.parse::<f64>()
-        .ok()
-        .filter(|v| (0.0..=1e6).contains(v))
-        .map(Duration::from_secs_f64)
-        .ok_or_else(|| format!("{s:?} is not a number of seconds from 0 to 1000000"))
-}
-
-pub(super) fn resolve(target: &str) -> Result<SocketAddr, String> {
-    target
-        .to_socket_addrs()
-        .map_err(|e| format!("{target}: {e}"))?
-        .next()
-        .ok_or_else(|| format!("{target}: no address"))
-}
-
-pub(super) fn guid() -> u64 {
-    // Unique enough for a tool: time and process id mixed.
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_nanos() as u64;
-    (t ^ (u64::from(std::process::id()) << 32)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
-}
-
-pub(super) fn ms(d: Duration) -> f64 {
-    (d.as_secs_f64() * 1e6).round() / 1e3
-}
-
-pub(super) fn emit(
-    out: &mut impl Write,
-    json: bool,
-    record: &impl Serialize,
-    line: &str,
-) -> io::Result<()> {
-    if json {
-        serde_json::to_writer(&mut *out, record)?;
-        out.write_all(b"\n")?;
-    } else {
-        writeln!(out, "{line}")?;
+    fn handshake_step(&mut self, t: Duration, e: &HandshakeEvent) {
+        if self.steps {
+            eprintln!("{:>10.6} {}", t.as_secs_f64(), run::step_line(e));
+        }
     }
-    out.flush()
+
+    fn warn(&mut self, what: &str) {
+        let _ = self.out.flush();
+        eprintln!("raknet-dissect: {what}");
+    }
 }
 
-#[derive(Serialize)]
-struct PongJson<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    target: String,
-    seq: u32,
-    rtt_ms: f64,
-    server_guid: String,
-    payload: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    motd: Option<serde_json::Map<String, serde_json::Value>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    text: Option<&'a str>,
+/// The exit code of an outcome.
+pub(super) fn exit_code(o: Outcome) -> u8 {
+    match o {
+        Outcome::Done => EXIT_OK,
+        Outcome::NoConnection => EXIT_NO_CONNECTION,
+    }
 }
 
 pub fn run_ping(a: &PingArgs, out: &mut impl Write) -> anyhow::Result<u8> {
-    let target = match resolve(&a.target) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("raknet-dissect: {e}");
-            return Ok(EXIT_USAGE);
-        }
-    };
-    let me = guid();
-    let mut answered = 0;
-    for seq in 0..a.count {
-        if seq > 0 {
-            std::thread::sleep(Duration::from_secs(1));
-        }
-        match peer::ping(target, me, a.timeout.max(Duration::from_millis(1))) {
-            Ok(Some(p)) => {
-                answered += 1;
-                let motd = Motd::parse(&p.payload);
-                let text = std::str::from_utf8(&p.payload).ok().filter(|t| {
-                    motd.is_none() && !t.is_empty() && t.chars().all(|c| !c.is_control())
-                });
-                let mut line = format!(
-                    "pong from {target}: seq {seq}, rtt {:.3} ms, server guid {:#018x}, {} bytes of payload",
-                    ms(p.rtt),
-                    p.server_guid,
-                    p.payload.len()
-                );
-                if let Some(m) = &motd {
-                    for (name, value) in &m.fields {
-                        line.push_str(&format!("\n  {name}: {value}"));
-                    }
-                } else if let Some(t) = text {
-                    line.push_str(&format!(": {t:?}"));
-                } else if !p.payload.is_empty() {
-                    line.push_str(&format!(": {}", hex(&p.payload)));
-                }
-                let record = PongJson {
-                    kind: "pong",
-                    target: target.to_string(),
-                    seq,
-                    rtt_ms: ms(p.rtt),
-                    server_guid: guid_hex(p.server_guid),
-                    payload: hex(&p.payload),
-                    motd: motd.map(|m| {
-                        m.fields
-                            .into_iter()
-                            .map(|(k, v)| (k.to_string(), serde_json::Value::String(v)))
-                            .collect()
-                    }),
-                    text,
-                };
-                emit(out, a.json, &record, &line)?;
-            }
-            Ok(None) => {
-                if !a.json {
-                    writeln!(
-                        out,
-                        "no pong from {target}: seq {seq}, {} s",
-                        a.timeout.as_secs_f64()
-                    )?;
-                    out.flush()?;
-                }
-            }
-            Err(e) => {
-                out.flush()?;
-                eprintln!("raknet-dissect: ping {target}: {e}");
-                return Ok(EXIT_NO_CONNECTION);
-            }
-        }
-    }
-    if answered == 0 {
-        eprintln!(
-            "raknet-dissect: no pong from {target} to {} ping(s)",
-            a.count
-        );
-        return Ok(EXIT_NO_CONNECTION);
-    }
-    Ok(EXIT_OK)
-}
-
-#[derive(Serialize)]
-pub(super) struct ConnectedJson {
-    #[serde(rename = "type")]
-    pub(super) kind: &'static str,
-    pub(super) peer: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) guid: Option<String>,
-    pub(super) mtu: u16,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) handshake_ms: Option<f64>,
-}
-
-impl ConnectedJson {
-    /// The `connected` record of a client just connected.
-    pub(super) fn of(client: &Client) -> Self {
-        ConnectedJson {
-            kind: "connected",
-            peer: client.server().to_string(),
-            guid: client.server_guid.map(guid_hex),
-            mtu: client.connection().mtu(),
-            handshake_ms: Some(ms(client.handshake_time)),
-        }
-    }
-}
-
-/// Connect to `target` as `connect` and `replay` do: each handshake step on
-/// stderr when it is a terminal (not with `--json`), a failure in one line
-/// naming the step. `Err` is the exit code.
-pub(super) fn connect_client(
-    target: SocketAddr,
-    cfg: ClientConfig,
-    recorder: Option<crate::peer::record::Recorder>,
-    json: bool,
-    out: &mut impl Write,
-) -> io::Result<Result<Client, u8>> {
-    let verbose = !json && io::stderr().is_terminal();
-    match Client::connect_recorded(target, cfg, recorder, |t, e| {
-        if verbose {
-            eprintln!("{:>10.6} {}", t.as_secs_f64(), step_line(e));
-        }
-    }) {
-        Ok(c) => Ok(Ok(c)),
-        Err(e) => {
-            out.flush()?;
-            eprintln!(
-                "raknet-dissect: cannot connect to {target}: {e} [{}]",
-                e.step()
-            );
-            Ok(Err(EXIT_NO_CONNECTION))
-        }
-    }
-}
-
-/// A GUID in NDJSON: hex, as the capture records write it (an integer would
-/// lose precision in tools that read numbers as doubles).
-pub(super) fn guid_hex(g: u64) -> String {
-    format!("{g:#018x}")
-}
-
-#[derive(Serialize)]
-pub(super) struct PeerMessageJson {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    peer: String,
-    dir: &'static str,
-    ts: f64,
-    id: Option<u8>,
-    name: Option<String>,
-    len: usize,
-    reliability: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    channel: Option<u8>,
-    data: String,
-}
-
-impl PeerMessageJson {
-    pub(super) fn new(peer: SocketAddr, dir: &'static str, m: &Delivered) -> Self {
-        let id = m.data.first().copied();
-        PeerMessageJson {
-            kind: "message",
-            peer: peer.to_string(),
-            dir,
-            ts: m.ts.as_secs_f64(),
-            id,
-            name: id.map(|i| message_name(i).into_owned()),
-            len: m.data.len(),
-            reliability: m.reliability.name(),
-            channel: m.channel,
-            data: hex(&m.data),
-        }
-    }
-
-    fn line(&self) -> String {
-        let mut s = format!(
-            "{:>10.6} {} {} {} {} bytes {}",
-            self.ts,
-            self.dir,
-            self.peer,
-            self.name.as_deref().unwrap_or("-"),
-            self.len,
-            self.reliability
-        );
-        if let Some(c) = self.channel {
-            s.push_str(&format!(" ch {c}"));
-        }
-        let head = &self.data[..self.data.len().min(64)];
-        s.push_str(&format!(" {head}"));
-        if self.data.len() > 64 {
-            s.push('…');
-        }
-        s
-    }
-}
-
-#[derive(Serialize)]
-struct ClosedJson {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    peer: String,
-    reason: &'static str,
-    messages_sent: u64,
-    bytes_sent: u64,
-    messages_received: u64,
-    datagrams_sent: u64,
-    datagrams_received: u64,
-    resends: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    rtt_ms: Option<f64>,
-    seconds: f64,
-}
-
-fn closed_record(
-    peer: SocketAddr,
-    reason: CloseReason,
-    c: &crate::session::Connection,
-    seconds: f64,
-) -> ClosedJson {
-    let s = c.stats();
-    ClosedJson {
-        kind: "closed",
-        peer: peer.to_string(),
-        reason: reason.as_str(),
-        messages_sent: s.send.messages_queued,
-        bytes_sent: s.send.bytes_queued,
-        messages_received: s.messages_delivered,
-        datagrams_sent: s.send.datagrams_sent,
-        datagrams_received: s.datagrams_received,
-        resends: s.send.resends_after_nack + s.send.resends_after_timeout,
-        rtt_ms: c.rtt().map(ms),
-        seconds,
-    }
-}
-
-fn closed_line(r: &ClosedJson) -> String {
-    format!(
-        "closed {} ({}): sent {} messages ({} bytes) in {} datagrams, {} resends; received {} messages in {} datagrams; rtt {}; {:.3} s",
-        r.peer,
-        r.reason,
-        r.messages_sent,
-        r.bytes_sent,
-        r.datagrams_sent,
-        r.resends,
-        r.messages_received,
-        r.datagrams_received,
-        r.rtt_ms.map_or("-".into(), |v| format!("{v:.3} ms")),
-        r.seconds
-    )
-}
-
-pub(super) fn step_line(e: &HandshakeEvent) -> String {
-    match e {
-        HandshakeEvent::Request1Sent { mtu } => {
-            format!("open connection request 1 sent (MTU {mtu})")
-        }
-        HandshakeEvent::Reply1 { server_guid, mtu } => {
-            format!("open connection reply 1: server guid {server_guid:#018x}, MTU {mtu}")
-        }
-        HandshakeEvent::Request2Sent { mtu } => {
-            format!("open connection request 2 sent (MTU {mtu})")
-        }
-        HandshakeEvent::Reply2 { mtu } => format!("open connection reply 2: MTU {mtu}"),
-        HandshakeEvent::ConnectionRequestSent => "connection request sent".into(),
-        HandshakeEvent::Accepted => {
-            "connection request accepted; new incoming connection sent".into()
-        }
-    }
-}
-
-/// One message to send, with its reliability and channel.
-struct Outgoing {
-    data: Vec<u8>,
-    reliability: Reliability,
-    channel: u8,
+    let mut p = Printer::new(out, &a.output);
+    Ok(exit_code(run::ping(a.target, a.count, a.timeout, &mut p)?))
 }
 
 /// A standard-input line: `HEX`, or `RELIABILITY[/CHANNEL] HEX` to override
@@ -577,206 +314,38 @@ fn messages(a: &ConnectArgs) -> Result<Vec<Outgoing>, String> {
     Ok(v)
 }
 
-/// Queue at most this much ahead of the wire in a bulk send.
-const QUEUE_AHEAD: usize = 4 << 20;
-
-/// Step `client` until `until` (a failure is said on stderr and ends the
-/// pumping), then hand each event to `on_event`. `Some` once the connection
-/// has closed, or the step failed; `None` while it is up.
-pub(super) fn pump(
-    client: &mut Client,
-    until: Duration,
-    on_event: &mut dyn FnMut(Event) -> io::Result<()>,
-) -> io::Result<Option<Pumped>> {
-    if let Err(e) = client.step(until) {
-        eprintln!("raknet-dissect: {}: {e}", client.server());
-        return Ok(Some(Pumped::Failed));
-    }
-    while let Some(e) = client.poll_event() {
-        match e {
-            Event::Closed(r) => return Ok(Some(Pumped::Closed(r))),
-            e => on_event(e)?,
-        }
-    }
-    Ok(None)
-}
-
-/// How [`pump`] ended.
-pub(super) enum Pumped {
-    Closed(CloseReason),
-    /// A socket error (said on stderr).
-    Failed,
-}
-
-/// [`pump`] until `until` or the end of the connection; the close reason
-/// when it closed.
-pub(super) fn pump_until(
-    client: &mut Client,
-    until: Duration,
-    on_event: &mut dyn FnMut(Event) -> io::Result<()>,
-) -> io::Result<Option<CloseReason>> {
-    while client.now() < until {
-        match pump(client, until, on_event)? {
-            None => {}
-            Some(Pumped::Closed(r)) => return Ok(Some(r)),
-            Some(Pumped::Failed) => break,
-        }
-    }
-    Ok(None)
-}
-
 pub fn run_connect(a: &ConnectArgs, out: &mut impl Write) -> anyhow::Result<u8> {
-    let target = match resolve(&a.target) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("raknet-dissect: {e}");
-            return Ok(EXIT_USAGE);
-        }
-    };
-    let msgs = match messages(a) {
-        Ok(m) => m,
+    let plan = match messages(a) {
+        Ok(messages) => ConnectPlan {
+            messages,
+            repeat: a.repeat,
+            wait: a.wait,
+        },
         Err(e) => {
             eprintln!("raknet-dissect: --send: {e}");
             return Ok(EXIT_USAGE);
         }
     };
-    let mut cfg = ClientConfig {
-        guid: guid(),
-        protocol: a.dialect.protocol(),
-        address_count: a.dialect.addresses(),
-        ..ClientConfig::default()
-    };
-    if let Some(m) = a.mtu {
-        let mut mtus: Vec<u16> = MTU_PROBES.iter().copied().filter(|&p| p < m).collect();
-        mtus.insert(0, m.clamp(400, 1492));
-        cfg.mtus = mtus;
-    }
-    let mut client = match connect_client(target, cfg, None, a.json, out)? {
-        Ok(c) => c,
-        Err(code) => return Ok(code),
-    };
-    let connected = ConnectedJson::of(&client);
-    emit(
-        out,
-        a.json,
-        &connected,
-        &format!(
-            "connected to {target}: server guid {}, MTU {}, handshake {:.3} ms",
-            client
-                .server_guid
-                .map_or("-".into(), |g| format!("{g:#018x}")),
-            connected.mtu,
-            ms(client.handshake_time)
-        ),
-    )?;
-    let start = client.now();
-    let mut closed: Option<CloseReason> = None;
-    let mut print = |e: Event| -> io::Result<()> {
-        if let Event::Message(m) = e {
-            let r = PeerMessageJson::new(target, "s2c", &m);
-            if a.json {
-                serde_json::to_writer(&mut *out, &r)?;
-                out.write_all(b"\n")?;
-            } else {
-                writeln!(out, "{}", r.line())?;
-            }
-            out.flush()?;
-        }
-        Ok(())
-    };
-    // Send, keeping the queue bounded, then wait for every ACK.
-    let total = msgs.len() as u64 * a.repeat;
-    let mut next = 0u64;
-    let mut failed = false;
-    while closed.is_none() && !failed && (next < total || !client.connection().is_idle()) {
-        while next < total && client.connection().queued_bytes() < QUEUE_AHEAD {
-            let m = &msgs[(next % msgs.len() as u64) as usize];
-            client.send(&m.data, m.reliability, m.channel, Some(next as u32));
-            next += 1;
-        }
-        let until = client.now() + Duration::from_millis(50);
-        match pump(&mut client, until, &mut print)? {
-            None => {}
-            Some(Pumped::Closed(r)) => closed = Some(r),
-            Some(Pumped::Failed) => failed = true,
-        }
-    }
-    if closed.is_none() && !failed {
-        let until = client.now() + a.wait;
-        closed = pump_until(&mut client, until, &mut print)?;
-    }
-    // Closing also sends the last ACK when the server closed first (of its
-    // disconnection notification, which it waits for).
-    let reason = match (client.close(), closed) {
-        (_, Some(r)) => r,
-        (Ok(r), None) => r,
-        (Err(PeerError::PortUnreachable(_)), None) => CloseReason::TimedOut,
-        (Err(e), None) => return Err(e.into()),
-    };
-    let seconds = (client.now() - start).as_secs_f64();
-    let r = closed_record(target, reason, client.connection(), seconds);
-    let line = closed_line(&r);
-    emit(out, a.json, &r, &line)?;
-    Ok(match reason {
-        CloseReason::TimedOut => EXIT_NO_CONNECTION,
-        _ => EXIT_OK,
-    })
-}
-
-#[derive(Serialize)]
-struct ListeningJson {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    address: String,
-    guid: String,
-    protocol: u8,
-}
-
-fn minecraft_pong(text: &str, guid: u64, port: u16, max_clients: usize) -> Vec<u8> {
-    let values = [
-        "MCPE".to_string(),
-        text.replace(';', "\\;"),
-        "800".into(),
-        "1.21.80".into(),
-        "0".into(),
-        max_clients.to_string(),
-        guid.to_string(),
-        "raknet-dissect".into(),
-        "Survival".into(),
-        "1".into(),
-        port.to_string(),
-        port.to_string(),
-    ];
-    let motd = Motd {
-        fields: crate::wire::motd::MOTD_FIELDS
-            .iter()
-            .copied()
-            .zip(values)
-            .collect(),
-    };
-    let mut out = Vec::new();
-    motd.emit(&mut out);
-    out
+    let mut p = Printer::new(out, &a.output);
+    Ok(exit_code(run::connect(
+        a.target,
+        a.dialect.client(a.mtu),
+        &plan,
+        &mut p,
+    )?))
 }
 
 pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
-    let listen = match resolve(&a.listen) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("raknet-dissect: --listen {e}");
-            return Ok(EXIT_USAGE);
-        }
-    };
-    let me = guid();
+    let guid = run::new_guid();
     let session = match &a.replay {
-        Some(path) => match super::replay::load_session(path, a.flow, &[], out)? {
+        Some(path) => match super::replay::load(std::slice::from_ref(path), a.flow, &[]) {
             Ok(s) => Some(s),
             Err(code) => return Ok(code),
         },
         None => None,
     };
     let mut cfg = ServerConfig {
-        guid: me,
+        guid,
         protocol: a.dialect.protocol(),
         accept_protocols: a.dialect.accepted(),
         max_clients: a.max_clients,
@@ -785,295 +354,50 @@ pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         ..ServerConfig::default()
     };
     // The captured server's protocol, unless told otherwise.
-    if let (Some(s), None) = (&session, a.dialect.protocol) {
-        if let Some(p) = s.protocol {
-            cfg.protocol = p;
-            cfg.accept_protocols = vec![p];
-            if a.dialect.addresses.is_none() {
-                cfg.address_count = if p == PROTOCOL_ORIGINAL { 10 } else { 20 };
-            }
+    if let (Some(p), None) = (
+        session.as_ref().and_then(|s| s.protocol),
+        a.dialect.protocol,
+    ) {
+        cfg.protocol = p;
+        cfg.accept_protocols = vec![p];
+        if a.dialect.addresses.is_none() {
+            cfg.address_count = run::addresses_for(p);
         }
     }
-    let mut server = match Server::bind(listen, cfg.clone()) {
+    let mut server = match Server::bind(a.listen, cfg) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("raknet-dissect: cannot listen on {listen}: {e}");
-            return Ok(super::EXIT_ERROR);
+            eprintln!("raknet-dissect: cannot listen on {}: {e}", a.listen);
+            return Ok(EXIT_ERROR);
         }
     };
-    let bound = server.local_addr()?;
-    cfg.pong = match (&a.motd, &a.pong_hex) {
-        (Some(text), _) => minecraft_pong(text, me, bound.port(), a.max_clients),
-        (None, Some(h)) => match parse_hex(h) {
-            Ok(b) => b,
-            Err(e) => {
-                eprintln!("raknet-dissect: --pong-hex: {e}");
-                return Ok(EXIT_USAGE);
-            }
-        },
+    let port = server.local_addr()?.port();
+    server.set_pong(match (&a.motd, &a.pong_hex) {
+        (Some(text), _) => run::minecraft_pong(text, guid, port, a.max_clients),
+        (None, Some(h)) => h.clone(),
         (None, None) => session
             .as_ref()
             .and_then(|s| s.pong.clone())
             .unwrap_or_else(|| b"raknet-dissect".to_vec()),
-    };
-    server.set_pong(cfg.pong.clone());
-    let r = ListeningJson {
-        kind: "listening",
-        address: bound.to_string(),
-        guid: guid_hex(me),
-        protocol: cfg.protocol,
-    };
-    emit(out, a.json, &r, &format!("listening {bound}"))?;
-    // With --replay: each connected client's position in the captured
-    // server messages, and when its connection started.
-    let mut playing: Vec<(SocketAddr, Duration, usize)> = Vec::new();
-    let base = session.as_ref().map_or(Duration::ZERO, |s| {
-        s.connected_ts
-            .or(s.s2c.first().map(|m| m.ts))
-            .unwrap_or(Duration::ZERO)
     });
-    loop {
-        let mut until = server.now() + Duration::from_millis(200);
-        if let Some(s) = &session {
-            let now = server.now();
-            for (peer, start, next) in playing.iter_mut() {
-                while let Some(m) = s.s2c.get(*next) {
-                    let due = if a.asap {
-                        *start
-                    } else {
-                        *start + m.ts.saturating_sub(base)
-                    };
-                    if due > now {
-                        until = until.min(due);
-                        break;
-                    }
-                    server.send(*peer, &m.data, m.reliability, m.channel);
-                    *next += 1;
-                }
-            }
-            playing.retain(|(_, _, next)| *next < s.s2c.len());
-        }
-        server.step(until)?;
-        let mut done = false;
-        while let Some((peer, e)) = server.poll_event() {
-            match e {
-                Event::Connected => {
-                    let c = server.listener().connection(peer);
-                    let r = ConnectedJson {
-                        kind: "connected",
-                        peer: peer.to_string(),
-                        guid: c.and_then(|c| c.peer_guid).map(guid_hex),
-                        mtu: c.map_or(0, |c| c.mtu()),
-                        handshake_ms: None,
-                    };
-                    emit(out, a.json, &r, &format!("connected {peer}: MTU {}", r.mtu))?;
-                    if session.as_ref().is_some_and(|s| !s.s2c.is_empty()) {
-                        playing.push((peer, server.now(), 0));
-                    }
-                }
-                Event::Message(m) => {
-                    let r = PeerMessageJson::new(peer, "c2s", &m);
-                    let line = r.line();
-                    emit(out, a.json, &r, &line)?;
-                    if a.echo {
-                        server.send(peer, &m.data, m.reliability, m.channel.unwrap_or(0));
-                    }
-                }
-                Event::Closed(reason) => {
-                    let l = server.listener();
-                    if let Some(c) = l.connection(peer).or_else(|| l.closed_connection(peer)) {
-                        let seconds = server.now().saturating_sub(c.created()).as_secs_f64();
-                        let r = closed_record(peer, reason, c, seconds);
-                        let line = closed_line(&r);
-                        emit(out, a.json, &r, &line)?;
-                    }
-                    done |= a.once;
-                }
-                _ => {}
-            }
-        }
-        if done {
-            // Let the last ACKs go out.
-            let until = server.now() + Duration::from_millis(50);
-            while server.now() < until {
-                server.step(until)?;
-            }
-            return Ok(EXIT_OK);
-        }
-    }
-}
-
-#[derive(Args, Debug)]
-pub struct ProbeArgs {
-    /// The server, HOST:PORT (IPv6 as [ADDR]:PORT).
-    #[arg(value_name = "HOST:PORT")]
-    pub target: String,
-    /// Largest MTU to probe with.
-    #[arg(long, value_name = "M")]
-    pub mtu: Option<u16>,
-    #[command(flatten)]
-    pub dialect: DialectArgs,
-    /// NDJSON: `step` records as they happen, then one `probe` record.
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Serialize)]
-struct ProbeStepJson {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    t: f64,
-    step: &'static str,
-    detail: String,
-}
-
-#[derive(Serialize)]
-struct ProbeJson {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    target: String,
-    outcome: &'static str,
-    diagnosis: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    mtu: Option<u16>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    server_guid: Option<String>,
-    seconds: f64,
-}
-
-fn probe_step_name(e: &HandshakeEvent) -> &'static str {
-    match e {
-        HandshakeEvent::Request1Sent { .. } => "open_connection_request_1",
-        HandshakeEvent::Reply1 { .. } => "open_connection_reply_1",
-        HandshakeEvent::Request2Sent { .. } => "open_connection_request_2",
-        HandshakeEvent::Reply2 { .. } => "open_connection_reply_2",
-        HandshakeEvent::ConnectionRequestSent => "connection_request",
-        HandshakeEvent::Accepted => "connection_request_accepted",
-    }
+    let plan = ServePlan {
+        echo: a.echo,
+        once: a.once,
+        script: session
+            .as_ref()
+            .map(|s| crate::replay::run::server_script(s, a.asap)),
+    };
+    let mut p = Printer::new(out, &a.output);
+    Ok(exit_code(run::serve(&mut server, &plan, &mut p)?))
 }
 
 /// `probe`: the handshake steps performed live, one line each as it
 /// happens, then the outcome and a diagnosis, in the words of `handshake`.
 pub fn run_probe(a: &ProbeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
-    let target = match resolve(&a.target) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("raknet-dissect: {e}");
-            return Ok(EXIT_USAGE);
-        }
-    };
-    let started = std::time::Instant::now();
-    let step = |out: &mut dyn Write, t: Duration, name: &'static str, detail: String| {
-        let r = ProbeStepJson {
-            kind: "step",
-            t: t.as_secs_f64(),
-            step: name,
-            detail,
-        };
-        let line = format!("{:>+11.6}  {:<30} {}", r.t, r.step, r.detail);
-        let mut o = out;
-        emit(&mut o, a.json, &r, &line)
-    };
-    let me = guid();
-    // 1. An unconnected ping.
-    let ping = peer::ping(target, me, Duration::from_secs(1));
-    match &ping {
-        Ok(Some(p)) => step(
-            out,
-            started.elapsed(),
-            "unconnected_pong",
-            format!(
-                "rtt {:.3} ms, server guid {:#018x}, {} bytes of payload",
-                ms(p.rtt),
-                p.server_guid,
-                p.payload.len()
-            ),
-        )?,
-        Ok(None) => step(
-            out,
-            started.elapsed(),
-            "unconnected_ping",
-            "no pong within 1 s".into(),
-        )?,
-        Err(e) => step(out, started.elapsed(), "unconnected_ping", e.to_string())?,
-    }
-    // 2. The handshake, step by step.
-    let mut cfg = ClientConfig {
-        guid: me,
-        protocol: a.dialect.protocol(),
-        address_count: a.dialect.addresses(),
-        ..ClientConfig::default()
-    };
-    if let Some(m) = a.mtu {
-        let mut mtus: Vec<u16> = MTU_PROBES.iter().copied().filter(|&p| p < m).collect();
-        mtus.insert(0, m.clamp(400, 1492));
-        cfg.mtus = mtus;
-    }
-    let offset = started.elapsed();
-    let mut io_error = None;
-    let result = Client::connect(target, cfg, |t, e| {
-        if let Err(err) = step(out, offset + t, probe_step_name(e), step_line(e)) {
-            io_error.get_or_insert(err);
-        }
-    });
-    if let Some(e) = io_error {
-        return Err(e.into());
-    }
-    let (outcome, diagnosis, mtu, server_guid, code) = match result {
-        Ok(mut c) => {
-            let mtu = c.connection().mtu();
-            let guid = c.server_guid;
-            let diagnosis = format!("connected in {:.3} ms, MTU {mtu}", ms(c.handshake_time));
-            let reason = c.close().map(CloseReason::as_str).unwrap_or("closed");
-            step(out, started.elapsed(), "disconnected", reason.into())?;
-            ("connected", diagnosis, Some(mtu), guid, EXIT_OK)
-        }
-        Err(e) => {
-            let no_pong = matches!(ping, Ok(None));
-            let mut d = e.to_string();
-            if no_pong
-                && matches!(
-                    e,
-                    PeerError::Handshake(crate::session::HandshakeError::Request1Unanswered { .. })
-                )
-            {
-                d.push_str("; no pong either: nothing answers there, or a firewall drops UDP");
-            }
-            (e.step(), d, None, None, EXIT_NO_CONNECTION)
-        }
-    };
-    let r = ProbeJson {
-        kind: "probe",
-        target: target.to_string(),
-        outcome,
-        diagnosis,
-        mtu,
-        server_guid: server_guid.map(guid_hex),
-        seconds: started.elapsed().as_secs_f64(),
-    };
-    let line = format!("outcome: {} ({})", r.outcome, r.diagnosis);
-    emit(out, a.json, &r, &line)?;
-    Ok(code)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hex_messages_and_seconds_never_panic_on_odd_input() {
-        assert_eq!(parse_hex("86 aa:BB"), Ok(vec![0x86, 0xaa, 0xbb]));
-        assert!(parse_hex("8").unwrap_err().contains("odd number"));
-        // A multi-byte character between digits is an error, not a panic.
-        for bad in ["aéa", "éé", "zz", "a\u{1F600}b"] {
-            assert!(parse_hex(bad).is_err(), "{bad}");
-        }
-        assert_eq!(parse_seconds("0.5"), Ok(Duration::from_millis(500)));
-        for bad in ["inf", "NaN", "-1", "1e300", "x"] {
-            assert!(parse_seconds(bad).is_err(), "{bad}");
-        }
-        assert_eq!(parse_reliability("reliable-ordered"), Ok(Reliability(3)));
-        assert_eq!(parse_reliability("7"), Ok(Reliability(7)));
-        assert!(parse_reliability("8").is_err());
-    }
+    let mut p = Printer::new(out, &a.output);
+    Ok(exit_code(run::probe(
+        a.target,
+        a.dialect.client(a.mtu),
+        &mut p,
+    )?))
 }

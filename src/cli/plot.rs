@@ -42,15 +42,12 @@ pub struct PlotArgs {
     /// Where to write the SVG; `-` writes it to standard output.
     #[arg(short = 'o', long = "output", value_name = "OUT")]
     pub output: PathBuf,
-    /// Only this flow (its id, as `flows` shows it).
-    #[arg(long, value_name = "N")]
-    pub flow: Option<u32>,
     /// Draw from this time on: seconds since the capture's first packet, the
     /// clock of `read`'s lines. The time axes then count on that clock too.
-    #[arg(long, value_name = "SECONDS", value_parser = super::peer::parse_seconds)]
+    #[arg(long, value_name = "SECONDS", value_parser = super::args::parse_seconds)]
     pub from: Option<Duration>,
     /// Draw up to this time (seconds since the capture's first packet).
-    #[arg(long, value_name = "SECONDS", value_parser = super::peer::parse_seconds)]
+    #[arg(long, value_name = "SECONDS", value_parser = super::args::parse_seconds)]
     pub to: Option<Duration>,
 }
 
@@ -456,12 +453,7 @@ impl Output {
 /// the capture.
 pub fn run_plot(args: &PlotArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let shown = args.output.display();
-    if let Some(input) = args
-        .capture
-        .read_file
-        .as_ref()
-        .or(args.capture.file.as_ref())
-    {
+    for input in &args.capture.paths() {
         let same = input.as_os_str() != "-"
             && args.output.as_os_str() != "-"
             && matches!(
@@ -499,7 +491,7 @@ pub fn run_plot(args: &PlotArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         return Ok(EXIT_USAGE);
     }
     let mut col = Collector {
-        only: args.flow,
+        only: args.capture.flow,
         window,
         ..Collector::default()
     };
@@ -520,7 +512,7 @@ pub fn run_plot(args: &PlotArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         return Ok(code);
     }
     col.untracked_flows = col.seen_flows.saturating_sub(col.flows.len() as u64);
-    if let Some(n) = args.flow {
+    if let Some(n) = args.capture.flow {
         if !col.flows.contains_key(&n) {
             output.abandon();
             match window {

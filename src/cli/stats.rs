@@ -11,7 +11,7 @@ use std::time::Duration;
 use clap::Args;
 use serde::Serialize;
 
-use super::peer::parse_seconds;
+use super::args::parse_seconds;
 use super::{drive, mirror_config, terminal_width, CaptureArgs, Next, EXIT_BAD_FILE, EXIT_USAGE};
 use crate::dissect::Dir;
 use crate::mirror::{Message, Mirror};
@@ -33,9 +33,6 @@ pub struct StatsArgs {
     /// packet (fractions allowed).
     #[arg(long, default_value = "1", value_name = "SECONDS", value_parser = parse_interval)]
     pub interval: Duration,
-    /// Only this flow.
-    #[arg(long, value_name = "N")]
-    pub flow: Option<u32>,
     /// NDJSON: `stats_id`, `stats_reliability`, `stats_channel` and
     /// `stats_interval` records, then one `stats` record.
     #[arg(long)]
@@ -286,7 +283,7 @@ struct TotalJson {
 pub fn run_stats(args: &StatsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let mut mirror = Mirror::new(mirror_config(&args.capture), false);
     let mut st = Stats::new(args.interval, MAX_INTERVALS);
-    let want = |flow: u32| args.flow.is_none_or(|f| f == flow);
+    let want = |flow: u32| args.capture.flow.is_none_or(|f| f == flow);
     // Everything is printed at the end: a progress bar may share the terminal.
     let code = drive(
         &args.capture.printing_at_end(),
@@ -310,9 +307,9 @@ pub fn run_stats(args: &StatsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         st.message(m);
     }
     if args.json {
-        write_json(&st, args.flow, out)?;
+        write_json(&st, args.capture.flow, out)?;
     } else {
-        write_text(&st, args.flow, out)?;
+        write_text(&st, args.capture.flow, out)?;
     }
     Ok(code)
 }

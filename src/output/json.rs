@@ -77,6 +77,9 @@ pub fn motd_object(m: Motd) -> serde_json::Map<String, serde_json::Value> {
 pub struct PacketJson {
     #[serde(rename = "type")]
     pub kind_of_record: &'static str,
+    /// The capture file, when several are read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
     pub frame: u64,
     pub ts: f64,
     pub src: String,
@@ -126,6 +129,7 @@ impl PacketJson {
     pub fn new(p: &Packet<'_>) -> Self {
         let mut j = PacketJson {
             kind_of_record: "packet",
+            file: None,
             frame: p.frame,
             ts: p.ts.as_secs_f64(),
             src: p.src.to_string(),
@@ -192,6 +196,9 @@ impl PacketJson {
 pub struct MessageJson<'a> {
     #[serde(rename = "type")]
     pub kind_of_record: &'static str,
+    /// The capture file of the packet that completed it, when several are read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
     pub flow: u32,
     pub dir: &'static str,
     pub frame: u64,
@@ -215,6 +222,7 @@ impl<'a> MessageJson<'a> {
         let shown = data_limit.map_or(m.data.len(), |n| n.min(m.data.len()));
         MessageJson {
             kind_of_record: "message",
+            file: None,
             flow: m.flow,
             dir: m.dir.as_str(),
             frame: m.frame,

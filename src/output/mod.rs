@@ -1,6 +1,7 @@
 //! Formatters that only format: summary lines, the `-V` tree, hex, NDJSON.
 
 pub mod json;
+pub mod peer;
 pub mod table;
 pub mod text;
 

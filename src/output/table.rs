@@ -112,3 +112,49 @@ pub fn counts_table(
     }
     t.to_string()
 }
+
+/// The `flows` table in at most about 100 columns: the endpoints on two
+/// lines, per-direction counts as `c2s/s2c`, the median RTT; `flows_table`
+/// has every column, `--json` every figure.
+pub fn flows_table_narrow(flows: &[&FlowMirror], width: Option<u16>) -> String {
+    let mut t = sized(width);
+    // No inner vertical rules: ten columns of figures fit 100 columns.
+    t.load_preset(comfy_table::presets::UTF8_HORIZONTAL_ONLY);
+    t.set_header(vec![
+        "flow",
+        "client\nserver",
+        "state",
+        "secs",
+        "packets\nc2s/s2c",
+        "lost",
+        "resends",
+        "RTT ms\nmedian",
+        "messages\nc2s/s2c",
+        "anoma-\nlies",
+    ]);
+    let pair = |f: &FlowMirror, get: &dyn Fn(&DirStats) -> u64| {
+        format!("{}/{}", get(f.stats(Dir::C2s)), get(f.stats(Dir::S2c)))
+    };
+    for f in flows {
+        t.add_row(vec![
+            f.id.to_string(),
+            format!("{}\n{}", f.client, f.server),
+            f.state.as_str().replacen('_', "\n", 1),
+            format!("{:.3}", f.last_ts.saturating_sub(f.first_ts).as_secs_f64()),
+            pair(f, &|s| s.packets),
+            pair(f, &|s| s.nacked.max(s.never_seen)),
+            pair(f, &|s| s.resends),
+            f.rtt_ms()
+                .map_or("-".into(), |(_, med, _, _)| format!("{med:.1}")),
+            pair(f, &|s| s.messages),
+            pair(f, &|s| s.anomalies),
+        ]);
+    }
+    for (i, c) in t.column_iter_mut().enumerate() {
+        c.set_padding((0, 1));
+        if i != 1 && i != 2 {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t.to_string()
+}

@@ -8,6 +8,8 @@ pub mod record {
     pub use crate::capture::write::Recorder;
 }
 
+pub mod run;
+
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;

@@ -16,6 +16,8 @@ use crate::dissect::{Body, Dir, Packet};
 use crate::mirror::{FlowMirror, Message};
 use crate::wire::{Offline, Reliability};
 
+pub mod run;
+
 /// One application message of the capture.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CapturedMessage {
@@ -131,9 +133,22 @@ impl SessionCollector {
                 .sessions
                 .iter()
                 .position(|s| !s.c2s.is_empty())
-                .or_else(|| self.sessions.iter().position(|s| s.protocol.is_some()))
-                .ok_or_else(|| "no RakNet session to replay".to_string())?,
+                .or_else(|| self.sessions.iter().position(|s| s.connected_ts.is_some()))
+                .ok_or_else(|| match self.sessions.first() {
+                    Some(s) if s.protocol.is_some() => format!(
+                        "no RakNet session to replay: flow {} never connected (no \
+                         NewIncomingConnection reached the server)",
+                        s.flow
+                    ),
+                    _ => "no RakNet session to replay".to_string(),
+                })?,
         };
+        if self.sessions[i].c2s.is_empty() && self.sessions[i].connected_ts.is_none() {
+            return Err(format!(
+                "flow {}: nothing to replay, it never connected and its client sent no messages",
+                self.sessions[i].flow
+            ));
+        }
         let mut s = self.sessions.swap_remove(i);
         s.pong = s
             .server

@@ -651,6 +651,11 @@ impl Listener {
         }
     }
 
+    /// The configuration the listener was made with.
+    pub fn config(&self) -> &ServerConfig {
+        &self.cfg
+    }
+
     pub fn connection(&self, addr: SocketAddr) -> Option<&Connection> {
         self.conns.get(&addr)
     }

@@ -1,0 +1,279 @@
+//! The argument groups the subcommands share, flattened into each that
+//! takes them, so that a flag means the same wherever it is accepted:
+//! [`OutputArgs`] (`--json`, `--color`, `-q`) in every command that prints,
+//! [`CaptureArgs`] (files, `-r`, `-d`, `--flow`, `-c`) in every command that
+//! reads a capture, [`DisplayArgs`] (`-Y`, `-T`, `-e`, `-E`) in every command
+//! that prints records of a capture.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+
+use crate::output::ColorChoice;
+use crate::pipeline::PipelineOptions;
+use crate::session::receive::Reassembly;
+use crate::wire::Reliability;
+
+/// `--json`, `--color`, `-q`: every command that prints.
+#[derive(Args, Debug, Default, Clone)]
+pub struct OutputArgs {
+    /// NDJSON: one JSON object per line, each with a `type` (docs/json.md).
+    #[arg(long)]
+    pub json: bool,
+    /// Colour the output: auto (a terminal, without NO_COLOR or TERM=dumb), always, never.
+    #[arg(
+        long,
+        visible_alias = "colour",
+        value_enum,
+        default_value = "auto",
+        value_name = "WHEN"
+    )]
+    pub color: ColorArg,
+    /// Quiet: no per-packet or per-message output, only what comes at the end
+    /// (summaries, tables); nothing at all for a command that prints only that.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum ColorArg {
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+impl From<ColorArg> for ColorChoice {
+    fn from(c: ColorArg) -> ColorChoice {
+        match c {
+            ColorArg::Auto => ColorChoice::Auto,
+            ColorArg::Always => ColorChoice::Always,
+            ColorArg::Never => ColorChoice::Never,
+        }
+    }
+}
+
+/// Which UDP is RakNet and how it is reassembled: every command that dissects.
+#[derive(Args, Debug, Default, Clone)]
+pub struct DecodeArgs {
+    /// Decode a UDP port as RakNet: `PORT` or tshark's `udp.port==PORT,raknet`. Repeatable.
+    #[arg(short = 'd', long = "decode-as", value_name = "PORT", value_parser = parse_decode_as)]
+    pub decode_as: Vec<u16>,
+    /// Only flows whose handshake is seen, or forced with -d, are RakNet.
+    #[arg(long)]
+    pub no_heuristics: bool,
+    /// How split messages are joined: by part index (what the sender sent), or in
+    /// arrival order (what an original RakNet 4.081 receiver delivers).
+    #[arg(long, value_enum, default_value = "index", value_name = "ORDER")]
+    pub reassembly: ReassemblyArg,
+}
+
+impl DecodeArgs {
+    pub fn reassembly(&self) -> Reassembly {
+        match self.reassembly {
+            ReassemblyArg::Index => Reassembly::ByIndex,
+            ReassemblyArg::Arrival => Reassembly::Arrival,
+        }
+    }
+}
+
+/// Where the capture comes from, which UDP is RakNet, and how much of it:
+/// every command that reads a capture.
+#[derive(Args, Debug, Default, Clone)]
+pub struct CaptureArgs {
+    /// Capture files (pcap or pcapng), read in this order as one capture; `-`
+    /// reads standard input.
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// A capture file, tshark's spelling (repeatable).
+    #[arg(short = 'r', long = "read-file", value_name = "FILE")]
+    pub read_file: Vec<PathBuf>,
+    #[command(flatten)]
+    pub decode: DecodeArgs,
+    /// Only this flow (its number, as `flows` shows it); a number the capture
+    /// does not have is an error (exit 2) once the capture is read.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub flow: Option<u32>,
+    /// Stop after reading N RakNet packets (as tshark's -c; N > 0).
+    #[arg(short = 'c', long = "count", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
+    /// Set by commands that print nothing on standard output until the
+    /// capture is read (`flows`, `stats`, `-q`): their progress bar may share a
+    /// terminal with standard output.
+    #[arg(skip)]
+    pub summary_only: bool,
+}
+
+impl CaptureArgs {
+    /// The files to read: the FILE arguments, then the -r ones.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        self.files.iter().chain(&self.read_file).cloned().collect()
+    }
+
+    /// These arguments, for a command that prints only once the capture is
+    /// read (see `summary_only`).
+    pub fn printing_at_end(&self) -> CaptureArgs {
+        CaptureArgs {
+            summary_only: true,
+            ..self.clone()
+        }
+    }
+
+    pub fn pipeline(&self, trace: bool) -> PipelineOptions {
+        PipelineOptions {
+            decode_as: self.decode.decode_as.clone(),
+            no_heuristics: self.decode.no_heuristics,
+            trace,
+            consumed: None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum ReassemblyArg {
+    #[default]
+    Index,
+    Arrival,
+}
+
+/// What to print of each record and which records: `-Y`, `-T`, `-e`, `-E`.
+#[derive(Args, Debug, Default, Clone)]
+pub struct DisplayArgs {
+    /// Display filter over the record's field names (`raknet-dissect fields`
+    /// lists them): `kind == "nack"`, `id == 0x86 && len > 1000`, `dir == c2s`.
+    #[arg(
+        short = 'Y',
+        long = "filter",
+        visible_alias = "display-filter",
+        value_name = "EXPR"
+    )]
+    pub filter: Option<String>,
+    /// Output format: text (the default), json (as --json), or fields (the -e fields).
+    #[arg(short = 'T', value_enum, value_name = "FORMAT")]
+    pub format: Option<FormatArg>,
+    /// A field to print with -T fields (repeatable, in order); implies -T fields.
+    #[arg(short = 'e', value_name = "FIELD")]
+    pub fields: Vec<String>,
+    /// Field export option: header=y|n, separator=/t|/s|TEXT, aggregator=TEXT,
+    /// occurrence=a|f|l, quote=d|s|n (repeatable).
+    #[arg(short = 'E', value_name = "OPTION=VALUE")]
+    pub export_options: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    Text,
+    Json,
+    Fields,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DirArg {
+    C2s,
+    S2c,
+}
+
+/// `19132` or `udp.port==19132,raknet`.
+pub fn parse_decode_as(s: &str) -> Result<u16, String> {
+    let port = match s.strip_prefix("udp.port==") {
+        Some(rest) => {
+            let (port, proto) = rest.split_once(',').unwrap_or((rest, "raknet"));
+            if !proto.eq_ignore_ascii_case("raknet") {
+                return Err(format!("only raknet can be decoded, not {proto:?}"));
+            }
+            port
+        }
+        None => s,
+    };
+    port.trim()
+        .parse::<u16>()
+        .map_err(|_| format!("{s:?} is not a port or udp.port==PORT,raknet"))
+}
+
+/// A message id: decimal or 0x hex.
+pub fn parse_id(s: &str) -> Result<u8, String> {
+    let v = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u8::from_str_radix(h, 16),
+        None => s.parse::<u8>(),
+    };
+    v.map_err(|_| format!("{s:?} is not a message id (0-255 or 0x00-0xff)"))
+}
+
+/// Seconds on the command line: finite, 0 to a million (about 11 days).
+pub fn parse_seconds(s: &str) -> Result<Duration, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|v| (0.0..=1e6).contains(v))
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| format!("{s:?} is not a number of seconds from 0 to 1000000"))
+}
+
+/// Bytes in hex; spaces and colons between them are allowed.
+pub fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
+    let digits: Vec<u8> = s
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != ':')
+        .map(|c| c.to_digit(16).map(|d| d as u8))
+        .collect::<Option<_>>()
+        .ok_or_else(|| format!("{s:?} is not hex"))?;
+    if digits.len() % 2 != 0 {
+        return Err(format!("{s:?}: odd number of hex digits"));
+    }
+    Ok(digits.chunks(2).map(|p| p[0] << 4 | p[1]).collect())
+}
+
+/// A reliability: its name (`reliable-ordered`, ...) or 0 to 7.
+pub fn parse_reliability(s: &str) -> Result<Reliability, String> {
+    if let Ok(n) = s.parse::<u8>() {
+        return (n < 8)
+            .then_some(Reliability(n))
+            .ok_or_else(|| format!("{s:?}: a reliability is 0 to 7"));
+    }
+    let wanted = s.to_ascii_uppercase().replace('-', "_");
+    (0..8)
+        .map(Reliability)
+        .find(|r| r.name() == wanted)
+        .ok_or_else(|| {
+            format!(
+                "{s:?} is not a reliability: unreliable, unreliable-sequenced, reliable, \
+                 reliable-ordered, reliable-sequenced, unreliable-with-ack-receipt, \
+                 reliable-with-ack-receipt, reliable-ordered-with-ack-receipt, or 0 to 7"
+            )
+        })
+}
+
+/// A server address: `HOST:PORT`, `[V6]:PORT`, or a host alone (port 19132).
+pub fn parse_target(s: &str) -> Result<std::net::SocketAddr, String> {
+    crate::peer::run::resolve(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decode_as_spellings() {
+        assert_eq!(parse_decode_as("19132"), Ok(19132));
+        assert_eq!(parse_decode_as("udp.port==7777,raknet"), Ok(7777));
+        assert!(parse_decode_as("udp.port==53,dns").is_err());
+        assert!(parse_decode_as("x").is_err());
+    }
+
+    #[test]
+    fn hex_messages_and_seconds_never_panic_on_odd_input() {
+        assert_eq!(parse_hex("86 aa:BB"), Ok(vec![0x86, 0xaa, 0xbb]));
+        assert!(parse_hex("8").unwrap_err().contains("odd number"));
+        // A multi-byte character between digits is an error, not a panic.
+        for bad in ["aéa", "éé", "zz", "a\u{1F600}b"] {
+            assert!(parse_hex(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_seconds("0.5"), Ok(Duration::from_millis(500)));
+        for bad in ["inf", "NaN", "-1", "1e300", "x"] {
+            assert!(parse_seconds(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_reliability("reliable-ordered"), Ok(Reliability(3)));
+        assert_eq!(parse_reliability("7"), Ok(Reliability(7)));
+        assert!(parse_reliability("8").is_err());
+    }
+}

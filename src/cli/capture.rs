@@ -1,0 +1,719 @@
+//! The capture commands' wiring: the pipeline run with a progress bar and
+//! uniform errors ([`drive`]), and `read`, `messages`, `flows`, `fields`.
+
+use std::io::{self, IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::args::{parse_id, CaptureArgs, ColorArg, DirArg, DisplayArgs, FormatArg, OutputArgs};
+use super::{EXIT_BAD_FILE, EXIT_BAD_FILTER, EXIT_CUT_SHORT, EXIT_OK, EXIT_USAGE};
+use crate::capture::write::Recorder;
+use crate::capture::CaptureReader;
+use crate::display::{DisplayFilter, FieldExport, JsonRecord, MessageRecord, Record, RecordType};
+use crate::dissect::{Dir, Packet};
+use crate::mirror::{FlowMirror, Message, Mirror, MirrorConfig, Observation};
+use crate::output::json::{EndJson, FlowJson, IcmpJson, MessageJson, PacketJson};
+use crate::output::table;
+use crate::output::text::{self, Palette};
+use crate::output::ColorChoice;
+use crate::pipeline::{Input, Item, Pipeline};
+
+pub use crate::pipeline::Next;
+
+/// `read`'s own options beside the shared ones.
+#[derive(Args, Debug, Default)]
+pub struct ReadArgs {
+    #[command(flatten)]
+    pub capture: CaptureArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub display: DisplayArgs,
+    /// Print the field tree of each packet, with byte offsets and lengths.
+    #[arg(short = 'V', long)]
+    pub verbose: bool,
+    /// Print a hex dump of each packet's UDP payload.
+    #[arg(short = 'x', long)]
+    pub hex: bool,
+    /// Write the RakNet packets that pass -Y (all of them without -Y) to this
+    /// pcapng file (raw IP, the capture's timestamps).
+    #[arg(short = 'w', long = "write", value_name = "OUT.pcapng")]
+    pub write: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Default)]
+pub struct MessagesArgs {
+    #[command(flatten)]
+    pub capture: CaptureArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub display: DisplayArgs,
+    /// Only messages received by the server (c2s) or by the client (s2c).
+    #[arg(long, value_enum, value_name = "DIR")]
+    pub dir: Option<DirArg>,
+    /// Only messages on this ordering channel (0 to 31).
+    #[arg(long, value_name = "C", value_parser = clap::value_parser!(u8).range(0..32))]
+    pub channel: Option<u8>,
+    /// Only messages with this id (decimal or 0x hex).
+    #[arg(long, value_name = "ID", value_parser = parse_id)]
+    pub id: Option<u8>,
+    /// Show at most N bytes of each message's data in JSON.
+    #[arg(long, value_name = "N")]
+    pub data_limit: Option<usize>,
+}
+
+#[derive(Args, Debug, Default)]
+pub struct FlowsArgs {
+    #[command(flatten)]
+    pub capture: CaptureArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub display: DisplayArgs,
+    /// Every column of the table (the default fits 100 columns; --json has every figure).
+    #[arg(long)]
+    pub wide: bool,
+}
+
+/// [`DisplayArgs`] checked and compiled for one record type.
+pub(crate) struct Shown {
+    pub filter: Option<DisplayFilter>,
+    pub export: Option<FieldExport>,
+    pub json: bool,
+}
+
+impl Shown {
+    /// Whether `r` passes the filter.
+    pub fn wants(&self, r: &dyn Record) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.matches(r))
+    }
+}
+
+impl DisplayArgs {
+    /// Compile the filter and the field export; `Err` is the exit code,
+    /// after one line on stderr.
+    pub(crate) fn compile(&self, record: RecordType, json: bool) -> Result<Shown, u8> {
+        let fields = self.format == Some(FormatArg::Fields)
+            || (self.format.is_none() && !self.fields.is_empty());
+        let export_asked = !self.fields.is_empty() || !self.export_options.is_empty();
+        if json && (fields || self.format == Some(FormatArg::Text)) {
+            let other = if fields { "-T fields (-e)" } else { "-T text" };
+            eprintln!("raknet-dissect: --json and {other} cannot be used together");
+            return Err(EXIT_USAGE);
+        }
+        if export_asked && !fields {
+            eprintln!("raknet-dissect: -e and -E need -T fields");
+            return Err(EXIT_USAGE);
+        }
+        let filter = match self
+            .filter
+            .as_deref()
+            .map(|t| DisplayFilter::parse(t, record))
+        {
+            None => None,
+            Some(Ok(f)) => Some(f),
+            Some(Err(e)) => {
+                eprintln!("raknet-dissect: bad filter: {e}");
+                return Err(EXIT_BAD_FILTER);
+            }
+        };
+        let export = if fields {
+            match FieldExport::new(&self.fields, &self.export_options, record) {
+                Ok(x) => Some(x),
+                Err(e) => {
+                    eprintln!("raknet-dissect: {e}");
+                    return Err(EXIT_USAGE);
+                }
+            }
+        } else {
+            None
+        };
+        Ok(Shown {
+            filter,
+            export,
+            json: json || self.format == Some(FormatArg::Json),
+        })
+    }
+}
+
+/// The colours of standard output.
+pub(crate) fn palette(color: ColorArg, json: bool) -> Palette {
+    Palette {
+        enabled: !json && ColorChoice::from(color).enabled(),
+    }
+}
+
+pub(crate) fn mirror_config(cap: &CaptureArgs) -> MirrorConfig {
+    let mut cfg = MirrorConfig::default();
+    cfg.receive.reassembly = cap.decode.reassembly();
+    cfg
+}
+
+/// Run the pipeline over the capture files of `cap` (or `live`), handing
+/// each item to `each`, with a progress bar for large files, `-c`, and the
+/// same errors for every command: files that cannot be read (exit 3, the
+/// others are still read), files cut short (a warning, exit 5), a `--flow`
+/// the capture does not have (exit 2). Returns the exit code.
+pub(crate) fn drive_items(
+    live: Option<CaptureReader>,
+    cap: &CaptureArgs,
+    trace: bool,
+    mirror: &mut Mirror,
+    out: &mut impl Write,
+    mut each: impl FnMut(Item<'_, '_>, &mut dyn Write) -> anyhow::Result<Next>,
+) -> anyhow::Result<u8> {
+    let paths = cap.paths();
+    let mut opts = cap.pipeline(trace);
+    let (input, bar) = match live {
+        Some(r) => (Input::Reader(Box::new(r)), None),
+        None if paths.is_empty() => {
+            eprintln!(
+                "raknet-dissect: no capture file given (FILE, -r FILE, or - for standard input)"
+            );
+            return Ok(EXIT_USAGE);
+        }
+        None => {
+            let bar = Progress::start(&paths, cap.summary_only);
+            opts.consumed = bar.as_ref().map(|b| Arc::clone(&b.consumed));
+            (Input::Files(paths.clone()), bar)
+        }
+    };
+    let mut pipeline = Pipeline::new(opts);
+    let mut packets = 0u64;
+    let ended = pipeline.run(input, mirror, |item| {
+        let last = matches!(item, Item::Packet { .. }) && {
+            packets += 1;
+            cap.count.is_some_and(|n| packets >= n)
+        };
+        let next = each(item, &mut *out)?;
+        Ok::<_, anyhow::Error>(if last { Next::Stop } else { next })
+    })?;
+    drop(bar);
+    out.flush()?;
+    let name = |i: usize| {
+        paths
+            .get(i)
+            .map_or("input".into(), |p| p.display().to_string())
+    };
+    for e in &ended.unreadable {
+        eprintln!("raknet-dissect: {}", e.error);
+    }
+    for e in &ended.cut_short {
+        if paths.len() > 1 {
+            eprintln!("raknet-dissect: warning: {}: {}", name(e.file), e.error);
+        } else {
+            eprintln!("raknet-dissect: warning: {}", e.error);
+        }
+    }
+    let d = pipeline.dissect_stats();
+    if io::stderr().is_terminal() {
+        eprintln!(
+            "raknet-dissect: {} frames, {} RakNet {} in {} {}, {} other UDP datagrams and {} non-UDP frames skipped",
+            ended.frames,
+            d.raknet_packets,
+            plural(d.raknet_packets, "packet", "packets"),
+            d.flows,
+            plural(d.flows, "flow", "flows"),
+            d.not_raknet,
+            ended.non_udp
+        );
+    }
+    if !ended.unreadable.is_empty() {
+        return Ok(EXIT_BAD_FILE);
+    }
+    if !ended.cut_short.is_empty() {
+        return Ok(EXIT_CUT_SHORT);
+    }
+    if let Some(n) = cap.flow.filter(|&n| u64::from(n) > d.flows) {
+        eprintln!("{}", no_such_flow(n, d.flows));
+        return Ok(EXIT_USAGE);
+    }
+    Ok(EXIT_OK)
+}
+
+/// The one line for a `--flow` the capture does not have.
+pub(crate) fn no_such_flow(n: u32, flows: u64) -> String {
+    format!(
+        "raknet-dissect: --flow {n}: the capture has {flows} RakNet {}",
+        plural(flows, "flow", "flows")
+    )
+}
+
+pub(crate) fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
+    crate::output::peer::plural(n as usize, one, many)
+}
+
+/// [`drive_items`] for commands that want packets only: `each` gets each
+/// RakNet packet with the mirror's findings, and the time lines count from.
+pub(crate) fn drive(
+    cap: &CaptureArgs,
+    mirror: &mut Mirror,
+    out: &mut impl Write,
+    mut each: impl FnMut(
+        &mut Packet<'_>,
+        &mut Observation,
+        Duration,
+        &mut dyn Write,
+    ) -> anyhow::Result<Next>,
+) -> anyhow::Result<u8> {
+    drive_items(None, cap, false, mirror, out, |item, out| match item {
+        Item::Packet {
+            packet, obs, since, ..
+        } => each(packet, obs, since, out),
+        _ => Ok(Next::Continue),
+    })
+}
+
+/// Files smaller than this (in all) are read without a progress bar.
+const PROGRESS_MIN_BYTES: u64 = 16 << 20;
+
+/// A progress bar on standard error while capture files are read, drawn by
+/// a thread of its own; cleared when dropped.
+struct Progress {
+    bar: indicatif::ProgressBar,
+    consumed: Arc<AtomicU64>,
+    done: Arc<AtomicBool>,
+}
+
+impl Progress {
+    /// A bar for reading `paths`, when standard error is a terminal, the
+    /// files add up to at least [`PROGRESS_MIN_BYTES`], and standard output
+    /// is not the same terminal (unless the command prints only at the end).
+    fn start(paths: &[PathBuf], summary_only: bool) -> Option<Progress> {
+        if !io::stderr().is_terminal() || (io::stdout().is_terminal() && !summary_only) {
+            return None;
+        }
+        let total: u64 = paths
+            .iter()
+            .filter_map(|p| std::fs::metadata(p).ok().filter(|m| m.is_file()))
+            .map(|m| m.len())
+            .sum();
+        if total < PROGRESS_MIN_BYTES {
+            return None;
+        }
+        let bar = indicatif::ProgressBar::new(total);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{spinner} reading {bytes}/{total_bytes} [{wide_bar}] {bytes_per_sec}, {eta} left",
+        ) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        let consumed = Arc::new(AtomicU64::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+        let (b, c, d) = (bar.clone(), Arc::clone(&consumed), Arc::clone(&done));
+        std::thread::spawn(move || {
+            while !d.load(Ordering::Relaxed) {
+                b.set_position(c.load(Ordering::Relaxed));
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        Some(Progress {
+            bar,
+            consumed,
+            done,
+        })
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Relaxed);
+        self.bar.finish_and_clear();
+    }
+}
+
+/// The file names records carry: none for one file.
+fn file_names(cap: &CaptureArgs) -> Vec<String> {
+    let paths = cap.paths();
+    if paths.len() < 2 {
+        return Vec::new();
+    }
+    paths.iter().map(|p| p.display().to_string()).collect()
+}
+
+/// `read`: one line (or tree, or JSON record) per RakNet packet.
+pub fn run_read(args: &ReadArgs, out: &mut impl Write) -> anyhow::Result<u8> {
+    read_packets(args, None, None, out)
+}
+
+/// Rows the flow tables show at most; past them, `--json` has every flow.
+pub(crate) const MAX_TABLE_ROWS: usize = 10_000;
+
+/// `read`, over a live reader when given; `flows` collects the flows as
+/// they end (and at the end), for a table after the packets.
+pub(crate) fn read_packets(
+    args: &ReadArgs,
+    live: Option<CaptureReader>,
+    mut flows: Option<&mut Vec<FlowMirror>>,
+    out: &mut impl Write,
+) -> anyhow::Result<u8> {
+    let shown = match args.display.compile(RecordType::Packet, args.output.json) {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
+    };
+    let json = shown.json;
+    let quiet = args.output.quiet;
+    let pal = palette(args.output.color, json || shown.export.is_some());
+    let mut writer = match &args.write {
+        Some(p) => match Recorder::create(p) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                eprintln!("raknet-dissect: -w {}: {e}", p.display());
+                return Ok(super::EXIT_ERROR);
+            }
+        },
+        None => None,
+    };
+    let mut cfg = mirror_config(&args.capture);
+    // Packets need the mirror's findings, not the messages' bytes.
+    cfg.receive.keep_data = false;
+    cfg.messages = false;
+    let mut mirror = Mirror::new(cfg, flows.is_some());
+    let files = file_names(&args.capture);
+    let mut read = 0u64;
+    let mut lines = text::LineFormatter::new(pal);
+    let mut buf: Vec<u8> = Vec::with_capacity(512);
+    let mut row = String::new();
+    let trace = args.verbose && !json && shown.export.is_none();
+    if let Some(x) = shown.export.as_ref().filter(|_| !quiet) {
+        out.write_all(x.header().as_bytes())?;
+    }
+    let cap = CaptureArgs {
+        summary_only: quiet,
+        ..args.capture.clone()
+    };
+    // ICMP errors about a flow's datagrams are lines (records) of their own,
+    // unless a filter, a field export or --flow chose what to print.
+    let plain = shown.export.is_none() && shown.filter.is_none() && cap.flow.is_none();
+    let code = drive_items(live, &cap, trace, &mut mirror, out, |item, out| {
+        let (p, obs, since, file) = match item {
+            Item::File { path, .. } => {
+                if !files.is_empty() && !quiet && !json && shown.export.is_none() {
+                    writeln!(out, "==> {} <==", path.display())?;
+                }
+                return Ok(Next::Continue);
+            }
+            Item::Icmp { note, file } => {
+                if !plain || quiet {
+                } else if json {
+                    let mut j = serde_json::to_value(IcmpJson::new(&note))?;
+                    if let (Some(f), Some(o)) = (files.get(file), j.as_object_mut()) {
+                        o.insert("file".into(), f.clone().into());
+                    }
+                    serde_json::to_writer(&mut *out, &j)?;
+                    out.write_all(b"\n")?;
+                } else {
+                    writeln!(out, "{}", text::icmp_line(&note, pal))?;
+                }
+                return Ok(Next::Continue);
+            }
+            Item::Packet {
+                packet,
+                obs,
+                since,
+                file,
+            } => (packet, obs, since, file),
+        };
+        p.anomalies.append(&mut obs.anomalies);
+        if let Some(f) = flows.as_deref_mut() {
+            f.extend(
+                obs.closed
+                    .drain(..)
+                    .take(MAX_TABLE_ROWS.saturating_sub(f.len())),
+            );
+        }
+        read += 1;
+        if quiet || cap.flow.is_some_and(|f| f != p.flow) || !shown.wants(&*p) {
+            // Counted (for -c), not shown.
+            return Ok(Next::Continue);
+        }
+        if let Some(w) = writer.as_mut() {
+            w.record_at(p.ts, p.src, p.dst, p.payload)?;
+        }
+        if let Some(x) = &shown.export {
+            row.clear();
+            x.push_row(&*p, &mut row);
+            out.write_all(row.as_bytes())?;
+        } else if json {
+            let mut j = PacketJson::new(p);
+            j.file = files.get(file).cloned();
+            serde_json::to_writer(&mut *out, &j)?;
+            out.write_all(b"\n")?;
+        } else {
+            buf.clear();
+            lines.push_line(&mut buf, p, since);
+            buf.push(b'\n');
+            out.write_all(&buf)?;
+            if let Some(t) = &p.trace {
+                out.write_all(text::tree(p, t).as_bytes())?;
+            }
+            if args.hex {
+                out.write_all(text::hex_dump(p.payload).as_bytes())?;
+            }
+            if args.verbose || args.hex {
+                writeln!(out)?;
+            }
+        }
+        Ok(Next::Continue)
+    })?;
+    if let Some(mut w) = writer {
+        w.flush()?;
+    }
+    // What the receivers still held at the end (incomplete splits, messages
+    // waiting in ordering heaps) belongs to no packet: a line each, unless
+    // a filter or a field export chose what to print.
+    let end = mirror.finish();
+    let stopped = args.capture.count.is_some_and(|n| read >= n);
+    if plain && !quiet && !stopped && !end.anomalies.is_empty() {
+        if json {
+            let record = EndJson {
+                kind_of_record: "end_of_capture",
+                anomalies: &end.anomalies,
+            };
+            serde_json::to_writer(&mut *out, &record)?;
+            out.write_all(b"\n")?;
+        } else {
+            for a in &end.anomalies {
+                let line = format!("end of capture: [{}: {}]", a.kind, a.detail);
+                writeln!(out, "{}", pal.paint_anomaly(&line))?;
+            }
+        }
+    }
+    if let Some(f) = flows {
+        f.extend(end.closed);
+    }
+    Ok(code)
+}
+
+/// `messages`: what each application received, in delivery order.
+pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result<u8> {
+    let shown = match args.display.compile(RecordType::Message, args.output.json) {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
+    };
+    let pal = palette(args.output.color, shown.json || shown.export.is_some());
+    let mut mirror = Mirror::new(mirror_config(&args.capture), false);
+    let files = file_names(&args.capture);
+    let want = |m: &Message| {
+        args.capture.flow.is_none_or(|f| f == m.flow)
+            && args.dir.is_none_or(|d| {
+                m.dir
+                    == match d {
+                        DirArg::C2s => Dir::C2s,
+                        DirArg::S2c => Dir::S2c,
+                    }
+            })
+            && args.channel.is_none_or(|c| m.channel == Some(c))
+            && args.id.is_none_or(|i| m.data.first() == Some(&i))
+    };
+    if let Some(x) = shown.export.as_ref().filter(|_| !args.output.quiet) {
+        out.write_all(x.header().as_bytes())?;
+    }
+    let mut first: Option<Duration> = None;
+    let mut row = String::new();
+    let mut emit = |m: &Message, since: Duration, file: usize, out: &mut dyn Write| {
+        let record = MessageRecord {
+            message: m,
+            data_limit: args.data_limit,
+        };
+        if args.output.quiet || !want(m) || !shown.wants(&record) {
+            return anyhow::Ok(());
+        }
+        if let Some(x) = &shown.export {
+            row.clear();
+            x.push_row(&record, &mut row);
+            out.write_all(row.as_bytes())?;
+        } else if shown.json {
+            let mut j = MessageJson::new(m, args.data_limit);
+            j.file = files.get(file).cloned();
+            serde_json::to_writer(&mut *out, &j)?;
+            out.write_all(b"\n")?;
+        } else {
+            writeln!(out, "{}", text::message_line(m, since, pal))?;
+        }
+        Ok(())
+    };
+    let mut last_file = 0;
+    let code = drive_items(None, &args.capture, false, &mut mirror, out, |item, out| {
+        if let Item::Packet {
+            obs, since, file, ..
+        } = item
+        {
+            first.get_or_insert(since);
+            last_file = file;
+            for m in &obs.messages {
+                emit(m, since, file, out)?;
+            }
+        }
+        Ok(Next::Continue)
+    })?;
+    let since = first.unwrap_or_default();
+    for m in &mirror.finish().messages {
+        emit(m, since, last_file, out)?;
+    }
+    Ok(code)
+}
+
+/// `fields`: every name `-Y` and `-e` know, with its type, its records
+/// and its meaning.
+pub fn print_fields(o: &OutputArgs, out: &mut impl Write) -> anyhow::Result<u8> {
+    #[derive(serde::Serialize)]
+    struct FieldJson {
+        #[serde(rename = "type")]
+        kind_of_record: &'static str,
+        name: &'static str,
+        value: &'static str,
+        records: Vec<&'static str>,
+        meaning: &'static str,
+    }
+    if o.quiet {
+        return Ok(EXIT_OK);
+    }
+    let mut rows = Vec::new();
+    for d in crate::display::FIELDS {
+        let records: Vec<&'static str> = RecordType::ALL
+            .into_iter()
+            .filter(|r| d.in_record(*r))
+            .map(RecordType::as_str)
+            .collect();
+        if o.json {
+            serde_json::to_writer(
+                &mut *out,
+                &FieldJson {
+                    kind_of_record: "field",
+                    name: d.name,
+                    value: d.ty.as_str(),
+                    records,
+                    meaning: d.meaning,
+                },
+            )?;
+            out.write_all(b"\n")?;
+        } else {
+            rows.push(vec![
+                d.name.to_string(),
+                d.ty.as_str().to_string(),
+                records.join(", "),
+                d.meaning.to_string(),
+            ]);
+        }
+    }
+    if !o.json {
+        let header = ["field", "value", "records", "meaning"];
+        let width = terminal_width().or(Some(100));
+        writeln!(
+            out,
+            "{}",
+            table::counts_table(&header, rows, header.len(), width)
+        )?;
+    }
+    Ok(EXIT_OK)
+}
+
+/// `flows`: a row per flow, or a `flow` record per flow as it ends (evicted
+/// while reading, or at the end of the capture).
+pub fn run_flows(args: &FlowsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
+    let mut cfg = mirror_config(&args.capture);
+    // The table needs counts and findings, not the messages' bytes.
+    cfg.receive.keep_data = false;
+    cfg.messages = false;
+    let mut mirror = Mirror::new(cfg, true);
+    let shown = match args.display.compile(RecordType::Flow, args.output.json) {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
+    };
+    let quiet = args.output.quiet;
+    if let Some(x) = shown.export.as_ref().filter(|_| !quiet) {
+        out.write_all(x.header().as_bytes())?;
+    }
+    let mut rows: Vec<FlowMirror> = Vec::new();
+    let mut omitted = 0usize;
+    let mut line = String::new();
+    let mut take = |closed: &mut Vec<FlowMirror>, out: &mut dyn Write| -> anyhow::Result<()> {
+        for f in closed.drain(..) {
+            if quiet || args.capture.flow.is_some_and(|n| n != f.id) {
+                continue;
+            }
+            // A filter or an export reads the record itself.
+            let record = (shown.filter.is_some() || shown.export.is_some())
+                .then(|| serde_json::to_value(FlowJson::new(&f)).map(JsonRecord))
+                .transpose()?;
+            if record.as_ref().is_some_and(|r| !shown.wants(r)) {
+                continue;
+            }
+            if let (Some(x), Some(r)) = (&shown.export, &record) {
+                line.clear();
+                x.push_row(r, &mut line);
+                out.write_all(line.as_bytes())?;
+            } else if shown.json {
+                serde_json::to_writer(&mut *out, &FlowJson::new(&f))?;
+                out.write_all(b"\n")?;
+            } else if rows.len() < MAX_TABLE_ROWS {
+                rows.push(f);
+            } else {
+                omitted += 1;
+            }
+        }
+        Ok(())
+    };
+    let code = drive(
+        &args.capture.printing_at_end(),
+        &mut mirror,
+        out,
+        |_, obs, _, out| {
+            take(&mut obs.closed, out)?;
+            Ok(Next::Continue)
+        },
+    )?;
+    take(&mut mirror.finish().closed, out)?;
+    if !shown.json && shown.export.is_none() && !quiet {
+        print_flows_table(&mut rows, args.wide, out)?;
+        if omitted > 0 {
+            writeln!(
+                out,
+                "{omitted} more {} not shown: --json lists every flow",
+                plural(omitted as u64, "flow", "flows")
+            )?;
+        }
+    }
+    Ok(code)
+}
+
+/// The flows table, in id order: narrow (fits 100 columns) or `wide`.
+pub(crate) fn print_flows_table(
+    rows: &mut [FlowMirror],
+    wide: bool,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    rows.sort_by_key(|f| f.id);
+    let refs: Vec<&FlowMirror> = rows.iter().collect();
+    let t = if wide {
+        table::flows_table(&refs, terminal_width())
+    } else {
+        table::flows_table_narrow(&refs, terminal_width())
+    };
+    writeln!(out, "{t}")
+}
+
+/// The width of the terminal standard output is, asked of the terminal
+/// itself (`COLUMNS` when it does not say); none for a pipe or a file.
+pub(crate) fn terminal_width() -> Option<u16> {
+    if !io::stdout().is_terminal() {
+        return None;
+    }
+    let mut ws = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one winsize into the struct given.
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
+    if ok && ws.ws_col > 0 {
+        return Some(ws.ws_col);
+    }
+    std::env::var("COLUMNS").ok()?.parse().ok()
+}

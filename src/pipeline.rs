@@ -1,0 +1,257 @@
+//! The pipeline every capture command runs: capture files (or a live
+//! reader) → [`Dissector`] → [`Mirror`], one packet at a time, with the
+//! mirror's findings for each packet.
+//!
+//! ```no_run
+//! use raknet_dissect::mirror::{Mirror, MirrorConfig};
+//! use raknet_dissect::pipeline::{Input, Item, Next, Pipeline};
+//!
+//! let mut mirror = Mirror::new(MirrorConfig::default(), true);
+//! let mut pipeline = Pipeline::new(Default::default());
+//! let end = pipeline.run(Input::files(["capture.pcap"]), &mut mirror, |item| {
+//!     if let Item::Packet { packet, .. } = item {
+//!         println!("{} {}", packet.frame, packet.kind());
+//!     }
+//!     Ok::<_, std::io::Error>(Next::Continue)
+//! });
+//! let flows = mirror.finish().closed;
+//! # let _ = (end, flows);
+//! ```
+//!
+//! Several files are read in the order given through one dissector and one
+//! mirror, so a flow that a rotated capture (`tcpdump -C`) cut in two is
+//! one flow; frame numbers count from 1 in each file, as tshark numbers
+//! them, and times count from the first datagram of the first file.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::capture::{CaptureError, CaptureReader};
+use crate::dissect::{Dir, DissectStats, Dissector, IcmpNote, Options, Packet};
+use crate::mirror::{Mirror, Observation};
+
+/// Whether to read on after an item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    Continue,
+    Stop,
+}
+
+/// What the pipeline reads.
+pub enum Input {
+    /// Capture files, in this order; `-` is standard input.
+    Files(Vec<PathBuf>),
+    /// An open reader (a live capture).
+    Reader(Box<CaptureReader>),
+}
+
+impl Input {
+    /// Capture files, read in this order.
+    pub fn files<P: AsRef<Path>>(paths: impl IntoIterator<Item = P>) -> Input {
+        Input::Files(paths.into_iter().map(|p| p.as_ref().to_owned()).collect())
+    }
+}
+
+/// How the dissector finds RakNet, and what the pipeline reports.
+#[derive(Debug, Clone, Default)]
+pub struct PipelineOptions {
+    /// UDP ports decoded as RakNet whatever they carry (`-d`).
+    pub decode_as: Vec<u16>,
+    /// Only flows whose handshake is seen, or forced, are RakNet.
+    pub no_heuristics: bool,
+    /// Build each packet's `-V` field tree.
+    pub trace: bool,
+    /// Bytes read from the files so far are added here (for a progress bar).
+    pub consumed: Option<Arc<AtomicU64>>,
+}
+
+/// One thing the pipeline hands out.
+pub enum Item<'p, 'a> {
+    /// A RakNet packet, its anomalies not yet merged with the mirror's
+    /// findings in `obs` (messages delivered, flows closed, RTT samples).
+    Packet {
+        packet: &'p mut Packet<'a>,
+        obs: &'p mut Observation,
+        /// The time lines are counted from (the first datagram's).
+        since: Duration,
+        /// Index of the file in [`Input::Files`] (0 for a reader).
+        file: usize,
+    },
+    /// An ICMP error quoting a datagram of a RakNet flow.
+    Icmp { note: IcmpNote, file: usize },
+    /// The pipeline starts reading file `index` (not for a reader).
+    File { index: usize, path: &'p Path },
+}
+
+/// A file that could not be read to its end.
+#[derive(Debug)]
+pub struct FileError {
+    pub file: usize,
+    pub error: CaptureError,
+}
+
+/// How a run ended.
+#[derive(Debug, Default)]
+pub struct Ended {
+    /// Files that could not be opened, or are not captures.
+    pub unreadable: Vec<FileError>,
+    /// Files that ended early (cut short, malformed past a point, a read
+    /// error): everything before was handed out.
+    pub cut_short: Vec<FileError>,
+    /// The caller asked to stop.
+    pub stopped: bool,
+    /// Frames read, over all files.
+    pub frames: u64,
+    /// Frames that were not UDP, over all files.
+    pub non_udp: u64,
+}
+
+/// The dissector and the options of one run; see the module doc.
+pub struct Pipeline {
+    opts: PipelineOptions,
+    dissector: Dissector,
+}
+
+impl Pipeline {
+    pub fn new(opts: PipelineOptions) -> Pipeline {
+        let dissector = Dissector::new(Options {
+            ports: opts.decode_as.clone(),
+            heuristics: !opts.no_heuristics,
+            trace: opts.trace,
+            ..Options::default()
+        });
+        Pipeline { opts, dissector }
+    }
+
+    /// The dissector's counters (RakNet packets, flows, other UDP).
+    pub fn dissect_stats(&self) -> &DissectStats {
+        self.dissector.stats()
+    }
+
+    /// Read `input` through the dissector into `mirror`, handing each item
+    /// to `each`; stops early when `each` says [`Next::Stop`] or fails.
+    pub fn run<E>(
+        &mut self,
+        input: Input,
+        mirror: &mut Mirror,
+        mut each: impl FnMut(Item<'_, '_>) -> Result<Next, E>,
+    ) -> Result<Ended, E> {
+        let mut ended = Ended::default();
+        let mut first_ts: Option<Duration> = None;
+        let mut obs = Observation::default();
+        match input {
+            Input::Reader(r) => {
+                self.read(*r, 0, mirror, &mut first_ts, &mut obs, &mut ended, &mut each)?;
+            }
+            Input::Files(paths) => {
+                for (index, path) in paths.iter().enumerate() {
+                    let reader = match CaptureReader::open_counted(path, self.opts.consumed.clone())
+                    {
+                        Ok(r) => r.in_background(),
+                        Err(error) => {
+                            ended.unreadable.push(FileError { file: index, error });
+                            continue;
+                        }
+                    };
+                    if each(Item::File { index, path })? == Next::Stop {
+                        ended.stopped = true;
+                        break;
+                    }
+                    let stop = self.read(
+                        reader,
+                        index,
+                        mirror,
+                        &mut first_ts,
+                        &mut obs,
+                        &mut ended,
+                        &mut each,
+                    )?;
+                    if stop {
+                        ended.stopped = true;
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(ended)
+    }
+
+    /// One reader to its end; true when `each` asked to stop.
+    #[allow(clippy::too_many_arguments)]
+    fn read<E>(
+        &mut self,
+        mut reader: CaptureReader,
+        file: usize,
+        mirror: &mut Mirror,
+        first_ts: &mut Option<Duration>,
+        obs: &mut Observation,
+        ended: &mut Ended,
+        each: &mut impl FnMut(Item<'_, '_>) -> Result<Next, E>,
+    ) -> Result<bool, E> {
+        let mut stop = false;
+        while let Some(item) = reader.next_datagram() {
+            let d = match item {
+                Ok(d) => d,
+                Err(error) => {
+                    ended.cut_short.push(FileError { file, error });
+                    break;
+                }
+            };
+            let since = *first_ts.get_or_insert(d.ts);
+            if let Some(icmp) = &d.icmp {
+                // Not traffic: an error about a datagram of the flow it quotes.
+                if let Some(f) = self.dissector.flow(d.src, d.dst) {
+                    let note = IcmpNote {
+                        since,
+                        flow: f.id,
+                        dir: if d.src == f.client {
+                            Dir::C2s
+                        } else {
+                            Dir::S2c
+                        },
+                        ts: d.ts,
+                        frame: d.frame,
+                        kind: icmp.kind.as_str(),
+                        from: icmp.from,
+                        src: d.src,
+                        dst: d.dst,
+                        mtu: match icmp.kind {
+                            crate::capture::IcmpKind::FragmentationNeeded { mtu } => mtu,
+                            _ => None,
+                        },
+                    };
+                    stop = each(Item::Icmp { note, file })? == Next::Stop;
+                }
+                reader.recycle(d);
+                if stop {
+                    break;
+                }
+                continue;
+            }
+            let Some(mut p) = self.dissector.dissect(&d) else {
+                reader.recycle(d);
+                continue;
+            };
+            let dissector = &self.dissector;
+            mirror.observe(&p, || dissector.flow(p.src, p.dst), obs);
+            let next = each(Item::Packet {
+                packet: &mut p,
+                obs,
+                since,
+                file,
+            });
+            self.dissector.recycle(p);
+            reader.recycle(d);
+            if next? == Next::Stop {
+                stop = true;
+                break;
+            }
+        }
+        let c = reader.stats();
+        ended.frames += c.frames;
+        ended.non_udp += c.non_udp;
+        Ok(stop)
+    }
+}

@@ -1,0 +1,311 @@
+//! `replay` as a library call: [`load`] takes a session out of capture
+//! files, [`replay`] sends its client's messages to a live server with a
+//! new client and compares what comes back with the capture;
+//! [`server_script`] makes its server's messages a script for `serve`.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::{CapturedMessage, CapturedSession, SessionCollector};
+use crate::capture::CaptureError;
+use crate::mirror::{Mirror, MirrorConfig};
+use crate::output::peer::{ms, Divergence, IdCount, PeerMessageJson, PeerRecord, ReplayJson};
+use crate::peer::record::Recorder;
+use crate::peer::run::{
+    addresses_for, connect_client, connected_record, mtus_from, new_guid, pump, pump_until,
+    Outcome, Outgoing, Pumped, Report, ServerScript, QUEUE_AHEAD,
+};
+use crate::pipeline::{Input, Item, Next, Pipeline, PipelineOptions};
+use crate::session::{ClientConfig, CloseReason, Event};
+use crate::wire::{message_name, Reliability};
+
+/// Why no session could be taken out of a capture.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{0}")]
+    Capture(#[from] CaptureError),
+    #[error("{file}: {why}")]
+    NoSession { file: String, why: String },
+}
+
+/// Flow `flow` of the capture files (or the first whose client sent
+/// messages), through the dissector and the mirror as every command reads
+/// it. A file cut short still gives the sessions before the cut.
+pub fn load(
+    files: &[PathBuf],
+    flow: Option<u32>,
+    opts: PipelineOptions,
+) -> Result<CapturedSession, LoadError> {
+    let mut mirror = Mirror::new(MirrorConfig::default(), true);
+    let mut sessions = SessionCollector::new();
+    let mut pipeline = Pipeline::new(opts);
+    let ended = pipeline
+        .run(Input::Files(files.to_vec()), &mut mirror, |item| {
+            if let Item::Packet { packet, obs, .. } = item {
+                sessions.observe(packet, &obs.messages);
+                for f in obs.closed.drain(..) {
+                    sessions.flow_ended(&f);
+                }
+            }
+            Ok::<_, std::convert::Infallible>(Next::Continue)
+        })
+        .unwrap_or_else(|e| match e {});
+    for f in mirror.finish().closed {
+        sessions.flow_ended(&f);
+    }
+    if let Some(e) = ended.unreadable.into_iter().next() {
+        return Err(e.error.into());
+    }
+    let file = files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    sessions
+        .take(flow)
+        .map_err(|why| LoadError::NoSession { file, why })
+}
+
+/// The server side of a captured session, as `serve --replay` plays it:
+/// its messages at their times from the connection's start.
+pub fn server_script(s: &CapturedSession, asap: bool) -> ServerScript {
+    ServerScript {
+        base: s
+            .connected_ts
+            .or(s.s2c.first().map(|m| m.ts))
+            .unwrap_or(Duration::ZERO),
+        asap,
+        messages: s
+            .s2c
+            .iter()
+            .map(|m| {
+                (
+                    m.ts,
+                    Outgoing {
+                        data: m.data.clone(),
+                        reliability: m.reliability,
+                        channel: m.channel,
+                    },
+                )
+            })
+            .collect(),
+    }
+}
+
+/// How `replay` runs.
+#[derive(Debug, Clone)]
+pub struct ReplayOptions {
+    /// Shown in the `replay` record.
+    pub file: String,
+    pub target: SocketAddr,
+    /// Play the captured timing this many times faster.
+    pub speed: f64,
+    /// Send as fast as the connection allows.
+    pub asap: bool,
+    /// RakNet protocol byte (default: the captured one, else 6).
+    pub protocol: Option<u8>,
+    /// Largest MTU to probe with (default: the captured one).
+    pub mtu: Option<u16>,
+    /// Internal addresses in NewIncomingConnection.
+    pub addresses: Option<usize>,
+    /// Keep receiving this long after everything was sent and acknowledged.
+    pub wait: Duration,
+}
+
+/// How a replay ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplayOutcome {
+    /// Every message was sent and the connection stayed up.
+    Completed,
+    /// The server disconnected or went silent first.
+    CutShort,
+    /// No connection could be made.
+    NoConnection,
+}
+
+/// The receipt-bearing twin of a reliability, to count acknowledgements;
+/// the same on the wire.
+fn with_receipt(r: Reliability) -> Option<Reliability> {
+    match r.0 {
+        0 => Some(Reliability::UNRELIABLE_WITH_ACK_RECEIPT),
+        2 => Some(Reliability::RELIABLE_WITH_ACK_RECEIPT),
+        3 => Some(Reliability::RELIABLE_ORDERED_WITH_ACK_RECEIPT),
+        _ => None,
+    }
+}
+
+fn id_name(d: &[u8]) -> Option<String> {
+    d.first().map(|&i| format!("{i:#04x} {}", message_name(i)))
+}
+
+/// Replay `session`'s client messages to `o.target` on the captured
+/// schedule, every server message a `message` record, then one `replay`
+/// record comparing the server's messages with the capture's.
+pub fn replay(
+    session: &CapturedSession,
+    o: &ReplayOptions,
+    recorder: Option<Recorder>,
+    report: &mut dyn Report,
+) -> anyhow::Result<ReplayOutcome> {
+    let protocol = o.protocol.or(session.protocol).unwrap_or(6);
+    let cfg = ClientConfig {
+        guid: new_guid(),
+        protocol,
+        mtus: mtus_from(o.mtu.or(session.mtu).unwrap_or(1492)),
+        address_count: o.addresses.unwrap_or(addresses_for(protocol)),
+        ..ClientConfig::default()
+    };
+    let target = o.target;
+    let mut client = match connect_client(target, cfg, recorder, report)? {
+        Ok(c) => c,
+        Err(Outcome::NoConnection | Outcome::Done) => return Ok(ReplayOutcome::NoConnection),
+    };
+    let text = format!(
+        "replaying flow {} of {} ({} client {}) to {target}: connected, MTU {}, protocol {protocol}, handshake {:.3} ms",
+        session.flow,
+        o.file,
+        session.c2s.len(),
+        crate::output::peer::plural(session.c2s.len(), "message", "messages"),
+        client.connection().mtu(),
+        ms(client.handshake_time)
+    );
+    let connected = connected_record(&client, Some(text));
+    let mtu = connected.mtu;
+    report.record(PeerRecord::Connected(connected))?;
+    let start = client.now();
+    let t0 = session.c2s.first().map_or(Duration::ZERO, |m| m.ts);
+    let due = |m: &CapturedMessage| -> Duration {
+        if o.asap {
+            start
+        } else {
+            start + m.ts.saturating_sub(t0).div_f64(o.speed)
+        }
+    };
+    let mut live: Vec<Vec<u8>> = Vec::new();
+    let mut acked = 0usize;
+    let trackable = session
+        .c2s
+        .iter()
+        .filter(|m| with_receipt(m.reliability).is_some())
+        .count();
+    let mut closed: Option<CloseReason> = None;
+    let mut failed = false;
+    let mut next = 0usize;
+    let mut handle = |e: Event, report: &mut dyn Report| -> std::io::Result<()> {
+        match e {
+            Event::Message(m) => {
+                report.record(PeerRecord::Message(PeerMessageJson::new(target, "s2c", &m)))?;
+                if live.len() < 1_000_000 {
+                    live.push(m.data);
+                }
+            }
+            Event::ReceiptAcked(_) => acked += 1,
+            _ => {}
+        }
+        Ok(())
+    };
+    // Send on the captured schedule (bounded queue), then wait for the ACKs.
+    while closed.is_none()
+        && !failed
+        && (next < session.c2s.len() || !client.connection().is_idle())
+    {
+        let now = client.now();
+        while next < session.c2s.len()
+            && due(&session.c2s[next]) <= now
+            && client.connection().queued_bytes() < QUEUE_AHEAD
+        {
+            let m = &session.c2s[next];
+            let (rel, receipt) = match with_receipt(m.reliability) {
+                Some(r) => (r, Some(next as u32)),
+                None => (m.reliability, None),
+            };
+            client.send(&m.data, rel, m.channel, receipt);
+            next += 1;
+        }
+        let mut until = client.now() + Duration::from_millis(50);
+        if let Some(m) = session.c2s.get(next) {
+            until = until.min(due(m).max(client.now()));
+        }
+        match pump(&mut client, until, report, &mut handle)? {
+            None => {}
+            Some(Pumped::Closed(r)) => closed = Some(r),
+            Some(Pumped::Failed) => failed = true,
+        }
+    }
+    if closed.is_none() && !failed {
+        let until = client.now() + o.wait;
+        closed = pump_until(&mut client, until, report, &mut handle)?;
+    }
+    let ran_to_end = closed.is_none() && next == session.c2s.len();
+    // Closing also sends the last ACK when the server closed first.
+    let closing = client.close().unwrap_or(CloseReason::TimedOut);
+    let reason = closed.unwrap_or(closing);
+    // The close may have delivered a last event or two.
+    while let Some(e) = client.poll_event() {
+        handle(e, report)?;
+    }
+    if let Err(e) = client.finish_recording() {
+        report.warn(&format!("--record: {e}"));
+    }
+    // The server's messages, captured and live, by id, and where they part.
+    let mut ids: BTreeMap<u8, (usize, usize)> = BTreeMap::new();
+    for m in &session.s2c {
+        if let Some(&i) = m.data.first() {
+            ids.entry(i).or_default().0 += 1;
+        }
+    }
+    for d in &live {
+        if let Some(&i) = d.first() {
+            ids.entry(i).or_default().1 += 1;
+        }
+    }
+    let first_divergence = (0..session.s2c.len().max(live.len()))
+        .find(|&i| session.s2c.get(i).map(|m| m.data.first()) != live.get(i).map(|d| d.first()))
+        .map(|i| Divergence {
+            index: i,
+            captured: session.s2c.get(i).and_then(|m| id_name(&m.data)),
+            live: live.get(i).and_then(|d| id_name(d)),
+        });
+    let stats = client.connection().stats();
+    report.record(PeerRecord::Replay(ReplayJson {
+        kind: "replay",
+        file: o.file.clone(),
+        flow: session.flow,
+        target: target.to_string(),
+        outcome: if ran_to_end {
+            "completed"
+        } else {
+            reason.as_str()
+        },
+        handshake_ms: ms(client.handshake_time),
+        protocol,
+        mtu,
+        messages_sent: next,
+        messages_captured: session.c2s.len(),
+        messages_acknowledged: acked,
+        messages_trackable: trackable,
+        server_messages_captured: session.s2c.len(),
+        server_messages_live: live.len(),
+        server_ids: ids
+            .into_iter()
+            .map(|(id, (captured, live))| IdCount {
+                id,
+                name: message_name(id).into_owned(),
+                captured,
+                live,
+            })
+            .collect(),
+        first_divergence,
+        rtt_ms: client.connection().rtt().map(ms),
+        resends: stats.send.resends_after_nack + stats.send.resends_after_timeout,
+        datagrams_sent: stats.send.datagrams_sent,
+        seconds: (client.now() - start).as_secs_f64(),
+    }))?;
+    Ok(if ran_to_end {
+        ReplayOutcome::Completed
+    } else {
+        ReplayOutcome::CutShort
+    })
+}
