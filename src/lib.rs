@@ -1,8 +1,25 @@
-//! raknet-dissect: a dissector and analyzer for RakNet.
+//! raknet-dissect: a dissector and analyzer for RakNet, the reliable-UDP
+//! protocol of the original RakNet C++ library and of Minecraft Bedrock.
 //!
-//! Layers (see DESIGN.md): `capture` yields UDP datagrams from captures,
-//! `wire` is the stateless codec, `dissect` finds RakNet flows and decodes
-//! their datagrams, `output` formats the result.
+//! The binary is a thin command line ([`cli`]) over these layers, each of
+//! which a program can call on its own (docs/architecture.md draws them):
+//!
+//! | layer | owns | start from |
+//! | --- | --- | --- |
+//! | [`capture`] | pcap, pcapng, live capture, link → IP → UDP, defragmentation | [`capture::CaptureReader`] |
+//! | [`wire`] | the stateless codec: bytes ↔ typed RakNet messages | [`wire::Datagram`], [`wire::Offline`] |
+//! | [`dissect`] | finding RakNet flows, decoding their datagrams | [`dissect::Dissector`] |
+//! | [`session`] | the sans-IO reliability layer (receive and send halves) | [`session::Connection`] |
+//! | [`mirror`] | each flow's receive state as each side saw it: messages, loss, RTT | [`mirror::Mirror`] |
+//! | [`pipeline`] | capture files → dissector → mirror, one packet at a time | [`pipeline::Pipeline`] |
+//! | `analysis` | statistics, time series, summaries computed from the mirror | (see its module) |
+//! | [`display`] | `-Y` display filters and `-T fields` export | [`display::DisplayFilter`] |
+//! | [`output`] | formatters only: lines, trees, tables, NDJSON records | [`output::json::PacketJson`] |
+//! | [`peer`] | UDP sockets around `session`: a client, a server, the live commands | [`peer::run`] |
+//! | [`replay`] | a captured session played again to a live server | [`replay::run::load`] |
+//!
+//! `examples/flow_loss.rs` opens a capture and prints each flow's loss and
+//! RTT in under 40 lines.
 
 pub mod capture;
 pub mod cli;

@@ -143,7 +143,15 @@ impl Pipeline {
         let mut obs = Observation::default();
         match input {
             Input::Reader(r) => {
-                self.read(*r, 0, mirror, &mut first_ts, &mut obs, &mut ended, &mut each)?;
+                self.read(
+                    *r,
+                    0,
+                    mirror,
+                    &mut first_ts,
+                    &mut obs,
+                    &mut ended,
+                    &mut each,
+                )?;
             }
             Input::Files(paths) => {
                 for (index, path) in paths.iter().enumerate() {

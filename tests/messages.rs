@@ -152,8 +152,18 @@ fn filters_narrow_the_messages() {
     assert_eq!(ch5.len(), all.iter().filter(|m| m["channel"] == 5).count());
     let id = json_lines(&["messages", &f, "--json", "--id", "0x88"]);
     assert!(!id.is_empty() && id.iter().all(|m| m["id"] == 0x88));
-    let flow = json_lines(&["messages", &f, "--json", "--flow", "2"]);
-    assert!(flow.is_empty(), "one flow in this capture");
+    // One flow in this capture: --flow 2 prints no message, and says so
+    // with exit 2, as every command does (issue 13).
+    let flow = common::run_bin(&["messages", &f, "--json", "--flow", "2"]);
+    assert!(flow.stdout.is_empty(), "one flow in this capture");
+    assert_eq!(flow.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&flow.stderr).contains("--flow 2: the capture has 1 RakNet flow")
+    );
+    assert_eq!(
+        json_lines(&["messages", &f, "--json", "--flow", "1"]).len(),
+        all.len()
+    );
     let cut = json_lines(&["messages", &f, "--json", "--data-limit", "4"]);
     assert!(cut.iter().all(|m| m["data"].as_str().unwrap().len() <= 8));
     assert!(cut.iter().any(|m| m["data_truncated"] == true));

@@ -9,7 +9,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use etherparse::{IpNumber, Ipv4HeaderSlice, Ipv6HeaderSlice};
 
-use super::decode::{ipv6_extension, Ipv6Extension};
+use super::ipv6::{ipv6_extension, Ipv6Extension};
 
 /// An ICMP or ICMPv6 error about a UDP datagram, as carried by
 /// [`UdpDatagram::icmp`](super::UdpDatagram::icmp).

@@ -424,7 +424,7 @@ impl LiveSource {
         })
     }
 
-    fn end(&mut self) -> super::source::Step {
+    fn end(&mut self) -> super::step::Step {
         if let Some(w) = &mut self.writer {
             let _ = w.flush();
         }
@@ -442,11 +442,11 @@ impl LiveSource {
         if let Ok(mut k) = self.opts.kernel.lock() {
             *k = stats;
         }
-        super::source::Step::End
+        super::step::Step::End
     }
 
-    pub fn step(&mut self, decoder: &mut super::decode::Decoder) -> super::source::Step {
-        use super::source::{Failure, Step};
+    pub fn step(&mut self, decoder: &mut super::decode::Decoder) -> super::step::Step {
+        use super::step::{Failure, Step};
         use std::sync::atomic::Ordering;
         if self.opts.stop.load(Ordering::Relaxed)
             || self

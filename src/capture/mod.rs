@@ -31,9 +31,11 @@ mod decode;
 mod defrag;
 pub mod filter;
 mod icmp;
+mod ipv6;
 mod link;
 pub mod live;
 mod source;
+mod step;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

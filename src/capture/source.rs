@@ -23,7 +23,8 @@ use pcap_file::pcapng::{PcapNgReadError, PcapNgReader};
 use pcap_file::Endianness;
 
 use super::decode::Decoder;
-use super::{CaptureError, CaptureFormat, UdpDatagram};
+pub(crate) use super::step::{Failure, Step};
+use super::{CaptureError, CaptureFormat};
 
 /// Size of the read buffer: the largest record that can be read. Snapshot
 /// lengths are at most 256 KiB (262,144 bytes) in practice; a buffer that
@@ -35,31 +36,6 @@ const PCAP_MICRO_SWAPPED: u32 = 0xd4c3_b2a1;
 const PCAP_NANO: u32 = 0xa1b2_3c4d;
 const PCAP_NANO_SWAPPED: u32 = 0x4d3c_b2a1;
 const PCAPNG_SHB: u32 = 0x0a0d_0d0a;
-
-/// One step of reading: a datagram, or a record that gave none, or the end.
-pub(crate) enum Step {
-    Datagram(UdpDatagram),
-    Skipped,
-    End,
-    Failed(Failure),
-}
-
-/// Why reading stopped, before the frame number is known.
-pub(crate) enum Failure {
-    CutShort(String),
-    Malformed(String),
-    Io(io::Error),
-}
-
-impl Failure {
-    pub fn into_error(self, frame: u64) -> CaptureError {
-        match self {
-            Failure::CutShort(detail) => CaptureError::CutShort { frame, detail },
-            Failure::Malformed(detail) => CaptureError::Malformed { frame, detail },
-            Failure::Io(source) => CaptureError::Io { frame, source },
-        }
-    }
-}
 
 pub(crate) enum Source {
     Pcap(PcapSource),

@@ -22,6 +22,7 @@ mod handshake;
 mod live;
 mod peer;
 mod plot;
+mod printer;
 mod replay;
 mod stats;
 
@@ -35,7 +36,7 @@ pub const EXIT_USAGE: u8 = 2;
 pub const EXIT_BAD_FILE: u8 = 3;
 pub const EXIT_BAD_FILTER: u8 = 4;
 pub const EXIT_CUT_SHORT: u8 = 5;
-pub use peer::EXIT_NO_CONNECTION;
+pub use printer::EXIT_NO_CONNECTION;
 
 #[derive(Parser, Debug)]
 #[command(

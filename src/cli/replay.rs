@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::args::{parse_decode_as, parse_seconds, parse_target, OutputArgs};
-use super::peer::Printer;
+use super::printer::{Printer, EXIT_NO_CONNECTION};
 use super::{EXIT_BAD_FILE, EXIT_ERROR, EXIT_OK, EXIT_USAGE};
 use crate::peer::record::Recorder;
 use crate::pipeline::PipelineOptions;
@@ -116,6 +116,6 @@ pub fn run_replay(a: &ReplayArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     Ok(match run::replay(&session, &o, recorder, &mut p)? {
         ReplayOutcome::Completed => EXIT_OK,
         ReplayOutcome::CutShort => EXIT_REPLAY_CUT,
-        ReplayOutcome::NoConnection => super::peer::EXIT_NO_CONNECTION,
+        ReplayOutcome::NoConnection => EXIT_NO_CONNECTION,
     })
 }

@@ -113,9 +113,9 @@ pub fn counts_table(
     t.to_string()
 }
 
-/// The `flows` table in at most about 100 columns: the endpoints on two
-/// lines, per-direction counts as `c2s/s2c`, the median RTT; `flows_table`
-/// has every column, `--json` every figure.
+/// The `flows` table in at most about 100 columns (IPv4 endpoints): the
+/// endpoints on two lines, per-direction counts as `c2s/s2c`, the median
+/// RTT; [`flows_table`] has every column (`--wide`), `--json` every figure.
 pub fn flows_table_narrow(flows: &[&FlowMirror], width: Option<u16>) -> String {
     let mut t = sized(width);
     // No inner vertical rules: ten columns of figures fit 100 columns.
@@ -124,7 +124,6 @@ pub fn flows_table_narrow(flows: &[&FlowMirror], width: Option<u16>) -> String {
         "flow",
         "client\nserver",
         "state",
-        "secs",
         "packets\nc2s/s2c",
         "lost",
         "resends",
@@ -139,8 +138,7 @@ pub fn flows_table_narrow(flows: &[&FlowMirror], width: Option<u16>) -> String {
         t.add_row(vec![
             f.id.to_string(),
             format!("{}\n{}", f.client, f.server),
-            f.state.as_str().replacen('_', "\n", 1),
-            format!("{:.3}", f.last_ts.saturating_sub(f.first_ts).as_secs_f64()),
+            f.state.as_str().to_string(),
             pair(f, &|s| s.packets),
             pair(f, &|s| s.nacked.max(s.never_seen)),
             pair(f, &|s| s.resends),

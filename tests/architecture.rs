@@ -1,0 +1,288 @@
+//! The layout docs/architecture.md promises, checked on the source: no two
+//! files import each other, the layers import each other in one direction
+//! only, and `src/cli/` stays a thin command line (under 2,000 lines).
+//!
+//! An import is a `crate::…` or `super::…` path anywhere in a file's code
+//! (a `use`, or a path written inline), resolved to the file that defines
+//! the module it names. A module's `mod.rs` and the files of its children
+//! are one unit: a child using its parent's items through `super::` while
+//! the parent re-exports the child is how Rust modules are made, not a cycle.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).expect("src/ is readable").flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The module path of a file: `src/cli/peer.rs` is `["cli", "peer"]`.
+fn module_of(file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src()).expect("a file under src/");
+    let mut parts: Vec<String> = rel
+        .with_extension("")
+        .iter()
+        .map(|c| c.to_string_lossy().into_owned())
+        .collect();
+    if parts
+        .last()
+        .is_some_and(|l| l == "mod" || l == "lib" || l == "main")
+    {
+        parts.pop();
+    }
+    parts
+}
+
+/// The file that defines the longest prefix of `path` that is a module.
+fn file_of(path: &[String]) -> Option<PathBuf> {
+    for k in (1..=path.len()).rev() {
+        let dir = path[..k - 1].iter().fold(src(), |d, c| d.join(c));
+        for cand in [
+            dir.join(format!("{}.rs", path[k - 1])),
+            dir.join(&path[k - 1]).join("mod.rs"),
+        ] {
+            if cand.is_file() {
+                return Some(cand);
+            }
+        }
+    }
+    None
+}
+
+/// Code without `//` comments (doc comments name paths that are not imports).
+fn code(text: &str) -> String {
+    text.lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Every `crate::a::b` / `super::a` path in `code`, braces expanded one
+/// level at a time: `crate::{a::X, b::{c, d}}` gives `a::X`, `b::c`, `b::d`.
+fn paths(code: &str) -> Vec<(String, Vec<String>)> {
+    fn ident(c: char) -> bool {
+        c.is_ascii_alphanumeric() || c == '_'
+    }
+    fn expand(prefix: Vec<String>, rest: &str, out: &mut Vec<Vec<String>>) {
+        let mut parts = prefix;
+        let mut s = rest;
+        loop {
+            let n = s.find(|c: char| !ident(c)).unwrap_or(s.len());
+            if n > 0 {
+                parts.push(s[..n].to_string());
+            }
+            s = &s[n..];
+            let group = if n == 0 { Some(s) } else { s.strip_prefix("::") };
+            if let Some(r) = group {
+                if let Some(inner) = r.strip_prefix('{') {
+                    // The group up to its closing brace, split at top-level commas.
+                    let (mut depth, mut start) = (0i32, 0usize);
+                    for (i, c) in inner.char_indices() {
+                        match c {
+                            '{' => depth += 1,
+                            '}' if depth == 0 => {
+                                expand(parts.clone(), inner[start..i].trim(), out);
+                                return;
+                            }
+                            '}' => depth -= 1,
+                            ',' if depth == 0 => {
+                                expand(parts.clone(), inner[start..i].trim(), out);
+                                start = i + 1;
+                            }
+                            _ => {}
+                        }
+                    }
+                    return;
+                }
+                if n > 0 {
+                    s = r;
+                    continue;
+                }
+            }
+            out.push(parts);
+            return;
+        }
+    }
+    let mut found = Vec::new();
+    for base in ["crate::", "super::"] {
+        let mut at = 0;
+        while let Some(i) = code[at..].find(base) {
+            let start = at + i;
+            at = start + base.len();
+            if start > 0 && code[..start].ends_with(|c: char| ident(c) || c == ':') {
+                continue; // `self::super::`, or part of a longer name
+            }
+            // `super::super::` counts levels.
+            let mut rest = &code[at..];
+            let mut levels = 1;
+            while base == "super::" && rest.starts_with("super::") {
+                rest = &rest["super::".len()..];
+                levels += 1;
+            }
+            let mut out = Vec::new();
+            expand(Vec::new(), rest, &mut out);
+            for p in out {
+                found.push((format!("{base}{levels}"), p));
+            }
+        }
+    }
+    found
+}
+
+/// file -> files it imports.
+fn graph() -> BTreeMap<PathBuf, BTreeSet<PathBuf>> {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut g = BTreeMap::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).expect("source is text");
+        let me = module_of(f);
+        let mut to = BTreeSet::new();
+        for (base, p) in paths(&code(&text)) {
+            let full: Vec<String> = if base.starts_with("crate") {
+                p
+            } else {
+                let levels: usize = base["super::".len()..].parse().unwrap_or(1);
+                let keep = me.len().saturating_sub(levels);
+                me[..keep].iter().cloned().chain(p).collect()
+            };
+            if let Some(t) = file_of(&full) {
+                if &t != f {
+                    to.insert(t);
+                }
+            }
+        }
+        g.insert(f.clone(), to);
+    }
+    g
+}
+
+/// Whether `a` is the `mod.rs` of the module that `b` belongs to (or the
+/// other way round): one unit.
+fn parent_and_child(a: &Path, b: &Path) -> bool {
+    let is_parent = |p: &Path, c: &Path| {
+        p.file_name().is_some_and(|n| n == "mod.rs")
+            && c.parent() == p.parent()
+            && c.file_name().is_some_and(|n| n != "mod.rs")
+    };
+    is_parent(a, b) || is_parent(b, a)
+}
+
+#[test]
+fn no_two_files_import_each_other() {
+    let g = graph();
+    let mut pairs = Vec::new();
+    for (a, to) in &g {
+        for b in to {
+            if a < b && g.get(b).is_some_and(|t| t.contains(a)) && !parent_and_child(a, b) {
+                pairs.push(format!("{} <-> {}", a.display(), b.display()));
+            }
+        }
+    }
+    assert!(pairs.is_empty(), "files that import each other: {pairs:#?}");
+    assert!(g.len() > 50, "the walk read the source: {} files", g.len());
+}
+
+/// The top-level modules as layers: which layers each imports, and that no
+/// cycle runs through them (the layer order of docs/architecture.md).
+#[test]
+fn layers_import_in_one_direction() {
+    let g = graph();
+    let layer = |f: &Path| module_of(f).first().cloned().unwrap_or_default();
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (a, to) in &g {
+        for b in to {
+            let (la, lb) = (layer(a), layer(b));
+            if !la.is_empty() && !lb.is_empty() && la != lb {
+                edges.entry(la).or_default().insert(lb);
+            }
+        }
+    }
+    // Depth-first search for a cycle.
+    fn visit(
+        n: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        stack: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = stack.iter().position(|s| s == n) {
+            return Some(stack[i..].to_vec());
+        }
+        if done.contains(n) {
+            return None;
+        }
+        stack.push(n.to_string());
+        for m in edges.get(n).into_iter().flatten() {
+            if let Some(c) = visit(m, edges, stack, done) {
+                return Some(c);
+            }
+        }
+        stack.pop();
+        done.insert(n.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    for n in edges.keys() {
+        let cycle = visit(n, &edges, &mut Vec::new(), &mut done);
+        assert!(
+            cycle.is_none(),
+            "layers import in a cycle: {cycle:?}; all: {edges:#?}"
+        );
+    }
+    // Nothing below the command line imports it.
+    for (l, to) in &edges {
+        assert!(!to.contains("cli"), "{l} imports cli");
+    }
+    // The stateless layers stay below the stateful ones.
+    for low in ["wire", "output"] {
+        for high in ["cli", "peer", "replay", "pipeline"] {
+            assert!(
+                !edges.get(low).is_some_and(|t| t.contains(high)),
+                "{low} imports {high}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_command_line_is_thin() {
+    let mut files = Vec::new();
+    rust_files(&src().join("cli"), &mut files);
+    let lines: usize = files
+        .iter()
+        .map(|f| std::fs::read_to_string(f).map_or(0, |t| t.lines().count()))
+        .sum();
+    println!("src/cli/: {lines} lines in {} files", files.len());
+    assert!(
+        lines < 2000,
+        "src/cli/ has {lines} lines: move logic into the library"
+    );
+}
+
+#[test]
+fn the_path_reader_expands_groups() {
+    let p = paths("use crate::{a::X, b::{c, d::E}};\nlet x = super::super::f::g();");
+    let names: Vec<String> = p
+        .iter()
+        .map(|(b, v)| format!("{b} {}", v.join("::")))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "crate::1 a::X",
+            "crate::1 b::c",
+            "crate::1 b::d::E",
+            "super::2 f::g"
+        ]
+    );
+}
