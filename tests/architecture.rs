@@ -82,7 +82,11 @@ fn paths(code: &str) -> Vec<(String, Vec<String>)> {
                 parts.push(s[..n].to_string());
             }
             s = &s[n..];
-            let group = if n == 0 { Some(s) } else { s.strip_prefix("::") };
+            let group = if n == 0 {
+                Some(s)
+            } else {
+                s.strip_prefix("::")
+            };
             if let Some(r) = group {
                 if let Some(inner) = r.strip_prefix('{') {
                     // The group up to its closing brace, split at top-level commas.

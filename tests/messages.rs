@@ -158,7 +158,7 @@ fn filters_narrow_the_messages() {
     assert!(flow.stdout.is_empty(), "one flow in this capture");
     assert_eq!(flow.status.code(), Some(2));
     assert!(
-        String::from_utf8_lossy(&flow.stderr).contains("--flow 2: the capture has 1 RakNet flow")
+        String::from_utf8_lossy(&flow.stderr).contains("no flow 2: the capture has 1 RakNet flow")
     );
     assert_eq!(
         json_lines(&["messages", &f, "--json", "--flow", "1"]).len(),

@@ -1944,7 +1944,11 @@ fn connect_to_nothing_is_port_unreachable() {
         "stderr: {}",
         f.stderr
     );
-    assert!(f.records.is_empty(), "no record on stdout: {:?}", f.records);
+    // With --json the failure is also a `failed` record (issue 13), as
+    // `probe` prints its `probe` record; nothing else is printed.
+    assert_eq!(f.records.len(), 1, "one record on stdout: {:?}", f.records);
+    assert_eq!(f.records[0]["type"], "failed", "{:?}", f.records);
+    assert_eq!(f.records[0]["step"], "port_unreachable", "{:?}", f.records);
     assert!(secs < 3.0, "took {secs:.1} s");
 }
 

@@ -335,8 +335,14 @@ fn text_tables() {
         last.starts_with(&format!("{packets} RakNet packets (")),
         "{last}"
     );
-    let (code, out, _) = run(&["stats", &file, "--flow", "7"]);
-    assert_eq!((code, out.trim()), (0, "No RakNet packets in flow 7."));
+    // A flow the capture does not have: one line and exit 2, as in every
+    // command (issue 13); nothing on standard output.
+    let (code, out, err) = run(&["stats", &file, "--flow", "7"]);
+    assert_eq!((code, out.trim()), (2, ""));
+    assert!(
+        err.contains("no flow 7: the capture has 1 RakNet flow"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -43,6 +43,10 @@ pub struct ReadArgs {
     /// pcapng file (raw IP, the capture's timestamps).
     #[arg(short = 'w', long = "write", value_name = "OUT.pcapng")]
     pub write: Option<PathBuf>,
+    /// A statistic, tshark's spelling: `conv,udp` (or `conv,raknet`) prints
+    /// the `flows` table; `stats` has the other counts.
+    #[arg(short = 'z', value_name = "STAT")]
+    pub stat: Option<String>,
 }
 
 #[derive(Args, Debug, Default)]
@@ -239,7 +243,7 @@ pub(crate) fn drive_items(
 /// The one line for a `--flow` the capture does not have.
 pub(crate) fn no_such_flow(n: u32, flows: u64) -> String {
     format!(
-        "raknet-dissect: --flow {n}: the capture has {flows} RakNet {}",
+        "raknet-dissect: no flow {n}: the capture has {flows} RakNet {}",
         plural(flows, "flow", "flows")
     )
 }
@@ -337,7 +341,28 @@ fn file_names(cap: &CaptureArgs) -> Vec<String> {
 
 /// `read`: one line (or tree, or JSON record) per RakNet packet.
 pub fn run_read(args: &ReadArgs, out: &mut impl Write) -> anyhow::Result<u8> {
-    read_packets(args, None, None, out)
+    match args.stat.as_deref() {
+        None => read_packets(args, None, None, out),
+        Some("conv,udp" | "conv,raknet") => {
+            let flows = FlowsArgs {
+                capture: args.capture.clone(),
+                output: OutputArgs {
+                    quiet: false,
+                    ..args.output.clone()
+                },
+                display: args.display.clone(),
+                wide: false,
+            };
+            run_flows(&flows, out)
+        }
+        Some(other) => {
+            eprintln!(
+                "raknet-dissect: -z {other}: not a statistic here; -z conv,udp is `raknet-dissect flows`, \
+                 and `raknet-dissect stats` counts messages, reliabilities, channels and rates"
+            );
+            Ok(EXIT_USAGE)
+        }
+    }
 }
 
 /// Rows the flow tables show at most; past them, `--json` has every flow.
@@ -669,7 +694,9 @@ pub fn run_flows(args: &FlowsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         },
     )?;
     take(&mut mirror.finish().closed, out)?;
-    if !shown.json && shown.export.is_none() && !quiet {
+    // No table at all when the capture could not be read or --flow was wrong.
+    let failed = code == EXIT_USAGE || (code == EXIT_BAD_FILE && rows.is_empty());
+    if !shown.json && shown.export.is_none() && !quiet && !failed {
         print_flows_table(&mut rows, args.wide, out)?;
         if omitted > 0 {
             writeln!(

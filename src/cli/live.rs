@@ -173,6 +173,7 @@ pub fn run_live(a: &LiveArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         verbose: a.verbose,
         hex: a.hex,
         write: None,
+        stat: None,
     };
     let mut flows: Vec<FlowMirror> = Vec::new();
     let code = read_packets(&read, Some(reader), Some(&mut flows), out)?;
