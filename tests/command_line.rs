@@ -356,7 +356,10 @@ fn flows_fit_a_100_column_terminal() {
     }
     let bin = common::bin_path();
     let (a, b) = (sample("handshake.pcap"), sample("lossy.pcap"));
-    let shell = format!("stty cols 100 rows 50; {} flows {a} {b} 2>/dev/null", bin.display());
+    let shell = format!(
+        "stty cols 100 rows 50; {} flows {a} {b} 2>/dev/null",
+        bin.display()
+    );
     let o = Command::new("script")
         .args(["-qec", &shell, "/dev/null"])
         .env_remove("COLUMNS")
@@ -380,4 +383,33 @@ fn flows_fit_a_100_column_terminal() {
         .max()
         .unwrap_or(0);
     assert!(widest > 100, "--wide is {widest} columns");
+}
+
+/// The `-Y` examples each command's `--help` gives parse there, and each
+/// selects some records of the samples.
+#[test]
+fn filter_examples_in_help_work_where_they_are_given() {
+    let files = [
+        sample("lossy.pcap"),
+        sample("handshake.pcap"),
+        sample("incompatible-protocol.pcap"),
+    ];
+    for sub in ["read", "messages", "flows", "handshake"] {
+        let help = String::from_utf8(run(&[sub, "--help"]).stdout).expect("utf-8");
+        let line = help
+            .lines()
+            .find(|l| l.contains("-Y, --filter"))
+            .unwrap_or_else(|| panic!("{sub} --help has -Y"));
+        let examples: Vec<&str> = line.split('`').skip(3).step_by(2).collect();
+        assert!(examples.len() >= 2, "{sub}: {line}");
+        for ex in examples {
+            let mut kept = 0;
+            for f in &files {
+                let o = run(&[sub, f, "--json", "-Y", ex]);
+                assert!(o.status.success(), "{sub} -Y {ex:?}: {o:?}");
+                kept += String::from_utf8_lossy(&o.stdout).lines().count();
+            }
+            assert!(kept > 0, "{sub} -Y {ex:?} selects nothing in the samples");
+        }
+    }
 }

@@ -38,6 +38,20 @@ pub const EXIT_BAD_FILTER: u8 = 4;
 pub const EXIT_CUT_SHORT: u8 = 5;
 pub use printer::EXIT_NO_CONNECTION;
 
+/// `-Y` help with examples that hold for each command's records (checked
+/// by `tests/command_line.rs`).
+const FILTER_PACKETS: &str =
+    "Display filter over the packet records' fields (`raknet-dissect fields`): \
+     `kind == nack`, `id == 0x86 && len > 1000`, `anomalies.kind == resend`";
+const FILTER_MESSAGES: &str = "Display filter over the message records' fields (`raknet-dissect fields`): \
+     `id == 0x86 && len > 1000`, `dir == c2s && reliability == RELIABLE_ORDERED`, `data contains \"86\"`";
+const FILTER_FLOWS: &str =
+    "Display filter over the flow records' fields (`raknet-dissect fields`): \
+     `c2s.lost > 0 || rtt_ms.median > 50`, `state == disconnected_by_client`";
+const FILTER_HANDSHAKES: &str =
+    "Display filter over the handshake records' fields (`raknet-dissect fields`): \
+     `outcome != connected`, `mtu_probes == 1492`";
+
 #[derive(Parser, Debug)]
 #[command(
     name = "raknet-dissect",
@@ -45,6 +59,7 @@ pub use printer::EXIT_NO_CONNECTION;
     about = "Dissect and analyze RakNet traffic (original RakNet and Minecraft Bedrock)",
     args_conflicts_with_subcommands = true,
     disable_version_flag = true,
+    mut_arg("filter", |a| a.help(FILTER_PACKETS)),
     after_help = "Exit codes: 0 ok, 1 error, 2 usage, 3 file cannot be opened or is not a capture, \
                   4 bad display filter (-Y), 5 capture cut short (everything before the cut is printed), \
                   6 no connection (no pong, handshake refused or unanswered, port unreachable, timed out), \
@@ -64,12 +79,16 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Print every RakNet packet of a capture (the default command).
+    #[command(mut_arg("filter", |a| a.help(FILTER_PACKETS)))]
     Read(ReadArgs),
     /// The messages each side's application received, in delivery order.
+    #[command(mut_arg("filter", |a| a.help(FILTER_MESSAGES)))]
     Messages(MessagesArgs),
     /// A table of the flows: roles, handshake, counts, loss, resends, RTT.
+    #[command(mut_arg("filter", |a| a.help(FILTER_FLOWS)))]
     Flows(FlowsArgs),
     /// Each connection attempt: a timeline of handshake steps, an outcome and a diagnosis.
+    #[command(mut_arg("filter", |a| a.help(FILTER_HANDSHAKES)))]
     Handshake(handshake::HandshakeArgs),
     /// Unconnected ping: latency, server GUID, pong payload (Minecraft MOTD fields).
     Ping(peer::PingArgs),
@@ -82,6 +101,7 @@ pub enum Command {
     /// Replay a captured client's messages against a live server and compare what comes back.
     Replay(replay::ReplayArgs),
     /// Capture live on an interface (root or CAP_NET_RAW): packets as they come, then the flows.
+    #[command(mut_arg("filter", |a| a.help(FILTER_PACKETS)))]
     Live(live::LiveArgs),
     /// Statistics of a capture: message ids, reliabilities, channels, rates per interval.
     Stats(stats::StatsArgs),

@@ -33,10 +33,10 @@ pub struct StatsArgs {
     /// packet (fractions allowed).
     #[arg(long, default_value = "1", value_name = "SECONDS", value_parser = parse_interval)]
     pub interval: Duration,
-    /// NDJSON: `stats_id`, `stats_reliability`, `stats_channel` and
-    /// `stats_interval` records, then one `stats` record.
-    #[arg(long)]
-    pub json: bool,
+    // --json: `stats_id`, `stats_reliability`, `stats_channel` and
+    // `stats_interval` records, then one `stats` record.
+    #[command(flatten)]
+    pub output: super::OutputArgs,
 }
 
 /// `--interval`: seconds as [`parse_seconds`] reads them, more than 0 (at least 1 ns).
@@ -306,7 +306,10 @@ pub fn run_stats(args: &StatsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     for m in mirror.finish().messages.iter().filter(|m| want(m.flow)) {
         st.message(m);
     }
-    if args.json {
+    if args.output.quiet {
+        return Ok(code);
+    }
+    if args.output.json {
         write_json(&st, args.capture.flow, out)?;
     } else {
         write_text(&st, args.capture.flow, out)?;

@@ -1,5 +1,6 @@
 //! Formatters that only format: summary lines, the `-V` tree, hex, NDJSON.
 
+pub mod handshake;
 pub mod json;
 pub mod peer;
 pub mod table;
