@@ -106,11 +106,7 @@ impl PongJson {
 
 /// "1 byte", "2 bytes".
 pub fn plural(n: usize, one: &'static str, many: &'static str) -> &'static str {
-    if n == 1 {
-        one
-    } else {
-        many
-    }
+    crate::wire::plural(n as u64, one, many)
 }
 
 /// A ping that went unanswered.

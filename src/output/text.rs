@@ -67,7 +67,7 @@ fn offline_summary(m: &Offline<'_>) -> String {
         Offline::UnconnectedPing {
             time, client_guid, ..
         } => match client_guid {
-            Some(g) => format!("time={time} guid={g:#x}"),
+            Some(g) => format!("time={time} guid={g:#018x}"),
             None => format!("time={time}"),
         },
         Offline::UnconnectedPong {
@@ -78,12 +78,12 @@ fn offline_summary(m: &Offline<'_>) -> String {
             Some(motd) => {
                 let text: Vec<&str> = motd.fields.iter().map(|(_, v)| v.as_str()).collect();
                 format!(
-                    "time={time} guid={server_guid:#x} motd={}",
+                    "time={time} guid={server_guid:#018x} motd={}",
                     quoted(text.join(";").as_bytes(), 80)
                 )
             }
             None => format!(
-                "time={time} guid={server_guid:#x} payload={}",
+                "time={time} guid={server_guid:#018x} payload={}",
                 quoted(payload, 60)
             ),
         },
@@ -96,10 +96,10 @@ fn offline_summary(m: &Offline<'_>) -> String {
             mtu,
         } => match security {
             Some(s) => format!(
-                "guid={server_guid:#x} security=yes cookie={:#010x} mtu={mtu}",
+                "guid={server_guid:#018x} security=yes cookie={:#010x} mtu={mtu}",
                 s.cookie
             ),
-            None => format!("guid={server_guid:#x} security=no mtu={mtu}"),
+            None => format!("guid={server_guid:#018x} security=no mtu={mtu}"),
         },
         Offline::OpenConnectionRequest2 {
             security,
@@ -111,7 +111,7 @@ fn offline_summary(m: &Offline<'_>) -> String {
                 .as_ref()
                 .map(|s| format!(" cookie={:#010x}", s.cookie))
                 .unwrap_or_default();
-            format!("server={server_address} mtu={mtu} guid={client_guid:#x}{cookie}")
+            format!("server={server_address} mtu={mtu} guid={client_guid:#018x}{cookie}")
         }
         Offline::OpenConnectionReply2 {
             server_guid,
@@ -119,7 +119,7 @@ fn offline_summary(m: &Offline<'_>) -> String {
             mtu,
             security_answer,
         } => format!(
-            "guid={server_guid:#x} client={client_address} mtu={mtu} security={}",
+            "guid={server_guid:#018x} client={client_address} mtu={mtu} security={}",
             if security_answer.is_some() {
                 "yes"
             } else {
@@ -129,10 +129,14 @@ fn offline_summary(m: &Offline<'_>) -> String {
         Offline::IncompatibleProtocolVersion {
             protocol,
             server_guid,
-        } => format!("server protocol={protocol} guid={server_guid:#x}"),
-        Offline::Refusal { server_guid, .. } => format!("guid={server_guid:#x}"),
+        } => format!("server protocol={protocol} guid={server_guid:#018x}"),
+        Offline::Refusal { server_guid, .. } => format!("guid={server_guid:#018x}"),
         Offline::OutOfBand { guid, payload } => {
-            format!("guid={guid:#x} payload={} bytes", payload.len())
+            let n = payload.len() as u64;
+            format!(
+                "guid={guid:#018x} payload={n} {}",
+                crate::wire::plural(n, "byte", "bytes")
+            )
         }
     }
 }

@@ -243,7 +243,8 @@ impl Message {
         if let Some(si) = self.sequence_index {
             let _ = write!(s, " sequence index {si}");
         }
-        let _ = write!(s, ", {} bytes", self.data.len());
+        let n = self.data.len() as u64;
+        let _ = write!(s, ", {n} {}", crate::wire::plural(n, "byte", "bytes"));
         s
     }
 }

@@ -31,3 +31,12 @@ pub const PROTOCOL_ORIGINAL: u8 = 6;
 
 #[cfg(test)]
 mod proptests;
+
+/// `one` or `many` as `n` asks ("1 byte", "2 bytes"): every line that counts uses it.
+pub fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
+    if n == 1 {
+        one
+    } else {
+        many
+    }
+}
