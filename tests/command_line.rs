@@ -413,3 +413,39 @@ fn filter_examples_in_help_work_where_they_are_given() {
         }
     }
 }
+
+/// `examples/flow_loss.rs`, the library's example, gives each flow's loss
+/// and median RTT as `flows --json` does.
+#[test]
+fn the_library_example_prints_each_flows_loss_and_rtt() {
+    let f = sample("lossy.pcap");
+    let o = common::run_with_timeout(
+        Command::new(env!("CARGO"))
+            .args(["run", "--quiet", "--example", "flow_loss", "--", &f])
+            .current_dir(common::root()),
+        Duration::from_secs(600),
+    );
+    assert!(o.status.success(), "{o:?}");
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let flows = records(&["flows", &f, "--json"]);
+    assert_eq!(text.lines().count(), flows.len(), "{text}");
+    for (line, fl) in text.lines().zip(&flows) {
+        let want = format!(
+            "flow {} {} -> {}: lost {} c2s, {} s2c; median RTT {:.3} ms",
+            fl["flow"],
+            fl["client"].as_str().unwrap(),
+            fl["server"].as_str().unwrap(),
+            fl["c2s"]["lost"],
+            fl["s2c"]["lost"],
+            fl["rtt_ms"]["median"].as_f64().unwrap()
+        );
+        assert_eq!(line, want);
+    }
+    assert!(
+        std::fs::read_to_string(common::root().join("examples/flow_loss.rs"))
+            .expect("the example")
+            .lines()
+            .count()
+            < 40
+    );
+}
