@@ -449,3 +449,23 @@ fn the_library_example_prints_each_flows_loss_and_rtt() {
             < 40
     );
 }
+
+/// The `flows` table the README shows is what `flows samples/lossy.pcap`
+/// prints (trailing spaces aside).
+#[test]
+fn the_readme_flows_table_is_true() {
+    let readme = std::fs::read_to_string(common::root().join("README.md")).expect("README");
+    let at = readme.find("## Flows: `flows`").expect("the flows section");
+    let block = readme[at..]
+        .split("```text\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("a text block");
+    let o = run(&["flows", &sample("lossy.pcap")]);
+    let got: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| l.trim_end().to_string())
+        .collect();
+    let want: Vec<&str> = block.lines().collect();
+    assert_eq!(got, want);
+}
