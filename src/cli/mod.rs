@@ -26,7 +26,9 @@ mod replay;
 mod stats;
 
 use crate::capture::CaptureReader;
-use crate::display::{DisplayFilter, FieldExport, JsonRecord, MessageRecord, Record, RecordType};
+use crate::display::{
+    DisplayFilter, FieldExport, JsonRecord, MessageRecord, Record, RecordType, Since,
+};
 use crate::dissect::{Dir, Dissector, Options, Packet};
 use crate::mirror::{FlowMirror, Message, Mirror, MirrorConfig, Observation};
 use crate::output::json::{EndJson, FlowJson, IcmpJson, MessageJson, PacketJson};
@@ -680,11 +682,15 @@ fn read_packets(
             } else {
                 Next::Continue
             };
-            if args.quiet || !shown.wants(&*p) {
+            let record = Since {
+                record: &*p,
+                start: since,
+            };
+            if args.quiet || !shown.wants(&record) {
                 // Counted (for -c), not shown.
             } else if let Some(x) = &shown.export {
                 row.clear();
-                x.push_row(&*p, &mut row);
+                x.push_row(&record, &mut row);
                 out.write_all(row.as_bytes())?;
             } else if json {
                 serde_json::to_writer(&mut *out, &PacketJson::new(p))?;
@@ -759,9 +765,13 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
     let mut first: Option<Duration> = None;
     let mut row = String::new();
     let mut emit = |m: &Message, since: Duration, out: &mut dyn Write| -> anyhow::Result<()> {
-        let record = MessageRecord {
+        let message = MessageRecord {
             message: m,
             data_limit: args.data_limit,
+        };
+        let record = Since {
+            record: &message,
+            start: since,
         };
         if !want(m) || !shown.wants(&record) {
             return Ok(());
