@@ -131,6 +131,11 @@ pub struct DisplayArgs {
     /// occurrence=a|f|l, quote=d|s|n (repeatable).
     #[arg(short = 'E', value_name = "OPTION=VALUE")]
     pub export_options: Vec<String>,
+    /// Time column of packet and message lines (tshark's -t): r since the first packet,
+    /// a time of day (UTC), ad date and time (UTC), e epoch seconds, d since the
+    /// previous packet read, dd since the previous line shown.
+    #[arg(short = 't', value_enum, default_value_t, value_name = "FORMAT")]
+    pub time_format: text::TimeFormat,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -637,7 +642,8 @@ fn read_packets(
     cfg.messages = false;
     let mut mirror = Mirror::new(cfg, flows.is_some());
     let mut read = 0u64;
-    let mut lines = text::LineFormatter::new(pal);
+    // Packet and ICMP lines share one time column (for -t d and dd).
+    let lines = std::cell::RefCell::new(text::LineFormatter::new(pal, args.display.time_format));
     let mut buf: Vec<u8> = Vec::with_capacity(512);
     let mut row = String::new();
     let trace = args.verbose && !json && shown.export.is_none();
@@ -658,12 +664,13 @@ fn read_packets(
         &mut mirror,
         out,
         &mut |n, out| {
+            lines.borrow_mut().seen(n.ts);
             if !icmp_shown {
             } else if json {
                 serde_json::to_writer(&mut *out, &IcmpJson::new(&n))?;
                 out.write_all(b"\n")?;
             } else {
-                writeln!(out, "{}", text::icmp_line(&n, pal))?;
+                writeln!(out, "{}", lines.borrow_mut().icmp_line(&n))?;
             }
             Ok(())
         },
@@ -682,6 +689,7 @@ fn read_packets(
             } else {
                 Next::Continue
             };
+            lines.borrow_mut().seen(p.ts);
             let record = Since {
                 record: &*p,
                 start: since,
@@ -697,7 +705,7 @@ fn read_packets(
                 out.write_all(b"\n")?;
             } else {
                 buf.clear();
-                lines.push_line(&mut buf, p, since);
+                lines.borrow_mut().push_line(&mut buf, p, since);
                 buf.push(b'\n');
                 out.write_all(&buf)?;
                 if let Some(t) = &p.trace {
@@ -764,7 +772,9 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
     }
     let mut first: Option<Duration> = None;
     let mut row = String::new();
+    let mut time = text::TimeColumn::new(args.display.time_format);
     let mut emit = |m: &Message, since: Duration, out: &mut dyn Write| -> anyhow::Result<()> {
+        time.seen(m.ts);
         let message = MessageRecord {
             message: m,
             data_limit: args.data_limit,
@@ -784,7 +794,7 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
             serde_json::to_writer(&mut *out, &MessageJson::new(m, args.data_limit))?;
             out.write_all(b"\n")?;
         } else {
-            writeln!(out, "{}", text::message_line(m, since, pal))?;
+            writeln!(out, "{}", text::message_line(m, since, &mut time, pal))?;
         }
         Ok(())
     };
