@@ -441,6 +441,147 @@ fn completions_and_man_page_come_from_the_clap_definitions() {
     }
 }
 
+/// Microseconds since the epoch, as the date and time of day in UTC,
+/// counted day by day (not the binary's way).
+fn utc(us: u64) -> String {
+    let (mut days, of_day) = (us / 86_400_000_000, us % 86_400_000_000);
+    let leap = |y: u64| (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let mut year = 1970;
+    while days >= if leap(year) { 366 } else { 365 } {
+        days -= if leap(year) { 366 } else { 365 };
+        year += 1;
+    }
+    let feb = if leap(year) { 29 } else { 28 };
+    let mut month = 0;
+    for (i, len) in [31, feb, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+        .into_iter()
+        .enumerate()
+    {
+        if days < len {
+            month = i + 1;
+            break;
+        }
+        days -= len;
+    }
+    let secs = of_day / 1_000_000;
+    format!(
+        "{year:04}-{month:02}-{:02} {:02}:{:02}:{:02}.{:06}",
+        days + 1,
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60,
+        of_day % 1_000_000
+    )
+}
+
+/// `us` microseconds as seconds with six decimals.
+fn secs(us: i64) -> String {
+    let sign = if us < 0 { "-" } else { "" };
+    format!("{sign}{}.{:06}", us.abs() / 1_000_000, us.abs() % 1_000_000)
+}
+
+#[test]
+fn time_formats_of_lines_follow_the_capture_timestamps() {
+    let f = sample("handshake.pcap");
+    // The pcap's own first timestamp: what relative times count from.
+    let (_, recs) = pcap_records(&std::fs::read(&f).expect("handshake.pcap"));
+    let field = |h: &[u8; 16], at: usize| {
+        u64::from(u32::from_le_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]))
+    };
+    let start = field(&recs[0].0, 0) * 1_000_000 + field(&recs[0].0, 4);
+    // The packets' times, from --json.
+    let records = |args: &[&str]| -> Vec<(u64, u64)> {
+        stdout(&run(args))
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("JSON"))
+            .map(|v| {
+                let ts = v["ts"].as_f64().expect("ts");
+                (
+                    v["frame"].as_u64().expect("frame"),
+                    (ts * 1e6).round() as u64,
+                )
+            })
+            .collect()
+    };
+    let packets = records(&[&f, "--json"]);
+    let s2c = records(&[&f, "--json", "-Y", "dir == s2c"]);
+    let messages = records(&["messages", &f, "--json"]);
+    assert!(packets.len() > 20 && s2c.len() > 5 && messages.len() > 5);
+    // (arguments, the records shown, each line's expected time column)
+    type Expect = Box<dyn Fn(usize, &[(u64, u64)]) -> String>;
+    let delta: Expect = Box::new(|i, r| secs(r[i].1 as i64 - r[i.saturating_sub(1)].1 as i64));
+    let cases: Vec<(Vec<&str>, &[(u64, u64)], Expect)> = vec![
+        (
+            vec!["-t", "r"],
+            &packets,
+            Box::new(move |i, r| secs((r[i].1 - start) as i64)),
+        ),
+        (
+            vec![],
+            &packets,
+            Box::new(move |i, r| secs((r[i].1 - start) as i64)),
+        ),
+        (
+            vec!["-t", "a"],
+            &packets,
+            Box::new(|i, r| utc(r[i].1)[11..].to_string()),
+        ),
+        (vec!["-t", "ad"], &packets, Box::new(|i, r| utc(r[i].1))),
+        (
+            vec!["-t", "e"],
+            &packets,
+            Box::new(|i, r| secs(r[i].1 as i64)),
+        ),
+        (vec!["-t", "d"], &packets, delta),
+        (
+            vec!["-t", "dd", "-Y", "dir == s2c"],
+            &s2c,
+            Box::new(|i, r| secs(r[i].1 as i64 - r[i.saturating_sub(1)].1 as i64)),
+        ),
+        (
+            vec!["messages", "-t", "e"],
+            &messages,
+            Box::new(|i, r| secs(r[i].1 as i64)),
+        ),
+        (
+            vec!["messages", "-t", "r"],
+            &messages,
+            Box::new(move |i, r| secs((r[i].1 - start) as i64)),
+        ),
+    ];
+    for (extra, shown, expect) in cases {
+        let mut args: Vec<&str> = extra.clone();
+        args.push(&f);
+        if extra.first() == Some(&"messages") {
+            args.retain(|a| *a != "messages");
+            args.insert(0, "messages");
+        }
+        let text = stdout(&run(&args));
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), shown.len(), "{args:?}");
+        for (i, line) in lines.iter().enumerate().take(8) {
+            let want = expect(i, shown);
+            let words = want.split(' ').count();
+            let got: Vec<&str> = line.split_whitespace().take(1 + words).collect();
+            assert_eq!(got[0], shown[i].0.to_string(), "{args:?}: {line}");
+            assert_eq!(got[1..].join(" "), want, "{args:?}: line {i}: {line}");
+        }
+    }
+    // -t d counts from the packet read before, shown or not.
+    let text = stdout(&run(&["-t", "d", "-Y", "dir == s2c", &f]));
+    let first = text.lines().next().expect("a line");
+    let at = packets
+        .iter()
+        .position(|p| p.0 == s2c[0].0)
+        .expect("in all");
+    let want = secs(packets[at].1 as i64 - packets[at - 1].1 as i64);
+    assert_eq!(
+        first.split_whitespace().nth(1),
+        Some(want.as_str()),
+        "{first}"
+    );
+}
+
 #[test]
 fn quiet_prints_no_packets() {
     let o = run(&[&sample("lossy.pcap"), "-q"]);
