@@ -48,7 +48,8 @@ fn bash_fixed(script: &str, bin: &str) -> String {
 pub fn man(command: Option<&str>, all: Option<&Path>, out: &mut impl Write) -> anyhow::Result<u8> {
     let root = built();
     if let Some(dir) = all {
-        std::fs::create_dir_all(dir)?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
         for cmd in std::iter::once(&root).chain(subcommands(&root)) {
             let path = dir.join(Man::new(cmd.clone()).get_filename());
             let mut page = Vec::new();

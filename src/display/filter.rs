@@ -578,14 +578,14 @@ impl Parser {
         // The set's values and `..`, which the tokenizer leaves inside
         // words (`0x05..0x07`, `10.0.0.1..10.0.0.9`), with their columns.
         let mut pieces: Vec<(Option<Tok>, usize)> = Vec::new();
-        loop {
+        let close = loop {
             let column = self.column();
             let Some(tok) = self.peek().cloned() else {
                 return self.err("set not closed (a '}' is missing)");
             };
             self.i += 1;
             match tok {
-                Tok::RBrace => break,
+                Tok::RBrace => break column,
                 Tok::Comma => {}
                 Tok::Str(_) => pieces.push((Some(tok), column)),
                 Tok::Number(w) | Tok::Word(w) => split_ranges(&w, column, &mut pieces),
@@ -596,7 +596,7 @@ impl Parser {
                     })
                 }
             }
-        }
+        };
         let fail = |column: usize, what: String| FilterError {
             column,
             what: what.replace("{field}", def.name),
@@ -617,7 +617,7 @@ impl Parser {
                 continue;
             }
             let Some((Some(hi), hi_column)) = pieces.get(k + 2) else {
-                let at = pieces.get(k + 2).map_or(self.column() - 1, |p| p.1);
+                let at = pieces.get(k + 2).map_or(close, |p| p.1);
                 return Err(fail(at, "a range needs a value after \"..\"".into()));
             };
             let ends = match def.ty {
@@ -635,7 +635,7 @@ impl Parser {
             k += 3;
         }
         if items.is_empty() {
-            return Err(fail(self.column() - 1, "empty set".into()));
+            return Err(fail(close, "empty set".into()));
         }
         Ok(Node::In(def.field, items))
     }
@@ -1016,6 +1016,8 @@ mod tests {
         assert_eq!(e("flow in {1 2").column, 13);
         assert!(e("flow in {1 2").what.contains("not closed"));
         assert_eq!(e("flow in {}").what, "empty set");
+        assert_eq!(e("flow in { , } || flow == 1").column, 13);
+        assert_eq!(e("flow in {1 ..  } || flow == 1").column, 16);
         assert_eq!(e("flow in {1 x}").column, 12);
         assert_eq!(e("flow in {1..}").column, 13);
         assert_eq!(e("flow in {..2}").column, 10);
