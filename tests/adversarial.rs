@@ -451,9 +451,9 @@ impl Run {
                 "{}: peak RSS {kb} KiB, bound {PEAK_RSS_LIMIT_KB} KiB",
                 self.what
             ),
-            None => println!(
-                "skipped: {TIME} not installed (and no /proc VmHWM): peak memory not checked"
-            ),
+            None => common::skipped(&format!(
+                "{TIME} not installed (and no /proc VmHWM): peak memory not checked"
+            )),
         }
     }
 }

@@ -407,17 +407,6 @@ fn completions_and_man_page_come_from_the_clap_definitions() {
     ] {
         assert!(bash.contains(sub), "bash completion lacks {sub}");
     }
-    // The script is valid bash.
-    let path = tmp("completion.bash");
-    std::fs::write(&path, &bash).expect("write completion");
-    if common::tool_on_path("bash") {
-        let check = std::process::Command::new("bash")
-            .arg("-n")
-            .arg(&path)
-            .status()
-            .expect("bash runs");
-        assert!(check.success(), "bash -n rejects the completion script");
-    }
     for shell in ["zsh", "fish", "elvish", "powershell"] {
         let o = run(&["completions", shell]);
         assert!(o.status.success() && !o.stdout.is_empty(), "{shell}: {o:?}");
@@ -437,7 +426,164 @@ fn completions_and_man_page_come_from_the_clap_definitions() {
         &man[..200.min(man.len())]
     );
     for sub in ["replay", "live", "probe"] {
-        assert!(man.contains(sub), "man page lacks {sub}");
+        assert!(
+            man.contains(&format!("raknet\\-dissect\\-{sub}(1)")),
+            "man page lacks {sub}"
+        );
+    }
+}
+
+/// What bash completes for the words `line` (the last one being completed),
+/// with the script sourced into a bash without start-up files.
+fn bash_completes(script: &Path, line: &[&str]) -> Vec<String> {
+    let words: Vec<String> = line.iter().map(|w| format!("'{w}'")).collect();
+    let program = format!(
+        "source '{}' || exit 9\n\
+         f=$(complete -p raknet-dissect | sed -n 's/.* -F \\([^ ]*\\) .*/\\1/p')\n\
+         [ -n \"$f\" ] || exit 8\n\
+         COMP_WORDS=({})\n\
+         COMP_CWORD={}\n\
+         COMP_LINE=\"${{COMP_WORDS[*]}}\"\n\
+         COMP_POINT=${{#COMP_LINE}}\n\
+         \"$f\" raknet-dissect \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"\n\
+         printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        script.display(),
+        words.join(" "),
+        line.len() - 1
+    );
+    let o = common::run_with_timeout(
+        std::process::Command::new("bash").args(["--norc", "--noprofile", "-c", &program]),
+        std::time::Duration::from_secs(30),
+    );
+    assert!(o.status.success(), "bash: {o:?}");
+    stdout(&o).lines().map(String::from).collect()
+}
+
+#[test]
+fn bash_completes_subcommands_and_their_flags() {
+    if !common::require_tool("bash") {
+        return;
+    }
+    let path = tmp("raknet-dissect.bash");
+    std::fs::write(&path, stdout(&run(&["completions", "bash"]))).expect("write completion");
+    let check = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(&path)
+        .status()
+        .expect("bash runs");
+    assert!(check.success(), "bash -n rejects the completion script");
+    let flags = bash_completes(&path, &["raknet-dissect", "messages", "--"]);
+    for f in [
+        "--json",
+        "--flow",
+        "--channel",
+        "--dir",
+        "--data-limit",
+        "--filter",
+    ] {
+        assert!(flags.iter().any(|x| x == f), "messages --<TAB>: {flags:?}");
+    }
+    assert!(
+        !flags.iter().any(|x| x == "--verbose"),
+        "read's flag: {flags:?}"
+    );
+    assert_eq!(bash_completes(&path, &["raknet-dissect", "fl"]), ["flows"]);
+    let mut read = bash_completes(&path, &["raknet-dissect", "read", "--c"]);
+    read.sort();
+    assert_eq!(read, ["--color", "--count"]);
+    let mut formats = bash_completes(&path, &["raknet-dissect", "read", "-t", "a"]);
+    formats.sort();
+    assert_eq!(formats, ["a", "ad"]);
+    let live = bash_completes(&path, &["raknet-dissect", "live", "--inter"]);
+    assert_eq!(live, ["--interface"]);
+}
+
+#[test]
+fn a_man_page_per_command_with_filters_and_exit_status() {
+    let o = run(&["man", "read"]);
+    assert!(o.status.success(), "{o:?}");
+    let read = stdout(&o);
+    assert!(read.contains(".TH raknet-dissect-read 1"), "{read}");
+    for section in [".SH \"EXIT STATUS\"", ".SH \"FILTERS\"", ".SH \"SEE ALSO\""] {
+        assert!(read.contains(section), "man read lacks {section}");
+    }
+    let ping = stdout(&run(&["man", "ping"]));
+    assert!(ping.contains(".TH raknet-dissect-ping 1"));
+    assert!(ping.contains(".SH \"EXIT STATUS\"") && !ping.contains(".SH \"FILTERS\""));
+    assert!(
+        ping.contains("\\fB6\\fR") && !ping.contains("\\fB3\\fR"),
+        "{ping}"
+    );
+    let o = run(&["man", "nosuch"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("read, messages"));
+    // --all: every page, each named as the others refer to it.
+    let dir = tmp("man");
+    let _ = std::fs::remove_dir_all(&dir);
+    let o = run(&["man", "--all", &dir.to_string_lossy()]);
+    assert!(o.status.success(), "{o:?}");
+    let top = std::fs::read_to_string(dir.join("raknet-dissect.1")).expect("top page");
+    let mut pages = 0;
+    for sub in [
+        "read",
+        "messages",
+        "flows",
+        "handshake",
+        "live",
+        "ping",
+        "replay",
+        "man",
+    ] {
+        let page = dir.join(format!("raknet-dissect-{sub}.1"));
+        let text = std::fs::read_to_string(&page).expect("a page per command");
+        assert!(text.contains(&format!(".TH raknet-dissect-{sub} 1")));
+        assert!(
+            top.contains(&format!("raknet\\-dissect\\-{sub}(1)")),
+            "{sub}"
+        );
+        pages += 1;
+    }
+    assert_eq!(pages, 8);
+    assert_eq!(
+        stdout(&o).lines().count(),
+        std::fs::read_dir(&dir).unwrap().count()
+    );
+    // They render, without a warning from groff.
+    if !common::require_tool("groff") {
+        return;
+    }
+    // Plain text: no bold (overstrike or SGR), no underline.
+    let render = |page: &Path| {
+        let o = std::process::Command::new("groff")
+            .args(["-man", "-Tascii", "-ww", "-P-c", "-P-b", "-P-u"])
+            .arg(page)
+            .output()
+            .expect("groff runs");
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(
+            o.status.success() && err.is_empty(),
+            "{}: {err}",
+            page.display()
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    for entry in std::fs::read_dir(&dir).expect("pages") {
+        let page = entry.expect("a page").path();
+        let text = render(&page);
+        assert!(text.contains("EXIT STATUS"), "{}:\n{text}", page.display());
+    }
+    let text = render(&dir.join("raknet-dissect-read.1"));
+    for needle in [
+        "FILTERS",
+        "EXIT STATUS",
+        "matches, ~",
+        "frame.time_relative",
+        "-t <FORMAT>",
+    ] {
+        assert!(
+            text.contains(needle),
+            "rendered read page lacks {needle}:\n{text}"
+        );
     }
 }
 

@@ -15,10 +15,11 @@ fn ours(args: &[&str]) -> String {
     String::from_utf8(o.stdout).expect("UTF-8")
 }
 
-/// `jq -c PROGRAM` over `input`.
-fn jq(program: &str, input: &str) -> String {
+/// `jq -c PROGRAM` over `input`, with `$start` (see [`start`]) set to
+/// `start`.
+fn jq(program: &str, input: &str, start: &str) -> String {
     let mut child = Command::new("jq")
-        .args(["-c", program])
+        .args(["-c", "--argjson", "start", start, program])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -37,6 +38,44 @@ fn jq(program: &str, input: &str) -> String {
 /// fallback of packet records).
 fn own_or_frames(name: &str, test: &str) -> String {
     format!("(if has(\"{name}\") then (.{name} | {test}) else any(.frames[]?; has(\"{name}\") and (.{name} | {test})) end)")
+}
+
+/// When the capture of `file` starts, the time `read` counts lines and
+/// `frame.time_relative` from (its first UDP datagram, which need not be
+/// RakNet): the first packet's `ts` less its time column, as jq text.
+fn start(file: &str) -> String {
+    let line = ours(&["read", file, "-c", "1", "--color", "never"]);
+    let rel: f64 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|t| t.parse().ok())
+        .expect("a time column");
+    let first: serde_json::Value =
+        serde_json::from_str(ours(&["read", file, "-c", "1", "--json"]).trim()).expect("JSON");
+    let ts = first["ts"].as_f64().expect("ts");
+    format!("{:.6}", ts - rel)
+}
+
+/// jq: the port of an `"ip:port"` key.
+fn port(key: &str) -> String {
+    format!("(.{key} | capture(\":(?<p>[0-9]+)$\").p | tonumber)")
+}
+
+/// jq: a case-insensitive test of ASCII `text` against hex bytes at a
+/// byte boundary.
+fn hex_ci(text: &str) -> String {
+    let alts: String = text
+        .bytes()
+        .map(|b| {
+            let (lo, up) = (b.to_ascii_lowercase(), b.to_ascii_uppercase());
+            if lo == up {
+                format!("{b:02x}")
+            } else {
+                format!("({lo:02x}|{up:02x})")
+            }
+        })
+        .collect();
+    format!("test(\"^(..)*{alts}\")")
 }
 
 /// (filter, the same selection in jq) for `packet` records.
@@ -91,6 +130,60 @@ fn packet_cases() -> Vec<(&'static str, String)> {
             "has(\"payload\") and (.payload | test(\"^(..)*4d435045\"))".into(),
         ),
         ("frames", "(.frames // []) | length > 0".into()),
+        // tshark's names.
+        ("frame.number <= 10", ".frame <= 10".into()),
+        ("frame.time_relative < 0.05", ".ts - $start < 0.05".into()),
+        (
+            "frame.time_relative in {0.1..0.3, 1.5..2}",
+            "(.ts - $start) as $t | ($t >= 0.1 and $t <= 0.3) or ($t >= 1.5 and $t <= 2)".into(),
+        ),
+        ("frame.time_epoch >= 1795322001.2", ".ts >= 1795322001.2".into()),
+        ("ip.src == 127.0.0.1", ".src | startswith(\"127.0.0.1:\")".into()),
+        (
+            "ip.addr == ::1",
+            "(.src | startswith(\"[::1]:\")) or (.dst | startswith(\"[::1]:\"))".into(),
+        ),
+        ("!(ip.dst == 127.0.0.0/8)", ".dst | startswith(\"127.\") | not".into()),
+        (
+            "ip.dst in {127.0.0.0..127.0.0.0 ::1..::ff}",
+            ".dst | startswith(\"[::1]:\")".into(),
+        ),
+        ("udp.srcport == 19132", format!("{} == 19132", port("src"))),
+        (
+            "udp.dstport in {19132 19134}",
+            format!("{} as $p | $p == 19132 or $p == 19134", port("dst")),
+        ),
+        (
+            "udp.port in {19140..19141, 19157}",
+            format!(
+                "[{}, {}] | any(. == 19157 or (. >= 19140 and . <= 19141))",
+                port("src"),
+                port("dst")
+            ),
+        ),
+        ("udp.dstport > 40000", format!("{} > 40000", port("dst"))),
+        // Sets and regular expressions.
+        ("id in {0x05 0x07}", own_or_frames("id", ". == 5 or . == 7")),
+        (
+            "id in {0x05..0x08, 0x1c}",
+            own_or_frames("id", "(. >= 5 and . <= 8) or . == 28"),
+        ),
+        ("kind not in {ack nack}", ".kind != \"ack\" and .kind != \"nack\"".into()),
+        ("ranges in {3..4}", "any(.ranges[]?; .[0] <= 4 and 3 <= .[1])".into()),
+        (
+            "name matches \"^id_open_connection_(request|reply)_1$\"",
+            own_or_frames("name", "test(\"^id_open_connection_(request|reply)_1$\"; \"i\")"),
+        ),
+        ("name ~ \"(?-i)PING\"", own_or_frames("name", "test(\"PING\")")),
+        ("name ~ \"(?-i)ping\" || kind matches \"^n\"", ".kind == \"nack\"".into()),
+        ("payload matches \"mcpe;\"", format!("has(\"payload\") and (.payload | {})", hex_ci("mcpe;"))),
+        ("payload matches r\"^\\x00\"", "has(\"payload\") and (.payload | startswith(\"00\"))".into()),
+        ("motd.motd matches \"SAMPLE$\"", ".motd.motd // \"\" | test(\"sample$\"; \"i\")".into()),
+        ("src matches \":1914[01]$\"", ".src | test(\":1914[01]$\")".into()),
+        (
+            "anomalies.detail ~ r\"^RELIABLE index \\d+ \"",
+            "any(.anomalies[]; .detail | test(\"^reliable index [0-9]+ \"))".into(),
+        ),
     ]
 }
 
@@ -128,6 +221,28 @@ fn message_cases() -> Vec<(&'static str, String)> {
             ".len <= 1 or (has(\"channel\") and .channel > 4)".into(),
         ),
         ("channel", "has(\"channel\")".into()),
+        ("frame.number > 50", ".frame > 50".into()),
+        ("frame.time_relative > 0.2", ".ts - $start > 0.2".into()),
+        (
+            "id in {0x86, 0x00..0x13}",
+            ".id == 134 or (.id >= 0 and .id <= 19)".into(),
+        ),
+        (
+            "channel not in {0 1}",
+            "(.channel == 0 or .channel == 1) | not".into(),
+        ),
+        (
+            "data matches r\"^\\x86\"",
+            ".data | startswith(\"86\")".into(),
+        ),
+        (
+            "data ~ \"^\\\\x10.{2}\\\\xff\"",
+            ".data | test(\"^10.{4}ff\")".into(),
+        ),
+        (
+            "name ~ \"user_packet\" && frame.time_epoch > 0",
+            ".name // \"\" | test(\"user_packet\"; \"i\")".into(),
+        ),
     ]
 }
 
@@ -166,6 +281,18 @@ fn flow_cases() -> Vec<(&'static str, String)> {
         ),
         ("client_guid", ".client_guid != null".into()),
         ("flow >= 2", ".flow >= 2".into()),
+        (
+            "state in {connected, disconnected_by_client}",
+            ".state == \"connected\" or .state == \"disconnected_by_client\"".into(),
+        ),
+        (
+            "server matches \":1913[0-9]$\"",
+            ".server | test(\":1913[0-9]$\")".into(),
+        ),
+        (
+            "c2s.lost in {1..1000}",
+            ".c2s.lost >= 1 and .c2s.lost <= 1000".into(),
+        ),
     ]
 }
 
@@ -195,6 +322,22 @@ fn handshake_cases() -> Vec<(&'static str, String)> {
             "steps.dir == s2c && mtu >= 1400",
             "any(.steps[]; .dir == \"s2c\") and .mtu != null and .mtu >= 1400".into(),
         ),
+        (
+            "outcome in {connected port_unreachable}",
+            ".outcome == \"connected\" or .outcome == \"port_unreachable\"".into(),
+        ),
+        (
+            "steps.step ~ \"^open_connection_reply\"",
+            "any(.steps[]; .step | test(\"^open_connection_reply\"))".into(),
+        ),
+        (
+            "diagnosis matches \"FULL\"",
+            ".diagnosis | test(\"full\"; \"i\")".into(),
+        ),
+        (
+            "frame.time_epoch < 1 || mtu_probes in {576}",
+            "any(.mtu_probes[]; . == 576)".into(),
+        ),
     ]
 }
 
@@ -217,6 +360,7 @@ fn check(command: &[&str], cases: &[(&'static str, String)]) {
     let mut picked = vec![(0usize, 0usize); cases.len()];
     for s in &samples {
         let file = s.to_str().expect("UTF-8 path");
+        let start = start(file);
         let mut all_args = command.to_vec();
         all_args.extend([file, "--json"]);
         // -Y chooses among packet, message and flow records: the others
@@ -242,7 +386,7 @@ fn check(command: &[&str], cases: &[(&'static str, String)]) {
                     .map(|l| numbers_as_floats(serde_json::from_str(l).expect("NDJSON")))
                     .collect()
             };
-            let want = jq(&format!("select({select})"), &all);
+            let want = jq(&format!("select({select})"), &all, &start);
             assert_eq!(
                 values(&got),
                 values(&want),
@@ -341,6 +485,7 @@ fn field_export_matches_jq() {
         let rows = jq(
             "select(.type == \"packet\") | [.frame, .kind, (.seq // \"\"), ([.frames[]?.channel // empty] | map(tostring) | join(\",\")), (.server_guid // \"\"), ([.anomalies[].kind] | join(\",\"))] | map(tostring) | join(\";\")",
             &all,
+            "0",
         );
         let want = format!(
             "frame;kind;seq;channel;server_guid;anomalies.kind\n{}",
@@ -372,6 +517,7 @@ fn field_export_matches_jq() {
         let rows = jq(
             "[.flow, .dir, (.id // \"\"), .len, .data] | map(tostring) | map(\"\\\"\" + . + \"\\\"\") | join(\",\")",
             &all,
+            "0",
         );
         let want: String = rows
             .lines()
@@ -382,6 +528,69 @@ fn field_export_matches_jq() {
             .collect();
         assert_eq!(got, want, "{f}");
     }
+}
+
+/// tshark's names, exported, against what tshark itself prints for the
+/// same frames.
+#[test]
+fn tshark_names_export_what_tshark_shows() {
+    if !common::require_tool("tshark") {
+        return;
+    }
+    let names = [
+        "frame.number",
+        "frame.time_relative",
+        "frame.time_epoch",
+        "ip.src",
+        "ip.dst",
+        "udp.srcport",
+        "udp.dstport",
+    ];
+    let mut compared = 0;
+    for s in common::sample_captures() {
+        let f = s.to_str().expect("path");
+        let mut args = vec!["read", f, "-T", "fields"];
+        for n in names {
+            args.extend(["-e", n]);
+        }
+        let got = ours(&args);
+        let o = Command::new("tshark")
+            .args(["-n", "-r", f, "-T", "fields"])
+            .args(["-e", "frame.number", "-e", "frame.time_relative"])
+            .args(["-e", "frame.time_epoch", "-e", "ip.src", "-e", "ipv6.src"])
+            .args(["-e", "ip.dst", "-e", "ipv6.dst", "-e", "udp.srcport"])
+            .args(["-e", "udp.dstport"])
+            .output()
+            .expect("tshark runs");
+        assert!(o.status.success(), "tshark -r {f}: {o:?}");
+        let theirs: std::collections::HashMap<String, Vec<String>> =
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .map(|l| {
+                    let v: Vec<String> = l.split('\t').map(String::from).collect();
+                    (v[0].clone(), v)
+                })
+                .collect();
+        for line in got.lines() {
+            let v: Vec<&str> = line.split('\t').collect();
+            let t = &theirs[v[0]];
+            let secs = |x: &str| x.parse::<f64>().expect("seconds");
+            assert!(
+                (secs(v[1]) - secs(&t[1])).abs() < 1e-6,
+                "{f}: {line} vs {t:?}"
+            );
+            assert!(
+                (secs(v[2]) - secs(&t[2])).abs() < 1e-6,
+                "{f}: {line} vs {t:?}"
+            );
+            let either = |a: &str, b: &str| format!("{a}{b}");
+            assert_eq!(v[3], either(&t[3], &t[4]), "{f}: {line} vs {t:?}");
+            assert_eq!(v[4], either(&t[5], &t[6]), "{f}: {line} vs {t:?}");
+            assert_eq!((v[5], v[6]), (t[7].as_str(), t[8].as_str()), "{f}: {line}");
+            compared += 1;
+        }
+    }
+    assert!(compared > 400, "{compared} packets compared");
 }
 
 #[test]
@@ -452,6 +661,12 @@ fn bad_filters_exit_4_with_one_line() {
         ("(flow == 1", 11),
         ("len > \"big\"", 7),
         ("data contains 86", 1),
+        ("id in {1 2", 11),
+        ("id in {1..x}", 11),
+        ("name matches \"(\"", 14),
+        ("name matches ID", 14),
+        ("len ~ \"1\"", 5),
+        ("ip.src == 127.0.0.1/40", 11),
     ] {
         let o = common::run_bin(&["read", f, "-Y", filter]);
         assert_eq!(o.status.code(), Some(4), "-Y '{filter}'");

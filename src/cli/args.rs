@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
+use crate::output::text::TimeFormat;
 use crate::output::ColorChoice;
 use crate::pipeline::PipelineOptions;
 use crate::session::receive::Reassembly;
@@ -159,6 +160,42 @@ pub struct DisplayArgs {
     /// occurrence=a|f|l, quote=d|s|n (repeatable).
     #[arg(short = 'E', value_name = "OPTION=VALUE")]
     pub export_options: Vec<String>,
+    /// Time column of packet and message lines (tshark's -t): r since the first packet,
+    /// a time of day (UTC), ad date and time (UTC), e epoch seconds, d since the
+    /// previous packet read, dd since the previous line shown.
+    #[arg(short = 't', value_enum, default_value_t, value_name = "FORMAT")]
+    pub time_format: TimeArg,
+}
+
+/// `-t`: the names tshark gives [`TimeFormat`]s.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum TimeArg {
+    #[default]
+    #[value(name = "r", alias = "relative")]
+    Relative,
+    #[value(name = "a", alias = "absolute")]
+    Absolute,
+    #[value(name = "ad", alias = "absolute-with-date")]
+    AbsoluteDate,
+    #[value(name = "e", alias = "epoch")]
+    Epoch,
+    #[value(name = "d", alias = "delta")]
+    Delta,
+    #[value(name = "dd", alias = "delta-displayed")]
+    DeltaDisplayed,
+}
+
+impl From<TimeArg> for TimeFormat {
+    fn from(t: TimeArg) -> Self {
+        match t {
+            TimeArg::Relative => TimeFormat::Relative,
+            TimeArg::Absolute => TimeFormat::Absolute,
+            TimeArg::AbsoluteDate => TimeFormat::AbsoluteDate,
+            TimeArg::Epoch => TimeFormat::Epoch,
+            TimeArg::Delta => TimeFormat::Delta,
+            TimeArg::DeltaDisplayed => TimeFormat::DeltaDisplayed,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -13,7 +13,9 @@ use super::args::{parse_id, CaptureArgs, ColorArg, DirArg, DisplayArgs, FormatAr
 use super::{EXIT_BAD_FILE, EXIT_BAD_FILTER, EXIT_CUT_SHORT, EXIT_OK, EXIT_USAGE};
 use crate::capture::write::Recorder;
 use crate::capture::CaptureReader;
-use crate::display::{DisplayFilter, FieldExport, JsonRecord, MessageRecord, Record, RecordType};
+use crate::display::{
+    DisplayFilter, FieldExport, JsonRecord, MessageRecord, Record, RecordType, Since,
+};
 use crate::dissect::{Dir, Packet};
 use crate::mirror::{FlowMirror, Message, Mirror, MirrorConfig, Observation};
 use crate::output::json::{EndJson, FlowJson, IcmpJson, MessageJson, PacketJson};
@@ -400,7 +402,11 @@ pub(crate) fn read_packets(
     let mut mirror = Mirror::new(cfg, flows.is_some());
     let files = file_names(&args.capture);
     let mut read = 0u64;
-    let mut lines = text::LineFormatter::new(pal);
+    // Packet and ICMP lines share one time column (for -t d and dd).
+    let lines = std::cell::RefCell::new(text::LineFormatter::new(
+        pal,
+        args.display.time_format.into(),
+    ));
     let mut buf: Vec<u8> = Vec::with_capacity(512);
     let mut row = String::new();
     let trace = args.verbose && !json && shown.export.is_none();
@@ -423,6 +429,7 @@ pub(crate) fn read_packets(
                 return Ok(Next::Continue);
             }
             Item::Icmp { note, file } => {
+                lines.borrow_mut().seen(note.ts);
                 if !plain || quiet {
                 } else if json {
                     let mut j = serde_json::to_value(IcmpJson::new(&note))?;
@@ -432,7 +439,7 @@ pub(crate) fn read_packets(
                     serde_json::to_writer(&mut *out, &j)?;
                     out.write_all(b"\n")?;
                 } else {
-                    writeln!(out, "{}", text::icmp_line(&note, pal))?;
+                    writeln!(out, "{}", lines.borrow_mut().icmp_line(&note))?;
                 }
                 return Ok(Next::Continue);
             }
@@ -452,7 +459,12 @@ pub(crate) fn read_packets(
             );
         }
         read += 1;
-        if quiet || cap.flow.is_some_and(|f| f != p.flow) || !shown.wants(&*p) {
+        lines.borrow_mut().seen(p.ts);
+        let record = Since {
+            record: &*p,
+            start: since,
+        };
+        if quiet || cap.flow.is_some_and(|f| f != p.flow) || !shown.wants(&record) {
             // Counted (for -c), not shown.
             return Ok(Next::Continue);
         }
@@ -461,7 +473,7 @@ pub(crate) fn read_packets(
         }
         if let Some(x) = &shown.export {
             row.clear();
-            x.push_row(&*p, &mut row);
+            x.push_row(&record, &mut row);
             out.write_all(row.as_bytes())?;
         } else if json {
             let mut j = PacketJson::new(p);
@@ -470,7 +482,7 @@ pub(crate) fn read_packets(
             out.write_all(b"\n")?;
         } else {
             buf.clear();
-            lines.push_line(&mut buf, p, since);
+            lines.borrow_mut().push_line(&mut buf, p, since);
             buf.push(b'\n');
             out.write_all(&buf)?;
             if let Some(t) = &p.trace {
@@ -540,10 +552,16 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
     }
     let mut first: Option<Duration> = None;
     let mut row = String::new();
+    let mut time = text::TimeColumn::new(args.display.time_format.into());
     let mut emit = |m: &Message, since: Duration, file: usize, out: &mut dyn Write| {
-        let record = MessageRecord {
+        time.seen(m.ts);
+        let message = MessageRecord {
             message: m,
             data_limit: args.data_limit,
+        };
+        let record = Since {
+            record: &message,
+            start: since,
         };
         if args.output.quiet || !want(m) || !shown.wants(&record) {
             return anyhow::Ok(());
@@ -558,7 +576,7 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
             serde_json::to_writer(&mut *out, &j)?;
             out.write_all(b"\n")?;
         } else {
-            writeln!(out, "{}", text::message_line(m, since, pal))?;
+            writeln!(out, "{}", text::message_line(m, since, &mut time, pal))?;
         }
         Ok(())
     };

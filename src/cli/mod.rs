@@ -18,6 +18,7 @@ use clap::{Parser, Subcommand};
 
 pub mod args;
 mod capture;
+mod docs;
 mod handshake;
 mod live;
 mod peer;
@@ -117,8 +118,16 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff), generated from these definitions.
-    Man,
+    /// Print a man page (roff), generated from these definitions: the top level's, or
+    /// COMMAND's (raknet-dissect-COMMAND(1)); --all DIR writes every page into DIR.
+    Man {
+        /// The command whose page to print: read, messages, flows, ...
+        #[arg(value_name = "COMMAND")]
+        command: Option<String>,
+        /// Write every page (raknet-dissect.1, raknet-dissect-read.1, ...) into DIR.
+        #[arg(long, value_name = "DIR", conflicts_with = "command")]
+        all: Option<std::path::PathBuf>,
+    },
 }
 
 /// Run the command line; returns the process exit code.
@@ -147,18 +156,10 @@ pub fn main() -> ExitCode {
         Some(Command::Live(a)) => live::run_live(&a, &mut out),
         Some(Command::Stats(a)) => stats::run_stats(&a, &mut out),
         Some(Command::Plot(a)) => plot::run_plot(&a, &mut out),
-        Some(Command::Completions { shell }) => {
-            use clap::CommandFactory;
-            clap_complete::generate(shell, &mut Cli::command(), "raknet-dissect", &mut out);
-            Ok(EXIT_OK)
-        }
+        Some(Command::Completions { shell }) => docs::completions(shell, &mut out),
         Some(Command::Fields { output }) => capture::print_fields(&output, &mut out),
-        Some(Command::Man) => {
-            use clap::CommandFactory;
-            clap_mangen::Man::new(Cli::command())
-                .render(&mut out)
-                .map(|_| EXIT_OK)
-                .map_err(Into::into)
+        Some(Command::Man { command, all }) => {
+            docs::man(command.as_deref(), all.as_deref(), &mut out)
         }
     };
     let code = match result {

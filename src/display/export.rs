@@ -171,6 +171,7 @@ fn push_value(s: &mut String, v: &Value<'_>) {
         }
         Value::Bool(b) => write!(s, "{b}"),
         Value::Range(lo, hi) => write!(s, "[{lo},{hi}]"),
+        Value::Ip(a) => write!(s, "{a}"),
         Value::Object(o) => {
             s.push_str(&o.to_json());
             Ok(())

@@ -7,6 +7,8 @@
 //! occurrence to a callback, which stops the walk by returning `true`.
 
 use std::fmt::{self, Write as _};
+use std::net::IpAddr;
+use std::time::Duration;
 
 use crate::dissect::{Anomaly, Body, Packet};
 use crate::mirror::Message;
@@ -68,6 +70,9 @@ pub enum Ty {
     Bool,
     /// ACK/NACK ranges: `== N` holds when a range covers datagram number N.
     Ranges,
+    /// An IP address (`ip.src`): compared with an address (`127.0.0.1`,
+    /// `::1`) or, for `==` and `!=`, a network (`10.0.0.0/8`).
+    Ip,
     /// An object or array: only its presence can be tested.
     Object,
 }
@@ -82,6 +87,7 @@ impl Ty {
             Ty::Bytes => "hex bytes",
             Ty::Bool => "bool",
             Ty::Ranges => "ranges",
+            Ty::Ip => "ip address",
             Ty::Object => "object",
         }
     }
@@ -93,8 +99,19 @@ pub enum Field {
     Type,
     Frame,
     Ts,
+    /// Seconds since the capture's first datagram, as `read`'s time column:
+    /// only through [`Since`], which knows when that was.
+    TimeRelative,
     Src,
     Dst,
+    /// The address of `src`, of `dst`, of either (`ip.addr`).
+    SrcIp,
+    DstIp,
+    AnyIp,
+    /// The port of `src`, of `dst`, of either (`udp.port`).
+    SrcPort,
+    DstPort,
+    AnyPort,
     Flow,
     Dir,
     Kind,
@@ -211,6 +228,69 @@ pub static FIELDS: &[FieldDef] = &[
     ),
     def("src", Field::Src, Ty::Str, PK, "Sender, \"ip:port\"."),
     def("dst", Field::Dst, Ty::Str, PK, "Receiver, \"ip:port\"."),
+    def(
+        "frame.number",
+        Field::Frame,
+        Ty::Int,
+        PK | MS,
+        "tshark alias of frame.",
+    ),
+    def(
+        "frame.time_relative",
+        Field::TimeRelative,
+        Ty::Float,
+        PK | MS,
+        "tshark alias: seconds since the capture's first UDP datagram, as read's time column.",
+    ),
+    def(
+        "frame.time_epoch",
+        Field::Ts,
+        Ty::Float,
+        PK | MS | HS,
+        "tshark alias of ts.",
+    ),
+    def(
+        "ip.src",
+        Field::SrcIp,
+        Ty::Ip,
+        PK,
+        "tshark alias: the address of src, IPv4 or IPv6 (`ip.src == 127.0.0.1`, `ip.src == 10.0.0.0/8`).",
+    ),
+    def(
+        "ip.dst",
+        Field::DstIp,
+        Ty::Ip,
+        PK,
+        "tshark alias: the address of dst.",
+    ),
+    def(
+        "ip.addr",
+        Field::AnyIp,
+        Ty::Ip,
+        PK,
+        "tshark alias: the address of src, then of dst (either one matches).",
+    ),
+    def(
+        "udp.srcport",
+        Field::SrcPort,
+        Ty::Int,
+        PK,
+        "tshark alias: the port of src.",
+    ),
+    def(
+        "udp.dstport",
+        Field::DstPort,
+        Ty::Int,
+        PK,
+        "tshark alias: the port of dst.",
+    ),
+    def(
+        "udp.port",
+        Field::AnyPort,
+        Ty::Int,
+        PK,
+        "tshark alias: the port of src, then of dst (either one matches).",
+    ),
     def(
         "flow",
         Field::Flow,
@@ -737,6 +817,7 @@ pub enum Value<'a> {
     Bool(bool),
     /// An inclusive range of datagram numbers.
     Range(u32, u32),
+    Ip(IpAddr),
     /// An object or array, for presence and export.
     Object(Obj<'a>),
 }
@@ -777,6 +858,35 @@ pub trait Record {
     /// Call `f` with each occurrence of `field`, in record order, until it
     /// returns `true`; returns whether it did.
     fn visit(&self, field: Field, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool;
+
+    /// The capture time of a packet or message record (`ts`), exactly.
+    fn time(&self) -> Option<Duration> {
+        None
+    }
+}
+
+/// A packet or message record with the time its capture started (the
+/// first datagram's, which `read`'s time column counts from), so that it
+/// has `frame.time_relative`.
+pub struct Since<'a> {
+    pub record: &'a dyn Record,
+    pub start: Duration,
+}
+
+impl Record for Since<'_> {
+    fn visit(&self, field: Field, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
+        match field {
+            Field::TimeRelative => self
+                .record
+                .time()
+                .is_some_and(|t| f(Value::Float(t.saturating_sub(self.start).as_secs_f64()))),
+            _ => self.record.visit(field, f),
+        }
+    }
+
+    fn time(&self) -> Option<Duration> {
+        self.record.time()
+    }
 }
 
 /// A string up to 64 bytes formatted on the stack (addresses, GUIDs).
@@ -855,6 +965,12 @@ impl Record for Packet<'_> {
             Field::Ts => f(Value::Float(self.ts.as_secs_f64())),
             Field::Src => visit_display(self.src, f),
             Field::Dst => visit_display(self.dst, f),
+            Field::SrcIp => f(Value::Ip(self.src.ip())),
+            Field::DstIp => f(Value::Ip(self.dst.ip())),
+            Field::AnyIp => f(Value::Ip(self.src.ip())) || f(Value::Ip(self.dst.ip())),
+            Field::SrcPort => int(self.src.port().into(), f),
+            Field::DstPort => int(self.dst.port().into(), f),
+            Field::AnyPort => int(self.src.port().into(), f) || int(self.dst.port().into(), f),
             Field::Flow => int(self.flow.into(), f),
             Field::Dir => f(Value::Str(self.dir.as_str())),
             Field::Kind => f(Value::Str(self.kind())),
@@ -935,11 +1051,15 @@ impl Record for Packet<'_> {
                 .iter()
                 .filter_map(|c| c.message_id())
                 .any(|id| visit_name(id, f)),
-            Field::Data | Field::DataTruncated | Field::Path(_) => false,
+            Field::Data | Field::DataTruncated | Field::Path(_) | Field::TimeRelative => false,
             Field::Anomalies | Field::AnomalyKind | Field::AnomalyDetail => {
                 visit_anomalies(&self.anomalies, field, f)
             }
         }
+    }
+
+    fn time(&self) -> Option<Duration> {
+        Some(self.ts)
     }
 }
 
@@ -975,6 +1095,10 @@ impl Record for MessageRecord<'_> {
             }
             _ => false,
         }
+    }
+
+    fn time(&self) -> Option<Duration> {
+        Some(self.message.ts)
     }
 }
 

@@ -6,19 +6,30 @@
 //! or      = and { ("||" | "or") and }
 //! and     = unary { ("&&" | "and") unary }
 //! unary   = ("!" | "not") unary | "(" expr ")" | test
-//! test    = FIELD [ OP VALUE ]
+//! test    = FIELD [ OP VALUE | ["not"] "in" SET | ("matches" | "~") STRING ]
 //! OP      = "==" | "!=" | "<" | "<=" | ">" | ">=" | "contains"   (also eq ne lt le gt ge)
-//! VALUE   = NUMBER (decimal, 0x hex, or with a fraction) | "STRING" | WORD
+//! SET     = "{" ITEM { [","] ITEM } "}"
+//! ITEM    = VALUE [ ".." VALUE ]
+//! VALUE   = NUMBER (decimal, 0x hex, or with a fraction) | STRING | WORD
+//! STRING  = "TEXT" (escapes \" and \\) | r"TEXT" (no escapes)
 //! ```
 //!
 //! A field alone holds when the record has it (a bool field: when it is
 //! `true`; `anomalies`, `frames`: when there is at least one). A comparison
 //! holds when it holds for any occurrence of the field, as in tshark;
-//! `a != b` is `!(a == b)`, so it also holds when the field is absent.
+//! `a != b` is `!(a == b)`, so it also holds when the field is absent, and
+//! so is `a not in {…}`. `in` holds when an occurrence equals an item of the
+//! set or lies in one of its ranges (`lo..hi`, both ends included).
+//! `matches` is a regular expression (the `regex-lite` syntax, close to
+//! tshark's PCRE2 for what filters use), case-insensitive as in tshark
+//! (`(?-i)` turns that off), over a string field or over a bytes field's
+//! bytes (each byte one character: `"\\x86"` is byte 0x86); patterns are
+//! at most [`MAX_PATTERN`] characters and run in time linear in the input.
 
 use std::fmt;
+use std::net::IpAddr;
 
-use super::fields::{lookup, Field, Record, RecordType, Ty, Value};
+use super::fields::{lookup, Field, FieldDef, Record, RecordType, Ty, Value};
 
 /// A filter that does not parse: where and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +55,8 @@ enum Op {
     Gt,
     Ge,
     Contains,
+    /// A regular expression: compiled to [`Node::Matches`], never compared.
+    Matches,
 }
 
 /// A literal, converted to the field's type when the filter is compiled.
@@ -54,7 +67,46 @@ enum Lit {
     Str(String),
     Bytes(Vec<u8>),
     Bool(bool),
+    Ip(IpAddr),
+    /// A network, `10.0.0.0/8`: the address and the prefix length.
+    Net(IpAddr, u8),
 }
+
+/// An item of an `in` set.
+#[derive(Debug, Clone, PartialEq)]
+enum Item {
+    One(Lit),
+    /// `lo..hi`, both ends included.
+    Range(Lit, Lit),
+}
+
+/// A compiled regular expression (equal when the text is).
+#[derive(Debug, Clone)]
+struct Pattern(regex_lite::Regex);
+
+impl PartialEq for Pattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.as_str() == other.0.as_str()
+    }
+}
+
+impl Pattern {
+    /// Whether the pattern matches in `b`, each byte taken as the character
+    /// of the same number (Latin-1), so that `\x86` is byte 0x86 and `.` any
+    /// one byte.
+    fn is_match_bytes(&self, b: &[u8]) -> bool {
+        match std::str::from_utf8(b) {
+            Ok(s) if b.is_ascii() => self.0.is_match(s),
+            _ => self
+                .0
+                .is_match(&b.iter().map(|&c| char::from(c)).collect::<String>()),
+        }
+    }
+}
+
+/// Longest regular expression, in characters: the cost of compiling and of
+/// matching grows with it (linearly: regex-lite does not backtrack).
+pub const MAX_PATTERN: usize = 512;
 
 #[derive(Debug, Clone, PartialEq)]
 enum Node {
@@ -63,6 +115,8 @@ enum Node {
     Not(Box<Node>),
     Present(Field),
     Cmp(Field, Op, Lit),
+    In(Field, Vec<Item>),
+    Matches(Field, Pattern),
 }
 
 /// A compiled display filter.
@@ -112,6 +166,44 @@ fn eval(n: &Node, r: &dyn Record) -> bool {
         Node::Not(a) => !eval(a, r),
         Node::Present(field) => r.visit(*field, &mut |v| !matches!(v, Value::Bool(false))),
         Node::Cmp(field, op, lit) => r.visit(*field, &mut |v| compare(&v, *op, lit)),
+        Node::In(field, items) => r.visit(*field, &mut |v| items.iter().any(|i| member(&v, i))),
+        Node::Matches(field, p) => r.visit(*field, &mut |v| match v {
+            Value::Str(s) => p.0.is_match(s),
+            Value::Bytes(b) => p.is_match_bytes(b),
+            _ => false,
+        }),
+    }
+}
+
+/// Whether `v` is `item`, or lies in it.
+fn member(v: &Value<'_>, item: &Item) -> bool {
+    match (v, item) {
+        (_, Item::One(lit)) => compare(v, Op::Eq, lit),
+        // ACK ranges: some datagram number in both.
+        (Value::Range(a, b), Item::Range(Lit::Int(lo), Lit::Int(hi))) => {
+            i128::from(*a) <= *hi && *lo <= i128::from(*b)
+        }
+        (_, Item::Range(lo, hi)) => compare(v, Op::Ge, lo) && compare(v, Op::Le, hi),
+    }
+}
+
+/// Whether `a` is in the network `net`/`len`.
+fn in_network(a: IpAddr, net: IpAddr, len: u8) -> bool {
+    fn prefix(bits: u128, len: u8, width: u8) -> u128 {
+        match width - len.min(width) {
+            0 => bits,
+            n if n >= 128 => 0,
+            n => bits >> n,
+        }
+    }
+    match (a, net) {
+        (IpAddr::V4(a), IpAddr::V4(n)) => {
+            prefix(u32::from(a).into(), len, 32) == prefix(u32::from(n).into(), len, 32)
+        }
+        (IpAddr::V6(a), IpAddr::V6(n)) => {
+            prefix(u128::from(a), len, 128) == prefix(u128::from(n), len, 128)
+        }
+        _ => false,
     }
 }
 
@@ -122,7 +214,7 @@ fn order<T: PartialOrd>(a: T, op: Op, b: T) -> bool {
         Op::Le => a <= b,
         Op::Gt => a > b,
         Op::Ge => a >= b,
-        Op::Contains => false,
+        Op::Contains | Op::Matches => false,
     }
 }
 
@@ -143,6 +235,9 @@ fn compare(v: &Value<'_>, op: Op, lit: &Lit) -> bool {
         },
         (Value::Bool(a), Lit::Bool(b)) => order(*a, op, *b),
         (Value::Range(lo, hi), Lit::Int(n)) => i128::from(*lo) <= *n && *n <= i128::from(*hi),
+        // Addresses of one family only: 127.0.0.1 is not ::ffff:127.0.0.1.
+        (Value::Ip(a), Lit::Ip(b)) if a.is_ipv4() == b.is_ipv4() => order(*a, op, *b),
+        (Value::Ip(a), Lit::Net(n, len)) => op == Op::Eq && in_network(*a, *n, *len),
         _ => false,
     }
 }
@@ -157,6 +252,10 @@ enum Tok {
     /// A comparison; `!=` is kept apart, as it compiles to `!(==)`.
     Cmp(Op),
     Ne,
+    In,
+    LBrace,
+    RBrace,
+    Comma,
     Word(String),
     Number(String),
     Str(String),
@@ -172,6 +271,10 @@ impl fmt::Display for Tok {
             Tok::Or => f.write_str("\"||\""),
             Tok::Cmp(op) => write!(f, "\"{}\"", op_str(*op)),
             Tok::Ne => f.write_str("\"!=\""),
+            Tok::In => f.write_str("\"in\""),
+            Tok::LBrace => f.write_str("\"{\""),
+            Tok::RBrace => f.write_str("\"}\""),
+            Tok::Comma => f.write_str("\",\""),
             Tok::Word(w) | Tok::Number(w) => write!(f, "{w:?}"),
             Tok::Str(s) => write!(f, "string {s:?}"),
         }
@@ -186,6 +289,7 @@ fn op_str(op: Op) -> &'static str {
         Op::Gt => ">",
         Op::Ge => ">=",
         Op::Contains => "contains",
+        Op::Matches => "matches",
     }
 }
 
@@ -211,6 +315,26 @@ fn tokenize(text: &str) -> Result<Vec<Token>, FilterError> {
             (Tok::LParen, 1)
         } else if c == ')' {
             (Tok::RParen, 1)
+        } else if c == '{' {
+            (Tok::LBrace, 1)
+        } else if c == '}' {
+            (Tok::RBrace, 1)
+        } else if c == ',' {
+            (Tok::Comma, 1)
+        } else if c == '~' {
+            (Tok::Cmp(Op::Matches), 1)
+        } else if two('r', '"') {
+            // A raw string, as tshark's: no escapes (for regular expressions).
+            let Some(len) = chars[i + 2..].iter().position(|&ch| ch == '"') else {
+                return Err(FilterError {
+                    column,
+                    what: "string not closed (a '\"' is missing)".into(),
+                });
+            };
+            (
+                Tok::Str(chars[i + 2..i + 2 + len].iter().collect()),
+                len + 3,
+            )
         } else if two('&', '&') {
             (Tok::And, 2)
         } else if two('|', '|') {
@@ -249,7 +373,9 @@ fn tokenize(text: &str) -> Result<Vec<Token>, FilterError> {
                         _ => {
                             return Err(FilterError {
                                 column: j + 1,
-                                what: "only \\\" and \\\\ are escapes in strings".into(),
+                                what: "only \\\" and \\\\ are escapes in strings \
+                                       (r\"...\" has none, for regular expressions)"
+                                    .into(),
                             })
                         }
                     },
@@ -263,7 +389,8 @@ fn tokenize(text: &str) -> Result<Vec<Token>, FilterError> {
             // `[::1]:19134`.
             let mut j = i;
             while chars.get(j).is_some_and(|ch| {
-                ch.is_ascii_alphanumeric() || matches!(ch, '_' | '.' | ':' | '-' | '+' | '[' | ']')
+                ch.is_ascii_alphanumeric()
+                    || matches!(ch, '_' | '.' | ':' | '-' | '+' | '[' | ']' | '/')
             }) {
                 j += 1;
             }
@@ -279,6 +406,8 @@ fn tokenize(text: &str) -> Result<Vec<Token>, FilterError> {
                 "gt" => Tok::Cmp(Op::Gt),
                 "ge" => Tok::Cmp(Op::Ge),
                 "contains" => Tok::Cmp(Op::Contains),
+                "matches" => Tok::Cmp(Op::Matches),
+                "in" => Tok::In,
                 _ if c.is_ascii_digit() || c == '-' || c == '.' => Tok::Number(w),
                 _ => Tok::Word(w),
             };
@@ -403,7 +532,13 @@ impl Parser {
         };
         let def = lookup(&name, self.record).map_err(|what| FilterError { column, what })?;
         self.i += 1;
+        let after = self.tokens.get(self.i + 1).map(|t| &t.tok);
         let (op, negate) = match self.peek() {
+            Some(Tok::In) => return self.set(def),
+            Some(Tok::Not) if after == Some(&Tok::In) => {
+                self.i += 1;
+                return Ok(Node::Not(Box::new(self.set(def)?)));
+            }
             Some(Tok::Cmp(op)) => (*op, false),
             Some(Tok::Ne) => (Op::Eq, true),
             _ => return Ok(Node::Present(def.field)),
@@ -415,17 +550,146 @@ impl Parser {
             return self.err(format!("expected a value after {}", op_str(op)));
         };
         self.i += 1;
-        let lit = literal(def.ty, op, &tok).map_err(|what| FilterError {
+        let at = |what: String| FilterError {
             column: if what.starts_with("operator") {
                 op_column
             } else {
                 value_column
             },
             what: what.replace("{field}", def.name),
-        })?;
+        };
+        if op == Op::Matches {
+            return pattern(def.ty, &tok)
+                .map(|p| Node::Matches(def.field, p))
+                .map_err(at);
+        }
+        let lit = literal(def.ty, op, &tok).map_err(at)?;
         let n = Node::Cmp(def.field, op, lit);
         Ok(if negate { Node::Not(Box::new(n)) } else { n })
     }
+
+    /// `in { ITEM ... }`, the current token being `in`.
+    fn set(&mut self, def: &FieldDef) -> Result<Node, FilterError> {
+        self.i += 1;
+        if self.peek() != Some(&Tok::LBrace) {
+            return self.err(format!("expected \"{{\" after in, {}", self.found()));
+        }
+        self.i += 1;
+        // The set's values and `..`, which the tokenizer leaves inside
+        // words (`0x05..0x07`, `10.0.0.1..10.0.0.9`), with their columns.
+        let mut pieces: Vec<(Option<Tok>, usize)> = Vec::new();
+        let close = loop {
+            let column = self.column();
+            let Some(tok) = self.peek().cloned() else {
+                return self.err("set not closed (a '}' is missing)");
+            };
+            self.i += 1;
+            match tok {
+                Tok::RBrace => break column,
+                Tok::Comma => {}
+                Tok::Str(_) => pieces.push((Some(tok), column)),
+                Tok::Number(w) | Tok::Word(w) => split_ranges(&w, column, &mut pieces),
+                other => {
+                    return Err(FilterError {
+                        column,
+                        what: format!("expected a value or \"}}\" in the set, found {other}"),
+                    })
+                }
+            }
+        };
+        let fail = |column: usize, what: String| FilterError {
+            column,
+            what: what.replace("{field}", def.name),
+        };
+        let mut items = Vec::new();
+        let mut k = 0;
+        while k < pieces.len() {
+            let (Some(lo), column) = &pieces[k] else {
+                return Err(fail(
+                    pieces[k].1,
+                    "a range needs a value before \"..\"".into(),
+                ));
+            };
+            let one = literal(def.ty, Op::Eq, lo).map_err(|e| fail(*column, e))?;
+            if !matches!(pieces.get(k + 1), Some((None, _))) {
+                items.push(Item::One(one));
+                k += 1;
+                continue;
+            }
+            let Some((Some(hi), hi_column)) = pieces.get(k + 2) else {
+                let at = pieces.get(k + 2).map_or(close, |p| p.1);
+                return Err(fail(at, "a range needs a value after \"..\"".into()));
+            };
+            let ends = match def.ty {
+                Ty::Ranges => literal(def.ty, Op::Eq, lo)
+                    .and_then(|lo| Ok((lo, literal(def.ty, Op::Eq, hi)?))),
+                Ty::Int | Ty::Float | Ty::Str | Ty::Guid | Ty::Ip => literal(def.ty, Op::Le, lo)
+                    .and_then(|lo| Ok((lo, literal(def.ty, Op::Le, hi)?))),
+                _ => Err(format!(
+                    "{{field}} is {}: a set of it takes values, not ranges",
+                    def.ty.as_str()
+                )),
+            };
+            let (lo, hi) = ends.map_err(|e| fail(*hi_column, e))?;
+            items.push(Item::Range(lo, hi));
+            k += 3;
+        }
+        if items.is_empty() {
+            return Err(fail(close, "empty set".into()));
+        }
+        Ok(Node::In(def.field, items))
+    }
+}
+
+/// The parts of a word of a set: values, and `None` for each `..`.
+fn split_ranges(w: &str, column: usize, out: &mut Vec<(Option<Tok>, usize)>) {
+    let value = |v: &str| {
+        if v.starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '.') {
+            Tok::Number(v.to_string())
+        } else {
+            Tok::Word(v.to_string())
+        }
+    };
+    let mut at = 0;
+    for (k, part) in w.split("..").enumerate() {
+        if k > 0 {
+            out.push((None, column + at - 2));
+        }
+        if !part.is_empty() {
+            out.push((Some(value(part)), column + at));
+        }
+        at += part.len() + 2;
+    }
+}
+
+/// The regular expression of `field matches TOKEN`.
+fn pattern(ty: Ty, tok: &Tok) -> Result<Pattern, String> {
+    if !matches!(ty, Ty::Str | Ty::Bytes) {
+        return Err("operator matches needs a string or bytes field".into());
+    }
+    let Tok::Str(text) = tok else {
+        return Err(format!(
+            "matches takes a regular expression in double quotes (\"...\" or r\"...\"), not {tok}"
+        ));
+    };
+    if text.chars().count() > MAX_PATTERN {
+        return Err(format!(
+            "regular expression longer than {MAX_PATTERN} characters"
+        ));
+    }
+    regex_lite::RegexBuilder::new(text)
+        .case_insensitive(true)
+        .nest_limit(MAX_DEPTH as u32)
+        .size_limit(1 << 20)
+        .build()
+        .map(Pattern)
+        .map_err(|e| {
+            let why = e.to_string();
+            format!(
+                "bad regular expression: {}",
+                why.split_whitespace().collect::<Vec<_>>().join(" ")
+            )
+        })
 }
 
 fn parse_int(w: &str) -> Option<i128> {
@@ -541,6 +805,33 @@ fn literal(ty: Ty, op: Op, tok: &Tok) -> Result<Lit, String> {
                 _ => bad("a datagram number"),
             }
         }
+        Ty::Ip => {
+            if op == Op::Contains {
+                return Err("operator contains does not apply to an address".into());
+            }
+            let (addr, len) = match text.split_once('/') {
+                Some((a, l)) => (a, Some(l)),
+                None => (text, None),
+            };
+            let addr = addr
+                .strip_prefix('[')
+                .and_then(|a| a.strip_suffix(']'))
+                .unwrap_or(addr);
+            let Ok(ip) = addr.parse::<IpAddr>() else {
+                return bad("an address like 127.0.0.1 or ::1, or a network like 10.0.0.0/8");
+            };
+            match len {
+                None => Ok(Lit::Ip(ip)),
+                Some(_) if ordered => Err(format!(
+                    "operator {} does not apply to a network: use ==, != or in",
+                    op_str(op)
+                )),
+                Some(l) => match l.parse::<u8>() {
+                    Ok(n) if n <= if ip.is_ipv4() { 32 } else { 128 } => Ok(Lit::Net(ip, n)),
+                    _ => bad("a prefix length of at most 32 (IPv4) or 128 (IPv6) after /"),
+                },
+            }
+        }
         Ty::Object => Err(format!(
             "operator {}: {{field}} can only be tested for presence",
             op_str(op)
@@ -580,6 +871,11 @@ mod tests {
             (Field::Ranges, Value::Range(3, 7)),
             (Field::Security, Value::Bool(false)),
             (Field::Payload, Value::Bytes(&[0x86, 0xaa, 0x01])),
+            (Field::Name, Value::Str("ID_CONNECTED_PING")),
+            (Field::SrcIp, Value::Ip(IpAddr::from([127, 0, 0, 1]))),
+            (Field::AnyIp, Value::Ip(IpAddr::from([127, 0, 0, 1]))),
+            (Field::AnyIp, Value::Ip("::1".parse().unwrap())),
+            (Field::DstPort, Value::Int(19132)),
         ])
     }
 
@@ -622,6 +918,115 @@ mod tests {
         assert!(!holds("id < 5"), "ordering fails for an absent field");
         assert!(holds("((flow == 2))"));
         assert!(!holds("channel != 3"), "!= is not any-not-equal");
+    }
+
+    #[test]
+    fn sets_and_ranges() {
+        assert!(holds("flow in {1 2 3}"));
+        assert!(holds("flow in {1, 2}"));
+        assert!(holds("flow in {3,2,}"));
+        assert!(holds("flow in {0x01..0x03}"));
+        assert!(holds("flow in {5, 1..2}"));
+        assert!(holds("flow in {1 .. 2}") && holds("flow in {1.. 2}") && holds("flow in {1 ..2}"));
+        assert!(!holds("flow in {3..9}"));
+        assert!(holds("flow not in {3..9}") && !holds("flow not in {2}"));
+        assert!(holds("id not in {5}"), "not in holds for an absent field");
+        assert!(!holds("id in {0..255}"));
+        assert!(holds("channel in {3}"), "any occurrence");
+        assert!(holds("ts in {1.25..1.5}") && !holds("ts in {1.51..2}"));
+        assert!(holds("kind in {ack data}") && !holds("kind in {ack, nack}"));
+        assert!(holds("kind in {\"a\"..\"e\"}"), "byte order of strings");
+        assert!(holds("ranges in {7..10}"), "a range that overlaps 3-7");
+        assert!(!holds("ranges in {8..10}"));
+        assert!(holds("ranges in {1 5}"));
+        assert!(holds("server_guid in {1 0x000660d5fa1d57ec}"));
+        assert!(holds("payload in {00 86aa01}"));
+        assert!(holds("security in {true false}"));
+        assert!(holds("udp.dstport in {19132 19133}") && !holds("udp.dstport in {1..19131}"));
+        assert!(holds("(flow in {2}) && !(flow in {1})"));
+    }
+
+    #[test]
+    fn addresses_and_ports() {
+        assert!(holds("ip.src == 127.0.0.1") && holds("ip.src == \"127.0.0.1\""));
+        assert!(holds("ip.src == 127.0.0.0/8") && holds("ip.src == 0.0.0.0/0"));
+        assert!(!holds("ip.src == 10.0.0.0/8") && holds("ip.src != 10.0.0.0/8"));
+        assert!(holds("ip.src == 127.0.0.1/32") && !holds("ip.src == 127.0.0.2/32"));
+        assert!(!holds("ip.src == ::ffff:127.0.0.1"), "one family at a time");
+        assert!(holds("ip.addr == ::1") && holds("ip.addr == [::1]") && holds("ip.addr == ::/0"));
+        assert!(
+            holds("ip.addr == 127.0.0.1 && ip.addr == ::1"),
+            "either one"
+        );
+        assert!(!holds("ip.src == ::1"));
+        assert!(holds("ip.src in {10.0.0.1 127.0.0.0..127.0.0.9}"));
+        assert!(holds("ip.src in {::1, 127.0.0.0/24}"));
+        assert!(!holds("ip.src in {127.0.0.2..127.0.0.9}"));
+        assert!(holds("ip.src > 126.255.255.255 && ip.src <= 127.0.0.1"));
+        assert!(holds("udp.dstport == 19132 && udp.dstport > 1024"));
+        let e = |t: &str| pkt(t).unwrap_err().what;
+        assert!(e("ip.src == 300.0.0.1").contains("ip.src is ip address"));
+        assert!(e("ip.src < 10.0.0.0/8").contains("network"));
+        assert!(e("ip.src contains 1").contains("contains"));
+        assert!(e("ip.src == 10.0.0.0/33").contains("prefix"));
+        assert!(e("ip.src == ::1/129").contains("prefix"));
+    }
+
+    #[test]
+    fn regular_expressions() {
+        assert!(holds("name matches \"connected_p\""), "case-insensitive");
+        assert!(!holds("name matches \"(?-i)connected\""));
+        assert!(holds("name matches \"(?-i)CONNECTED\""));
+        assert!(holds("name ~ \"^ID_.*PING$\""));
+        assert!(holds(r#"name matches r"^ID_\w+$""#));
+        assert!(holds(r#"name matches "^ID_\\w+$""#), "\\\\ is \\");
+        assert!(
+            holds(r#"payload matches r"^\x86\xaa""#),
+            "a byte, not UTF-8"
+        );
+        assert!(holds(r#"payload matches r"^\x86.\x01$""#), ". is one byte");
+        assert!(!holds(r#"payload matches r"^\xaa""#));
+        assert!(holds("kind matches \"a\" && !(kind matches \"z\")"));
+        let ascii = Fake(vec![(Field::Payload, Value::Bytes(b"\x1cMCPE;x"))]);
+        assert!(pkt("payload matches \"mcpe;\"").unwrap().matches(&ascii));
+        let e = |t: &str| pkt(t).unwrap_err();
+        assert!(e("len matches \"1\"").what.contains("string or bytes"));
+        assert_eq!(e("name matches ping").column, 14);
+        assert!(e("name matches ping").what.contains("double quotes"));
+        let bad = e("name matches \"(\"");
+        assert_eq!(bad.column, 14);
+        assert!(
+            bad.what.starts_with("bad regular expression"),
+            "{}",
+            bad.what
+        );
+        assert!(!bad.what.contains('\n'));
+        let long = format!("name matches \"{}\"", "a".repeat(MAX_PATTERN + 1));
+        assert!(e(&long).what.contains("longer than"));
+        let ok = format!("name matches \"{}\"", "a?".repeat(MAX_PATTERN / 2));
+        assert!(pkt(&ok).is_ok(), "{MAX_PATTERN} characters compile");
+        assert!(e("name ~ r\"x").what.contains("not closed"));
+    }
+
+    #[test]
+    fn set_errors_say_where() {
+        let e = |t: &str| pkt(t).unwrap_err();
+        assert_eq!(e("flow in 1").column, 9);
+        assert!(e("flow in 1").what.contains("expected \"{\""));
+        assert_eq!(e("flow in {1 2").column, 13);
+        assert!(e("flow in {1 2").what.contains("not closed"));
+        assert_eq!(e("flow in {}").what, "empty set");
+        assert_eq!(e("flow in { , } || flow == 1").column, 13);
+        assert_eq!(e("flow in {1 ..  } || flow == 1").column, 16);
+        assert_eq!(e("flow in {1 x}").column, 12);
+        assert_eq!(e("flow in {1..}").column, 13);
+        assert_eq!(e("flow in {..2}").column, 10);
+        assert_eq!(e("flow in {1..x}").column, 13);
+        assert!(e("flow in {(1)}").what.contains("in the set"));
+        assert!(e("payload in {00..ff}").what.contains("not ranges"));
+        assert!(e("security in {false..true}").what.contains("not ranges"));
+        assert!(e("frames in {1}").what.contains("presence"));
+        assert_eq!(e("flow in {1} 2").column, 13);
     }
 
     #[test]
@@ -668,6 +1073,8 @@ mod tests {
                 "(", ")", "!", "&&", "||", "not", "and", "or", "==", "!=", "<", ">=",
                 "contains", "flow", "channel", "ts", "payload", "ranges", "kind",
                 "server_guid", "anomalies", "1", "0x86", "-3", "1.5", "\"data\"", "aa:01",
+                "in", "{", "}", ",", "..", "1..3", "matches", "~", "\"^a.*\"", "r\"\\x86\"",
+                "ip.src", "ip.addr", "udp.port", "127.0.0.1", "10.0.0.0/8", "::1", "name",
             ]), 0..12)) {
             let text = parts.join(" ");
             if let Ok(f) = pkt(&text) {
@@ -712,6 +1119,16 @@ mod tests {
             "payload == 8",
             "((((((",
             "not not not kind",
+            "flow in {",
+            "flow in {..}",
+            "flow in {....}",
+            "flow not in",
+            "ip.src == /",
+            "ip.src == 1.2.3.4/",
+            "name ~",
+            "name ~ \"\\\\\"",
+            "r\"",
+            "payload matches \"[\"",
         ] {
             let _ = pkt(t);
         }

@@ -8,5 +8,5 @@ pub mod fields;
 pub mod filter;
 
 pub use export::FieldExport;
-pub use fields::{JsonRecord, MessageRecord, Record, RecordType, FIELDS};
+pub use fields::{JsonRecord, MessageRecord, Record, RecordType, Since, FIELDS};
 pub use filter::{DisplayFilter, FilterError};

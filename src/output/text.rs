@@ -268,10 +268,147 @@ pub fn push_summary(s: &mut Vec<u8>, p: &Packet<'_>) {
     }
 }
 
+/// How the time column of packet and message lines is written: tshark's
+/// `-t` formats. Absolute times are UTC (tshark shows local time).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TimeFormat {
+    /// Seconds since the capture's first UDP datagram (`-t r`).
+    #[default]
+    Relative,
+    /// Time of day, UTC: hh:mm:ss.ffffff (`-t a`).
+    Absolute,
+    /// Date and time of day, UTC: YYYY-MM-DD hh:mm:ss.ffffff (`-t ad`).
+    AbsoluteDate,
+    /// Seconds since the Unix epoch (`-t e`).
+    Epoch,
+    /// Seconds since the previous packet read (messages: delivered), shown
+    /// or not (`-t d`).
+    Delta,
+    /// Seconds since the previous line shown (`-t dd`).
+    DeltaDisplayed,
+}
+
+/// The time column of a run of lines: the format, and for the deltas the
+/// times of the record read and of the line shown before.
+#[derive(Debug, Clone)]
+pub struct TimeColumn {
+    format: TimeFormat,
+    /// The last two records read ([`TimeColumn::seen`]): the one being
+    /// shown, and the one before it.
+    read: [Option<Duration>; 2],
+    shown: Option<Duration>,
+}
+
+impl TimeColumn {
+    pub fn new(format: TimeFormat) -> Self {
+        TimeColumn {
+            format,
+            read: [None, None],
+            shown: None,
+        }
+    }
+
+    /// A record was read at `ts`, whether it will be shown or not: what
+    /// [`TimeFormat::Delta`] counts from. Call it for every record, before
+    /// [`TimeColumn::push`].
+    pub fn seen(&mut self, ts: Duration) {
+        self.read = [Some(ts), self.read[0]];
+    }
+
+    /// Append the column for a line at `ts`, `since` being the capture's
+    /// first datagram: a space, then the time, microseconds rounded.
+    pub fn push(&mut self, s: &mut Vec<u8>, ts: Duration, since: Duration) {
+        let before = match self.format {
+            TimeFormat::Delta => Some(self.read[1].unwrap_or(ts)),
+            TimeFormat::DeltaDisplayed => Some(self.shown.unwrap_or(ts)),
+            _ => None,
+        };
+        self.shown = Some(ts);
+        match self.format {
+            TimeFormat::Relative => push_seconds(s, false, ts.saturating_sub(since), 4),
+            TimeFormat::Epoch => push_seconds(s, false, ts, 10),
+            TimeFormat::Delta | TimeFormat::DeltaDisplayed => {
+                let before = before.unwrap_or(ts);
+                match ts.checked_sub(before) {
+                    Some(d) => push_seconds(s, false, d, 4),
+                    // Timestamps that go back, as tshark shows them.
+                    None => push_seconds(s, true, before - ts, 4),
+                }
+            }
+            TimeFormat::Absolute | TimeFormat::AbsoluteDate => {
+                let (secs, micros) = micros(ts);
+                let days = (secs / 86_400) as i64;
+                let of_day = secs % 86_400;
+                s.push(b' ');
+                if self.format == TimeFormat::AbsoluteDate {
+                    let (y, m, d) = civil_from_days(days);
+                    push_zeroed(s, y.max(0) as u64, 4);
+                    s.push(b'-');
+                    push_zeroed(s, m.into(), 2);
+                    s.push(b'-');
+                    push_zeroed(s, d.into(), 2);
+                    s.push(b' ');
+                }
+                push_zeroed(s, of_day / 3600, 2);
+                s.push(b':');
+                push_zeroed(s, of_day / 60 % 60, 2);
+                s.push(b':');
+                push_zeroed(s, of_day % 60, 2);
+                s.push(b'.');
+                push_zeroed(s, micros, 6);
+            }
+        }
+    }
+}
+
+/// Whole seconds and microseconds of `d`, rounded to the microsecond as
+/// `{:.6}` would.
+fn micros(d: Duration) -> (u64, u64) {
+    let us = (d.as_nanos() + 500) / 1000;
+    ((us / 1_000_000) as u64, (us % 1_000_000) as u64)
+}
+
+/// ` SECS.ffffff`, right-aligned in `width` digits of seconds.
+fn push_seconds(s: &mut Vec<u8>, negative: bool, d: Duration, width: usize) {
+    let (secs, frac) = micros(d);
+    let digits = decimal_len(secs) + usize::from(negative);
+    push_spaces(s, 1 + width.saturating_sub(digits));
+    if negative {
+        s.push(b'-');
+    }
+    push_uint(s, secs);
+    s.push(b'.');
+    push_zeroed(s, frac, 6);
+}
+
+/// `v` in decimal, with leading zeros to `width` digits.
+fn push_zeroed(s: &mut Vec<u8>, v: u64, width: usize) {
+    for _ in decimal_len(v)..width {
+        s.push(b'0');
+    }
+    push_uint(s, v);
+}
+
+/// The proleptic Gregorian date of a day counted from 1970-01-01
+/// (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u8, u8) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u8;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u8;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
 /// Writes summary lines into a reused buffer, remembering the text of the
 /// endpoints it saw last (formatting an address costs more than the rest).
 pub struct LineFormatter {
     pal: Palette,
+    time: TimeColumn,
     recent: Vec<(SocketAddr, String)>,
     next: usize,
 }
@@ -280,12 +417,19 @@ pub struct LineFormatter {
 const RECENT_ADDRESSES: usize = 16;
 
 impl LineFormatter {
-    pub fn new(pal: Palette) -> Self {
+    pub fn new(pal: Palette, time: TimeFormat) -> Self {
         LineFormatter {
             pal,
+            time: TimeColumn::new(time),
             recent: Vec::with_capacity(RECENT_ADDRESSES),
             next: 0,
         }
+    }
+
+    /// A packet (or ICMP error) was read at `ts`, shown or not
+    /// ([`TimeColumn::seen`]).
+    pub fn seen(&mut self, ts: Duration) {
+        self.time.seen(ts);
     }
 
     fn addr(&mut self, a: SocketAddr) -> &str {
@@ -305,22 +449,13 @@ impl LineFormatter {
         &self.recent[i].1
     }
 
-    /// Append one line (without the newline): frame, time since `since`,
-    /// endpoints, flow and direction, summary, anomalies.
+    /// Append one line (without the newline): frame, time (since `since`,
+    /// the capture's first datagram, in the default format), endpoints,
+    /// flow and direction, summary, anomalies.
     pub fn push_line(&mut self, s: &mut Vec<u8>, p: &Packet<'_>, since: Duration) {
         push_spaces(s, 6usize.saturating_sub(decimal_len(p.frame)));
         push_uint(s, p.frame);
-        // Microseconds, rounded as `{:.6}` would.
-        let rel = p.ts.saturating_sub(since);
-        let (mut secs, mut frac) = (rel.as_secs(), u64::from(rel.subsec_nanos() + 500) / 1000);
-        if frac == 1_000_000 {
-            (secs, frac) = (secs + 1, 0);
-        }
-        push_spaces(s, 1 + 4usize.saturating_sub(decimal_len(secs)));
-        push_uint(s, secs);
-        s.push(b'.');
-        s.extend_from_slice(&b"000000"[decimal_len(frac).min(6)..]);
-        push_uint(s, frac);
+        self.time.push(s, p.ts, since);
         s.push(b' ');
         let src = self.addr(p.src);
         push_spaces(s, 21usize.saturating_sub(src.len()));
@@ -355,47 +490,52 @@ impl LineFormatter {
             s.extend_from_slice(self.pal.paint(&text, Style::new().red().bold()).as_bytes());
         }
     }
+
+    /// The line of an ICMP error about a flow's datagram, in the columns of
+    /// packet lines: from the error's sender back to the datagram's sender,
+    /// in the direction opposite to the datagram's.
+    pub fn icmp_line(&mut self, n: &IcmpNote) -> String {
+        let what = match n.mtu {
+            Some(mtu) => format!("{} (MTU {mtu})", n.kind.replace('_', " ")),
+            None => n.kind.replace('_', " "),
+        };
+        let mut time = Vec::new();
+        self.time.push(&mut time, n.ts, n.since);
+        format!(
+            "{:>6}{} {:>21} → {:<21} {:>3} {} {}",
+            n.frame,
+            String::from_utf8_lossy(&time),
+            n.from.to_string(),
+            n.src.to_string(),
+            n.flow,
+            n.dir.reverse().as_str(),
+            self.pal.paint(
+                &format!("ICMP {what} for {} → {}", n.src, n.dst),
+                Style::new().magenta().bold()
+            )
+        )
+    }
 }
 
-/// One line per packet (see [`LineFormatter::push_line`]).
+/// One line per packet (see [`LineFormatter::push_line`]), its time
+/// relative to `since`.
 pub fn line(p: &Packet<'_>, since: Duration, pal: Palette) -> String {
     let mut s = Vec::new();
-    LineFormatter::new(pal).push_line(&mut s, p, since);
+    LineFormatter::new(pal, TimeFormat::Relative).push_line(&mut s, p, since);
     String::from_utf8_lossy(&s).into_owned()
 }
 
-/// The line of an ICMP error about a flow's datagram, in the columns of
-/// packet lines: from the error's sender back to the datagram's sender, in
-/// the direction opposite to the datagram's.
-pub fn icmp_line(n: &IcmpNote, pal: Palette) -> String {
-    let rel = n.ts.saturating_sub(n.since).as_secs_f64();
-    let what = match n.mtu {
-        Some(mtu) => format!("{} (MTU {mtu})", n.kind.replace('_', " ")),
-        None => n.kind.replace('_', " "),
-    };
-    format!(
-        "{:>6} {rel:>11.6} {:>21} → {:<21} {:>3} {} {}",
-        n.frame,
-        n.from.to_string(),
-        n.src.to_string(),
-        n.flow,
-        n.dir.reverse().as_str(),
-        pal.paint(
-            &format!("ICMP {what} for {} → {}", n.src, n.dst),
-            Style::new().magenta().bold()
-        )
-    )
-}
-
-/// One line per delivered message: frame, time, flow, direction,
-/// reliability and channel, id and name, length, the first bytes.
-pub fn message_line(m: &Message, since: Duration, pal: Palette) -> String {
-    let rel = m.ts.saturating_sub(since).as_secs_f64();
+/// One line per delivered message: frame, time (in `time`'s format, `since`
+/// being the capture's first datagram), flow, direction, reliability and
+/// channel, id and name, length, the first bytes.
+pub fn message_line(m: &Message, since: Duration, time: &mut TimeColumn, pal: Palette) -> String {
     let mut s = Vec::with_capacity(160);
+    push_spaces(&mut s, 6usize.saturating_sub(decimal_len(m.frame)));
+    push_uint(&mut s, m.frame);
+    time.push(&mut s, m.ts, since);
     let _ = write!(
         ByteWriter(&mut s),
-        "{:>6} {rel:>11.6} {:>3} {} {}",
-        m.frame,
+        " {:>3} {} {}",
         m.flow,
         m.dir.as_str(),
         m.reliability.name()
@@ -601,6 +741,107 @@ mod tests {
             assert_eq!(String::from_utf8(s).unwrap(), v.to_string());
             assert_eq!(decimal_len(v), v.to_string().len());
         }
+    }
+
+    /// The time column of each format for lines at `ts` (each a list of
+    /// (time, shown)), `since` the capture's start.
+    fn column(format: TimeFormat, since: Duration, lines: &[(Duration, bool)]) -> Vec<String> {
+        let mut c = TimeColumn::new(format);
+        let mut out = Vec::new();
+        for &(ts, shown) in lines {
+            c.seen(ts);
+            if shown {
+                let mut s = Vec::new();
+                c.push(&mut s, ts, since);
+                out.push(String::from_utf8(s).unwrap());
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn time_formats() {
+        let since = Duration::new(1_795_321_080, 485_315_000);
+        let ts = Duration::new(1_795_321_080, 506_463_400);
+        let one = |f| column(f, since, &[(ts, true)]).remove(0);
+        assert_eq!(one(TimeFormat::Relative), "    0.021148");
+        assert_eq!(one(TimeFormat::Absolute), " 04:18:00.506463");
+        assert_eq!(one(TimeFormat::AbsoluteDate), " 2026-11-22 04:18:00.506463");
+        assert_eq!(one(TimeFormat::Epoch), " 1795321080.506463");
+        assert_eq!(one(TimeFormat::Delta), "    0.000000", "the first line");
+        assert_eq!(one(TimeFormat::DeltaDisplayed), "    0.000000");
+        // Rounded to the microsecond, carrying into the seconds.
+        let carry = Duration::new(86_399, 999_999_600);
+        let date = |t| column(TimeFormat::AbsoluteDate, Duration::ZERO, &[(t, true)]).remove(0);
+        assert_eq!(date(carry), " 1970-01-02 00:00:00.000000");
+        assert_eq!(date(Duration::ZERO), " 1970-01-01 00:00:00.000000");
+        assert_eq!(
+            date(Duration::from_secs(951_782_400)),
+            " 2000-02-29 00:00:00.000000"
+        );
+        assert_eq!(
+            date(Duration::new(1_735_689_599, 999_999_000)),
+            " 2024-12-31 23:59:59.999999"
+        );
+        assert_eq!(
+            date(Duration::from_secs(4_107_542_400)),
+            " 2100-03-01 00:00:00.000000"
+        );
+        assert_eq!(
+            date(Duration::from_secs(253_402_300_799)),
+            " 9999-12-31 23:59:59.000000"
+        );
+        let rel = |t| column(TimeFormat::Relative, Duration::ZERO, &[(t, true)]).remove(0);
+        assert_eq!(rel(carry), " 86400.000000", "wider than the column");
+        assert_eq!(rel(Duration::from_micros(12_345_678)), "   12.345678");
+    }
+
+    #[test]
+    fn deltas_count_from_the_record_read_or_the_line_shown() {
+        let ms = Duration::from_millis;
+        let lines = [
+            (ms(1000), true),
+            (ms(1250), false),
+            (ms(1500), true),
+            (ms(1400), true),
+        ];
+        assert_eq!(
+            column(TimeFormat::Delta, ms(1000), &lines),
+            ["    0.000000", "    0.250000", "   -0.100000"]
+        );
+        assert_eq!(
+            column(TimeFormat::DeltaDisplayed, ms(1000), &lines),
+            ["    0.000000", "    0.500000", "   -0.100000"]
+        );
+        assert_eq!(
+            column(TimeFormat::Relative, ms(1000), &lines),
+            ["    0.000000", "    0.500000", "    0.400000"]
+        );
+    }
+
+    #[test]
+    fn message_lines_take_the_time_format() {
+        let m = Message {
+            flow: 1,
+            dir: crate::dissect::Dir::C2s,
+            frame: 9,
+            ts: Duration::new(1_795_321_080, 517_479_000),
+            data: vec![0x09, 0, 1],
+            reliability: crate::wire::Reliability::RELIABLE_ORDERED,
+            channel: Some(0),
+            anomalies: Vec::new(),
+        };
+        let since = Duration::new(1_795_321_080, 485_315_000);
+        let pal = Palette { enabled: false };
+        let line = |f| message_line(&m, since, &mut TimeColumn::new(f), pal);
+        assert_eq!(
+            line(TimeFormat::Relative),
+            "     9    0.032164   1 c2s RELIABLE_ORDERED ch=0 ID_CONNECTION_REQUEST len=3 090001"
+        );
+        assert_eq!(
+            line(TimeFormat::AbsoluteDate),
+            "     9 2026-11-22 04:18:00.517479   1 c2s RELIABLE_ORDERED ch=0 ID_CONNECTION_REQUEST len=3 090001"
+        );
     }
 
     #[test]

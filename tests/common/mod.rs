@@ -51,11 +51,105 @@ pub fn sample_captures() -> Vec<PathBuf> {
 
 /// Whether RAKNET_DISSECT_REQUIRE_PEERS=1 is set.
 pub fn peers_required() -> bool {
+    fresh_skip_records();
     std::env::var(REQUIRE_PEERS_ENV).is_ok_and(|v| v.trim() == "1")
+}
+
+/// `target/skipped-peer-tests/`: a file per test that skipped in this
+/// test binary's last run, `<binary>-<test>.txt`, read by the last test
+/// binary (`tests/zz_skipped.rs`) to sum them up.
+pub fn skip_records_dir() -> PathBuf {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    tmp.parent().unwrap_or(tmp).join("skipped-peer-tests")
+}
+
+/// This test binary's name (`peer` for tests/peer.rs).
+const BINARY: &str = env!("CARGO_CRATE_NAME");
+
+/// Remove this binary's records of earlier runs, once per run, before it
+/// checks for a tool or records a skip: a binary whose tools are all there
+/// now leaves no record behind.
+fn fresh_skip_records() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let prefix = format!("{BINARY}-");
+        let Ok(dir) = std::fs::read_dir(skip_records_dir()) else {
+            return;
+        };
+        for e in dir.flatten() {
+            if e.file_name().to_string_lossy().starts_with(&prefix) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    });
+}
+
+/// The running test skipped (all or part of itself) for want of `what`:
+/// say so on standard error, straight to the file descriptor, past
+/// libtest's capture (which takes `print!` and `eprint!` only, so that a
+/// `println!` here is never seen), and record it for the summary. The
+/// record names the cargo process that ran the binary (its parent), so
+/// that the summary counts this run's skips only.
+pub fn skipped(what: &str) {
+    use std::io::Write;
+    fresh_skip_records();
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("unnamed")
+        .to_string();
+    let _ = std::io::stderr().write_all(format!("skipped: {BINARY}::{test}: {what}\n").as_bytes());
+    let dir = skip_records_dir();
+    let file: String = test
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let path = dir.join(format!("{BINARY}-{file}.txt"));
+    let record = format!(
+        "{}\t{BINARY}::{test}\t{what}\n",
+        std::os::unix::process::parent_id()
+    );
+    let written = std::fs::create_dir_all(&dir).and_then(|()| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)?
+            .write_all(record.as_bytes())
+    });
+    if let Err(e) = written {
+        let _ = std::io::stderr()
+            .write_all(format!("cannot record the skip in {}: {e}\n", path.display()).as_bytes());
+    }
+}
+
+/// The skips recorded in `dir` by test binaries that `parent` ran: (test,
+/// why), sorted.
+pub fn skips_recorded(dir: &Path, parent: u32) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+        for line in text.lines() {
+            let mut f = line.splitn(3, '\t');
+            let (Some(pid), Some(test), Some(why)) = (f.next(), f.next(), f.next()) else {
+                continue;
+            };
+            if pid.parse() == Ok(parent) {
+                out.push((test.to_string(), why.to_string()));
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 /// Whether an executable called `tool` is on PATH (or `tool` is a path to one).
 pub fn tool_on_path(tool: &str) -> bool {
+    fresh_skip_records();
     fn is_exe(p: &Path) -> bool {
         use std::os::unix::fs::PermissionsExt;
         std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -68,9 +162,10 @@ pub fn tool_on_path(tool: &str) -> bool {
 }
 
 /// For a test that needs the outside program `tool`: true when it is installed.
-/// When it is not, prints `skipped: TOOL not installed` and returns false (the
-/// caller then returns early and passes), unless RAKNET_DISSECT_REQUIRE_PEERS=1
-/// is set, in which case it panics so that the run fails.
+/// When it is not, says `skipped: ... TOOL not installed` ([`skipped`]) and
+/// returns false (the caller then returns early and passes), unless
+/// RAKNET_DISSECT_REQUIRE_PEERS=1 is set, in which case it panics so that the
+/// run fails.
 pub fn require_tool(tool: &str) -> bool {
     if tool_on_path(tool) {
         return true;
@@ -78,16 +173,17 @@ pub fn require_tool(tool: &str) -> bool {
     if peers_required() {
         panic!("{tool} not installed, and {REQUIRE_PEERS_ENV}=1 requires it");
     }
-    println!("skipped: {tool} not installed");
+    skipped(&format!("{tool} not installed"));
     false
 }
 
-/// A missing prerequisite: skip with a line saying so, or fail in CI.
+/// A missing prerequisite: skip with a line saying so ([`skipped`]), or
+/// fail in CI.
 pub fn skip_or_fail(what: &str) {
     if peers_required() {
         panic!("{what}, and {}=1 requires it", REQUIRE_PEERS_ENV);
     }
-    println!("skipped: {what}");
+    skipped(what);
 }
 
 /// Live capture needs root (or CAP_NET_RAW for tcpdump).
@@ -102,6 +198,7 @@ pub fn require_root() -> bool {
 
 /// A Python with the PyPI package `raknet`: $RAKNET_PYTHON, target/venv, python3.
 pub fn raknet_python() -> Option<String> {
+    fresh_skip_records();
     let candidates = [
         std::env::var("RAKNET_PYTHON").ok(),
         Some(
