@@ -5,7 +5,9 @@
 //! Fed every dissected packet, the messages the mirror delivered because of
 //! it, and ICMP errors quoting a flow's UDP. An attempt starts with the first
 //! ping or Open Connection Request 1 of a flow, or with one that follows a
-//! finished attempt (refused, connected, disconnected). Memory: a bounded
+//! finished attempt (refused, connected, disconnected), or with a
+//! ConnectionRequest after a disconnection (a client that connects again
+//! from the same address, its offline handshake not captured). Memory: a bounded
 //! number of steps per attempt (the rest are counted) and of attempts per
 //! flow; the flows themselves are bounded by the dissector's table.
 
@@ -15,7 +17,8 @@ use std::time::Duration;
 
 use crate::dissect::{Body, Dir, Packet};
 use crate::wire::ids::{
-    ALREADY_CONNECTED, CONNECTION_BANNED, IP_RECENTLY_CONNECTED, NO_FREE_INCOMING_CONNECTIONS,
+    ALREADY_CONNECTED, CONNECTION_BANNED, CONNECTION_REQUEST, IP_RECENTLY_CONNECTED,
+    NO_FREE_INCOMING_CONNECTIONS,
 };
 use crate::wire::{Datagram, Offline};
 
@@ -445,13 +448,29 @@ impl HandshakeTracker {
     /// A RakNet packet, with the messages the mirror delivered because of it.
     pub fn observe(&mut self, p: &Packet<'_>, delivered: &[crate::mirror::Message]) {
         self.last_ts = self.last_ts.max(p.ts);
-        let starts = matches!(
-            &p.body,
+        let starts = match &p.body {
             Body::Offline {
                 msg: Some(Offline::UnconnectedPing { .. } | Offline::OpenConnectionRequest1 { .. }),
                 ..
+            } => true,
+            // A client that connects again without an offline handshake in the
+            // capture: a ConnectionRequest after a disconnection, whose datagram
+            // number is not past the previous one's (a resend's would be).
+            Body::Datagram(Some(Datagram::Data(d)))
+                if d.capsules
+                    .iter()
+                    .any(|c| c.message_id() == Some(CONNECTION_REQUEST)) =>
+            {
+                self.flows
+                    .get(&p.flow)
+                    .and_then(|f| f.attempts.last())
+                    .is_some_and(|a| {
+                        a.disconnected_by.is_some()
+                            && a.connection_request_seq.is_none_or(|s| d.seq <= s)
+                    })
             }
-        ) && p.dir == Dir::C2s;
+            _ => false,
+        } && p.dir == Dir::C2s;
         // A flow first seen mid-connection has no attempt until something happens.
         let a = self.current(p.flow, p.ts, starts);
         let (client, server) = match p.dir {
