@@ -189,6 +189,30 @@ impl Attempt {
         }
     }
 
+    /// Client and server the other way round: the steps so far went the
+    /// other way too.
+    fn swap_roles(&mut self) {
+        std::mem::swap(&mut self.client, &mut self.server);
+        std::mem::swap(&mut self.last_c2s, &mut self.last_s2c);
+        self.disconnected_by = self.disconnected_by.map(Dir::reverse);
+        for s in &mut self.steps {
+            s.dir = s.dir.map(Dir::reverse);
+            let swapped = match (s.step, s.detail.as_str()) {
+                ("disconnection_notification", "by the client") => Some("by the server".into()),
+                ("disconnection_notification", "by the server") => Some("by the client".into()),
+                ("first_data", d) => match d.split_once(' ') {
+                    Some(("c2s", rest)) => Some(format!("s2c {rest}")),
+                    Some(("s2c", rest)) => Some(format!("c2s {rest}")),
+                    _ => None,
+                },
+                _ => None,
+            };
+            if let Some(d) = swapped {
+                s.detail = d;
+            }
+        }
+    }
+
     /// No further handshake step can follow: a new request starts a new attempt.
     fn finished(&self) -> bool {
         self.refusal.is_some()
@@ -477,6 +501,10 @@ impl HandshakeTracker {
             Dir::C2s => (p.src, p.dst),
             Dir::S2c => (p.dst, p.src),
         };
+        // The roles were guessed the other way round until this packet.
+        if client != server && (a.client, a.server) == (Some(server), Some(client)) {
+            a.swap_roles();
+        }
         a.client.get_or_insert(client);
         a.server.get_or_insert(server);
         match p.dir {

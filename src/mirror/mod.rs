@@ -307,6 +307,19 @@ impl FlowMirror {
         self.session_used = false;
     }
 
+    /// Client and server the other way round: each direction's receive state,
+    /// history and counts go with its sender.
+    fn swap_roles(&mut self) {
+        std::mem::swap(&mut self.client, &mut self.server);
+        self.halves.swap(0, 1);
+        self.idle_stats.swap(0, 1);
+        self.state = match self.state {
+            FlowState::DisconnectedByClient => FlowState::DisconnectedByServer,
+            FlowState::DisconnectedByServer => FlowState::DisconnectedByClient,
+            s => s,
+        };
+    }
+
     fn learn(&mut self, flow: &Flow) {
         self.client = flow.client;
         self.server = flow.server;
@@ -554,6 +567,11 @@ impl Mirror {
             .get_mut(&p.flow)
             .expect("flow inserted above when absent");
         f.last_ts = p.ts;
+        // The dissector took the roles the other way round at first (a guess
+        // by port, before a message that only one side sends).
+        if client != server && (f.client, f.server) == (server, client) {
+            f.swap_roles();
+        }
         let dir = p.dir;
         match &p.body {
             Body::Offline { msg, .. } => {
@@ -1043,6 +1061,46 @@ mod tests {
         assert_eq!(data(&double), want);
         assert_eq!(flows[0].sessions, 2);
         assert_eq!(flows[0].state, FlowState::DisconnectedByClient);
+    }
+
+    #[test]
+    fn each_direction_follows_its_sender_when_the_roles_are_corrected() {
+        // The client moved below the server's port, and the capture cut
+        // before the server's ACK of the ConnectionRequest: the dissector
+        // guesses the roles by port (wrongly) until ConnectionRequestAccepted.
+        let mut once = sample("handshake.pcap");
+        once.retain(|d| d.src != d.dst);
+        for d in &mut once {
+            for a in [&mut d.src, &mut d.dst] {
+                if a.port() == 19141 {
+                    a.set_port(1141);
+                }
+            }
+        }
+        let (all, whole, _) = mirror(&once);
+        let request = once.iter().position(|d| d.payload[0] >= 0x80).unwrap();
+        let (got, flows, found) = mirror(&once[request + 1..]);
+        // The ConnectionRequest's datagram is the one the capture lacks.
+        let gap = "datagram #0 not received";
+        assert!(found.iter().all(|a| a.detail == gap), "{found:?}");
+        // Every message but the ConnectionRequest, each to its receiver.
+        assert_eq!(all[0].data[0], CONNECTION_REQUEST);
+        assert_eq!(data(&got), data(&all[1..]));
+        let f = &flows[0];
+        assert_eq!((f.client.port(), f.server.port()), (1141, 19140));
+        assert_eq!(f.state, FlowState::DisconnectedByClient);
+        assert_eq!(f.sessions, 1);
+        for dir in [Dir::C2s, Dir::S2c] {
+            let (w, g) = (whole[0].stats(dir), f.stats(dir));
+            assert_eq!(g.acks, w.acks, "{dir:?}: every ACK of the capture");
+            assert_eq!(g.duplicates + g.resends, 0, "{dir:?}");
+        }
+        assert_eq!(f.stats(Dir::C2s).never_seen, 1);
+        assert_eq!(f.stats(Dir::S2c).anomalies, 0);
+        assert_eq!(
+            f.stats(Dir::C2s).messages,
+            whole[0].stats(Dir::C2s).messages - 1
+        );
     }
 
     #[test]
