@@ -137,6 +137,8 @@ pub struct Attempt {
     pub pongs: u32,
     pub request1_mtus: Vec<u16>,
     pub reply1_mtu: Option<u16>,
+    /// The MTU of the last Request 1 before the first Reply 1: the probe it answered.
+    reply1_probe: Option<u16>,
     pub request2: u32,
     pub reply2_mtu: Option<u16>,
     pub client_protocol: Option<u8>,
@@ -240,12 +242,7 @@ impl Attempt {
             }
             mtus.join(", ")
         };
-        let fallback = match (self.request1_mtus.first(), self.reply1_mtu) {
-            (Some(&first), Some(got)) if got < first => {
-                format!("; MTU fell back from {first} to {got}: the larger probes went unanswered")
-            }
-            _ => String::new(),
-        };
+        let fallback = self.mtu_note();
         let (outcome, diagnosis) = if let Some(kind) = &self.icmp {
             (
                 "port_unreachable",
@@ -415,6 +412,29 @@ impl Attempt {
         self.end = end;
     }
 
+    /// What became of the MTU, for the diagnosis: the client fell back to
+    /// a smaller Request 1 after larger ones went unanswered, and/or the
+    /// server answered with less than the probe it got (its own limit).
+    fn mtu_note(&self) -> String {
+        let (Some(&first), Some(probe), Some(got)) = (
+            self.request1_mtus.first(),
+            self.reply1_probe,
+            self.reply1_mtu,
+        ) else {
+            return String::new();
+        };
+        let mut note = String::new();
+        if probe < first && got < first {
+            note = format!(
+                "; MTU fell back from {first} to {probe}: the larger probes went unanswered"
+            );
+        }
+        if got < probe {
+            note += &format!("; the server capped the MTU at {got}");
+        }
+        note
+    }
+
     fn connected_in(&self) -> f64 {
         self.steps
             .iter()
@@ -548,6 +568,9 @@ impl HandshakeTracker {
                 Offline::OpenConnectionReply1 {
                     mtu, server_guid, ..
                 } => {
+                    if a.reply1_mtu.is_none() {
+                        a.reply1_probe = a.request1_mtus.last().copied();
+                    }
                     a.reply1_mtu.get_or_insert(*mtu);
                     a.step(
                         p,
@@ -661,5 +684,81 @@ impl HandshakeTracker {
         }
         all.sort_by_key(|a| (a.flow, a.number));
         all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::UdpDatagram;
+    use crate::dissect::{Dissector, Options};
+
+    /// The attempt of a client that sends Request 1 with each MTU of
+    /// `probes` (500 ms apart) and gets Reply 1 with `reply` after the last.
+    fn attempt(probes: &[u16], reply: u16) -> Attempt {
+        let mut d = Dissector::new(Options::default());
+        let mut t = HandshakeTracker::new();
+        let (c, s) = ("127.0.0.1:50000", "127.0.0.1:19132");
+        let mut send = |ms: u64, src: &str, dst: &str, o: Offline<'_>| {
+            let mut payload = Vec::new();
+            o.emit(&mut payload);
+            let u = UdpDatagram {
+                frame: ms + 1,
+                ts: Duration::from_millis(ms),
+                src: src.parse().unwrap(),
+                dst: dst.parse().unwrap(),
+                udp_len: payload.len(),
+                payload,
+                icmp: None,
+            };
+            t.observe(&d.dissect(&u).unwrap(), &[]);
+        };
+        let mut ms = 0;
+        for &mtu in probes {
+            let r1 = Offline::OpenConnectionRequest1 { protocol: 6, mtu };
+            send(ms, c, s, r1);
+            ms += 500;
+        }
+        let reply = Offline::OpenConnectionReply1 {
+            server_guid: 1,
+            security: None,
+            mtu: reply,
+        };
+        send(ms - 499, s, c, reply);
+        // The capture goes on for 2 s: no Request 2 came.
+        t.last_ts += Duration::from_secs(2);
+        t.finish().remove(0)
+    }
+
+    #[test]
+    fn a_smaller_reply_to_the_first_probe_is_the_servers_cap() {
+        let a = attempt(&[1492], 1200);
+        assert_eq!(a.outcome, "no_reply_2");
+        assert_eq!(
+            a.diagnosis,
+            "reply 1 came; 0 Open Connection Request 2 got no reply; the server capped the MTU at 1200"
+        );
+    }
+
+    #[test]
+    fn smaller_probes_after_unanswered_ones_are_a_fall_back() {
+        let a = attempt(&[1492, 1492, 1492, 1492, 1200], 1200);
+        assert_eq!(
+            a.mtu_note(),
+            "; MTU fell back from 1492 to 1200: the larger probes went unanswered"
+        );
+        let a = attempt(&[1492, 1200], 1100);
+        assert_eq!(
+            a.mtu_note(),
+            "; MTU fell back from 1492 to 1200: the larger probes went unanswered; \
+             the server capped the MTU at 1100"
+        );
+    }
+
+    #[test]
+    fn a_reply_for_the_probed_mtu_says_nothing() {
+        assert_eq!(attempt(&[1492], 1492).mtu_note(), "");
+        // A late reply to a larger probe: the MTU did not fall back.
+        assert_eq!(attempt(&[1492, 1200], 1492).mtu_note(), "");
     }
 }
