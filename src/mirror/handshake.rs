@@ -492,6 +492,20 @@ impl HandshakeTracker {
     /// A RakNet packet, with the messages the mirror delivered because of it.
     pub fn observe(&mut self, p: &Packet<'_>, delivered: &[crate::mirror::Message]) {
         self.last_ts = self.last_ts.max(p.ts);
+        let (client, server) = match p.dir {
+            Dir::C2s => (p.src, p.dst),
+            Dir::S2c => (p.dst, p.src),
+        };
+        // The roles were guessed the other way round until this packet: the
+        // flow's attempts so far had them reversed too.
+        if let Some(f) = self.flows.get_mut(&p.flow) {
+            let reversed = |a: &Attempt| {
+                client != server && (a.client, a.server) == (Some(server), Some(client))
+            };
+            if f.attempts.last().is_some_and(reversed) {
+                f.attempts.iter_mut().for_each(Attempt::swap_roles);
+            }
+        }
         let starts = match &p.body {
             Body::Offline {
                 msg: Some(Offline::UnconnectedPing { .. } | Offline::OpenConnectionRequest1 { .. }),
@@ -517,14 +531,6 @@ impl HandshakeTracker {
         } && p.dir == Dir::C2s;
         // A flow first seen mid-connection has no attempt until something happens.
         let a = self.current(p.flow, p.ts, starts);
-        let (client, server) = match p.dir {
-            Dir::C2s => (p.src, p.dst),
-            Dir::S2c => (p.dst, p.src),
-        };
-        // The roles were guessed the other way round until this packet.
-        if client != server && (a.client, a.server) == (Some(server), Some(client)) {
-            a.swap_roles();
-        }
         a.client.get_or_insert(client);
         a.server.get_or_insert(server);
         match p.dir {
@@ -752,6 +758,53 @@ mod tests {
             a.mtu_note(),
             "; MTU fell back from 1492 to 1200: the larger probes went unanswered; \
              the server capped the MTU at 1100"
+        );
+    }
+
+    #[test]
+    fn attempts_follow_roles_corrected_by_the_dissector() {
+        // samples/handshake.pcap with its client moved below the server's
+        // port, from the server's ACK of the ConnectionRequest on: the roles
+        // are guessed by port (wrongly) until ConnectionRequestAccepted.
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/handshake.pcap");
+        let mut r = crate::capture::CaptureReader::open(&path).expect("the sample opens");
+        let mut v = Vec::new();
+        while let Some(d) = r.next_datagram() {
+            let mut d = d.expect("the sample reads");
+            for a in [&mut d.src, &mut d.dst] {
+                if a.port() == 19141 {
+                    a.set_port(1141);
+                }
+            }
+            if d.src != d.dst {
+                v.push(d);
+            }
+        }
+        let request = v.iter().position(|d| d.payload[0] >= 0x80).unwrap();
+        let mut d = Dissector::new(Options::default());
+        let mut m = crate::mirror::Mirror::new(crate::mirror::MirrorConfig::default(), false);
+        let mut obs = crate::mirror::Observation::default();
+        let mut t = HandshakeTracker::new();
+        for u in &v[request + 1..] {
+            let p = d.dissect(u).unwrap();
+            m.observe(&p, || d.flow(p.src, p.dst), &mut obs);
+            t.observe(&p, &obs.messages);
+        }
+        let all = t.finish();
+        assert_eq!(all.len(), 1);
+        let a = &all[0];
+        assert_eq!(a.client.map(|c| c.port()), Some(1141));
+        assert_eq!(a.server.map(|s| s.port()), Some(19140));
+        assert_eq!(a.outcome, "disconnected_by_client", "{}", a.diagnosis);
+        let steps: Vec<(Option<Dir>, &str)> = a.steps.iter().map(|s| (s.dir, s.step)).collect();
+        assert_eq!(
+            steps,
+            [
+                (Some(Dir::S2c), "connection_request_accepted"),
+                (Some(Dir::C2s), "new_incoming_connection"),
+                (Some(Dir::S2c), "first_data"),
+                (Some(Dir::C2s), "disconnection_notification"),
+            ]
         );
     }
 
