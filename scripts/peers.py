@@ -34,6 +34,11 @@ alone" and "Client alone" below.  Scenarios of `session`:
     all-reliabilities ping, connect, every reliability 0..7 (incl. *_WITH_ACK_RECEIPT)
                       on channels 0, 1, 5, 31 with sizes 1..1400 bytes, both ways,
                       plus split messages (5000, 1600, 1500, 1500 bytes), disconnect
+    reconnect         ping, then twice: connect, the all-reliabilities exchange
+                      (seeds S and S+1), disconnect; the second time with a new
+                      client RakPeer bound to the same UDP port as the first (the
+                      first one's, when --client-port is 0): one client address,
+                      two connections (raknet-dissect's `sessions`)
     mismatch          the client uses another RakNet protocol version (0x19 reply)
     full              the server accepts no incoming connection (0x14 reply)
     no-server         nothing listens on the client's target port (R, default P+2);
@@ -664,10 +669,16 @@ class Session:
         a = self.args
         if with_server:
             self._start_server(server_max_incoming)
+        self.start_client(a.client_port, client_host)
+
+    def start_client(self, port, host=HOST):
+        """A new client RakPeer bound to host:port (0: any)."""
+        a = self.args
         self.client = RakPeer()
         cp = a.client_protocol if a.client_protocol is not None else a.protocol
-        self.client.startup(client_host, a.client_port, max_connections=1,
+        self.client.startup(host, port, max_connections=1,
                             protocol_version=cp, max_internal_ids=a.internal_ids)
+        self.server_addr = self.client_addr = None
 
     def _start_server(self, server_max_incoming, host=HOST):
         a = self.args
@@ -727,6 +738,11 @@ class Session:
         """Send plan; wait (at most `wait` s) until every message whose reliability
         is in must_arrive (default: every message) arrived, byte for byte or
         scrambled (see the module doc), and every receipt came."""
+        def receipts(side):
+            return self.rec.count(side, MI.ID_SND_RECEIPT_ACKED) + self.rec.count(
+                side, MI.ID_SND_RECEIPT_LOSS)
+        # Receipts of an earlier exchange (reconnect) do not count for this one.
+        before = {side: receipts(side) for side in ("client", "server")}
         self.send_plan(plan, 8, 0.02)
         want_receipts = {
             "client": sum(1 for s in plan if s[0] == "client" and s[1] in RECEIPT_VALUES),
@@ -741,9 +757,7 @@ class Session:
 
         def receipts_done():
             for side, n in want_receipts.items():
-                r = self.rec.count(side, MI.ID_SND_RECEIPT_ACKED) + self.rec.count(
-                    side, MI.ID_SND_RECEIPT_LOSS)
-                if r < n:
+                if receipts(side) - before[side] < n:
                     return False
             return True
 
@@ -782,13 +796,15 @@ class Session:
                       "(unreliable stragglers)")
 
     def disconnect(self, flush=1.0):
+        def gone():
+            return sum(1 for e in self.rec.got
+                       if e["side"] == "server" and e["id"] in (0x15, 0x16))
+        before = gone()
         # Shutdown of the client sends 0x15 (reliable ordered) and waits for its ACK.
         self.client.shutdown(flush)
         if self.server is None:
             return
-        self.wait_for(
-            lambda: any(e["side"] == "server" and e["id"] in (0x15, 0x16)
-                        for e in self.rec.got), 3, "disconnection notification")
+        self.wait_for(lambda: gone() > before, 3, "disconnection notification")
 
     def stop(self):
         for p in (self.client, self.server):
@@ -819,6 +835,24 @@ def run_session(args):
                 args.client_protocol = args.protocol + 1
             s.start()
             s.connect(attempts=3, interval_ms=300)
+        elif sc == "reconnect":
+            s.start()
+            if not s.ping():
+                print("peers.py: no pong", file=sys.stderr)
+                status = 1
+            # The second client takes the first one's port.
+            args.client_port = s.client.get_bound_address(0).port
+            for k in range(2):
+                if k:
+                    s.start_client(args.client_port)
+                if not s.connect():
+                    print("peers.py: connection %d failed" % (k + 1), file=sys.stderr)
+                    status = 1
+                    break
+                s.wait_for(lambda: False, 0.2, "(settle)")
+                s.exchange(plan_messages("all-reliabilities", args.seed + k))
+                s.disconnect()
+                log(args, "connection %d closed" % (k + 1))
         elif sc == "mirror":
             s.start()  # no ping: nothing offline that a lost datagram could fail
             if not s.connect():
@@ -1159,8 +1193,8 @@ def run_client(args):
     return status
 
 
-SCENARIOS = ["ping", "basic", "all-reliabilities", "mismatch", "full", "no-server", "bulk",
-             "mirror"]
+SCENARIOS = ["ping", "basic", "all-reliabilities", "reconnect", "mismatch", "full", "no-server",
+             "bulk", "mirror"]
 CLIENT_SCENARIOS = ["basic", "all-reliabilities", "mirror", "peer"]
 
 

@@ -3,9 +3,12 @@
 //! A flow (an endpoint pair) becomes RakNet when an offline message is seen
 //! on it (id plus magic), when one of its ports is forced with `-d`, or, with
 //! heuristics on, when a datagram parses strictly to its end. Other UDP is
-//! counted and skipped. Roles come from the handshake: the side that sends a
-//! ping or Open Connection Request is the client; a flow first seen
-//! mid-connection takes the lower port (or a forced port) as the server.
+//! counted and skipped. Roles come from the messages only one side sends: a
+//! ping, Open Connection Request 1 or 2, ConnectionRequest or
+//! NewIncomingConnection comes from the client; a pong, Open Connection Reply
+//! 1 or 2, a refusal or ConnectionRequestAccepted from the server. A flow
+//! first seen mid-connection, before any of these, takes the lower port (or
+//! a forced port) as the server until one of them says otherwise.
 //!
 //! The flow table is bounded: idle flows are evicted, and past `max_flows`
 //! the least recently seen goes first.
@@ -432,9 +435,8 @@ impl Dissector {
                 })
             }
         };
-        if let (false, Some(c)) = (f.roles_known, client_is_src) {
-            (f.client, f.server) = if c { (d.src, d.dst) } else { (d.dst, d.src) };
-            f.roles_known = true;
+        if let Some(c) = client_is_src {
+            learn_roles(f, d, c);
         }
         f.last_seen = d.ts;
         f.packets += 1;
@@ -570,6 +572,8 @@ impl Dissector {
         }
         let mut trace = r.take_trace();
         let mut client_guid_seen = None;
+        // A message only one role sends says who the client is.
+        let mut client_is_src = None;
         if let Some(Datagram::Data(dd)) = &lax.value {
             let mut nested = Vec::with_capacity(if trace.is_some() {
                 dd.capsules.len()
@@ -598,7 +602,12 @@ impl Dissector {
                     match Connected::parse(&mut cr) {
                         Err(e) => anomalies.push(Anomaly::from_wire(&e, truncated)),
                         Ok(Connected::ConnectionRequest { client_guid, .. }) => {
-                            client_guid_seen = Some(client_guid)
+                            client_guid_seen = Some(client_guid);
+                            client_is_src = Some(true);
+                        }
+                        Ok(Connected::NewIncomingConnection { .. }) => client_is_src = Some(true),
+                        Ok(Connected::ConnectionRequestAccepted { .. }) => {
+                            client_is_src = Some(false)
                         }
                         Ok(_) => {}
                     }
@@ -614,10 +623,17 @@ impl Dissector {
                 nest_messages(t, nested);
             }
         }
-        let (flow_id, dir) = match seen {
-            Some(s) => s,
-            None => {
-                let flow = self.flow_mut(d, flow_key, detection, None);
+        let (flow_id, dir) = match (seen, client_is_src) {
+            (Some(s), None) => s,
+            (Some(s), Some(c)) => match self.flows.get_mut(&flow_key) {
+                Some(flow) => {
+                    learn_roles(flow, d, c);
+                    (flow.id, dir_of(flow, d.src))
+                }
+                None => s,
+            },
+            (None, c) => {
+                let flow = self.flow_mut(d, flow_key, detection, c);
                 (flow.id, dir_of(flow, d.src))
             }
         };
@@ -655,6 +671,20 @@ impl Dissector {
             payload: &d.payload,
             udp_len: d.udp_len,
         }
+    }
+}
+
+/// Roles from a message only one of them sends (`client_is_src`: its sender
+/// is the client). They replace roles guessed by port; once a message has
+/// set them, they stay.
+fn learn_roles(flow: &mut Flow, d: &UdpDatagram, client_is_src: bool) {
+    if !flow.roles_known {
+        (flow.client, flow.server) = if client_is_src {
+            (d.src, d.dst)
+        } else {
+            (d.dst, d.src)
+        };
+        flow.roles_known = true;
     }
 }
 
@@ -898,6 +928,100 @@ mod tests {
             assert!(d.flows.len() <= 8);
         }
         assert_eq!(d.stats().flows, 100);
+    }
+
+    /// The UDP datagrams of `samples/handshake.pcap` (the original library;
+    /// client 127.0.0.1:19141, server 127.0.0.1:19140) from the first data
+    /// datagram on (the ConnectionRequest), skipping `skip` more, with the
+    /// client moved to port 1141: below the server's. (Only the UDP ports
+    /// change: the roles must come from the messages.)
+    fn mid_session(skip: usize) -> Vec<UdpDatagram> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/handshake.pcap");
+        let mut r = crate::capture::CaptureReader::open(&path).expect("the sample opens");
+        let mut v = Vec::new();
+        while let Some(d) = r.next_datagram() {
+            let mut d = d.expect("the sample reads");
+            for a in [&mut d.src, &mut d.dst] {
+                if a.port() == 19141 {
+                    a.set_port(1141);
+                }
+            }
+            // Not the peers' start-up datagrams, each to its own port.
+            if d.src != d.dst {
+                v.push(d);
+            }
+        }
+        let first_data = v.iter().position(|d| d.payload[0] >= 0x80).unwrap();
+        v.split_off(first_data + skip)
+    }
+
+    fn dirs(d: &mut Dissector, datagrams: &[UdpDatagram]) -> Vec<Dir> {
+        datagrams
+            .iter()
+            .map(|u| d.dissect(u).unwrap().dir)
+            .collect()
+    }
+
+    fn true_dirs(datagrams: &[UdpDatagram]) -> Vec<Dir> {
+        datagrams
+            .iter()
+            .map(|u| {
+                if u.src.port() == 1141 {
+                    Dir::C2s
+                } else {
+                    Dir::S2c
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_connection_request_from_the_lower_port_makes_it_the_client() {
+        let v = mid_session(0);
+        assert_eq!(
+            v[0].payload[10], CONNECTION_REQUEST,
+            "a datagram with a ConnectionRequest"
+        );
+        let mut d = Dissector::new(Options::default());
+        assert_eq!(dirs(&mut d, &v), true_dirs(&v));
+        let f = d.flows()[0];
+        assert_eq!((f.client.port(), f.server.port()), (1141, 19140));
+        assert!(f.roles_known);
+        assert_eq!(f.client_guid, Some(0x0006_60d5_c342_be73));
+    }
+
+    #[test]
+    fn roles_guessed_by_port_follow_the_first_message_that_tells() {
+        // The server's ACK of the ConnectionRequest first: a guess by port
+        // (the lower, the client's, taken as the server), wrong until
+        // ConnectionRequestAccepted comes from the other side.
+        let v = mid_session(1);
+        assert_eq!(v[1].payload[14], CONNECTION_REQUEST_ACCEPTED);
+        let mut d = Dissector::new(Options::default());
+        let got = dirs(&mut d, &v);
+        let want = true_dirs(&v);
+        assert_eq!(got[0], want[0].reverse(), "the guess");
+        assert_eq!(got[1..], want[1..], "corrected from the accept on");
+        let f = d.flows()[0];
+        assert_eq!((f.client.port(), f.server.port()), (1141, 19140));
+        // A forced port does not outweigh the messages either.
+        let mut d = Dissector::new(Options {
+            ports: vec![1141],
+            ..Options::default()
+        });
+        assert_eq!(dirs(&mut d, &mid_session(0)), true_dirs(&mid_session(0)));
+    }
+
+    #[test]
+    fn roles_set_by_a_message_stay() {
+        let v = mid_session(0);
+        let mut d = Dissector::new(Options::default());
+        d.dissect(&v[0]).unwrap();
+        // The same ConnectionRequest from the server's side, as if it were the client.
+        let mut reversed = v[0].clone();
+        std::mem::swap(&mut reversed.src, &mut reversed.dst);
+        assert_eq!(d.dissect(&reversed).unwrap().dir, Dir::S2c);
+        assert_eq!(d.flows()[0].client.port(), 1141);
     }
 
     fn hex_bytes(s: &str) -> Vec<u8> {

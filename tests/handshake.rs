@@ -16,7 +16,7 @@
 //! Needs root (live capture), tcpdump, python3 and a Python with `raknet`
 //! (tests/common); without them each test prints `skipped: ...` and passes,
 //! unless RAKNET_DISSECT_REQUIRE_PEERS=1. Each test has its own block of five
-//! or ten UDP ports in 19500-19579 and captures only those (ICMP errors
+//! or ten UDP ports in 19500-19584 and captures only those (ICMP errors
 //! quoting them included), so the tests run in parallel; every wait is
 //! bounded and every child process is killed when a test fails. After a
 //! failure the test's files (captures, the peers' output) stay in
@@ -24,7 +24,8 @@
 //!
 //! Outcomes asserted (README, "Why a connection did not come up"):
 //! `incompatible_protocol`, `no_free_incoming_connections`,
-//! `port_unreachable`, `connected` after an MTU fall-back, `no_reply_2`,
+//! `port_unreachable`, `connected` after an MTU fall-back (and a server's
+//! MTU cap, which is no fall-back), `no_reply_2`,
 //! `connection_request_unanswered`, `disconnected_by_server`, `timed_out`.
 
 mod common;
@@ -56,6 +57,7 @@ const PORT_SHUTDOWN_ORIGINAL: u16 = 19560;
 const PORT_SHUTDOWN_OURS: u16 = 19565;
 const PORT_SILENT: u16 = 19570;
 const PORT_CLIENT_GONE: u16 = 19575;
+const PORT_MTU_CAP: u16 = 19580;
 
 /// Exit status of `probe`, `connect` and `ping` without a connection (or pong).
 const EXIT_NO_CONNECTION: i32 = 6;
@@ -1007,6 +1009,11 @@ fn mtu_falls_back_when_large_datagrams_are_lost() {
             !r["diagnosis"].as_str().unwrap_or("").contains("fell back"),
             || format!("relay to server: no fall-back: {d}"),
         );
+        check(
+            &mut problems,
+            !r["diagnosis"].as_str().unwrap_or("").contains("capped"),
+            || format!("relay to server: the original server caps nothing below 1492: {d}"),
+        );
     }
     for r in &server_side {
         check(&mut problems, r["outcome"] == "connected", || {
@@ -1014,6 +1021,69 @@ fn mtu_falls_back_when_large_datagrams_are_lost() {
         });
     }
     assert_no_problems("MTU fall-back", &problems);
+}
+
+/// Our `serve --mtu 1200` grants at most 1200, and our `connect` probes 1492
+/// first: the server answers that very probe (the first datagram) with Reply
+/// 1 for 1200, and they connect at 1200. Nothing was lost, so `handshake`
+/// must not call it a fall-back: the diagnosis says the server capped the MTU.
+#[test]
+fn server_caps_the_mtu() {
+    if !(common::require_tool("tcpdump") && common::require_root()) {
+        return;
+    }
+    let work = Work::new("mtu-cap");
+    let port = PORT_MTU_CAP;
+    assert_port_free(port);
+    let cap = capture_ports(work.file("mtu-cap.pcap"), port, port + 4);
+    let listen = format!("127.0.0.1:{port}");
+    let mut serve = Ours::spawn(
+        &args(&[
+            "serve", "--listen", &listen, "--mtu", "1200", "--once", "--json",
+        ]),
+        None,
+    );
+    assert!(
+        serve
+            .wait_record("listening", Duration::from_secs(10))
+            .is_some(),
+        "serve --mtu 1200 did not start"
+    );
+    let conn = ours(
+        &args(&[
+            "connect",
+            &listen,
+            "--send",
+            "86aabbccdd",
+            "--wait",
+            "1",
+            "--json",
+        ]),
+        Duration::from_secs(20),
+    );
+    let serve = serve.finish(Duration::from_secs(10));
+    let pcap = cap.stop();
+    let records = handshake(&pcap);
+    print_attempts("server caps the MTU", &records);
+
+    assert_eq!(conn.code, Some(0), "{}", conn.stderr);
+    assert_eq!(conn.one("connected")["mtu"], 1200);
+    assert_eq!(serve.code, Some(0), "{}", serve.stderr);
+    assert_eq!(records.len(), 1, "one attempt");
+    let r = &records[0];
+    let d = describe(r);
+    assert_eq!(mtu_probes(r), [1492], "one probe: {d}");
+    assert_eq!(r["mtu"], 1200, "{d}");
+    assert_eq!(count_steps(r, "open_connection_reply_1"), 1, "{d}");
+    let answered = step_time(r, "open_connection_reply_1").unwrap_or(f64::MAX)
+        - step_time(r, "open_connection_request_1").unwrap_or(0.0);
+    assert!(answered < 0.1, "the probe was answered at once: {d}");
+    assert_eq!(r["outcome"], "disconnected_by_client", "{d}");
+    let diag = r["diagnosis"].as_str().unwrap_or("");
+    assert!(
+        diag.ends_with("; the server capped the MTU at 1200") && !diag.contains("fell back"),
+        "the diagnosis names the server's cap, not a fall-back: {diag:?}"
+    );
 }
 
 // ---------------------------------------------------------------------------

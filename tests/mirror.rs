@@ -28,6 +28,16 @@
 //! sent. With `--reassembly arrival` every message must be byte for byte what
 //! the server application got.
 //!
+//! A client that connects again from the same address has new datagram numbers
+//! and indices: `samples/handshake.pcap` written twice, 30 s apart (with and
+//! without its second offline handshake), must give its messages twice, one
+//! flow of two `sessions` and two complete handshake attempts; and the
+//! original library really doing it (`peers.py --scenario reconnect`, the client
+//! on the LOWER port) must give what each application got, also when the
+//! capture is cut so that the flow is first seen at a ConnectionRequest (roles
+//! from the messages, not the ports) or in mid-session (roles guessed by port,
+//! then corrected by the second ConnectionRequest).
+//!
 //! Needs root, tcpdump, Python 3 and (part 1) Python with `raknet`; skipped (with a
 //! line saying so) without them, unless RAKNET_DISSECT_REQUIRE_PEERS=1. After a
 //! failure the files stay in `target/tmp/mirror/<test>-<pid>/` (capture, ground
@@ -1058,4 +1068,410 @@ fn rust_raknet_through_lossy_relay() {
 #[test]
 fn rust_raknet_through_clean_relay() {
     minecraft("rust-raknet-clean", CLEAN);
+}
+
+// ---------------------------------------------------------------------------
+// A client that connects again from the same address; a capture that starts
+// in the middle of a connection
+// ---------------------------------------------------------------------------
+
+/// Every UDP datagram of `pcap` but the peers' start-up datagrams (each to its
+/// own port).
+fn udp_of(pcap: &Path) -> Vec<raknet_dissect::capture::UdpDatagram> {
+    let mut r = CaptureReader::open(pcap).expect("capture opens");
+    let mut v = Vec::new();
+    while let Some(d) = r.next_datagram() {
+        let d = d.expect("capture reads to the end");
+        if d.src != d.dst {
+            v.push(d);
+        }
+    }
+    v
+}
+
+/// `datagrams` written to `path` (pcapng, raw IP), each at its time plus `shift`
+/// and then again at its time plus `again` (when given).
+fn write_udp(
+    path: &Path,
+    datagrams: &[&raknet_dissect::capture::UdpDatagram],
+    again: Option<(Duration, &[&raknet_dissect::capture::UdpDatagram])>,
+) {
+    let mut w = raknet_dissect::capture::write::Recorder::create(path).expect("capture file");
+    let mut all: Vec<(Duration, &raknet_dissect::capture::UdpDatagram)> =
+        datagrams.iter().map(|d| (d.ts, *d)).collect();
+    if let Some((shift, more)) = again {
+        all.extend(more.iter().map(|d| (d.ts + shift, *d)));
+    }
+    for (ts, d) in all {
+        w.record_at(ts, d.src, d.dst, &d.payload)
+            .expect("datagram written");
+    }
+    w.flush().expect("capture flushed");
+}
+
+/// `raknet-dissect COMMAND PCAP --json`: its records (it must exit 0).
+fn records(command: &str, pcap: &Path) -> Vec<Value> {
+    let out = common::run_with_timeout(
+        common::bin().arg(command).arg(pcap).arg("--json"),
+        Duration::from_secs(60),
+    );
+    assert!(
+        out.status.success(),
+        "`raknet-dissect {command} {}` failed: {}",
+        pcap.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+/// The messages of `messages --json`, as (dir, data) in delivery order.
+fn dir_data(messages: &[Value]) -> Vec<(String, String)> {
+    messages
+        .iter()
+        .map(|m| {
+            (
+                m["dir"].as_str().unwrap_or("?").to_string(),
+                m["data"].as_str().unwrap_or("?").to_string(),
+            )
+        })
+        .collect()
+}
+
+fn step_names(attempt: &Value) -> Vec<&str> {
+    attempt["steps"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|s| s["step"].as_str()).collect())
+        .unwrap_or_default()
+}
+
+/// An attempt that connected and ended with the client's disconnection.
+fn assert_connected_then_disconnected(a: &Value) {
+    let steps = step_names(a);
+    for s in [
+        "connection_request",
+        "connection_request_accepted",
+        "new_incoming_connection",
+        "disconnection_notification",
+    ] {
+        assert!(
+            steps.contains(&s),
+            "attempt {} lacks {s}: {a}",
+            a["attempt"]
+        );
+    }
+    assert_eq!(a["outcome"], "disconnected_by_client", "{a}");
+}
+
+/// The flow record of a capture with one flow.
+fn one_flow(pcap: &Path) -> Value {
+    let flows = records("flows", pcap);
+    assert_eq!(flows.len(), 1, "one flow: {flows:?}");
+    flows[0].clone()
+}
+
+/// `samples/handshake.pcap` (the original library: ping, connect, every
+/// reliability both ways, disconnect) and the same datagrams again 30 s
+/// later, from the same two ports: a client that connects again from the
+/// same address, its Open Connection handshake in the capture (`whole`) or
+/// not (only its datagrams from the ConnectionRequest on). Each session has
+/// its own datagram numbers and indices: `messages` must give what the
+/// capture gives once, twice; `flows` one flow with `sessions` 2 and no
+/// duplicates; `handshake` two attempts, each connected and disconnected.
+fn sample_twice(whole: bool) {
+    let work = work_dir(if whole { "twice" } else { "twice-no-offline" });
+    let sample = common::sample("handshake.pcap");
+    let once = udp_of(&sample);
+    let all: Vec<&_> = once.iter().collect();
+    let connected: Vec<&_> = once
+        .iter()
+        .skip_while(|d| d.payload.first().is_none_or(|&b| b < 0x80))
+        .collect();
+    assert_eq!(
+        connected.len(),
+        all.len() - 6,
+        "ping, pong, requests and replies 1, 2"
+    );
+    let pcap = work.join("twice.pcapng");
+    let again = if whole { &all } else { &connected };
+    write_udp(&pcap, &all, Some((Duration::from_secs(30), again)));
+
+    let single = records("messages", &sample);
+    assert_eq!(single.len(), 80, "messages of samples/handshake.pcap");
+    let double = records("messages", &pcap);
+    let mut want = dir_data(&single);
+    want.extend(dir_data(&single));
+    assert_eq!(double.len(), 160);
+    assert_eq!(dir_data(&double), want, "each session's messages, in order");
+    for m in &double {
+        assert_eq!(m["anomalies"], serde_json::json!([]), "{m}");
+    }
+    let flagged = |pcap: &Path| {
+        records("read", pcap)
+            .iter()
+            .filter(|p| p["anomalies"].as_array().is_some_and(|a| !a.is_empty()))
+            .count()
+    };
+    assert_eq!(
+        flagged(&pcap),
+        2 * flagged(&sample),
+        "no duplicate, no out of order"
+    );
+
+    let (one, two) = (one_flow(&sample), one_flow(&pcap));
+    assert_eq!(one["sessions"], 1);
+    assert_eq!(two["sessions"], 2, "{two}");
+    assert_eq!(two["state"], "disconnected_by_client");
+    assert_eq!(
+        (&two["client"], &two["server"]),
+        (&one["client"], &one["server"])
+    );
+    for dir in ["c2s", "s2c"] {
+        for k in ["messages", "data_datagrams", "splits_reassembled"] {
+            let (a, b) = (one[dir][k].as_u64().unwrap(), two[dir][k].as_u64());
+            assert_eq!(b, Some(2 * a), "{dir}.{k}: {two}");
+        }
+        assert_eq!(two[dir]["duplicates"], 0, "{two}");
+        assert_eq!(
+            two[dir]["anomalies"],
+            one[dir]["anomalies"].as_u64().unwrap() * 2
+        );
+    }
+
+    let attempts = records("handshake", &pcap);
+    assert_eq!(attempts.len(), 2, "{attempts:?}");
+    for a in &attempts {
+        assert_connected_then_disconnected(a);
+    }
+    let starts: Vec<f64> = attempts.iter().filter_map(|a| a["ts"].as_f64()).collect();
+    assert!(
+        starts[1] - starts[0] > 29.0,
+        "the second attempt 30 s later: {starts:?}"
+    );
+    let first = step_names(&attempts[1])[0];
+    assert_eq!(
+        first,
+        if whole {
+            "unconnected_ping"
+        } else {
+            "connection_request"
+        }
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+#[test]
+fn sample_twice_from_the_same_port_is_two_sessions() {
+    sample_twice(true);
+}
+
+#[test]
+fn sample_twice_without_the_second_offline_handshake_is_two_sessions() {
+    sample_twice(false);
+}
+
+/// What each application of a peers.py run got from the library
+/// (`--out-json`), connected messages only: (dir, hex) in receive() order,
+/// per direction.
+fn received_by(received: &[Value], dir: &str) -> Vec<(String, String)> {
+    received
+        .iter()
+        .filter(|e| e["kind"] == "connected" && e["dir"] == dir)
+        .map(|e| {
+            (
+                dir.to_string(),
+                e["hex"].as_str().unwrap_or("?").to_string(),
+            )
+        })
+        .collect()
+}
+
+/// `messages` less what the original library consumes, for one direction.
+fn shown_to(messages: &[Value], dir: &str) -> Vec<(String, String)> {
+    let kept: Vec<Value> = messages
+        .iter()
+        .filter(|m| m["dir"] == dir)
+        .filter(|m| !ORIGINAL_CONSUMED.contains(&m["id"].as_u64().unwrap_or(u64::MAX)))
+        .cloned()
+        .collect();
+    dir_data(&kept)
+}
+
+/// The original library (`peers.py session --scenario reconnect`): a client
+/// on port P connects to a server on P + 1, exchanges every reliability both
+/// ways, disconnects, and a new client RakPeer on the same port P does it all
+/// again. Captured with tcpdump:
+///
+/// - `messages` must be, per direction and in order, what each application
+///   got over both connections; `flows` one flow, `sessions` 2, no
+///   duplicates; `handshake` two attempts, each connected and disconnected.
+/// - The capture cut before its first data datagram (the flow is first seen
+///   at the ConnectionRequest, sent from the LOWER port, which the port guess
+///   would take for the server's): the ConnectionRequest is c2s, the roles are
+///   right, and `messages` gives exactly what the whole capture gives.
+/// - Only its data, ACK and NACK datagrams, from after the first
+///   NewIncomingConnection: roles guessed by port, the wrong way round, until
+///   the second ConnectionRequest says otherwise; from there, the messages of
+///   the second connection are those of the whole capture, and the flow record
+///   names the client and the server right.
+#[test]
+fn original_library_reconnects_from_the_same_lower_port() {
+    if !capture_ready() {
+        return;
+    }
+    let Some(py) = common::raknet_python() else {
+        common::skip_or_fail("Python package raknet (PyPI) not installed");
+        return;
+    };
+    let dir = work_dir("reconnect");
+    let port = common::free_port_pair();
+    let (client_port, server_port) = (port, port + 1);
+    let pcap = dir.join("capture.pcap");
+    let dump = Tcpdump::start(&pcap, &format!("udp port {server_port}"));
+    let (code, secs) = run_logged(
+        Command::new(&py)
+            .arg(common::root().join("scripts/peers.py"))
+            .args(["session", "--port", &server_port.to_string()])
+            .args(["--client-port", &client_port.to_string()])
+            .args(["--scenario", "reconnect", "--seed", &PEERS_SEED.to_string()])
+            .args(["--timeout", "40", "-v", "--out-json"])
+            .arg(dir.join("received.json")),
+        &dir,
+        "peers",
+    );
+    dump.stop();
+    println!("reconnect: peers.py ran {secs:.1} s (exit {code:?})");
+    assert_eq!(
+        code,
+        Some(0),
+        "peers.py failed; its stderr ends with:\n{}",
+        tail(&dir.join("peers.err"))
+    );
+    let received = read_json(&dir.join("received.json"))
+        .as_array()
+        .expect("received.json is a list")
+        .clone();
+    let client = format!("127.0.0.1:{client_port}");
+    let server = format!("127.0.0.1:{server_port}");
+
+    // The whole capture.
+    let all = records("messages", &pcap);
+    for d in ["c2s", "s2c"] {
+        let (want, got) = (received_by(&received, d), shown_to(&all, d));
+        let accepted = if d == "c2s" { "13" } else { "10" };
+        let twice = want.iter().filter(|(_, h)| h.starts_with(accepted)).count();
+        assert_eq!(twice, 2, "{d}: the application got two connections");
+        assert_eq!(got, want, "{d}: messages against what the application got");
+    }
+    let f = one_flow(&pcap);
+    println!("reconnect: {f}");
+    assert_eq!(
+        (f["client"].as_str(), f["server"].as_str()),
+        (Some(&*client), Some(&*server))
+    );
+    assert_eq!(f["sessions"], 2, "{f}");
+    assert_eq!(f["state"], "disconnected_by_client", "{f}");
+    for d in ["c2s", "s2c"] {
+        assert_eq!(f[d]["duplicates"], 0, "{f}");
+    }
+    let attempts = records("handshake", &pcap);
+    assert_eq!(attempts.len(), 2, "{attempts:?}");
+    for a in &attempts {
+        assert_connected_then_disconnected(a);
+        assert_eq!(a["client"].as_str(), Some(&*client), "{a}");
+    }
+
+    // From the first data datagram on: the ConnectionRequest first.
+    let udp = udp_of(&pcap);
+    let first_data = udp
+        .iter()
+        .position(|d| d.payload.first().is_some_and(|&b| b >= 0x80))
+        .expect("data datagrams");
+    let cut: Vec<&_> = udp[first_data..].iter().collect();
+    assert_eq!(
+        cut[0].src.port(),
+        client_port,
+        "the client sends the first datagram"
+    );
+    let cut_pcap = dir.join("from-first-datagram.pcapng");
+    write_udp(&cut_pcap, &cut, None);
+    let packets = records("read", &cut_pcap);
+    let request = &packets[0];
+    assert_eq!(
+        request["frames"][0]["id"], 9,
+        "a ConnectionRequest: {request}"
+    );
+    assert_eq!(request["dir"], "c2s", "{request}");
+    assert!(
+        packets
+            .iter()
+            .all(|p| (p["dir"] == "c2s") == (p["src"] == client.as_str())),
+        "every packet from the client is c2s"
+    );
+    let got = records("messages", &cut_pcap);
+    assert_eq!(
+        dir_data(&got),
+        dir_data(&all),
+        "messages of the cut capture"
+    );
+    let f = one_flow(&cut_pcap);
+    assert_eq!(
+        (f["client"].as_str(), f["server"].as_str()),
+        (Some(&*client), Some(&*server))
+    );
+    assert_eq!(f["sessions"], 2, "{f}");
+
+    // Only datagrams, from after the first NewIncomingConnection.
+    let nic_frame = records("read", &pcap)
+        .iter()
+        .find(|p| {
+            p["frames"]
+                .as_array()
+                .is_some_and(|f| f.iter().any(|c| c["id"] == 0x13))
+        })
+        .and_then(|p| p["frame"].as_u64())
+        .expect("a datagram with NewIncomingConnection");
+    let after_nic = udp
+        .iter()
+        .position(|d| d.frame == nic_frame)
+        .expect("its datagram");
+    let data_only: Vec<&_> = udp[after_nic + 1..]
+        .iter()
+        .filter(|d| d.payload.first().is_some_and(|&b| b >= 0x80))
+        .collect();
+    let data_pcap = dir.join("data-only.pcapng");
+    write_udp(&data_pcap, &data_only, None);
+    let got = records("messages", &data_pcap);
+    let second = |v: &[Value]| -> Vec<(String, String)> {
+        let requests: Vec<usize> = v
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m["id"] == 9)
+            .map(|(i, _)| i)
+            .collect();
+        dir_data(&v[*requests.last().expect("a ConnectionRequest")..])
+    };
+    assert_eq!(
+        second(&got),
+        second(&all),
+        "the second connection's messages, once the roles are right"
+    );
+    let f = one_flow(&data_pcap);
+    assert_eq!(
+        (f["client"].as_str(), f["server"].as_str()),
+        (Some(&*client), Some(&*server))
+    );
+    assert_eq!(f["sessions"], 2, "{f}");
+    assert_eq!(f["state"], "disconnected_by_client", "{f}");
+    let attempts = records("handshake", &data_pcap);
+    assert_eq!(attempts.len(), 2, "{attempts:?}");
+    for a in &attempts {
+        assert_eq!(a["client"].as_str(), Some(&*client), "{a}");
+        assert_eq!(a["outcome"], "disconnected_by_client", "{a}");
+    }
+    assert_connected_then_disconnected(&attempts[1]);
+    let _ = std::fs::remove_dir_all(&dir);
 }

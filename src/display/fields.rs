@@ -686,6 +686,7 @@ pub static FIELDS: &[FieldDef] = &[
     def("client", Field::Path("client"), Ty::Str, FL | HS, "The client's address, \"ip:port\" (the side that sent Open Connection Request 1)."),
     def("server", Field::Path("server"), Ty::Str, FL | HS, "The server's address, \"ip:port\"."),
     flow_key("state", Ty::Str, "unconnected, handshake, connected, refused, disconnected_by_client or disconnected_by_server."),
+    flow_key("sessions", Ty::Int, "Connections on this endpoint pair: 2 or more when the client reconnected from the same address; 0 for offline messages only."),
     flow_key("first_ts", Ty::Float, "Time of the flow's first packet, seconds since the Unix epoch."),
     flow_key("last_ts", Ty::Float, "Time of its last packet."),
     def("duration", Field::Path("duration"), Ty::Float, FL | HS, "Seconds: flow, last_ts - first_ts; handshake, from the attempt's start to its end."),

@@ -5,7 +5,9 @@
 //! Fed every dissected packet, the messages the mirror delivered because of
 //! it, and ICMP errors quoting a flow's UDP. An attempt starts with the first
 //! ping or Open Connection Request 1 of a flow, or with one that follows a
-//! finished attempt (refused, connected, disconnected). Memory: a bounded
+//! finished attempt (refused, connected, disconnected), or with a
+//! ConnectionRequest after a disconnection (a client that connects again
+//! from the same address, its offline handshake not captured). Memory: a bounded
 //! number of steps per attempt (the rest are counted) and of attempts per
 //! flow; the flows themselves are bounded by the dissector's table.
 
@@ -15,7 +17,8 @@ use std::time::Duration;
 
 use crate::dissect::{Body, Dir, Packet};
 use crate::wire::ids::{
-    ALREADY_CONNECTED, CONNECTION_BANNED, IP_RECENTLY_CONNECTED, NO_FREE_INCOMING_CONNECTIONS,
+    ALREADY_CONNECTED, CONNECTION_BANNED, CONNECTION_REQUEST, IP_RECENTLY_CONNECTED,
+    NO_FREE_INCOMING_CONNECTIONS,
 };
 use crate::wire::{Datagram, Offline};
 
@@ -134,6 +137,8 @@ pub struct Attempt {
     pub pongs: u32,
     pub request1_mtus: Vec<u16>,
     pub reply1_mtu: Option<u16>,
+    /// The MTU of the last Request 1 before the first Reply 1: the probe it answered.
+    reply1_probe: Option<u16>,
     pub request2: u32,
     pub reply2_mtu: Option<u16>,
     pub client_protocol: Option<u8>,
@@ -186,6 +191,30 @@ impl Attempt {
         }
     }
 
+    /// Client and server the other way round: the steps so far went the
+    /// other way too.
+    fn swap_roles(&mut self) {
+        std::mem::swap(&mut self.client, &mut self.server);
+        std::mem::swap(&mut self.last_c2s, &mut self.last_s2c);
+        self.disconnected_by = self.disconnected_by.map(Dir::reverse);
+        for s in &mut self.steps {
+            s.dir = s.dir.map(Dir::reverse);
+            let swapped = match (s.step, s.detail.as_str()) {
+                ("disconnection_notification", "by the client") => Some("by the server".into()),
+                ("disconnection_notification", "by the server") => Some("by the client".into()),
+                ("first_data", d) => match d.split_once(' ') {
+                    Some(("c2s", rest)) => Some(format!("s2c {rest}")),
+                    Some(("s2c", rest)) => Some(format!("c2s {rest}")),
+                    _ => None,
+                },
+                _ => None,
+            };
+            if let Some(d) = swapped {
+                s.detail = d;
+            }
+        }
+    }
+
     /// No further handshake step can follow: a new request starts a new attempt.
     fn finished(&self) -> bool {
         self.refusal.is_some()
@@ -213,12 +242,7 @@ impl Attempt {
             }
             mtus.join(", ")
         };
-        let fallback = match (self.request1_mtus.first(), self.reply1_mtu) {
-            (Some(&first), Some(got)) if got < first => {
-                format!("; MTU fell back from {first} to {got}: the larger probes went unanswered")
-            }
-            _ => String::new(),
-        };
+        let fallback = self.mtu_note();
         let (outcome, diagnosis) = if let Some(kind) = &self.icmp {
             (
                 "port_unreachable",
@@ -388,6 +412,29 @@ impl Attempt {
         self.end = end;
     }
 
+    /// What became of the MTU, for the diagnosis: the client fell back to
+    /// a smaller Request 1 after larger ones went unanswered, and/or the
+    /// server answered with less than the probe it got (its own limit).
+    fn mtu_note(&self) -> String {
+        let (Some(&first), Some(probe), Some(got)) = (
+            self.request1_mtus.first(),
+            self.reply1_probe,
+            self.reply1_mtu,
+        ) else {
+            return String::new();
+        };
+        let mut note = String::new();
+        if probe < first && got < first {
+            note = format!(
+                "; MTU fell back from {first} to {probe}: the larger probes went unanswered"
+            );
+        }
+        if got < probe {
+            note += &format!("; the server capped the MTU at {got}");
+        }
+        note
+    }
+
     fn connected_in(&self) -> f64 {
         self.steps
             .iter()
@@ -445,19 +492,45 @@ impl HandshakeTracker {
     /// A RakNet packet, with the messages the mirror delivered because of it.
     pub fn observe(&mut self, p: &Packet<'_>, delivered: &[crate::mirror::Message]) {
         self.last_ts = self.last_ts.max(p.ts);
-        let starts = matches!(
-            &p.body,
-            Body::Offline {
-                msg: Some(Offline::UnconnectedPing { .. } | Offline::OpenConnectionRequest1 { .. }),
-                ..
-            }
-        ) && p.dir == Dir::C2s;
-        // A flow first seen mid-connection has no attempt until something happens.
-        let a = self.current(p.flow, p.ts, starts);
         let (client, server) = match p.dir {
             Dir::C2s => (p.src, p.dst),
             Dir::S2c => (p.dst, p.src),
         };
+        // The roles were guessed the other way round until this packet: the
+        // flow's attempts so far had them reversed too.
+        if let Some(f) = self.flows.get_mut(&p.flow) {
+            let reversed = |a: &Attempt| {
+                client != server && (a.client, a.server) == (Some(server), Some(client))
+            };
+            if f.attempts.last().is_some_and(reversed) {
+                f.attempts.iter_mut().for_each(Attempt::swap_roles);
+            }
+        }
+        let starts = match &p.body {
+            Body::Offline {
+                msg: Some(Offline::UnconnectedPing { .. } | Offline::OpenConnectionRequest1 { .. }),
+                ..
+            } => true,
+            // A client that connects again without an offline handshake in the
+            // capture: a ConnectionRequest after a disconnection, whose datagram
+            // number is not past the previous one's (a resend's would be).
+            Body::Datagram(Some(Datagram::Data(d)))
+                if d.capsules
+                    .iter()
+                    .any(|c| c.message_id() == Some(CONNECTION_REQUEST)) =>
+            {
+                self.flows
+                    .get(&p.flow)
+                    .and_then(|f| f.attempts.last())
+                    .is_some_and(|a| {
+                        a.disconnected_by.is_some()
+                            && a.connection_request_seq.is_none_or(|s| d.seq <= s)
+                    })
+            }
+            _ => false,
+        } && p.dir == Dir::C2s;
+        // A flow first seen mid-connection has no attempt until something happens.
+        let a = self.current(p.flow, p.ts, starts);
         a.client.get_or_insert(client);
         a.server.get_or_insert(server);
         match p.dir {
@@ -501,6 +574,9 @@ impl HandshakeTracker {
                 Offline::OpenConnectionReply1 {
                     mtu, server_guid, ..
                 } => {
+                    if a.reply1_mtu.is_none() {
+                        a.reply1_probe = a.request1_mtus.last().copied();
+                    }
                     a.reply1_mtu.get_or_insert(*mtu);
                     a.step(
                         p,
@@ -614,5 +690,128 @@ impl HandshakeTracker {
         }
         all.sort_by_key(|a| (a.flow, a.number));
         all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::UdpDatagram;
+    use crate::dissect::{Dissector, Options};
+
+    /// The attempt of a client that sends Request 1 with each MTU of
+    /// `probes` (500 ms apart) and gets Reply 1 with `reply` after the last.
+    fn attempt(probes: &[u16], reply: u16) -> Attempt {
+        let mut d = Dissector::new(Options::default());
+        let mut t = HandshakeTracker::new();
+        let (c, s) = ("127.0.0.1:50000", "127.0.0.1:19132");
+        let mut send = |ms: u64, src: &str, dst: &str, o: Offline<'_>| {
+            let mut payload = Vec::new();
+            o.emit(&mut payload);
+            let u = UdpDatagram {
+                frame: ms + 1,
+                ts: Duration::from_millis(ms),
+                src: src.parse().unwrap(),
+                dst: dst.parse().unwrap(),
+                udp_len: payload.len(),
+                payload,
+                icmp: None,
+            };
+            t.observe(&d.dissect(&u).unwrap(), &[]);
+        };
+        let mut ms = 0;
+        for &mtu in probes {
+            let r1 = Offline::OpenConnectionRequest1 { protocol: 6, mtu };
+            send(ms, c, s, r1);
+            ms += 500;
+        }
+        let reply = Offline::OpenConnectionReply1 {
+            server_guid: 1,
+            security: None,
+            mtu: reply,
+        };
+        send(ms - 499, s, c, reply);
+        // The capture goes on for 2 s: no Request 2 came.
+        t.last_ts += Duration::from_secs(2);
+        t.finish().remove(0)
+    }
+
+    #[test]
+    fn a_smaller_reply_to_the_first_probe_is_the_servers_cap() {
+        let a = attempt(&[1492], 1200);
+        assert_eq!(a.outcome, "no_reply_2");
+        assert_eq!(
+            a.diagnosis,
+            "reply 1 came; 0 Open Connection Request 2 got no reply; the server capped the MTU at 1200"
+        );
+    }
+
+    #[test]
+    fn smaller_probes_after_unanswered_ones_are_a_fall_back() {
+        let a = attempt(&[1492, 1492, 1492, 1492, 1200], 1200);
+        assert_eq!(
+            a.mtu_note(),
+            "; MTU fell back from 1492 to 1200: the larger probes went unanswered"
+        );
+        let a = attempt(&[1492, 1200], 1100);
+        assert_eq!(
+            a.mtu_note(),
+            "; MTU fell back from 1492 to 1200: the larger probes went unanswered; \
+             the server capped the MTU at 1100"
+        );
+    }
+
+    #[test]
+    fn attempts_follow_roles_corrected_by_the_dissector() {
+        // samples/handshake.pcap with its client moved below the server's
+        // port, from the server's ACK of the ConnectionRequest on: the roles
+        // are guessed by port (wrongly) until ConnectionRequestAccepted.
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/handshake.pcap");
+        let mut r = crate::capture::CaptureReader::open(&path).expect("the sample opens");
+        let mut v = Vec::new();
+        while let Some(d) = r.next_datagram() {
+            let mut d = d.expect("the sample reads");
+            for a in [&mut d.src, &mut d.dst] {
+                if a.port() == 19141 {
+                    a.set_port(1141);
+                }
+            }
+            if d.src != d.dst {
+                v.push(d);
+            }
+        }
+        let request = v.iter().position(|d| d.payload[0] >= 0x80).unwrap();
+        let mut d = Dissector::new(Options::default());
+        let mut m = crate::mirror::Mirror::new(crate::mirror::MirrorConfig::default(), false);
+        let mut obs = crate::mirror::Observation::default();
+        let mut t = HandshakeTracker::new();
+        for u in &v[request + 1..] {
+            let p = d.dissect(u).unwrap();
+            m.observe(&p, || d.flow(p.src, p.dst), &mut obs);
+            t.observe(&p, &obs.messages);
+        }
+        let all = t.finish();
+        assert_eq!(all.len(), 1);
+        let a = &all[0];
+        assert_eq!(a.client.map(|c| c.port()), Some(1141));
+        assert_eq!(a.server.map(|s| s.port()), Some(19140));
+        assert_eq!(a.outcome, "disconnected_by_client", "{}", a.diagnosis);
+        let steps: Vec<(Option<Dir>, &str)> = a.steps.iter().map(|s| (s.dir, s.step)).collect();
+        assert_eq!(
+            steps,
+            [
+                (Some(Dir::S2c), "connection_request_accepted"),
+                (Some(Dir::C2s), "new_incoming_connection"),
+                (Some(Dir::S2c), "first_data"),
+                (Some(Dir::C2s), "disconnection_notification"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_reply_for_the_probed_mtu_says_nothing() {
+        assert_eq!(attempt(&[1492], 1492).mtu_note(), "");
+        // A late reply to a larger probe: the MTU did not fall back.
+        assert_eq!(attempt(&[1492, 1200], 1492).mtu_note(), "");
     }
 }

@@ -229,7 +229,14 @@ pub struct FlowMirror {
     pub server_guid: Option<u64>,
     pub protocol: Option<u8>,
     pub mtu: Option<u16>,
+    /// State of the flow's latest session.
     pub state: FlowState,
+    /// Sessions seen: each run of data datagrams with its own reliability
+    /// state (a client that reconnects from the same address starts another).
+    /// 0 when the flow carried offline messages only.
+    pub sessions: u32,
+    /// Whether the current session has carried data datagrams.
+    session_used: bool,
     pub first_ts: Duration,
     pub last_ts: Duration,
     halves: [Option<Box<Half>>; 2],
@@ -291,6 +298,28 @@ impl FlowMirror {
         })
     }
 
+    /// The current session is over: its receive state ends (what it still
+    /// holds becomes anomalies of `out`, its counts stay in the flow's), and
+    /// the next data datagram starts another session.
+    fn new_session(&mut self, messages: bool, out: &mut Observation) {
+        end_halves(self, messages, out, "ended by a new connection");
+        self.state = FlowState::Unconnected;
+        self.session_used = false;
+    }
+
+    /// Client and server the other way round: each direction's receive state,
+    /// history and counts go with its sender.
+    fn swap_roles(&mut self) {
+        std::mem::swap(&mut self.client, &mut self.server);
+        self.halves.swap(0, 1);
+        self.idle_stats.swap(0, 1);
+        self.state = match self.state {
+            FlowState::DisconnectedByClient => FlowState::DisconnectedByServer,
+            FlowState::DisconnectedByServer => FlowState::DisconnectedByClient,
+            s => s,
+        };
+    }
+
     fn learn(&mut self, flow: &Flow) {
         self.client = flow.client;
         self.server = flow.server;
@@ -298,6 +327,33 @@ impl FlowMirror {
         self.server_guid = flow.server_guid.or(self.server_guid);
         self.protocol = flow.protocol.or(self.protocol);
         self.mtu = flow.mtu.or(self.mtu);
+    }
+}
+
+/// End both receive halves of `f`: what their receivers still hold becomes
+/// anomalies of `out` that say whose they are and `why` (they show on another
+/// flow's packet, or at the end), and their counts move to the flow's totals.
+fn end_halves(f: &mut FlowMirror, messages: bool, out: &mut Observation, why: &str) {
+    for dir in [Dir::C2s, Dir::S2c] {
+        let i = dir.index();
+        if let Some(mut h) = f.halves[i].take() {
+            h.rx.finish();
+            let mut held = Vec::new();
+            drain(
+                &mut h,
+                f.id,
+                dir,
+                &mut held,
+                messages.then_some(&mut out.messages),
+            );
+            h.stats.never_acked += h.sent.iter().flatten().filter(|d| !d.acked).count() as u64;
+            h.stats.anomalies += held.len() as u64;
+            out.anomalies.extend(held.into_iter().map(|a| Anomaly {
+                kind: a.kind,
+                detail: format!("flow {} {} {why}: {}", f.id, dir.as_str(), a.detail),
+            }));
+            f.idle_stats[i] = std::mem::take(&mut h.stats);
+        }
     }
 }
 
@@ -449,23 +505,7 @@ impl Mirror {
     fn close(&mut self, mut f: FlowMirror, out: &mut Observation, why: &str) {
         self.total = self.total.saturating_sub(f.footprint);
         f.footprint = 0;
-        for dir in [Dir::C2s, Dir::S2c] {
-            let i = dir.index();
-            if let Some(mut h) = f.halves[i].take() {
-                h.rx.finish();
-                let mut held = Vec::new();
-                let messages = self.cfg.messages.then_some(&mut out.messages);
-                drain(&mut h, f.id, dir, &mut held, messages);
-                h.stats.never_acked += h.sent.iter().flatten().filter(|d| !d.acked).count() as u64;
-                h.stats.anomalies += held.len() as u64;
-                // Shown on another flow's packet, or at the end: say whose they are.
-                out.anomalies.extend(held.into_iter().map(|a| Anomaly {
-                    kind: a.kind,
-                    detail: format!("flow {} {} {why}: {}", f.id, dir.as_str(), a.detail),
-                }));
-                f.idle_stats[i] = std::mem::take(&mut h.stats);
-            }
-        }
+        end_halves(&mut f, self.cfg.messages, out, why);
         if self.keep_done {
             f.rtt_closed = f.rtt_ms();
             f.rtt = Vec::new();
@@ -506,6 +546,8 @@ impl Mirror {
                     protocol: None,
                     mtu: None,
                     state: FlowState::Unconnected,
+                    sessions: 0,
+                    session_used: false,
                     first_ts: p.ts,
                     last_ts: p.ts,
                     halves: [None, None],
@@ -525,6 +567,11 @@ impl Mirror {
             .get_mut(&p.flow)
             .expect("flow inserted above when absent");
         f.last_ts = p.ts;
+        // The dissector took the roles the other way round at first (a guess
+        // by port, before a message that only one side sends).
+        if client != server && (f.client, f.server) == (server, client) {
+            f.swap_roles();
+        }
         let dir = p.dir;
         match &p.body {
             Body::Offline { msg, .. } => {
@@ -539,6 +586,19 @@ impl Mirror {
                 st.packets += 1;
                 st.bytes += p.payload.len() as u64;
                 if let Some(m) = msg {
+                    // The client opens another connection: its datagram
+                    // numbers and indices start over, and so do the server's.
+                    // Request 2 alone only after a finished session, as a
+                    // copy of the last one may come after the ConnectionRequest.
+                    let finished = f.state >= FlowState::Refused;
+                    let again = match m {
+                        Offline::OpenConnectionRequest1 { .. } => f.session_used || finished,
+                        Offline::OpenConnectionRequest2 { .. } => finished,
+                        _ => false,
+                    };
+                    if again {
+                        f.new_session(cfg.messages, out);
+                    }
                     f.state = match m {
                         Offline::OpenConnectionRequest1 { .. }
                         | Offline::OpenConnectionReply1 { .. }
@@ -559,6 +619,20 @@ impl Mirror {
                     if let Some(flow) = flow() {
                         f.learn(flow);
                     }
+                    // After a disconnection, a ConnectionRequest whose datagram
+                    // number went back starts another session (one not resent).
+                    if f.state >= FlowState::DisconnectedByClient
+                        && f.halves[dir.index()]
+                            .as_ref()
+                            .is_none_or(|h| h.rx.is_behind(d.seq))
+                    {
+                        f.new_session(cfg.messages, out);
+                        f.state = FlowState::Handshake;
+                    }
+                }
+                if !f.session_used {
+                    f.session_used = true;
+                    f.sessions += 1;
                 }
                 let history = cfg.history;
                 let h = f.half(dir, &cfg.receive);
@@ -885,5 +959,173 @@ fn message(flow: u32, dir: Dir, d: Delivered) -> Message {
         reliability: d.reliability,
         channel: d.channel,
         anomalies,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::{CaptureReader, UdpDatagram};
+    use crate::dissect::{Dissector, Options};
+
+    /// The UDP datagrams of `samples/NAME` (a capture of real peers).
+    fn sample(name: &str) -> Vec<UdpDatagram> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("samples")
+            .join(name);
+        let mut r = CaptureReader::open(&path).expect("the sample opens");
+        let mut v = Vec::new();
+        while let Some(d) = r.next_datagram() {
+            v.push(d.expect("the sample reads to its end"));
+        }
+        v
+    }
+
+    /// `first`, then `again` shifted 30 s later and numbered after it: the
+    /// same client connecting again from the same address.
+    fn twice(first: &[UdpDatagram], again: &[UdpDatagram]) -> Vec<UdpDatagram> {
+        let mut v = first.to_vec();
+        for (k, d) in again.iter().enumerate() {
+            let mut d = d.clone();
+            d.ts += Duration::from_secs(30);
+            d.frame = first.len() as u64 + k as u64 + 1;
+            v.push(d);
+        }
+        v
+    }
+
+    /// Dissect and mirror `datagrams`: the messages delivered, the flows at
+    /// the end, and the anomalies found on the way.
+    fn mirror(datagrams: &[UdpDatagram]) -> (Vec<Message>, Vec<FlowMirror>, Vec<Anomaly>) {
+        let mut d = Dissector::new(Options::default());
+        let mut m = Mirror::new(MirrorConfig::default(), true);
+        let mut obs = Observation::default();
+        let (mut messages, mut anomalies) = (Vec::new(), Vec::new());
+        for u in datagrams {
+            let Some(p) = d.dissect(u) else { continue };
+            m.observe(&p, || d.flow(p.src, p.dst), &mut obs);
+            messages.append(&mut obs.messages);
+            anomalies.append(&mut obs.anomalies);
+        }
+        let mut end = m.finish();
+        messages.append(&mut end.messages);
+        anomalies.append(&mut end.anomalies);
+        (messages, end.closed, anomalies)
+    }
+
+    fn data(messages: &[Message]) -> Vec<(Dir, Vec<u8>)> {
+        messages.iter().map(|m| (m.dir, m.data.clone())).collect()
+    }
+
+    #[test]
+    fn a_client_that_connects_again_starts_a_new_session() {
+        let once = sample("handshake.pcap");
+        let (single, flows, _) = mirror(&once);
+        assert_eq!((flows.len(), flows[0].sessions), (1, 1));
+        assert_eq!(single.len(), 80);
+        // The whole capture again, its offline handshake included.
+        let (double, flows, anomalies) = mirror(&twice(&once, &once));
+        assert!(anomalies.is_empty(), "{anomalies:?}");
+        let mut want = data(&single);
+        want.extend(data(&single));
+        assert_eq!(data(&double), want, "both sessions' messages, in order");
+        let f = &flows[0];
+        assert_eq!((flows.len(), f.sessions), (1, 2));
+        assert_eq!(f.state, FlowState::DisconnectedByClient);
+        for dir in [Dir::C2s, Dir::S2c] {
+            let (one, two) = (&mirror(&once).1[0], f);
+            assert_eq!(two.stats(dir).messages, 2 * one.stats(dir).messages);
+            assert_eq!(
+                two.stats(dir).data_datagrams,
+                2 * one.stats(dir).data_datagrams
+            );
+            assert_eq!(two.stats(dir).duplicates, 0);
+        }
+    }
+
+    #[test]
+    fn a_connection_request_after_a_disconnection_starts_a_new_session() {
+        let once = sample("handshake.pcap");
+        // From the ConnectionRequest on: no offline handshake the second time.
+        let connected: Vec<UdpDatagram> = once
+            .iter()
+            .skip_while(|d| d.payload.first().is_none_or(|&b| b < 0x80))
+            .cloned()
+            .collect();
+        assert_eq!(connected.len(), once.len() - 8);
+        let (single, _, _) = mirror(&once);
+        let (double, flows, anomalies) = mirror(&twice(&once, &connected));
+        assert!(anomalies.is_empty(), "{anomalies:?}");
+        let mut want = data(&single);
+        want.extend(data(&single));
+        assert_eq!(data(&double), want);
+        assert_eq!(flows[0].sessions, 2);
+        assert_eq!(flows[0].state, FlowState::DisconnectedByClient);
+    }
+
+    #[test]
+    fn each_direction_follows_its_sender_when_the_roles_are_corrected() {
+        // The client moved below the server's port, and the capture cut
+        // before the server's ACK of the ConnectionRequest: the dissector
+        // guesses the roles by port (wrongly) until ConnectionRequestAccepted.
+        let mut once = sample("handshake.pcap");
+        once.retain(|d| d.src != d.dst);
+        for d in &mut once {
+            for a in [&mut d.src, &mut d.dst] {
+                if a.port() == 19141 {
+                    a.set_port(1141);
+                }
+            }
+        }
+        let (all, whole, _) = mirror(&once);
+        let request = once.iter().position(|d| d.payload[0] >= 0x80).unwrap();
+        let (got, flows, found) = mirror(&once[request + 1..]);
+        // The ConnectionRequest's datagram is the one the capture lacks.
+        let gap = "datagram #0 not received";
+        assert!(found.iter().all(|a| a.detail == gap), "{found:?}");
+        // Every message but the ConnectionRequest, each to its receiver.
+        assert_eq!(all[0].data[0], CONNECTION_REQUEST);
+        assert_eq!(data(&got), data(&all[1..]));
+        let f = &flows[0];
+        assert_eq!((f.client.port(), f.server.port()), (1141, 19140));
+        assert_eq!(f.state, FlowState::DisconnectedByClient);
+        assert_eq!(f.sessions, 1);
+        for dir in [Dir::C2s, Dir::S2c] {
+            let (w, g) = (whole[0].stats(dir), f.stats(dir));
+            assert_eq!(g.acks, w.acks, "{dir:?}: every ACK of the capture");
+            assert_eq!(g.duplicates + g.resends, 0, "{dir:?}");
+        }
+        assert_eq!(f.stats(Dir::C2s).never_seen, 1);
+        assert_eq!(f.stats(Dir::S2c).anomalies, 0);
+        assert_eq!(
+            f.stats(Dir::C2s).messages,
+            whole[0].stats(Dir::C2s).messages - 1
+        );
+    }
+
+    #[test]
+    fn one_session_when_the_client_does_not_connect_again() {
+        // A copy of each data datagram right after it: duplicates, not new sessions.
+        let once = sample("handshake.pcap");
+        let mut copies = Vec::new();
+        for d in &once {
+            copies.push(d.clone());
+            if d.payload.first().is_some_and(|&b| b >= 0x80) {
+                copies.push(d.clone());
+            }
+        }
+        let reliable = |v: Vec<Message>| -> Vec<(Dir, Vec<u8>)> {
+            let v: Vec<Message> = v
+                .into_iter()
+                .filter(|m| m.reliability.has_reliable_index())
+                .collect();
+            data(&v)
+        };
+        let (single, one, _) = mirror(&once);
+        let (got, flows, _) = mirror(&copies);
+        assert_eq!(reliable(got), reliable(single));
+        assert_eq!(flows[0].sessions, 1);
+        let c2s = one[0].stats(Dir::C2s).data_datagrams;
+        assert_eq!(flows[0].stats(Dir::C2s).duplicates, c2s);
     }
 }

@@ -68,7 +68,10 @@ pub fn flows_table(flows: &[&FlowMirror], width: Option<u16>) -> String {
             endpoint(f.server, f.server_guid),
             f.protocol.map_or("-".into(), |p| p.to_string()),
             f.mtu.map_or("-".into(), |m| m.to_string()),
-            f.state.as_str().to_string(),
+            match f.sessions {
+                0 | 1 => f.state.as_str().to_string(),
+                n => format!("{}\n{n} sessions", f.state.as_str()),
+            },
             format!("{:.3}", f.last_ts.saturating_sub(f.first_ts).as_secs_f64()),
             pair(f, |s| s.packets),
             pair(f, |s| s.data_datagrams),
@@ -138,7 +141,10 @@ pub fn flows_table_narrow(flows: &[&FlowMirror], width: Option<u16>) -> String {
         t.add_row(vec![
             f.id.to_string(),
             format!("{}\n{}", f.client, f.server),
-            f.state.as_str().to_string(),
+            match f.sessions {
+                0 | 1 => f.state.as_str().to_string(),
+                n => format!("{}\n{n} sessions", f.state.as_str()),
+            },
             pair(f, &|s| s.packets),
             pair(f, &|s| s.nacked.max(s.never_seen)),
             pair(f, &|s| s.resends),

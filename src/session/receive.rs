@@ -475,6 +475,15 @@ impl ReceiveHalf {
         self.events.pop_front()
     }
 
+    /// Whether datagram number `seq` is behind the next one expected: a late
+    /// or repeated datagram, or numbering that started over. False before
+    /// the first datagram of a half that joins mid-stream.
+    pub fn is_behind(&self, seq: u32) -> bool {
+        let seq = seq & MASK24;
+        self.expected_datagram
+            .is_some_and(|e| seq != e && !datagram_newer(seq, e))
+    }
+
     /// End of input: report split messages still incomplete and messages
     /// still waiting in ordering heaps, and let go of them.
     pub fn finish(&mut self) {
@@ -893,6 +902,22 @@ mod tests {
     }
 
     // ---- 24-bit comparisons --------------------------------------------------
+
+    #[test]
+    fn is_behind_means_older_than_the_next_expected() {
+        let mut rx = ReceiveHalf::new(ReceiveConfig::default());
+        assert!(!rx.is_behind(0), "0 is the first expected");
+        for seq in 0..5 {
+            rx.handle_datagram(Duration::ZERO, 1, seq, &[]);
+        }
+        assert!(rx.is_behind(0) && rx.is_behind(4));
+        assert!(!rx.is_behind(5) && !rx.is_behind(6));
+        let joined = ReceiveHalf::new(ReceiveConfig {
+            join_mid_stream: true,
+            ..ReceiveConfig::default()
+        });
+        assert!(!joined.is_behind(0) && !joined.is_behind(0x80_0000));
+    }
 
     #[test]
     fn datagram_newer_is_one_to_half_range_ahead() {
