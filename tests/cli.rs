@@ -490,7 +490,7 @@ fn bash_completes_subcommands_and_their_flags() {
     assert_eq!(bash_completes(&path, &["raknet-dissect", "fl"]), ["flows"]);
     let mut read = bash_completes(&path, &["raknet-dissect", "read", "--c"]);
     read.sort();
-    assert_eq!(read, ["--color", "--count"]);
+    assert_eq!(read, ["--color", "--colour", "--count"]);
     let mut formats = bash_completes(&path, &["raknet-dissect", "read", "-t", "a"]);
     formats.sort();
     assert_eq!(formats, ["a", "ad"]);

@@ -123,7 +123,11 @@ fn every_capture_subcommand_runs_with_color_never_and_json() {
         // The same with --colour always: colours only where a terminal would get them.
         let mut c = args.clone();
         c.extend(["--colour", "always"]);
-        assert!(run(&c).status.success(), "{c:?}");
+        let o = run(&c);
+        assert!(o.status.success(), "{c:?}");
+        if matches!(args[0], "read" | "messages") {
+            assert!(!plain(&o), "{c:?} printed no colour");
+        }
         if args[0] == "plot" {
             continue;
         }

@@ -533,11 +533,17 @@ pub fn message_line(m: &Message, since: Duration, time: &mut TimeColumn, pal: Pa
     push_spaces(&mut s, 6usize.saturating_sub(decimal_len(m.frame)));
     push_uint(&mut s, m.frame);
     time.push(&mut s, m.ts, since);
+    // Colours: the direction (as each side's packets would be told apart)
+    // and the application's own messages in bold, RakNet's own plain.
+    let dir = match m.dir {
+        crate::dissect::Dir::C2s => Style::new().blue(),
+        crate::dissect::Dir::S2c => Style::new().magenta(),
+    };
     let _ = write!(
         ByteWriter(&mut s),
         " {:>3} {} {}",
         m.flow,
-        m.dir.as_str(),
+        pal.paint(m.dir.as_str(), dir),
         m.reliability.name()
     );
     if let Some(ch) = m.channel {
@@ -546,7 +552,14 @@ pub fn message_line(m: &Message, since: Duration, time: &mut TimeColumn, pal: Pa
     }
     if let Some(&id) = m.data.first() {
         s.push(b' ');
-        push_name(&mut s, id);
+        if pal.enabled && id >= crate::wire::ids::USER_PACKET_ENUM {
+            let mut name = Vec::new();
+            push_name(&mut name, id);
+            let name = String::from_utf8_lossy(&name);
+            s.extend_from_slice(pal.paint(&name, Style::new().bold()).as_bytes());
+        } else {
+            push_name(&mut s, id);
+        }
     }
     s.extend_from_slice(b" len=");
     push_uint(&mut s, m.data.len() as u64);
@@ -842,6 +855,54 @@ mod tests {
             line(TimeFormat::AbsoluteDate),
             "     9 2026-11-22 04:18:00.517479   1 c2s RELIABLE_ORDERED ch=0 ID_CONNECTION_REQUEST len=3 090001"
         );
+    }
+
+    #[test]
+    fn message_lines_colour_the_direction_and_application_messages() {
+        let mut m = Message {
+            flow: 1,
+            dir: crate::dissect::Dir::S2c,
+            frame: 9,
+            ts: Duration::from_millis(40),
+            data: vec![0x86, 1],
+            reliability: crate::wire::Reliability::RELIABLE,
+            channel: None,
+            anomalies: Vec::new(),
+        };
+        let on = Palette { enabled: true };
+        let off = Palette { enabled: false };
+        let line = |m: &Message, pal| {
+            message_line(
+                m,
+                Duration::ZERO,
+                &mut TimeColumn::new(TimeFormat::Relative),
+                pal,
+            )
+        };
+        let plain = line(&m, off);
+        assert!(!plain.contains('\x1b'), "{plain}");
+        let coloured = line(&m, on);
+        assert!(coloured.contains("\x1b[35ms2c\x1b[0m"), "{coloured:?}");
+        assert!(
+            coloured.contains("\x1b[1mID_USER_PACKET_ENUM"),
+            "{coloured:?}"
+        );
+        // RakNet's own messages are not in bold; stripped, the lines agree.
+        m.data = vec![0x10];
+        assert!(!line(&m, on).contains("\x1b[1m"));
+        let strip = |s: &str| {
+            let mut out = String::new();
+            let mut it = s.chars();
+            while let Some(c) = it.next() {
+                if c == '\x1b' {
+                    it.by_ref().find(|&c| c == 'm');
+                } else {
+                    out.push(c);
+                }
+            }
+            out
+        };
+        assert_eq!(strip(&line(&m, on)), line(&m, off));
     }
 
     #[test]
