@@ -320,6 +320,13 @@ fn several_captures_are_read_in_order_with_their_file() {
         .iter()
         .all(|r| r["file"] == a.as_str() || r["file"] == b.as_str()));
     assert_eq!(records(&["flows", &a, &b, "--json"]).len(), 2);
+    // ICMP records name their file too.
+    let n = sample("no-server.pcap");
+    let icmp: Vec<Value> = records(&["read", &a, &n, "--json"])
+        .into_iter()
+        .filter(|r| r["type"] == "icmp")
+        .collect();
+    assert!(!icmp.is_empty() && icmp.iter().all(|r| r["file"] == n.as_str()));
     // A file that cannot be read among good ones: the others are read, exit 3.
     let o = run(&[&a, "/nonexistent.pcap", "--json"]);
     assert_eq!(o.status.code(), Some(3));

@@ -3,7 +3,6 @@
 
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,14 +12,14 @@ use super::args::{parse_id, CaptureArgs, ColorArg, DirArg, DisplayArgs, FormatAr
 use super::{EXIT_BAD_FILE, EXIT_BAD_FILTER, EXIT_CUT_SHORT, EXIT_OK, EXIT_USAGE};
 use crate::capture::write::Recorder;
 use crate::capture::CaptureReader;
-use crate::display::{
-    DisplayFilter, FieldExport, JsonRecord, MessageRecord, Record, RecordType, Since,
-};
+use crate::display::print::{Choice, Format, MessagePrinter, PacketPrinter, ShowError, Shown};
+use crate::display::{JsonRecord, RecordType};
 use crate::dissect::{Dir, Packet};
 use crate::mirror::{FlowMirror, Message, Mirror, MirrorConfig, Observation};
-use crate::output::json::{EndJson, FlowJson, IcmpJson, MessageJson, PacketJson};
+use crate::output::json::FlowJson;
 use crate::output::table;
-use crate::output::text::{self, Palette};
+use crate::output::terminal::{terminal_width, Progress};
+use crate::output::text::Palette;
 use crate::output::ColorChoice;
 use crate::pipeline::{Input, Item, Pipeline};
 
@@ -86,63 +85,27 @@ pub struct FlowsArgs {
     pub wide: bool,
 }
 
-/// [`DisplayArgs`] checked and compiled for one record type.
-pub(crate) struct Shown {
-    pub filter: Option<DisplayFilter>,
-    pub export: Option<FieldExport>,
-    pub json: bool,
-}
-
-impl Shown {
-    /// Whether `r` passes the filter.
-    pub fn wants(&self, r: &dyn Record) -> bool {
-        self.filter.as_ref().is_none_or(|f| f.matches(r))
-    }
-}
-
 impl DisplayArgs {
     /// Compile the filter and the field export; `Err` is the exit code,
     /// after one line on stderr.
     pub(crate) fn compile(&self, record: RecordType, json: bool) -> Result<Shown, u8> {
-        let fields = self.format == Some(FormatArg::Fields)
-            || (self.format.is_none() && !self.fields.is_empty());
-        let export_asked = !self.fields.is_empty() || !self.export_options.is_empty();
-        if json && (fields || self.format == Some(FormatArg::Text)) {
-            let other = if fields { "-T fields (-e)" } else { "-T text" };
-            eprintln!("raknet-dissect: --json and {other} cannot be used together");
-            return Err(EXIT_USAGE);
-        }
-        if export_asked && !fields {
-            eprintln!("raknet-dissect: -e and -E need -T fields");
-            return Err(EXIT_USAGE);
-        }
-        let filter = match self
-            .filter
-            .as_deref()
-            .map(|t| DisplayFilter::parse(t, record))
-        {
-            None => None,
-            Some(Ok(f)) => Some(f),
-            Some(Err(e)) => {
-                eprintln!("raknet-dissect: bad filter: {e}");
-                return Err(EXIT_BAD_FILTER);
-            }
+        let choice = Choice {
+            filter: self.filter.as_deref(),
+            format: self.format.map(|f| match f {
+                FormatArg::Text => Format::Text,
+                FormatArg::Json => Format::Json,
+                FormatArg::Fields => Format::Fields,
+            }),
+            fields: &self.fields,
+            export_options: &self.export_options,
+            json,
         };
-        let export = if fields {
-            match FieldExport::new(&self.fields, &self.export_options, record) {
-                Ok(x) => Some(x),
-                Err(e) => {
-                    eprintln!("raknet-dissect: {e}");
-                    return Err(EXIT_USAGE);
-                }
+        Shown::new(&choice, record).map_err(|e| {
+            eprintln!("raknet-dissect: {e}");
+            match e {
+                ShowError::Filter(_) => EXIT_BAD_FILTER,
+                _ => EXIT_USAGE,
             }
-        } else {
-            None
-        };
-        Ok(Shown {
-            filter,
-            export,
-            json: json || self.format == Some(FormatArg::Json),
         })
     }
 }
@@ -275,63 +238,6 @@ pub(crate) fn drive(
     })
 }
 
-/// Files smaller than this (in all) are read without a progress bar.
-const PROGRESS_MIN_BYTES: u64 = 16 << 20;
-
-/// A progress bar on standard error while capture files are read, drawn by
-/// a thread of its own; cleared when dropped.
-struct Progress {
-    bar: indicatif::ProgressBar,
-    consumed: Arc<AtomicU64>,
-    done: Arc<AtomicBool>,
-}
-
-impl Progress {
-    /// A bar for reading `paths`, when standard error is a terminal, the
-    /// files add up to at least [`PROGRESS_MIN_BYTES`], and standard output
-    /// is not the same terminal (unless the command prints only at the end).
-    fn start(paths: &[PathBuf], summary_only: bool) -> Option<Progress> {
-        if !io::stderr().is_terminal() || (io::stdout().is_terminal() && !summary_only) {
-            return None;
-        }
-        let total: u64 = paths
-            .iter()
-            .filter_map(|p| std::fs::metadata(p).ok().filter(|m| m.is_file()))
-            .map(|m| m.len())
-            .sum();
-        if total < PROGRESS_MIN_BYTES {
-            return None;
-        }
-        let bar = indicatif::ProgressBar::new(total);
-        if let Ok(style) = indicatif::ProgressStyle::with_template(
-            "{spinner} reading {bytes}/{total_bytes} [{wide_bar}] {bytes_per_sec}, {eta} left",
-        ) {
-            bar.set_style(style.progress_chars("=> "));
-        }
-        let consumed = Arc::new(AtomicU64::new(0));
-        let done = Arc::new(AtomicBool::new(false));
-        let (b, c, d) = (bar.clone(), Arc::clone(&consumed), Arc::clone(&done));
-        std::thread::spawn(move || {
-            while !d.load(Ordering::Relaxed) {
-                b.set_position(c.load(Ordering::Relaxed));
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        });
-        Some(Progress {
-            bar,
-            consumed,
-            done,
-        })
-    }
-}
-
-impl Drop for Progress {
-    fn drop(&mut self) {
-        self.done.store(true, Ordering::Relaxed);
-        self.bar.finish_and_clear();
-    }
-}
-
 /// The file names records carry: none for one file.
 fn file_names(cap: &CaptureArgs) -> Vec<String> {
     let paths = cap.paths();
@@ -400,18 +306,10 @@ pub(crate) fn read_packets(
     cfg.receive.keep_data = false;
     cfg.messages = false;
     let mut mirror = Mirror::new(cfg, flows.is_some());
-    let files = file_names(&args.capture);
     let mut read = 0u64;
-    // Packet and ICMP lines share one time column (for -t d and dd).
-    let lines = std::cell::RefCell::new(text::LineFormatter::new(
-        pal,
-        args.display.time_format.into(),
-    ));
-    let mut buf: Vec<u8> = Vec::with_capacity(512);
-    let mut row = String::new();
-    let trace = args.verbose && !json && shown.export.is_none();
-    if let Some(x) = shown.export.as_ref().filter(|_| !quiet) {
-        out.write_all(x.header().as_bytes())?;
+    let trace = args.verbose && shown.text();
+    if !quiet {
+        shown.write_header(out)?;
     }
     let cap = CaptureArgs {
         summary_only: quiet,
@@ -420,26 +318,23 @@ pub(crate) fn read_packets(
     // ICMP errors about a flow's datagrams are lines (records) of their own,
     // unless a filter, a field export or --flow chose what to print.
     let plain = shown.export.is_none() && shown.filter.is_none() && cap.flow.is_none();
+    let files = file_names(&args.capture);
+    let time = args.display.time_format.into();
+    let mut printer = PacketPrinter::new(shown, pal, time, files);
+    printer.verbose = args.verbose;
+    printer.hex = args.hex;
     let code = drive_items(live, &cap, trace, &mut mirror, out, |item, out| {
         let (p, obs, since, file) = match item {
             Item::File { path, .. } => {
-                if !files.is_empty() && !quiet && !json && shown.export.is_none() {
-                    writeln!(out, "==> {} <==", path.display())?;
+                if !quiet {
+                    printer.file(path, out)?;
                 }
                 return Ok(Next::Continue);
             }
             Item::Icmp { note, file } => {
-                lines.borrow_mut().seen(note.ts);
-                if !plain || quiet {
-                } else if json {
-                    let mut j = serde_json::to_value(IcmpJson::new(&note))?;
-                    if let (Some(f), Some(o)) = (files.get(file), j.as_object_mut()) {
-                        o.insert("file".into(), f.clone().into());
-                    }
-                    serde_json::to_writer(&mut *out, &j)?;
-                    out.write_all(b"\n")?;
-                } else {
-                    writeln!(out, "{}", lines.borrow_mut().icmp_line(&note))?;
+                printer.seen(note.ts);
+                if plain && !quiet {
+                    printer.icmp(&note, file, out)?;
                 }
                 return Ok(Next::Continue);
             }
@@ -459,42 +354,15 @@ pub(crate) fn read_packets(
             );
         }
         read += 1;
-        lines.borrow_mut().seen(p.ts);
-        let record = Since {
-            record: &*p,
-            start: since,
-        };
-        if quiet || cap.flow.is_some_and(|f| f != p.flow) || !shown.wants(&record) {
+        printer.seen(p.ts);
+        if quiet || cap.flow.is_some_and(|f| f != p.flow) || !printer.wants(p, since) {
             // Counted (for -c), not shown.
             return Ok(Next::Continue);
         }
         if let Some(w) = writer.as_mut() {
             w.record_at(p.ts, p.src, p.dst, p.payload)?;
         }
-        if let Some(x) = &shown.export {
-            row.clear();
-            x.push_row(&record, &mut row);
-            out.write_all(row.as_bytes())?;
-        } else if json {
-            let mut j = PacketJson::new(p);
-            j.file = files.get(file).cloned();
-            serde_json::to_writer(&mut *out, &j)?;
-            out.write_all(b"\n")?;
-        } else {
-            buf.clear();
-            lines.borrow_mut().push_line(&mut buf, p, since);
-            buf.push(b'\n');
-            out.write_all(&buf)?;
-            if let Some(t) = &p.trace {
-                out.write_all(text::tree(p, t).as_bytes())?;
-            }
-            if args.hex {
-                out.write_all(text::hex_dump(p.payload).as_bytes())?;
-            }
-            if args.verbose || args.hex {
-                writeln!(out)?;
-            }
-        }
+        printer.packet(p, since, file, out)?;
         Ok(Next::Continue)
     })?;
     if let Some(mut w) = writer {
@@ -505,20 +373,8 @@ pub(crate) fn read_packets(
     // a filter or a field export chose what to print.
     let end = mirror.finish();
     let stopped = args.capture.count.is_some_and(|n| read >= n);
-    if plain && !quiet && !stopped && !end.anomalies.is_empty() {
-        if json {
-            let record = EndJson {
-                kind_of_record: "end_of_capture",
-                anomalies: &end.anomalies,
-            };
-            serde_json::to_writer(&mut *out, &record)?;
-            out.write_all(b"\n")?;
-        } else {
-            for a in &end.anomalies {
-                let line = format!("end of capture: [{}: {}]", a.kind, a.detail);
-                writeln!(out, "{}", pal.paint_anomaly(&line))?;
-            }
-        }
+    if plain && !quiet && !stopped {
+        printer.end(&end.anomalies, out)?;
     }
     if let Some(f) = flows {
         f.extend(end.closed);
@@ -534,7 +390,6 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
     };
     let pal = palette(args.output.color, shown.json || shown.export.is_some());
     let mut mirror = Mirror::new(mirror_config(&args.capture), false);
-    let files = file_names(&args.capture);
     let want = |m: &Message| {
         args.capture.flow.is_none_or(|f| f == m.flow)
             && args.dir.is_none_or(|d| {
@@ -547,38 +402,18 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
             && args.channel.is_none_or(|c| m.channel == Some(c))
             && args.id.is_none_or(|i| m.data.first() == Some(&i))
     };
-    if let Some(x) = shown.export.as_ref().filter(|_| !args.output.quiet) {
-        out.write_all(x.header().as_bytes())?;
+    if !args.output.quiet {
+        shown.write_header(out)?;
     }
     let mut first: Option<Duration> = None;
-    let mut row = String::new();
-    let mut time = text::TimeColumn::new(args.display.time_format.into());
+    let time = args.display.time_format.into();
+    let mut printer = MessagePrinter::new(shown, pal, time, file_names(&args.capture));
+    printer.data_limit = args.data_limit;
     let mut emit = |m: &Message, since: Duration, file: usize, out: &mut dyn Write| {
-        time.seen(m.ts);
-        let message = MessageRecord {
-            message: m,
-            data_limit: args.data_limit,
-        };
-        let record = Since {
-            record: &message,
-            start: since,
-        };
-        if args.output.quiet || !want(m) || !shown.wants(&record) {
-            return anyhow::Ok(());
+        if printer.wants(m, since) && want(m) && !args.output.quiet {
+            printer.message(m, since, file, out)?;
         }
-        if let Some(x) = &shown.export {
-            row.clear();
-            x.push_row(&record, &mut row);
-            out.write_all(row.as_bytes())?;
-        } else if shown.json {
-            let mut j = MessageJson::new(m, args.data_limit);
-            j.file = files.get(file).cloned();
-            serde_json::to_writer(&mut *out, &j)?;
-            out.write_all(b"\n")?;
-        } else {
-            writeln!(out, "{}", text::message_line(m, since, &mut time, pal))?;
-        }
-        Ok(())
+        anyhow::Ok(())
     };
     let mut last_file = 0;
     let code = drive_items(None, &args.capture, false, &mut mirror, out, |item, out| {
@@ -741,24 +576,4 @@ pub(crate) fn print_flows_table(
         table::flows_table_narrow(&refs, terminal_width())
     };
     writeln!(out, "{t}")
-}
-
-/// The width of the terminal standard output is, asked of the terminal
-/// itself (`COLUMNS` when it does not say); none for a pipe or a file.
-pub(crate) fn terminal_width() -> Option<u16> {
-    if !io::stdout().is_terminal() {
-        return None;
-    }
-    let mut ws = libc::winsize {
-        ws_row: 0,
-        ws_col: 0,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: TIOCGWINSZ writes one winsize into the struct given.
-    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
-    if ok && ws.ws_col > 0 {
-        return Some(ws.ws_col);
-    }
-    std::env::var("COLUMNS").ok()?.parse().ok()
 }

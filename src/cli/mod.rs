@@ -27,8 +27,9 @@ mod printer;
 mod replay;
 mod stats;
 
+pub(crate) use crate::output::terminal::terminal_width;
 pub use args::{CaptureArgs, ColorArg, DisplayArgs, OutputArgs};
-pub(crate) use capture::{drive, drive_items, mirror_config, palette, terminal_width, Next};
+pub(crate) use capture::{drive, drive_items, mirror_config, palette, Next};
 pub use capture::{FlowsArgs, MessagesArgs, ReadArgs};
 
 pub const EXIT_OK: u8 = 0;

@@ -6,6 +6,7 @@
 pub mod export;
 pub mod fields;
 pub mod filter;
+pub mod print;
 
 pub use export::FieldExport;
 pub use fields::{JsonRecord, MessageRecord, Record, RecordType, Since, FIELDS};

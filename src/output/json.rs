@@ -310,6 +310,9 @@ pub struct IcmpJson {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mtu: Option<u16>,
     pub datagram: QuotedJson,
+    /// The capture file, when a run reads several.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
 }
 
 impl IcmpJson {
@@ -327,6 +330,7 @@ impl IcmpJson {
                 dst: n.dst.to_string(),
                 dir: n.dir.as_str(),
             },
+            file: None,
         }
     }
 }

@@ -2,8 +2,10 @@
 
 pub mod handshake;
 pub mod json;
+pub mod man;
 pub mod peer;
 pub mod table;
+pub mod terminal;
 pub mod text;
 
 use std::io::IsTerminal;

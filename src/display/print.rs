@@ -1,0 +1,361 @@
+//! Printing the records a user picked: the filter (`-Y`), then a field
+//! export row (`-T fields`), an NDJSON record (`--json`) or a line, for
+//! packets ([`PacketPrinter`]) and delivered messages ([`MessagePrinter`]).
+//! The command line only says which; the formatting is `output`'s.
+
+use std::fmt;
+use std::io::{self, Write};
+use std::time::Duration;
+
+use super::{DisplayFilter, FieldExport, MessageRecord, Record, RecordType, Since};
+use crate::dissect::{Anomaly, IcmpNote, Packet};
+use crate::mirror::Message;
+use crate::output::json::{EndJson, IcmpJson, MessageJson, PacketJson};
+use crate::output::text::{self, LineFormatter, Palette, TimeColumn, TimeFormat};
+
+/// The output format asked for (`-T`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+    Fields,
+}
+
+/// What the user asked to print, checked: `-Y`, `-T`, `-e`, `-E` and
+/// `--json` together.
+#[derive(Debug, Clone, Default)]
+pub struct Choice<'a> {
+    pub filter: Option<&'a str>,
+    pub format: Option<Format>,
+    pub fields: &'a [String],
+    pub export_options: &'a [String],
+    pub json: bool,
+}
+
+/// Why a [`Choice`] cannot be printed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShowError {
+    /// Options that contradict each other (a usage error).
+    Conflict(String),
+    /// The filter does not parse.
+    Filter(String),
+    /// A field export the record type cannot give.
+    Export(String),
+}
+
+impl fmt::Display for ShowError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ShowError::Conflict(e) | ShowError::Export(e) => f.write_str(e),
+            ShowError::Filter(e) => write!(f, "bad filter: {e}"),
+        }
+    }
+}
+
+/// A [`Choice`] compiled for one record type.
+#[derive(Debug)]
+pub struct Shown {
+    pub filter: Option<DisplayFilter>,
+    pub export: Option<FieldExport>,
+    pub json: bool,
+}
+
+impl Shown {
+    /// Compile the filter and the field export of `c` for `record`s.
+    pub fn new(c: &Choice<'_>, record: RecordType) -> Result<Shown, ShowError> {
+        let fields =
+            c.format == Some(Format::Fields) || (c.format.is_none() && !c.fields.is_empty());
+        if c.json && (fields || c.format == Some(Format::Text)) {
+            let other = if fields { "-T fields (-e)" } else { "-T text" };
+            return Err(ShowError::Conflict(format!(
+                "--json and {other} cannot be used together"
+            )));
+        }
+        if (!c.fields.is_empty() || !c.export_options.is_empty()) && !fields {
+            return Err(ShowError::Conflict("-e and -E need -T fields".into()));
+        }
+        let filter = c
+            .filter
+            .map(|t| DisplayFilter::parse(t, record))
+            .transpose()
+            .map_err(|e| ShowError::Filter(e.to_string()))?;
+        let export = fields
+            .then(|| FieldExport::new(c.fields, c.export_options, record))
+            .transpose()
+            .map_err(ShowError::Export)?;
+        Ok(Shown {
+            filter,
+            export,
+            json: c.json || c.format == Some(Format::Json),
+        })
+    }
+
+    /// Whether `r` passes the filter.
+    pub fn wants(&self, r: &dyn Record) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.matches(r))
+    }
+
+    /// Whether lines of text are printed (no JSON, no field export).
+    pub fn text(&self) -> bool {
+        !self.json && self.export.is_none()
+    }
+
+    /// The field export's header line, if there is one to print.
+    pub fn write_header(&self, out: &mut dyn Write) -> io::Result<()> {
+        match &self.export {
+            Some(x) => out.write_all(x.header().as_bytes()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `value` as one NDJSON line.
+fn json_line(out: &mut dyn Write, value: &impl serde::Serialize) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, value)?;
+    out.write_all(b"\n")
+}
+
+/// Packet lines (with `-V` trees and `-x` dumps), rows or records.
+pub struct PacketPrinter {
+    pub shown: Shown,
+    /// File names for the records' `file` key and the `==> FILE <==`
+    /// lines: empty for a single capture.
+    pub files: Vec<String>,
+    /// `-V`: the field tree after each line.
+    pub verbose: bool,
+    /// `-x`: the hex dump after each line.
+    pub hex: bool,
+    pal: Palette,
+    lines: LineFormatter,
+    buf: Vec<u8>,
+    row: String,
+}
+
+impl PacketPrinter {
+    pub fn new(shown: Shown, pal: Palette, time: TimeFormat, files: Vec<String>) -> Self {
+        PacketPrinter {
+            shown,
+            files,
+            verbose: false,
+            hex: false,
+            pal,
+            lines: LineFormatter::new(pal, time),
+            buf: Vec::with_capacity(512),
+            row: String::new(),
+        }
+    }
+
+    /// Each ICMP error and each packet read, shown or not, for the time
+    /// column's deltas.
+    pub fn seen(&mut self, ts: Duration) {
+        self.lines.seen(ts);
+    }
+
+    /// Whether packet `p` passes the filter (`since`: the capture's first
+    /// datagram).
+    pub fn wants(&self, p: &Packet<'_>, since: Duration) -> bool {
+        self.shown.wants(&Since {
+            record: p,
+            start: since,
+        })
+    }
+
+    /// The line before the records of capture file `path` (text only, and
+    /// only when there are several files).
+    pub fn file(&mut self, path: &std::path::Path, out: &mut dyn Write) -> io::Result<()> {
+        if self.files.is_empty() || !self.shown.text() {
+            return Ok(());
+        }
+        writeln!(out, "==> {} <==", path.display())
+    }
+
+    /// An ICMP error about a flow's datagram, as a line or a record.
+    pub fn icmp(&mut self, n: &IcmpNote, file: usize, out: &mut dyn Write) -> io::Result<()> {
+        if self.shown.json {
+            let mut j = IcmpJson::new(n);
+            j.file = self.files.get(file).cloned();
+            json_line(out, &j)
+        } else {
+            writeln!(out, "{}", self.lines.icmp_line(n))
+        }
+    }
+
+    /// Packet `p` from capture file `file`, as it was chosen to be shown.
+    pub fn packet(
+        &mut self,
+        p: &Packet<'_>,
+        since: Duration,
+        file: usize,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
+        if let Some(x) = &self.shown.export {
+            self.row.clear();
+            let record = Since {
+                record: p,
+                start: since,
+            };
+            x.push_row(&record, &mut self.row);
+            return out.write_all(self.row.as_bytes());
+        }
+        if self.shown.json {
+            let mut j = PacketJson::new(p);
+            j.file = self.files.get(file).cloned();
+            return json_line(out, &j);
+        }
+        self.buf.clear();
+        self.lines.push_line(&mut self.buf, p, since);
+        self.buf.push(b'\n');
+        out.write_all(&self.buf)?;
+        if let Some(t) = &p.trace {
+            out.write_all(text::tree(p, t).as_bytes())?;
+        }
+        if self.hex {
+            out.write_all(text::hex_dump(p.payload).as_bytes())?;
+        }
+        if self.verbose || self.hex {
+            writeln!(out)?;
+        }
+        Ok(())
+    }
+
+    /// What the receivers still held at the end of the capture: an
+    /// `end_of_capture` record, or a line per anomaly.
+    pub fn end(&self, anomalies: &[Anomaly], out: &mut dyn Write) -> io::Result<()> {
+        if anomalies.is_empty() {
+            return Ok(());
+        }
+        if self.shown.json {
+            let record = EndJson {
+                kind_of_record: "end_of_capture",
+                anomalies,
+            };
+            return json_line(out, &record);
+        }
+        for a in anomalies {
+            let line = format!("end of capture: [{}: {}]", a.kind, a.detail);
+            writeln!(out, "{}", self.pal.paint_anomaly(&line))?;
+        }
+        Ok(())
+    }
+}
+
+/// Message lines, rows or records, in delivery order.
+pub struct MessagePrinter {
+    pub shown: Shown,
+    /// File names for the records' `file` key: empty for one capture.
+    pub files: Vec<String>,
+    /// Bytes of each message's data in records and rows (`--data-limit`;
+    /// all when `None`).
+    pub data_limit: Option<usize>,
+    pal: Palette,
+    time: TimeColumn,
+    row: String,
+}
+
+impl MessagePrinter {
+    pub fn new(shown: Shown, pal: Palette, time: TimeFormat, files: Vec<String>) -> Self {
+        MessagePrinter {
+            shown,
+            files,
+            data_limit: None,
+            pal,
+            time: TimeColumn::new(time),
+            row: String::new(),
+        }
+    }
+
+    /// Message `m` was delivered: whether it passes the filter (`since`:
+    /// the capture's first datagram).
+    pub fn wants(&mut self, m: &Message, since: Duration) -> bool {
+        self.time.seen(m.ts);
+        let record = MessageRecord {
+            message: m,
+            data_limit: self.data_limit,
+        };
+        self.shown.wants(&Since {
+            record: &record,
+            start: since,
+        })
+    }
+
+    /// Message `m` (from capture file `file`), as chosen to be shown.
+    pub fn message(
+        &mut self,
+        m: &Message,
+        since: Duration,
+        file: usize,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
+        if let Some(x) = &self.shown.export {
+            let message = MessageRecord {
+                message: m,
+                data_limit: self.data_limit,
+            };
+            self.row.clear();
+            x.push_row(
+                &Since {
+                    record: &message,
+                    start: since,
+                },
+                &mut self.row,
+            );
+            return out.write_all(self.row.as_bytes());
+        }
+        if self.shown.json {
+            let mut j = MessageJson::new(m, self.data_limit);
+            j.file = self.files.get(file).cloned();
+            return json_line(out, &j);
+        }
+        let line = text::message_line(m, since, &mut self.time, self.pal);
+        writeln!(out, "{line}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn choice<'a>(fields: &'a [String], format: Option<Format>, json: bool) -> Choice<'a> {
+        Choice {
+            fields,
+            format,
+            json,
+            ..Choice::default()
+        }
+    }
+
+    #[test]
+    fn contradictions_are_refused_as_tshark_refuses_them() {
+        let e = vec!["frame".to_string()];
+        let err = |c: &Choice| Shown::new(c, RecordType::Packet).unwrap_err();
+        assert!(matches!(
+            err(&choice(&e, None, true)),
+            ShowError::Conflict(_)
+        ));
+        assert!(matches!(
+            err(&choice(&[], Some(Format::Text), true)),
+            ShowError::Conflict(_)
+        ));
+        assert!(matches!(
+            err(&choice(&e, Some(Format::Text), false)),
+            ShowError::Conflict(_)
+        ));
+        let bad = Choice {
+            filter: Some("id =="),
+            ..Choice::default()
+        };
+        assert!(matches!(err(&bad), ShowError::Filter(_)));
+        let unknown = vec!["no.such.field".to_string()];
+        assert!(matches!(
+            err(&choice(&unknown, None, false)),
+            ShowError::Export(_)
+        ));
+        // -e alone means -T fields; -T json means --json.
+        assert!(Shown::new(&choice(&e, None, false), RecordType::Packet)
+            .unwrap()
+            .export
+            .is_some());
+        let j = Shown::new(&choice(&[], Some(Format::Json), false), RecordType::Flow).unwrap();
+        assert!(j.json && !j.text());
+    }
+}

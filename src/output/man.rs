@@ -1,0 +1,192 @@
+//! The sections of the man pages that clap cannot generate: the display
+//! filter grammar, the exit codes and which commands give them, and the
+//! roff they are written in. `raknet-dissect man` puts them after clap's.
+
+/// A piece of a section: a paragraph, preformatted lines, or a tagged
+/// paragraph.
+pub enum Block<'a> {
+    Para(&'a str),
+    Pre(&'a str),
+    Item(&'a str, &'a str),
+}
+
+/// `text` for roff: backslashes and hyphens escaped, no line taken for a
+/// request.
+pub fn roff_text(text: &str) -> String {
+    text.lines()
+        .map(|l| {
+            let l = l.replace('\\', "\\e").replace('-', "\\-");
+            if l.starts_with('.') || l.starts_with('\'') {
+                format!("\\&{l}")
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `.SH title` and its blocks, appended to `roff`.
+pub fn section(roff: &mut String, title: &str, blocks: &[Block]) {
+    roff.push_str(&format!(".SH \"{title}\"\n"));
+    for b in blocks {
+        match b {
+            Block::Para(t) => roff.push_str(&format!(".PP\n{}\n", roff_text(t))),
+            Block::Pre(t) => roff.push_str(&format!(".PP\n.nf\n{}\n.fi\n", roff_text(t))),
+            Block::Item(tag, t) => roff.push_str(&format!(
+                ".TP\n\\fB{}\\fR\n{}\n",
+                roff_text(tag),
+                roff_text(t)
+            )),
+        }
+    }
+}
+
+/// The commands an exit code applies to.
+enum Applies {
+    All,
+    /// Those that take `-Y`.
+    Filter,
+    To(&'static [&'static str]),
+}
+
+/// Commands that read a capture file.
+const READERS: &[&str] = &[
+    "read",
+    "messages",
+    "flows",
+    "handshake",
+    "stats",
+    "plot",
+    "replay",
+];
+
+/// Every exit code (`cli`'s module doc), with the commands it applies to.
+const EXIT_STATUS: &[(&str, &str, Applies)] = &[
+    ("0", "Success, also when a reader closes the pipe early.", Applies::All),
+    ("1", "An unexpected error (one line on standard error).", Applies::All),
+    ("2", "A usage error: an unknown option, a bad value, a missing file name.", Applies::All),
+    ("3", "The capture file cannot be opened or is not a pcap or pcapng capture.", Applies::To(READERS)),
+    ("4", "The display filter (-Y) does not parse: one line on standard error gives the column and why.", Applies::Filter),
+    (
+        "5",
+        "The capture is cut short: everything before the cut was printed, then a warning.",
+        Applies::To(&["read", "messages", "flows", "handshake", "stats", "plot"]),
+    ),
+    (
+        "6",
+        "No connection: no pong, a handshake refused or unanswered, nothing listening (port unreachable), a peer that timed out.",
+        Applies::To(&["ping", "connect", "probe", "replay"]),
+    ),
+    ("7", "The replay was cut short: the server disconnected or went silent first.", Applies::To(&["replay"])),
+    ("8", "Live capture is not permitted (root or CAP_NET_RAW needed).", Applies::To(&["live"])),
+];
+
+/// The FILTERS section: the -Y grammar (src/display/filter.rs) for people.
+pub const FILTERS: &[Block] = &[
+    Block::Para(
+        "-Y EXPR (also --filter) prints only the records that pass. Field names are the \
+         NDJSON keys of the records (packet, message, flow, handshake); `raknet-dissect \
+         fields` lists them with their types, and tshark's names for the same things: \
+         frame.number, frame.time_relative, frame.time_epoch, ip.src, ip.dst, ip.addr, \
+         udp.srcport, udp.dstport, udp.port.",
+    ),
+    Block::Pre(
+        "expr  = expr || expr | expr && expr | ! expr | ( expr ) | test\n\
+         test  = FIELD\n\
+        \x20     | FIELD == != < <= > >= VALUE\n\
+        \x20     | FIELD contains VALUE\n\
+        \x20     | FIELD [not] in { ITEM [,] ITEM ... }     ITEM = VALUE | VALUE..VALUE\n\
+        \x20     | FIELD matches \"REGEX\"   (also ~)\n\
+         VALUE = 42 | 0x2a | 1.5 | \"text\" | r\"raw text\" | word | 127.0.0.1 | 10.0.0.0/8",
+    ),
+    Block::Item(
+        "FIELD",
+        "Holds when the record has the field; a bool field when it is true; anomalies and \
+         frames when there is at least one.",
+    ),
+    Block::Item(
+        "==, !=, <, <=, >, >=",
+        "Numbers are decimal or 0x hex; strings compare byte by byte; GUIDs as numbers; \
+         bytes (payload, data) take hex digits; ranges == N holds for an ACK or NACK that \
+         covers datagram N; ip.src and the other addresses take an address or, with == and \
+         !=, a network. A test holds when it holds for any value of the field (frames' \
+         values, anomalies), as in tshark. a != b is !(a == b), so it holds when the field \
+         is absent. Also eq, ne, lt, le, gt, ge; and, or, not.",
+    ),
+    Block::Item(
+        "contains",
+        "A substring of a string, or hex bytes within bytes.",
+    ),
+    Block::Item(
+        "in {...}",
+        "Holds when a value equals an item of the set, or lies within one of its ranges lo..hi \
+         (both ends included; for ACK ranges, shares a datagram with it). Items are separated \
+         by spaces or commas. not in {...} is !(... in {...}).",
+    ),
+    Block::Item(
+        "matches, ~",
+        "A regular expression (the regex-lite crate's syntax, like tshark's PCRE2 for what \
+         filters use, without look-around and backreferences), on a string field or on the \
+         bytes of a bytes field, one character per byte. Case-insensitive by default, as in \
+         tshark; (?-i) makes it case-sensitive. In \"...\" a backslash is written \\\\; \
+         r\"...\" takes it as it is. At most 512 characters; matching takes time linear in \
+         the text.",
+    ),
+    Block::Para("Examples:"),
+    Block::Pre(
+        "raknet-dissect capture.pcap -Y 'kind == nack'\n\
+         raknet-dissect capture.pcap -Y 'id in {0x05 0x07} && udp.dstport in {19132 19133}'\n\
+         raknet-dissect capture.pcap -Y 'ip.src == 10.0.0.0/8 && frame.time_relative > 30'\n\
+         raknet-dissect capture.pcap -Y 'motd.motd matches \"^my server\"'\n\
+         raknet-dissect messages capture.pcap -Y 'data ~ r\"^\\xfe\\x06\"'\n\
+         raknet-dissect flows capture.pcap -Y 'c2s.lost > 0 || rtt_ms.median > 50'",
+    ),
+    Block::Para(
+        "-T fields -e FIELD ... prints the named fields, one line per record, as tshark does. \
+         A filter that does not parse exits with 4.",
+    ),
+];
+
+/// The EXIT STATUS items of the page of command `name` (every code for the
+/// top level's page, `None`); `filter`: whether the command takes `-Y`.
+pub fn exit_status(name: Option<&str>, filter: bool) -> Vec<Block<'static>> {
+    EXIT_STATUS
+        .iter()
+        .filter(|(_, _, which)| {
+            name.is_none_or(|name| match which {
+                Applies::All => true,
+                Applies::Filter => filter,
+                Applies::To(names) => names.contains(&name),
+            })
+        })
+        .map(|(code, meaning, _)| Block::Item(code, meaning))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roff_escapes() {
+        assert_eq!(roff_text(".x -Y a\\b\n'q"), "\\&.x \\-Y a\\eb\n\\&'q");
+    }
+
+    #[test]
+    fn exit_codes_go_to_the_commands_that_give_them() {
+        let codes = |name, filter| -> Vec<&str> {
+            exit_status(name, filter)
+                .iter()
+                .map(|b| match b {
+                    Block::Item(code, _) => *code,
+                    _ => "?",
+                })
+                .collect()
+        };
+        assert_eq!(codes(None, false).len(), 9);
+        assert_eq!(codes(Some("ping"), false), ["0", "1", "2", "6"]);
+        assert_eq!(codes(Some("read"), true), ["0", "1", "2", "3", "4", "5"]);
+        assert_eq!(codes(Some("live"), true), ["0", "1", "2", "4", "8"]);
+    }
+}
