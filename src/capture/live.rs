@@ -26,6 +26,53 @@ pub struct Interface {
     pub up: bool,
 }
 
+impl std::fmt::Display for Interface {
+    /// `-D`'s line: `1. lo (loopback)`, `3. eth1 (down)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}. {}", self.index, self.name)?;
+        match (self.loopback, self.up) {
+            (false, true) => Ok(()),
+            (true, true) => f.write_str(" (loopback)"),
+            (false, false) => f.write_str(" (down)"),
+            (true, false) => f.write_str(" (loopback, down)"),
+        }
+    }
+}
+
+/// Set by the signal handler of [`stop_on_interrupt`].
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_interrupt(_: libc::c_int) {
+    INTERRUPTED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// A flag that SIGINT or SIGTERM sets (for [`LiveOptions::stop`]): a live
+/// capture then ends as at the end of a file, its summary still printed.
+pub fn stop_on_interrupt() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    use std::sync::atomic::Ordering;
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        libc::signal(
+            libc::SIGINT,
+            on_interrupt as *const () as libc::sighandler_t,
+        );
+        libc::signal(
+            libc::SIGTERM,
+            on_interrupt as *const () as libc::sighandler_t,
+        );
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = std::sync::Arc::clone(&stop);
+    std::thread::spawn(move || loop {
+        if INTERRUPTED.load(Ordering::Relaxed) {
+            flag.store(true, Ordering::Relaxed);
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    });
+    stop
+}
+
 /// Every interface, in index order (`-D`).
 pub fn interfaces() -> io::Result<Vec<Interface>> {
     let mut out = Vec::new();

@@ -439,54 +439,8 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
 /// `fields`: every name `-Y` and `-e` know, with its type, its records
 /// and its meaning.
 pub fn print_fields(o: &OutputArgs, out: &mut impl Write) -> anyhow::Result<u8> {
-    #[derive(serde::Serialize)]
-    struct FieldJson {
-        #[serde(rename = "type")]
-        kind_of_record: &'static str,
-        name: &'static str,
-        value: &'static str,
-        records: Vec<&'static str>,
-        meaning: &'static str,
-    }
-    if o.quiet {
-        return Ok(EXIT_OK);
-    }
-    let mut rows = Vec::new();
-    for d in crate::display::FIELDS {
-        let records: Vec<&'static str> = RecordType::ALL
-            .into_iter()
-            .filter(|r| d.in_record(*r))
-            .map(RecordType::as_str)
-            .collect();
-        if o.json {
-            serde_json::to_writer(
-                &mut *out,
-                &FieldJson {
-                    kind_of_record: "field",
-                    name: d.name,
-                    value: d.ty.as_str(),
-                    records,
-                    meaning: d.meaning,
-                },
-            )?;
-            out.write_all(b"\n")?;
-        } else {
-            rows.push(vec![
-                d.name.to_string(),
-                d.ty.as_str().to_string(),
-                records.join(", "),
-                d.meaning.to_string(),
-            ]);
-        }
-    }
-    if !o.json {
-        let header = ["field", "value", "records", "meaning"];
-        let width = terminal_width().or(Some(100));
-        writeln!(
-            out,
-            "{}",
-            table::counts_table(&header, rows, header.len(), width)
-        )?;
+    if !o.quiet {
+        crate::display::print::field_list(o.json, terminal_width().or(Some(100)), out)?;
     }
     Ok(EXIT_OK)
 }

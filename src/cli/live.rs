@@ -3,7 +3,6 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -13,7 +12,7 @@ use super::args::{parse_seconds, DecodeArgs, DisplayArgs, FormatArg, OutputArgs}
 use super::capture::{print_flows_table, read_packets};
 use super::{CaptureArgs, ReadArgs, EXIT_OK, EXIT_USAGE};
 use crate::capture::filter::Filter;
-use crate::capture::live::{interfaces, KernelStats, LiveError, LiveOptions};
+use crate::capture::live::{interfaces, stop_on_interrupt, KernelStats, LiveError, LiveOptions};
 use crate::capture::CaptureReader;
 use crate::mirror::FlowMirror;
 use crate::output::json::FlowJson;
@@ -67,28 +66,10 @@ pub struct LiveArgs {
     pub display: DisplayArgs,
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_interrupt(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
-
 pub fn run_live(a: &LiveArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     if a.list {
         for i in interfaces()? {
-            let mut notes = Vec::new();
-            if i.loopback {
-                notes.push("loopback");
-            }
-            if !i.up {
-                notes.push("down");
-            }
-            let notes = if notes.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", notes.join(", "))
-            };
-            writeln!(out, "{}. {}{notes}", i.index, i.name)?;
+            writeln!(out, "{i}")?;
         }
         writeln!(out, "any (all interfaces)")?;
         return Ok(EXIT_OK);
@@ -110,26 +91,7 @@ pub fn run_live(a: &LiveArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         }
     };
     // Ctrl-C ends the capture: the flows table still comes.
-    let stop = Arc::new(AtomicBool::new(false));
-    // SAFETY: the handler only stores to an atomic.
-    unsafe {
-        libc::signal(
-            libc::SIGINT,
-            on_interrupt as *const () as libc::sighandler_t,
-        );
-        libc::signal(
-            libc::SIGTERM,
-            on_interrupt as *const () as libc::sighandler_t,
-        );
-    }
-    let watcher_stop = Arc::clone(&stop);
-    std::thread::spawn(move || loop {
-        if STOP.load(Ordering::Relaxed) {
-            watcher_stop.store(true, Ordering::Relaxed);
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    });
+    let stop = stop_on_interrupt();
     let kernel = Arc::new(Mutex::new(KernelStats::default()));
     let opts = LiveOptions {
         interface: a.interface.clone().unwrap_or_else(|| "any".into()),

@@ -23,7 +23,6 @@ mod handshake;
 mod live;
 mod peer;
 mod plot;
-mod printer;
 mod replay;
 mod stats;
 
@@ -38,7 +37,17 @@ pub const EXIT_USAGE: u8 = 2;
 pub const EXIT_BAD_FILE: u8 = 3;
 pub const EXIT_BAD_FILTER: u8 = 4;
 pub const EXIT_CUT_SHORT: u8 = 5;
-pub use printer::EXIT_NO_CONNECTION;
+/// No connection could be made: no pong, a refused or unanswered
+/// handshake, nothing listening (the diagnosis is printed).
+pub const EXIT_NO_CONNECTION: u8 = 6;
+
+/// The exit code of a live command's outcome.
+fn exit_code(o: crate::peer::run::Outcome) -> u8 {
+    match o {
+        crate::peer::run::Outcome::Done => EXIT_OK,
+        crate::peer::run::Outcome::NoConnection => EXIT_NO_CONNECTION,
+    }
+}
 
 /// `-Y` help with examples that hold for each command's records (checked
 /// by `tests/command_line.rs`).

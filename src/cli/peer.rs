@@ -1,19 +1,17 @@
 //! `ping`, `connect`, `serve`, `probe`: arguments, and the records of
 //! `peer::run` printed as lines or NDJSON.
 
-use std::io::{self, BufRead, Write};
+use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
 use super::args::{parse_hex, parse_reliability, parse_seconds, parse_target, OutputArgs};
-use super::printer::{exit_code, Printer};
+use super::exit_code;
 use super::{EXIT_ERROR, EXIT_USAGE};
-use crate::peer::run::{self, ConnectPlan, Outgoing, ServePlan};
+use crate::peer::run::{self, ConnectPlan, ServePlan};
 use crate::peer::Server;
-use crate::session::handshake::{PROTOCOL_MINECRAFT, PROTOCOL_ORIGINAL};
-use crate::session::{ClientConfig, ServerConfig};
 use crate::wire::Reliability;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -41,39 +39,13 @@ pub struct DialectArgs {
 }
 
 impl DialectArgs {
-    fn protocol(&self) -> u8 {
-        self.protocol.unwrap_or(match self.dialect {
-            Dialect::Original => PROTOCOL_ORIGINAL,
-            Dialect::Minecraft => PROTOCOL_MINECRAFT,
-        })
-    }
-    /// Protocol bytes a server accepts.
-    fn accepted(&self) -> Vec<u8> {
-        match (self.protocol, self.dialect) {
-            (Some(p), _) => vec![p],
-            (None, Dialect::Original) => vec![PROTOCOL_ORIGINAL],
-            (None, Dialect::Minecraft) => vec![9, 10, PROTOCOL_MINECRAFT],
+    /// The library's dialect, with these overrides.
+    fn get(&self) -> run::Dialect {
+        run::Dialect {
+            minecraft: self.dialect == Dialect::Minecraft,
+            protocol: self.protocol,
+            addresses: self.addresses,
         }
-    }
-    fn addresses(&self) -> usize {
-        self.addresses.unwrap_or(match self.dialect {
-            Dialect::Original => 10,
-            Dialect::Minecraft => 20,
-        })
-    }
-
-    /// A client configuration, probing from `mtu` down when given.
-    fn client(&self, mtu: Option<u16>) -> ClientConfig {
-        let mut cfg = ClientConfig {
-            guid: run::new_guid(),
-            protocol: self.protocol(),
-            address_count: self.addresses(),
-            ..ClientConfig::default()
-        };
-        if let Some(m) = mtu {
-            cfg.mtus = run::mtus_from(m);
-        }
-        cfg
     }
 }
 
@@ -177,66 +149,12 @@ pub struct ProbeArgs {
 }
 
 pub fn run_ping(a: &PingArgs, out: &mut impl Write) -> anyhow::Result<u8> {
-    let mut p = Printer::new(out, &a.output);
+    let mut p = a.output.printer(out);
     Ok(exit_code(run::ping(a.target, a.count, a.timeout, &mut p)?))
 }
 
-/// A standard-input line: `HEX`, or `RELIABILITY[/CHANNEL] HEX` to override
-/// `--reliability` and `--channel` for that message.
-fn parse_line(line: &str, a: &ConnectArgs) -> Result<Outgoing, String> {
-    let (mut reliability, mut channel) = (a.reliability, a.channel);
-    let hex_part = match line.split_once(char::is_whitespace) {
-        Some((head, rest)) => {
-            let (r, c) = head.split_once('/').unwrap_or((head, ""));
-            reliability = parse_reliability(r)?;
-            if !c.is_empty() {
-                channel = c
-                    .parse::<u8>()
-                    .ok()
-                    .filter(|c| *c < 32)
-                    .ok_or_else(|| format!("{c:?} is not a channel (0 to 31)"))?;
-            }
-            rest
-        }
-        None => line,
-    };
-    Ok(Outgoing {
-        data: parse_hex(hex_part)?,
-        reliability,
-        channel,
-    })
-}
-
-/// Messages to send: `--send` values, `-` for standard input lines.
-fn messages(a: &ConnectArgs) -> Result<Vec<Outgoing>, String> {
-    let mut v = Vec::new();
-    for s in &a.send {
-        if s == "-" {
-            for (n, line) in io::stdin().lock().lines().enumerate() {
-                let line = line.map_err(|e| format!("standard input: {e}"))?;
-                if !line.trim().is_empty() {
-                    v.push(
-                        parse_line(line.trim(), a)
-                            .map_err(|e| format!("standard input line {}: {e}", n + 1))?,
-                    );
-                }
-            }
-        } else {
-            v.push(Outgoing {
-                data: parse_hex(s)?,
-                reliability: a.reliability,
-                channel: a.channel,
-            });
-        }
-    }
-    if v.iter().any(|m| m.data.is_empty()) {
-        return Err("an empty message cannot be sent".into());
-    }
-    Ok(v)
-}
-
 pub fn run_connect(a: &ConnectArgs, out: &mut impl Write) -> anyhow::Result<u8> {
-    let plan = match messages(a) {
+    let plan = match run::messages_to_send(&a.send, a.reliability, a.channel, io::stdin().lock()) {
         Ok(messages) => ConnectPlan {
             messages,
             repeat: a.repeat,
@@ -247,10 +165,10 @@ pub fn run_connect(a: &ConnectArgs, out: &mut impl Write) -> anyhow::Result<u8> 
             return Ok(EXIT_USAGE);
         }
     };
-    let mut p = Printer::new(out, &a.output);
+    let mut p = a.output.printer(out);
     Ok(exit_code(run::connect(
         a.target,
-        a.dialect.client(a.mtu),
+        a.dialect.get().client(a.mtu),
         &plan,
         &mut p,
     )?))
@@ -265,26 +183,12 @@ pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         },
         None => None,
     };
-    let mut cfg = ServerConfig {
-        guid,
-        protocol: a.dialect.protocol(),
-        accept_protocols: a.dialect.accepted(),
-        max_clients: a.max_clients,
-        max_mtu: a.mtu.clamp(576, 1492),
-        address_count: a.dialect.addresses(),
-        ..ServerConfig::default()
-    };
     // The captured server's protocol, unless told otherwise.
-    if let (Some(p), None) = (
-        session.as_ref().and_then(|s| s.protocol),
-        a.dialect.protocol,
-    ) {
-        cfg.protocol = p;
-        cfg.accept_protocols = vec![p];
-        if a.dialect.addresses.is_none() {
-            cfg.address_count = run::addresses_for(p);
-        }
-    }
+    let captured = session.as_ref().and_then(|s| s.protocol);
+    let mut cfg = a.dialect.get().server(captured);
+    cfg.guid = guid;
+    cfg.max_clients = a.max_clients;
+    cfg.max_mtu = a.mtu.clamp(576, 1492);
     let mut server = match Server::bind(a.listen, cfg) {
         Ok(s) => s,
         Err(e) => {
@@ -308,17 +212,17 @@ pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
             .as_ref()
             .map(|s| crate::replay::run::server_script(s, a.asap)),
     };
-    let mut p = Printer::new(out, &a.output);
+    let mut p = a.output.printer(out);
     Ok(exit_code(run::serve(&mut server, &plan, &mut p)?))
 }
 
 /// `probe`: the handshake steps performed live, one line each as it
 /// happens, then the outcome and a diagnosis, in the words of `handshake`.
 pub fn run_probe(a: &ProbeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
-    let mut p = Printer::new(out, &a.output);
+    let mut p = a.output.printer(out);
     Ok(exit_code(run::probe(
         a.target,
-        a.dialect.client(a.mtu),
+        a.dialect.get().client(a.mtu),
         &mut p,
     )?))
 }

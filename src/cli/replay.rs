@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::args::{parse_decode_as, parse_seconds, parse_target, OutputArgs};
-use super::printer::{Printer, EXIT_NO_CONNECTION};
+use super::EXIT_NO_CONNECTION;
 use super::{EXIT_BAD_FILE, EXIT_ERROR, EXIT_OK, EXIT_USAGE};
 use crate::peer::record::Recorder;
 use crate::pipeline::PipelineOptions;
@@ -110,7 +110,7 @@ pub fn run_replay(a: &ReplayArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         addresses: a.addresses,
         wait: a.wait,
     };
-    let mut p = Printer::new(out, &a.output);
+    let mut p = a.output.printer(out);
     // The server's messages are records with --json; text shows the summary.
     p.message_lines = false;
     Ok(match run::replay(&session, &o, recorder, &mut p)? {

@@ -311,6 +311,52 @@ impl MessagePrinter {
     }
 }
 
+/// `raknet-dissect fields`: every name `-Y` and `-e` know, with its type,
+/// its records and its meaning: a `field` record each, or a table `width`
+/// columns wide.
+pub fn field_list(json: bool, width: Option<u16>, out: &mut dyn Write) -> io::Result<()> {
+    #[derive(serde::Serialize)]
+    struct FieldJson {
+        #[serde(rename = "type")]
+        kind_of_record: &'static str,
+        name: &'static str,
+        value: &'static str,
+        records: Vec<&'static str>,
+        meaning: &'static str,
+    }
+    let mut rows = Vec::new();
+    for d in super::FIELDS {
+        let records: Vec<&'static str> = RecordType::ALL
+            .into_iter()
+            .filter(|r| d.in_record(*r))
+            .map(RecordType::as_str)
+            .collect();
+        if json {
+            let record = FieldJson {
+                kind_of_record: "field",
+                name: d.name,
+                value: d.ty.as_str(),
+                records,
+                meaning: d.meaning,
+            };
+            json_line(out, &record)?;
+        } else {
+            rows.push(vec![
+                d.name.to_string(),
+                d.ty.as_str().to_string(),
+                records.join(", "),
+                d.meaning.to_string(),
+            ]);
+        }
+    }
+    if json {
+        return Ok(());
+    }
+    let header = ["field", "value", "records", "meaning"];
+    let t = crate::output::table::counts_table(&header, rows, header.len(), width);
+    writeln!(out, "{t}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@ pub mod record {
     pub use crate::capture::write::Recorder;
 }
 
+pub mod printer;
 pub mod run;
 
 use std::io;

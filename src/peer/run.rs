@@ -12,8 +12,12 @@ use crate::output::peer::{
     guid_hex, ms, AppCounts, ClosedJson, ConnectedJson, FailedJson, ListeningJson, NoPongJson,
     PeerMessageJson, PeerRecord, PongJson, ProbeJson, ProbeStepJson,
 };
-use crate::session::handshake::{HandshakeEvent, MTU_PROBES, PROTOCOL_ORIGINAL};
-use crate::session::{ClientConfig, CloseReason, Event};
+use crate::session::handshake::{
+    HandshakeEvent, MTU_PROBES, PROTOCOL_MINECRAFT, PROTOCOL_ORIGINAL,
+};
+use crate::session::{ClientConfig, CloseReason, Event, ServerConfig};
+use crate::wire::cursor::parse_hex;
+use crate::wire::datagram::ORDERING_CHANNELS;
 use crate::wire::{Motd, Reliability};
 
 /// The port a target without one gets: Minecraft Bedrock's.
@@ -231,6 +235,138 @@ pub struct Outgoing {
     pub data: Vec<u8>,
     pub reliability: Reliability,
     pub channel: u8,
+}
+
+impl Outgoing {
+    /// A line of `connect`'s standard input: `HEX`, or `RELIABILITY[/CHANNEL]
+    /// HEX` to send that message otherwise than `reliability` on `channel`.
+    pub fn parse_line(line: &str, reliability: Reliability, channel: u8) -> Result<Self, String> {
+        let (mut reliability, mut channel) = (reliability, channel);
+        let hex = match line.split_once(char::is_whitespace) {
+            Some((head, rest)) => {
+                let (r, c) = head.split_once('/').unwrap_or((head, ""));
+                reliability = Reliability::parse(r)?;
+                if !c.is_empty() {
+                    channel = c
+                        .parse::<u8>()
+                        .ok()
+                        .filter(|c| *c < ORDERING_CHANNELS)
+                        .ok_or_else(|| format!("{c:?} is not a channel (0 to 31)"))?;
+                }
+                rest
+            }
+            None => line,
+        };
+        Ok(Outgoing {
+            data: parse_hex(hex)?,
+            reliability,
+            channel,
+        })
+    }
+}
+
+/// The messages `connect --send` names: each value in hex, or `-` for the
+/// lines of `stdin` ([`Outgoing::parse_line`]).
+pub fn messages_to_send(
+    send: &[String],
+    reliability: Reliability,
+    channel: u8,
+    stdin: impl io::BufRead,
+) -> Result<Vec<Outgoing>, String> {
+    let mut v = Vec::new();
+    let mut stdin = Some(stdin);
+    for s in send {
+        if s != "-" {
+            v.push(Outgoing {
+                data: parse_hex(s)?,
+                reliability,
+                channel,
+            });
+            continue;
+        }
+        for (n, line) in stdin.take().into_iter().flat_map(|i| i.lines()).enumerate() {
+            let line = line.map_err(|e| format!("standard input: {e}"))?;
+            if !line.trim().is_empty() {
+                v.push(
+                    Outgoing::parse_line(line.trim(), reliability, channel)
+                        .map_err(|e| format!("standard input line {}: {e}", n + 1))?,
+                );
+            }
+        }
+    }
+    if v.iter().any(|m| m.data.is_empty()) {
+        return Err("an empty message cannot be sent".into());
+    }
+    Ok(v)
+}
+
+/// Which RakNet a live command speaks: the original's defaults (protocol
+/// 6, 10 internal addresses) or Minecraft's (11, 20), and the user's
+/// overrides of either.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Dialect {
+    pub minecraft: bool,
+    /// The protocol byte (a Minecraft server accepts 9, 10 and 11 unless
+    /// this is given).
+    pub protocol: Option<u8>,
+    /// Internal addresses in the connected handshake.
+    pub addresses: Option<usize>,
+}
+
+impl Dialect {
+    /// The protocol byte sent.
+    pub fn protocol(&self) -> u8 {
+        let default = if self.minecraft {
+            PROTOCOL_MINECRAFT
+        } else {
+            PROTOCOL_ORIGINAL
+        };
+        self.protocol.unwrap_or(default)
+    }
+
+    fn default_addresses(&self) -> usize {
+        if self.minecraft {
+            20
+        } else {
+            10
+        }
+    }
+
+    /// A client configuration with a fresh GUID, probing from `mtu` down
+    /// when given.
+    pub fn client(&self, mtu: Option<u16>) -> ClientConfig {
+        let mut cfg = ClientConfig {
+            guid: new_guid(),
+            protocol: self.protocol(),
+            address_count: self.addresses.unwrap_or(self.default_addresses()),
+            ..ClientConfig::default()
+        };
+        if let Some(m) = mtu {
+            cfg.mtus = mtus_from(m);
+        }
+        cfg
+    }
+
+    /// A server configuration; `captured`: the protocol of a captured
+    /// server played back, which it speaks unless a protocol was given.
+    pub fn server(&self, captured: Option<u8>) -> ServerConfig {
+        let (protocol, accept, addresses) = match (self.protocol, captured) {
+            (None, Some(p)) => (p, vec![p], addresses_for(p)),
+            (Some(p), _) => (p, vec![p], self.default_addresses()),
+            (None, None) if self.minecraft => (
+                PROTOCOL_MINECRAFT,
+                vec![9, 10, PROTOCOL_MINECRAFT],
+                self.default_addresses(),
+            ),
+            (None, None) => (PROTOCOL_ORIGINAL, vec![PROTOCOL_ORIGINAL], 10),
+        };
+        ServerConfig {
+            protocol,
+            accept_protocols: accept,
+            address_count: self.addresses.unwrap_or(addresses),
+            ..ServerConfig::default()
+        }
+    }
 }
 
 /// What `connect` does once connected.
@@ -601,6 +737,74 @@ pub fn addresses_for(protocol: u8) -> usize {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn dialects_and_their_overrides() {
+        let original = Dialect::default();
+        let mc = Dialect {
+            minecraft: true,
+            ..Dialect::default()
+        };
+        assert_eq!(
+            (
+                original.client(None).protocol,
+                original.client(None).address_count
+            ),
+            (6, 10)
+        );
+        assert_eq!(
+            (mc.client(None).protocol, mc.client(None).address_count),
+            (11, 20)
+        );
+        assert_eq!(mc.server(None).accept_protocols, [9, 10, 11]);
+        assert_eq!(original.server(None).accept_protocols, [6]);
+        // A captured server's protocol, unless one was given.
+        let s = original.server(Some(10));
+        assert_eq!(
+            (s.protocol, s.accept_protocols, s.address_count),
+            (10, vec![10], 20)
+        );
+        let given = Dialect {
+            protocol: Some(9),
+            addresses: Some(3),
+            ..mc
+        };
+        let s = given.server(Some(10));
+        assert_eq!(
+            (s.protocol, s.accept_protocols, s.address_count),
+            (9, vec![9], 3)
+        );
+        assert_eq!(given.client(Some(1200)).mtus[0], 1200);
+    }
+
+    #[test]
+    fn messages_to_send_from_values_and_standard_input() {
+        let send = ["86 aa".to_string(), "-".to_string()];
+        let stdin = "8601\n\nreliable-sequenced/5 86:02\n".as_bytes();
+        let v = messages_to_send(&send, Reliability::RELIABLE_ORDERED, 0, stdin).unwrap();
+        let got: Vec<_> = v
+            .iter()
+            .map(|m| (m.data.clone(), m.reliability, m.channel))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (vec![0x86, 0xaa], Reliability::RELIABLE_ORDERED, 0),
+                (vec![0x86, 0x01], Reliability::RELIABLE_ORDERED, 0),
+                (vec![0x86, 0x02], Reliability::RELIABLE_SEQUENCED, 5)
+            ]
+        );
+        let none: &[u8] = b"";
+        for (bad, input) in [
+            ("", none),
+            ("-", b"reliable/32 86"),
+            ("-", b"x 86"),
+            ("-", b"zz"),
+        ] {
+            let r = messages_to_send(&[bad.to_string()], Reliability::RELIABLE, 0, input);
+            assert!(r.is_err(), "{bad:?} {input:?}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -332,6 +332,20 @@ pub fn hex(b: &[u8]) -> String {
     s
 }
 
+/// Bytes written in hex; spaces and colons between them are allowed.
+pub fn parse_hex(s: &str) -> std::result::Result<Vec<u8>, String> {
+    let digits: Vec<u8> = s
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != ':')
+        .map(|c| c.to_digit(16).map(|d| d as u8))
+        .collect::<Option<_>>()
+        .ok_or_else(|| format!("{s:?} is not hex"))?;
+    if digits.len() % 2 != 0 {
+        return Err(format!("{s:?}: odd number of hex digits"));
+    }
+    Ok(digits.chunks(2).map(|p| p[0] << 4 | p[1]).collect())
+}
+
 /// Up to 32 bytes in hex, then an ellipsis and the length.
 pub fn short_hex(s: &[u8]) -> String {
     const MAX: usize = 32;
@@ -375,6 +389,17 @@ impl WriteExt for Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn hex_parses_back_and_never_panics_on_odd_input() {
+        assert_eq!(super::parse_hex("86 aa:BB"), Ok(vec![0x86, 0xaa, 0xbb]));
+        assert_eq!(super::parse_hex(&super::hex(&[0, 255])), Ok(vec![0, 255]));
+        assert!(super::parse_hex("8").unwrap_err().contains("odd number"));
+        // A multi-byte character between digits is an error, not a panic.
+        for bad in ["aéa", "éé", "zz", "a\u{1F600}b"] {
+            assert!(super::parse_hex(bad).is_err(), "{bad}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -49,6 +49,27 @@ impl Reliability {
         }
     }
 
+    /// A reliability by its name in any case, with `-` for `_`
+    /// (`reliable-ordered`), or by its number, 0 to 7.
+    pub fn parse(s: &str) -> std::result::Result<Self, String> {
+        if let Ok(n) = s.parse::<u8>() {
+            return (n < 8)
+                .then_some(Reliability(n))
+                .ok_or_else(|| format!("{s:?}: a reliability is 0 to 7"));
+        }
+        let wanted = s.to_ascii_uppercase().replace('-', "_");
+        (0..8)
+            .map(Reliability)
+            .find(|r| r.name() == wanted)
+            .ok_or_else(|| {
+                format!(
+                    "{s:?} is not a reliability: unreliable, unreliable-sequenced, reliable, \
+                     reliable-ordered, reliable-sequenced, unreliable-with-ack-receipt, \
+                     reliable-with-ack-receipt, reliable-ordered-with-ack-receipt, or 0 to 7"
+                )
+            })
+    }
+
     /// Carries a `reliableMessageNumber` on the wire (the decoder's rule: 2, 3, 4).
     pub fn has_reliable_index(self) -> bool {
         matches!(self.0, 2..=4)
@@ -582,6 +603,15 @@ impl<'a> Datagram<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reliabilities_parse_by_name_or_number() {
+        assert_eq!(Reliability::parse("reliable-ordered"), Ok(Reliability(3)));
+        assert_eq!(Reliability::parse("RELIABLE_SEQUENCED"), Ok(Reliability(4)));
+        assert_eq!(Reliability::parse("7"), Ok(Reliability(7)));
+        assert!(Reliability::parse("8").is_err());
+        assert!(Reliability::parse("sometimes").is_err());
+    }
 
     #[test]
     fn ack_sample_from_the_original() {
