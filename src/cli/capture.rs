@@ -12,12 +12,12 @@ use super::args::{parse_id, CaptureArgs, ColorArg, DirArg, DisplayArgs, FormatAr
 use super::{EXIT_BAD_FILE, EXIT_BAD_FILTER, EXIT_CUT_SHORT, EXIT_OK, EXIT_USAGE};
 use crate::capture::write::Recorder;
 use crate::capture::CaptureReader;
-use crate::display::print::{Choice, Format, MessagePrinter, PacketPrinter, ShowError, Shown};
-use crate::display::{JsonRecord, RecordType};
+use crate::display::print::{
+    Choice, FlowPrinter, Format, MessagePrinter, PacketPrinter, ShowError, Shown, MAX_TABLE_ROWS,
+};
+use crate::display::RecordType;
 use crate::dissect::{Dir, Packet};
 use crate::mirror::{FlowMirror, Message, Mirror, MirrorConfig, Observation};
-use crate::output::json::FlowJson;
-use crate::output::table;
 use crate::output::terminal::{terminal_width, Progress};
 use crate::output::text::Palette;
 use crate::output::ColorChoice;
@@ -273,9 +273,6 @@ pub fn run_read(args: &ReadArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     }
 }
 
-/// Rows the flow tables show at most; past them, `--json` has every flow.
-pub(crate) const MAX_TABLE_ROWS: usize = 10_000;
-
 /// `read`, over a live reader when given; `flows` collects the flows as
 /// they end (and at the end), for a table after the packets.
 pub(crate) fn read_packets(
@@ -461,32 +458,11 @@ pub fn run_flows(args: &FlowsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     if let Some(x) = shown.export.as_ref().filter(|_| !quiet) {
         out.write_all(x.header().as_bytes())?;
     }
-    let mut rows: Vec<FlowMirror> = Vec::new();
-    let mut omitted = 0usize;
-    let mut line = String::new();
+    let mut printer = FlowPrinter::new(shown);
     let mut take = |closed: &mut Vec<FlowMirror>, out: &mut dyn Write| -> anyhow::Result<()> {
         for f in closed.drain(..) {
-            if quiet || args.capture.flow.is_some_and(|n| n != f.id) {
-                continue;
-            }
-            // A filter or an export reads the record itself.
-            let record = (shown.filter.is_some() || shown.export.is_some())
-                .then(|| serde_json::to_value(FlowJson::new(&f)).map(JsonRecord))
-                .transpose()?;
-            if record.as_ref().is_some_and(|r| !shown.wants(r)) {
-                continue;
-            }
-            if let (Some(x), Some(r)) = (&shown.export, &record) {
-                line.clear();
-                x.push_row(r, &mut line);
-                out.write_all(line.as_bytes())?;
-            } else if shown.json {
-                serde_json::to_writer(&mut *out, &FlowJson::new(&f))?;
-                out.write_all(b"\n")?;
-            } else if rows.len() < MAX_TABLE_ROWS {
-                rows.push(f);
-            } else {
-                omitted += 1;
+            if !quiet && args.capture.flow.is_none_or(|n| n == f.id) {
+                printer.flow(f, out)?;
             }
         }
         Ok(())
@@ -502,32 +478,9 @@ pub fn run_flows(args: &FlowsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     )?;
     take(&mut mirror.finish().closed, out)?;
     // No table at all when the capture could not be read or --flow was wrong.
-    let failed = code == EXIT_USAGE || (code == EXIT_BAD_FILE && rows.is_empty());
-    if !shown.json && shown.export.is_none() && !quiet && !failed {
-        print_flows_table(&mut rows, args.wide, out)?;
-        if omitted > 0 {
-            writeln!(
-                out,
-                "{omitted} more {} not shown: --json lists every flow",
-                plural(omitted as u64, "flow", "flows")
-            )?;
-        }
+    let failed = code == EXIT_USAGE || (code == EXIT_BAD_FILE && printer.rows.is_empty());
+    if printer.shown.text() && !quiet && !failed {
+        printer.table(args.wide, terminal_width(), out)?;
     }
     Ok(code)
-}
-
-/// The flows table, in id order: narrow (fits 100 columns) or `wide`.
-pub(crate) fn print_flows_table(
-    rows: &mut [FlowMirror],
-    wide: bool,
-    out: &mut impl Write,
-) -> io::Result<()> {
-    rows.sort_by_key(|f| f.id);
-    let refs: Vec<&FlowMirror> = rows.iter().collect();
-    let t = if wide {
-        table::flows_table(&refs, terminal_width())
-    } else {
-        table::flows_table_narrow(&refs, terminal_width())
-    };
-    writeln!(out, "{t}")
 }

@@ -9,13 +9,14 @@ use std::time::Duration;
 use clap::Args;
 
 use super::args::{parse_seconds, DecodeArgs, DisplayArgs, FormatArg, OutputArgs};
-use super::capture::{print_flows_table, read_packets};
+use super::capture::read_packets;
+use super::terminal_width;
 use super::{CaptureArgs, ReadArgs, EXIT_OK, EXIT_USAGE};
 use crate::capture::filter::Filter;
 use crate::capture::live::{interfaces, stop_on_interrupt, KernelStats, LiveError, LiveOptions};
 use crate::capture::CaptureReader;
+use crate::display::print::{FlowPrinter, Shown};
 use crate::mirror::FlowMirror;
-use crate::output::json::FlowJson;
 
 /// Exit code when live capture is not permitted (root or CAP_NET_RAW needed).
 pub const EXIT_NO_PERMISSION: u8 = 8;
@@ -142,16 +143,22 @@ pub fn run_live(a: &LiveArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     flows.retain(|f| a.flow.is_none_or(|n| n == f.id));
     let fields = a.display.format == Some(FormatArg::Fields)
         || (a.display.format.is_none() && !a.display.fields.is_empty());
-    if fields {
-        // A field export stays one table: no flows after it.
-    } else if a.output.json || a.display.format == Some(FormatArg::Json) {
+    // A field export stays one table: no flows after it.
+    if !fields {
+        let json = a.output.json || a.display.format == Some(FormatArg::Json);
+        let (filter, export) = (None, None);
+        let mut printer = FlowPrinter::new(Shown {
+            filter,
+            export,
+            json,
+        });
         flows.sort_by_key(|f| f.id);
-        for f in &flows {
-            serde_json::to_writer(&mut *out, &FlowJson::new(f))?;
-            out.write_all(b"\n")?;
+        for f in flows {
+            printer.flow(f, out)?;
         }
-    } else if !flows.is_empty() {
-        print_flows_table(&mut flows, a.wide, out)?;
+        if !json && !printer.rows.is_empty() {
+            printer.table(a.wide, terminal_width(), out)?;
+        }
     }
     out.flush()?;
     let k = kernel.lock().map(|k| *k).unwrap_or_default();

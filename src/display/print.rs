@@ -7,10 +7,12 @@ use std::fmt;
 use std::io::{self, Write};
 use std::time::Duration;
 
-use super::{DisplayFilter, FieldExport, MessageRecord, Record, RecordType, Since};
+use super::{DisplayFilter, FieldExport, JsonRecord, MessageRecord, Record, RecordType, Since};
 use crate::dissect::{Anomaly, IcmpNote, Packet};
-use crate::mirror::Message;
-use crate::output::json::{EndJson, IcmpJson, MessageJson, PacketJson};
+use crate::mirror::{FlowMirror, Message};
+use crate::output::json::{EndJson, FlowJson, IcmpJson, MessageJson, PacketJson};
+use crate::output::peer::plural;
+use crate::output::table;
 use crate::output::text::{self, LineFormatter, Palette, TimeColumn, TimeFormat};
 
 /// The output format asked for (`-T`).
@@ -311,6 +313,78 @@ impl MessagePrinter {
     }
 }
 
+/// Rows the flow tables show at most; past them, `--json` has every flow.
+pub const MAX_TABLE_ROWS: usize = 10_000;
+
+/// Flow records or rows, as flows end; the table of those kept at the end.
+pub struct FlowPrinter {
+    pub shown: Shown,
+    /// The flows kept for the table (at most [`MAX_TABLE_ROWS`]).
+    pub rows: Vec<FlowMirror>,
+    /// Flows past [`MAX_TABLE_ROWS`], said under the table.
+    pub omitted: usize,
+    row: String,
+}
+
+impl FlowPrinter {
+    pub fn new(shown: Shown) -> Self {
+        FlowPrinter {
+            shown,
+            rows: Vec::new(),
+            omitted: 0,
+            row: String::new(),
+        }
+    }
+
+    /// Flow `f` ended: a row, a record, or kept for the table.
+    pub fn flow(&mut self, f: FlowMirror, out: &mut dyn Write) -> io::Result<()> {
+        // A filter or an export reads the record itself.
+        if self.shown.filter.is_some() || self.shown.export.is_some() {
+            let record = JsonRecord(serde_json::to_value(FlowJson::new(&f))?);
+            if !self.shown.wants(&record) {
+                return Ok(());
+            }
+            if let Some(x) = &self.shown.export {
+                self.row.clear();
+                x.push_row(&record, &mut self.row);
+                return out.write_all(self.row.as_bytes());
+            }
+        }
+        if self.shown.json {
+            json_line(out, &FlowJson::new(&f))
+        } else {
+            if self.rows.len() < MAX_TABLE_ROWS {
+                self.rows.push(f);
+            } else {
+                self.omitted += 1;
+            }
+            Ok(())
+        }
+    }
+
+    /// The table of the flows kept, in id order: narrow (fits 100 columns)
+    /// or `wide`, `width` columns at most.
+    pub fn table(&mut self, wide: bool, width: Option<u16>, out: &mut dyn Write) -> io::Result<()> {
+        self.rows.sort_by_key(|f| f.id);
+        let refs: Vec<&FlowMirror> = self.rows.iter().collect();
+        let t = if wide {
+            table::flows_table(&refs, width)
+        } else {
+            table::flows_table_narrow(&refs, width)
+        };
+        writeln!(out, "{t}")?;
+        if self.omitted > 0 {
+            let flows = plural(self.omitted, "flow", "flows");
+            writeln!(
+                out,
+                "{} more {flows} not shown: --json lists every flow",
+                self.omitted
+            )?;
+        }
+        Ok(())
+    }
+}
+
 /// `raknet-dissect fields`: every name `-Y` and `-e` know, with its type,
 /// its records and its meaning: a `field` record each, or a table `width`
 /// columns wide.
@@ -353,7 +427,7 @@ pub fn field_list(json: bool, width: Option<u16>, out: &mut dyn Write) -> io::Re
         return Ok(());
     }
     let header = ["field", "value", "records", "meaning"];
-    let t = crate::output::table::counts_table(&header, rows, header.len(), width);
+    let t = table::counts_table(&header, rows, header.len(), width);
     writeln!(out, "{t}")
 }
 
