@@ -24,9 +24,10 @@ const DISPLAY: &[&str] = &["-Y", "-T", "-e", "-E"];
 
 fn wanted(sub: &str) -> Vec<&'static str> {
     let groups: &[&[&str]] = match sub {
-        "read" | "messages" | "flows" | "handshake" => &[OUTPUT, CAPTURE, DISPLAY],
+        "read" | "messages" => &[OUTPUT, CAPTURE, DISPLAY, &["-t"]],
+        "flows" | "handshake" => &[OUTPUT, CAPTURE, DISPLAY],
         "stats" | "plot" => &[OUTPUT, CAPTURE],
-        "live" => &[OUTPUT, DISPLAY, &["-d", "--flow", "-c"]],
+        "live" => &[OUTPUT, DISPLAY, &["-d", "--flow", "-c", "-t"]],
         "ping" => &[OUTPUT, &["-c"]],
         "connect" | "serve" | "probe" | "fields" => &[OUTPUT],
         "replay" => &[OUTPUT, &["-d", "--flow"]],
@@ -91,6 +92,10 @@ fn every_subcommand_takes_the_shared_flags_it_should() {
         let have = flags(sub);
         for f in wanted(sub) {
             assert!(have.contains(f), "{sub} does not take {f}: {have:?}");
+        }
+        // -t is only where there is a time column.
+        if !wanted(sub).contains(&"-t") {
+            assert!(!have.contains("-t"), "{sub} takes -t, which it has no use for");
         }
     }
 }

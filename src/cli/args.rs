@@ -169,6 +169,11 @@ pub struct DisplayArgs {
     /// occurrence=a|f|l, quote=d|s|n (repeatable).
     #[arg(short = 'E', value_name = "OPTION=VALUE")]
     pub export_options: Vec<String>,
+}
+
+/// The time column of the commands that print a line per packet or message.
+#[derive(Args, Debug, Default, Clone, Copy)]
+pub struct TimeArgs {
     /// Time column of packet and message lines (tshark's -t): r since the first packet,
     /// a time of day (UTC), ad date and time (UTC), e epoch seconds, d since the
     /// previous packet read, dd since the previous line shown.

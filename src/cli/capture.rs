@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::args::{parse_id, CaptureArgs, ColorArg, DirArg, DisplayArgs, FormatArg, OutputArgs};
+use super::args::{
+    parse_id, CaptureArgs, ColorArg, DirArg, DisplayArgs, FormatArg, OutputArgs, TimeArgs,
+};
 use super::{EXIT_BAD_FILE, EXIT_BAD_FILTER, EXIT_CUT_SHORT, EXIT_OK, EXIT_USAGE};
 use crate::capture::write::Recorder;
 use crate::capture::CaptureReader;
@@ -34,6 +36,8 @@ pub struct ReadArgs {
     pub output: OutputArgs,
     #[command(flatten)]
     pub display: DisplayArgs,
+    #[command(flatten)]
+    pub time: TimeArgs,
     /// Print the field tree of each packet, with byte offsets and lengths.
     #[arg(short = 'V', long)]
     pub verbose: bool,
@@ -58,6 +62,8 @@ pub struct MessagesArgs {
     pub output: OutputArgs,
     #[command(flatten)]
     pub display: DisplayArgs,
+    #[command(flatten)]
+    pub time: TimeArgs,
     /// Only messages received by the server (c2s) or by the client (s2c).
     #[arg(long, value_enum, value_name = "DIR")]
     pub dir: Option<DirArg>,
@@ -316,7 +322,7 @@ pub(crate) fn read_packets(
     // unless a filter, a field export or --flow chose what to print.
     let plain = shown.export.is_none() && shown.filter.is_none() && cap.flow.is_none();
     let files = file_names(&args.capture);
-    let time = args.display.time_format.into();
+    let time = args.time.time_format.into();
     let mut printer = PacketPrinter::new(shown, pal, time, files);
     printer.verbose = args.verbose;
     printer.hex = args.hex;
@@ -403,7 +409,7 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
         shown.write_header(out)?;
     }
     let mut first: Option<Duration> = None;
-    let time = args.display.time_format.into();
+    let time = args.time.time_format.into();
     let mut printer = MessagePrinter::new(shown, pal, time, file_names(&args.capture));
     printer.data_limit = args.data_limit;
     let mut emit = |m: &Message, since: Duration, file: usize, out: &mut dyn Write| {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::args::{parse_seconds, DecodeArgs, DisplayArgs, FormatArg, OutputArgs};
+use super::args::{parse_seconds, DecodeArgs, DisplayArgs, FormatArg, OutputArgs, TimeArgs};
 use super::capture::read_packets;
 use super::terminal_width;
 use super::{CaptureArgs, ReadArgs, EXIT_OK, EXIT_USAGE};
@@ -65,6 +65,8 @@ pub struct LiveArgs {
     pub output: OutputArgs,
     #[command(flatten)]
     pub display: DisplayArgs,
+    #[command(flatten)]
+    pub time: TimeArgs,
 }
 
 pub fn run_live(a: &LiveArgs, out: &mut impl Write) -> anyhow::Result<u8> {
@@ -133,6 +135,7 @@ pub fn run_live(a: &LiveArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         },
         output: a.output.clone(),
         display: a.display.clone(),
+        time: a.time,
         verbose: a.verbose,
         hex: a.hex,
         write: None,
