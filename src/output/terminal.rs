@@ -28,7 +28,7 @@ pub fn terminal_width() -> Option<u16> {
 }
 
 /// Files smaller than this (in all) are read without a progress bar.
-const PROGRESS_MIN_BYTES: u64 = 16 << 20;
+pub const PROGRESS_MIN_BYTES: u64 = 16 << 20;
 
 /// A progress bar on standard error while capture files are read, drawn by
 /// a thread of its own; cleared when dropped.
