@@ -21,6 +21,7 @@
 //! `examples/flow_loss.rs` opens a capture and prints each flow's loss and
 //! RTT in under 40 lines.
 
+pub mod analysis;
 pub mod capture;
 pub mod cli;
 pub mod display;

@@ -95,7 +95,10 @@ fn every_subcommand_takes_the_shared_flags_it_should() {
         }
         // -t is only where there is a time column.
         if !wanted(sub).contains(&"-t") {
-            assert!(!have.contains("-t"), "{sub} takes -t, which it has no use for");
+            assert!(
+                !have.contains("-t"),
+                "{sub} takes -t, which it has no use for"
+            );
         }
     }
 }

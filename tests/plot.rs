@@ -274,13 +274,14 @@ fn a_time_window_draws_only_its_packets_on_the_capture_clock() {
     let text = plot("lossy.pcap", &out, &["--from", "0.25", "--to", "0.8"]);
     let doc = roxmltree::Document::parse(&text).expect("XML");
     let all = texts(&doc);
+    // Under 2 s: the axis counts milliseconds, on the capture's clock.
     assert!(
         all.iter()
-            .any(|t| t.starts_with("time since the capture's first packet (s)")),
+            .any(|t| t.starts_with("time since the capture's first packet (ms)")),
         "{all:?}"
     );
     assert!(
-        all.iter().any(|t| t.lines().next() == Some("0.25")),
+        all.iter().any(|t| t.lines().next() == Some("250")),
         "the axis starts at --from: {all:?}"
     );
     // Resend markers: the packets with a resend finding inside the window.
@@ -369,18 +370,121 @@ fn output_to_stdout_and_r_spelling() {
 
 #[test]
 fn a_flow_without_data_gets_notes() {
-    // no-server.pcap: a client pinging a port where nothing listens.
+    // lossy.pcap's first 100 ms: the handshake and the first data, no loss
+    // yet, no resend.
     let work = Work::new("nodata");
+    let out = work.file("start.svg");
+    let text = plot("lossy.pcap", &out, &["--to", "0.1"]);
+    let doc = roxmltree::Document::parse(&text).expect("XML");
+    let all = texts(&doc);
+    assert!(all.iter().any(|t| t.starts_with("flow 1:")), "{all:?}");
+    for note in ["no resends", "no loss seen"] {
+        assert!(all.iter().any(|t| t.contains(note)), "no note {note:?}");
+    }
+    assert!(with_color(&doc, "polygon", "fill", C2S).is_empty());
+}
+
+#[test]
+fn a_flow_of_pings_only_gets_no_panels() {
+    // no-server.pcap: a client pinging a port where nothing listens.
+    let work = Work::new("pings");
     let out = work.file("no-server.svg");
     let text = plot("no-server.pcap", &out, &[]);
     let doc = roxmltree::Document::parse(&text).expect("XML");
     let all = texts(&doc);
     assert!(all.iter().any(|t| t.starts_with("flow 1:")), "{all:?}");
-    for note in ["no RTT samples", "no resends", "no loss seen"] {
-        assert!(all.iter().any(|t| t.contains(note)), "no note {note:?}");
+    assert!(
+        all.iter().any(|t| t.contains("unconnected messages only")),
+        "{all:?}"
+    );
+    for panel in [
+        "Throughput",
+        "Resent packets",
+        "RTT:",
+        "Loss:",
+        "no resends",
+    ] {
+        assert!(!all.iter().any(|t| t.contains(panel)), "{panel}: {all:?}");
     }
-    assert!(with_color(&doc, "circle", "fill", C2S).is_empty());
-    assert!(with_color(&doc, "polygon", "fill", C2S).is_empty());
+    let height: u32 = doc
+        .root_element()
+        .attribute("height")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(height <= 200, "a short picture: {height}");
+}
+
+#[test]
+fn a_window_past_the_end_says_so() {
+    let work = Work::new("past");
+    let out = work.file("past.svg");
+    let o = run_bin(&[
+        "plot",
+        &s(&sample("lossy.pcap")),
+        "-o",
+        &s(&out),
+        "--from",
+        "20",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert_eq!(
+        err.trim_end(),
+        "raknet-dissect: no packet from 20 s on: the capture lasts 10.773949 s"
+    );
+    assert!(!err.contains("not followed") && !out.exists(), "{err}");
+}
+
+#[test]
+fn short_flows_count_milliseconds() {
+    let work = Work::new("ms");
+    let out = work.file("handshake.svg");
+    let text = plot("handshake.pcap", &out, &[]);
+    let doc = roxmltree::Document::parse(&text).expect("XML");
+    let all = texts(&doc);
+    let first: Vec<&str> = all.iter().filter_map(|t| t.lines().next()).collect();
+    assert!(
+        first.contains(&"time since the flow's first packet (ms)"),
+        "{first:?}"
+    );
+    // Whole milliseconds, not "0 0 0 0.001".
+    for tick in ["100", "200", "300", "700"] {
+        assert!(first.contains(&tick), "{tick}: {first:?}");
+    }
+    // lossy.pcap lasts 10.75 s: seconds.
+    let out = work.file("lossy.svg");
+    let text = plot("lossy.pcap", &out, &[]);
+    let doc = roxmltree::Document::parse(&text).expect("XML");
+    assert!(texts(&doc)
+        .iter()
+        .any(|t| t.starts_with("time since the flow's first packet (s)")));
+}
+
+#[test]
+fn json_records_what_was_drawn() {
+    let work = Work::new("json");
+    let out = work.file("lossy.svg");
+    let o = run_bin(&["plot", &s(&sample("lossy.pcap")), "-o", &s(&out), "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 1);
+    let r = &records[0];
+    assert_eq!(r["type"], "plot_flow");
+    assert_eq!(r["flow"], 1);
+    // The same counts as the flow record and the picture's title.
+    let f = &flows("lossy.pcap")[0];
+    assert_eq!(r["packets"][0], f["c2s"]["packets"]);
+    assert_eq!(r["packets"][1], f["s2c"]["packets"]);
+    assert_eq!(r["bucket_ms"], 64.0);
+    assert!(out.exists());
+    // Both on standard output cannot be.
+    let o = run_bin(&["plot", &s(&sample("lossy.pcap")), "-o", "-", "--json"]);
+    assert_eq!(o.status.code(), Some(2));
 }
 
 #[test]

@@ -408,3 +408,49 @@ mod tests {
         assert_eq!(hex(&[0x00, 0xab, 0xff]), "00abff");
     }
 }
+
+/// A `plot_flow` record: what the picture shows of a flow, in figures.
+#[derive(Serialize)]
+pub struct PlotFlowJson {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub flow: u32,
+    pub client: String,
+    pub server: String,
+    /// Seconds from the flow's first packet drawn (or `--from`) to its last.
+    pub duration: f64,
+    pub bucket_ms: f64,
+    pub buckets: usize,
+    pub packets: [u64; 2],
+    pub bytes: [u64; 2],
+    pub resends: [u64; 2],
+    pub nacked: [u64; 2],
+    pub gaps: [u64; 2],
+    pub rtt_samples: [u64; 2],
+    pub rtt_ms_min: Option<f64>,
+    pub rtt_ms_max: Option<f64>,
+}
+
+impl PlotFlowJson {
+    pub fn new(f: &crate::analysis::plot::FlowPlot) -> Self {
+        let samples = [f.rtt[0].seen(), f.rtt[1].seen()];
+        let any = samples.iter().any(|&n| n > 0);
+        PlotFlowJson {
+            kind: "plot_flow",
+            flow: f.id,
+            client: f.client.to_string(),
+            server: f.server.to_string(),
+            duration: f.end_us as f64 / 1e6,
+            bucket_ms: f.buckets.width_us() as f64 / 1e3,
+            buckets: f.buckets.len(),
+            packets: f.packets,
+            bytes: f.bytes,
+            resends: [f.resends[0].seen(), f.resends[1].seen()],
+            nacked: f.nacked,
+            gaps: f.gaps,
+            rtt_samples: samples,
+            rtt_ms_min: any.then_some(f.rtt_min),
+            rtt_ms_max: any.then_some(f.rtt_max),
+        }
+    }
+}

@@ -1,9 +1,12 @@
 //! Formatters that only format: summary lines, the `-V` tree, hex, NDJSON.
 
+pub mod file;
 pub mod handshake;
 pub mod json;
 pub mod man;
 pub mod peer;
+pub mod stats;
+pub mod svg;
 pub mod table;
 pub mod terminal;
 pub mod text;

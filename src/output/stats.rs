@@ -1,0 +1,321 @@
+//! `stats` printed: the tables of counts, or the `stats_*` records.
+
+use std::borrow::Cow;
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use crate::analysis::stats::{
+    nice_interval, used, Both, Msgs, Stats, Traffic, MAX_TABLE_INTERVALS,
+};
+use crate::output::table;
+use crate::wire::{message_name, Reliability};
+
+fn reliability_name(i: usize) -> &'static str {
+    Reliability(u8::try_from(i).unwrap_or(u8::MAX)).name()
+}
+
+fn id_name(i: usize) -> Option<Cow<'static, str>> {
+    u8::try_from(i).ok().map(message_name)
+}
+
+#[derive(Serialize)]
+struct IdJson {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    id: Option<u8>,
+    name: Option<Cow<'static, str>>,
+    c2s: Msgs,
+    s2c: Msgs,
+}
+
+#[derive(Serialize)]
+struct ReliabilityJson {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    reliability: &'static str,
+    c2s: Msgs,
+    s2c: Msgs,
+}
+
+#[derive(Serialize)]
+struct ChannelJson {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    channel: usize,
+    c2s: Msgs,
+    s2c: Msgs,
+}
+
+#[derive(Serialize)]
+struct IntervalJson {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    index: usize,
+    t: f64,
+    c2s: Traffic,
+    s2c: Traffic,
+}
+
+#[derive(Serialize)]
+struct TotalJson {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    flow: Option<u32>,
+    interval: f64,
+    first_ts: Option<f64>,
+    last_ts: Option<f64>,
+    duration: f64,
+    intervals: u64,
+    intervals_omitted: u64,
+    c2s: Traffic,
+    s2c: Traffic,
+}
+
+/// The records (`stats_id`, `stats_reliability`, `stats_channel`,
+/// `stats_interval`, then `stats`); returns a warning when intervals had to
+/// be left out.
+pub fn write_json(
+    st: &Stats,
+    flow: Option<u32>,
+    out: &mut dyn Write,
+) -> io::Result<Option<String>> {
+    for (i, b) in used(&st.ids) {
+        let name = id_name(i);
+        let id = u8::try_from(i).ok();
+        let (c2s, s2c) = (b[0], b[1]);
+        record(
+            out,
+            &IdJson {
+                kind: "stats_id",
+                id,
+                name,
+                c2s,
+                s2c,
+            },
+        )?;
+    }
+    for (i, b) in used(&st.reliabilities) {
+        let reliability = reliability_name(i);
+        let (c2s, s2c) = (b[0], b[1]);
+        let kind = "stats_reliability";
+        record(
+            out,
+            &ReliabilityJson {
+                kind,
+                reliability,
+                c2s,
+                s2c,
+            },
+        )?;
+    }
+    for (channel, b) in used(&st.channels) {
+        let (c2s, s2c) = (b[0], b[1]);
+        record(
+            out,
+            &ChannelJson {
+                kind: "stats_channel",
+                channel,
+                c2s,
+                s2c,
+            },
+        )?;
+    }
+    let mut shown = 0u64;
+    for (index, b) in st.rows(usize::MAX) {
+        shown += 1;
+        let (t, c2s, s2c) = (st.start(index), b[0], b[1]);
+        record(
+            out,
+            &IntervalJson {
+                kind: "stats_interval",
+                index,
+                t,
+                c2s,
+                s2c,
+            },
+        )?;
+    }
+    let intervals = st.interval_count();
+    let omitted = intervals.saturating_sub(shown);
+    record(
+        out,
+        &TotalJson {
+            kind: "stats",
+            flow,
+            interval: st.interval.as_secs_f64(),
+            first_ts: st.first.map(|f| f.as_secs_f64()),
+            last_ts: st.first.map(|_| st.last.as_secs_f64()),
+            duration: st.duration().as_secs_f64(),
+            intervals,
+            intervals_omitted: omitted,
+            c2s: st.total[0],
+            s2c: st.total[1],
+        },
+    )?;
+    Ok((omitted > 0).then(|| {
+        format!(
+            "{intervals} intervals of {} s: stats_interval records for the first {} only (the totals count all); try --interval {}",
+            st.interval.as_secs_f64(),
+            shown,
+            nice_interval(st.duration().as_secs_f64(), st.cap),
+        )
+    }))
+}
+
+/// One NDJSON line.
+fn record(out: &mut dyn Write, r: &impl Serialize) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, r)?;
+    out.write_all(b"\n")?;
+    Ok(())
+}
+
+/// `c2s / s2c` of `get`.
+fn pair<T>(b: &Both<T>, get: impl Fn(&T) -> u64) -> String {
+    format!("{} / {}", get(&b[0]), get(&b[1]))
+}
+
+/// A table of message counts: a row per used entry of `v` (its key cells
+/// from `key`), then a total row.
+fn messages_table(
+    key_header: &[&str],
+    v: &[Both<Msgs>],
+    key: impl Fn(usize) -> Vec<String>,
+    text_columns: usize,
+    width: Option<u16>,
+) -> String {
+    let mut total = Both::<Msgs>::default();
+    let mut rows = Vec::new();
+    for (i, b) in used(v) {
+        for d in 0..2 {
+            total[d].messages += b[d].messages;
+            total[d].bytes += b[d].bytes;
+        }
+        let mut row = key(i);
+        row.extend([pair(b, |m| m.messages), pair(b, |m| m.bytes)]);
+        rows.push(row);
+    }
+    let mut row = vec![String::new(); key_header.len()];
+    row[0] = "total".into();
+    row.extend([pair(&total, |m| m.messages), pair(&total, |m| m.bytes)]);
+    rows.push(row);
+    let mut header = key_header.to_vec();
+    header.extend(["messages c2s / s2c", "bytes c2s / s2c"]);
+    table::counts_table(&header, rows, text_columns, width)
+}
+
+/// The tables, `width` columns wide at most.
+pub fn write_text(
+    st: &Stats,
+    flow: Option<u32>,
+    width: Option<u16>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let in_flow = flow.map_or(String::new(), |f| format!(" in flow {f}"));
+    if st.first.is_none() {
+        writeln!(out, "No RakNet packets{in_flow}.")?;
+        return Ok(());
+    }
+    if used(&st.ids).next().is_none() {
+        writeln!(out, "No messages delivered{in_flow}.\n")?;
+    } else {
+        let id = |i: usize| match id_name(i) {
+            Some(n) => vec![format!("{i:#04x}"), n.into_owned()],
+            None => vec!["-".into(), "(empty)".into()],
+        };
+        let by_id = messages_table(&["id", "name"], &st.ids, id, 2, width);
+        writeln!(out, "Messages delivered{in_flow}, by id\n{by_id}\n")?;
+        let name = |i: usize| vec![reliability_name(i).to_string()];
+        let by_r = messages_table(&["reliability"], &st.reliabilities, name, 1, width);
+        writeln!(out, "Messages delivered{in_flow}, by reliability\n{by_r}\n")?;
+        if used(&st.channels).next().is_none() {
+            writeln!(out, "No ordered or sequenced messages.\n")?;
+        } else {
+            let channel = |i: usize| vec![i.to_string()];
+            let by_c = messages_table(&["channel"], &st.channels, channel, 0, width);
+            writeln!(
+                out,
+                "Ordered and sequenced messages{in_flow}, by channel\n{by_c}\n"
+            )?;
+        }
+    }
+    let secs = st.interval.as_secs_f64();
+    writeln!(out, "Traffic{in_flow} per {secs} s from the first packet")?;
+    // Byte rate each way over `over` seconds, in B/s.
+    let rate = |b: &Both<Traffic>, over: f64| -> String {
+        let per_s = |t: &Traffic| {
+            if over > 0.0 {
+                format!("{:.0}", t.bytes as f64 / over)
+            } else {
+                "-".into()
+            }
+        };
+        format!("{} / {}", per_s(&b[0]), per_s(&b[1]))
+    };
+    let dur = st.duration().as_secs_f64();
+    let traffic = |b: &Both<Traffic>, label: String, over: f64| -> Vec<String> {
+        vec![
+            label,
+            pair(b, |t| t.packets),
+            pair(b, |t| t.bytes),
+            rate(b, over),
+            pair(b, |t| t.acks),
+            pair(b, |t| t.nacks),
+            pair(b, |t| t.resends),
+            pair(b, |t| t.messages),
+        ]
+    };
+    let mut rows: Vec<Vec<String>> = st
+        .rows(MAX_TABLE_INTERVALS)
+        .map(|(i, b)| traffic(&b, st.start(i).to_string(), secs))
+        .collect();
+    let shown = rows.len();
+    rows.push(traffic(&st.total, "total".into(), dur));
+    let header = [
+        "t s",
+        "packets c2s / s2c",
+        "bytes c2s / s2c",
+        "B/s c2s / s2c",
+        "ACKs c2s / s2c",
+        "NACKs c2s / s2c",
+        "resends c2s / s2c",
+        "messages c2s / s2c",
+    ];
+    writeln!(out, "{}", table::counts_table(&header, rows, 0, width))?;
+    let n = st.interval_count();
+    if n > shown as u64 {
+        writeln!(
+            out,
+            "{n} intervals of {secs} s: the table shows the first {shown} (the total row counts all); \
+             --interval {} fits the capture in the table",
+            nice_interval(dur, MAX_TABLE_INTERVALS)
+        )?;
+    }
+    let [c, s] = &st.total;
+    writeln!(
+        out,
+        "{} RakNet packets{in_flow} ({} bytes) over {dur:.3} s, {} messages delivered ({} bytes)",
+        c.packets + s.packets,
+        c.bytes + s.bytes,
+        c.messages + s.messages,
+        c.message_bytes + s.message_bytes,
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::stats::{INVALID, NO_ID};
+
+    #[test]
+    fn names_of_the_rows() {
+        assert_eq!(reliability_name(INVALID), "INVALID");
+        assert_eq!(reliability_name(3), "RELIABLE_ORDERED");
+        assert_eq!(id_name(NO_ID), None);
+        assert_eq!(
+            id_name(0x10).as_deref(),
+            Some("ID_CONNECTION_REQUEST_ACCEPTED")
+        );
+    }
+}
