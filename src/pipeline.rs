@@ -108,6 +108,40 @@ pub struct Ended {
     pub non_udp: u64,
 }
 
+impl Ended {
+    /// What went wrong, a line each: the files that could not be read, then
+    /// those cut short (warnings, named when `paths` has several).
+    pub fn problems(&self, paths: &[PathBuf]) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .unreadable
+            .iter()
+            .map(|e| e.error.to_string())
+            .collect();
+        for e in &self.cut_short {
+            match paths.get(e.file).filter(|_| paths.len() > 1) {
+                Some(p) => lines.push(format!("warning: {}: {}", p.display(), e.error)),
+                None => lines.push(format!("warning: {}", e.error)),
+            }
+        }
+        lines
+    }
+
+    /// What was read: frames, RakNet packets and flows, what was skipped.
+    pub fn summary(&self, d: &DissectStats) -> String {
+        let plural = crate::wire::plural;
+        format!(
+            "{} frames, {} RakNet {} in {} {}, {} other UDP datagrams and {} non-UDP frames skipped",
+            self.frames,
+            d.raknet_packets,
+            plural(d.raknet_packets, "packet", "packets"),
+            d.flows,
+            plural(d.flows, "flow", "flows"),
+            d.not_raknet,
+            self.non_udp
+        )
+    }
+}
+
 /// The dissector and the options of one run; see the module doc.
 pub struct Pipeline {
     opts: PipelineOptions,
@@ -261,5 +295,60 @@ impl Pipeline {
         ended.frames += c.frames;
         ended.non_udp += c.non_udp;
         Ok(stop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn problems_and_summary_in_words() {
+        let cut = |file| FileError {
+            file,
+            error: CaptureError::CutShort {
+                frame: 7,
+                detail: "a record of 40 bytes, 12 present".into(),
+            },
+        };
+        let ended = Ended {
+            unreadable: vec![FileError {
+                file: 0,
+                error: CaptureError::NotACapture {
+                    name: "a.txt".into(),
+                    reason: "bad magic".into(),
+                },
+            }],
+            cut_short: vec![cut(1)],
+            frames: 9,
+            non_udp: 1,
+            ..Ended::default()
+        };
+        let two = [PathBuf::from("a.txt"), PathBuf::from("b.pcap")];
+        assert_eq!(
+            ended.problems(&two),
+            [
+                "a.txt: not a pcap or pcapng file (bad magic)",
+                "warning: b.pcap: capture cut short after frame 7: a record of 40 bytes, 12 present"
+            ]
+        );
+        let one = Ended {
+            cut_short: vec![cut(0)],
+            ..Ended::default()
+        };
+        assert_eq!(
+            one.problems(&two[1..]),
+            ["warning: capture cut short after frame 7: a record of 40 bytes, 12 present"]
+        );
+        let d = DissectStats {
+            raknet_packets: 1,
+            flows: 1,
+            not_raknet: 2,
+            ..DissectStats::default()
+        };
+        assert_eq!(
+            ended.summary(&d),
+            "9 frames, 1 RakNet packet in 1 flow, 2 other UDP datagrams and 1 non-UDP frames skipped"
+        );
     }
 }

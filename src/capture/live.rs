@@ -426,6 +426,33 @@ pub struct LiveOptions {
     pub kernel: std::sync::Arc<std::sync::Mutex<KernelStats>>,
 }
 
+impl LiveOptions {
+    /// A capture on `interface` (or "any") with `capture_filter` (`-f`): in
+    /// tcpdump's full syntax when built with libpcap (which then captures),
+    /// otherwise our expressions over the packet socket. Runs until
+    /// [`LiveOptions::stop`] is set.
+    pub fn new(
+        interface: &str,
+        capture_filter: Option<&str>,
+    ) -> Result<Self, super::filter::FilterError> {
+        let libpcap = cfg!(feature = "libpcap");
+        let filter = capture_filter
+            .filter(|_| !libpcap)
+            .map(super::filter::Filter::parse)
+            .transpose()?;
+        Ok(LiveOptions {
+            interface: interface.to_string(),
+            filter,
+            bpf: capture_filter.filter(|_| libpcap).map(str::to_string),
+            libpcap,
+            write: None,
+            duration: None,
+            stop: Default::default(),
+            kernel: Default::default(),
+        })
+    }
+}
+
 enum Backend {
     Packet(LiveSocket),
     #[cfg(feature = "libpcap")]

@@ -170,32 +170,13 @@ pub(crate) fn drive_items(
     })?;
     drop(bar);
     out.flush()?;
-    let name = |i: usize| {
-        paths
-            .get(i)
-            .map_or("input".into(), |p| p.display().to_string())
-    };
-    for e in &ended.unreadable {
-        eprintln!("raknet-dissect: {}", e.error);
+    for line in ended.problems(&paths) {
+        eprintln!("raknet-dissect: {line}");
     }
-    for e in &ended.cut_short {
-        if paths.len() > 1 {
-            eprintln!("raknet-dissect: warning: {}: {}", name(e.file), e.error);
-        } else {
-            eprintln!("raknet-dissect: warning: {}", e.error);
-        }
-    }
-    let d = pipeline.dissect_stats();
     if io::stderr().is_terminal() {
         eprintln!(
-            "raknet-dissect: {} frames, {} RakNet {} in {} {}, {} other UDP datagrams and {} non-UDP frames skipped",
-            ended.frames,
-            d.raknet_packets,
-            plural(d.raknet_packets, "packet", "packets"),
-            d.flows,
-            plural(d.flows, "flow", "flows"),
-            d.not_raknet,
-            ended.non_udp
+            "raknet-dissect: {}",
+            ended.summary(pipeline.dissect_stats())
         );
     }
     if !ended.unreadable.is_empty() {
@@ -204,8 +185,9 @@ pub(crate) fn drive_items(
     if !ended.cut_short.is_empty() {
         return Ok(EXIT_CUT_SHORT);
     }
-    if let Some(n) = cap.flow.filter(|&n| u64::from(n) > d.flows) {
-        eprintln!("{}", no_such_flow(n, d.flows));
+    let flows = pipeline.dissect_stats().flows;
+    if let Some(n) = cap.flow.filter(|&n| u64::from(n) > flows) {
+        eprintln!("{}", no_such_flow(n, flows));
         return Ok(EXIT_USAGE);
     }
     Ok(EXIT_OK)
@@ -215,12 +197,8 @@ pub(crate) fn drive_items(
 pub(crate) fn no_such_flow(n: u32, flows: u64) -> String {
     format!(
         "raknet-dissect: no flow {n}: the capture has {flows} RakNet {}",
-        plural(flows, "flow", "flows")
+        crate::wire::plural(flows, "flow", "flows")
     )
-}
-
-pub(crate) fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
-    crate::output::peer::plural(n as usize, one, many)
 }
 
 /// [`drive_items`] for commands that want packets only: `each` gets each

@@ -22,26 +22,11 @@ pub fn completions(shell: Shell, out: &mut impl Write) -> anyhow::Result<u8> {
     clap_complete::generate(shell, &mut Cli::command(), BIN, &mut script);
     let script = String::from_utf8(script)?;
     let script = match shell {
-        Shell::Bash => bash_fixed(&script, BIN),
+        Shell::Bash => crate::output::man::bash_fixed(&script, BIN),
         _ => script,
     };
     out.write_all(script.as_bytes())?;
     Ok(EXIT_OK)
-}
-
-/// The bash script with its subcommands' cases named as its loop names
-/// them. clap_complete (4.6.11, the latest) builds the state `cmd` from the
-/// binary name with `-` turned into `__` (`raknet__dissect__subcmd__read`),
-/// but labels the cases with every `-` turned into `__subcmd__`
-/// (`raknet__subcmd__dissect__subcmd__read`), so no subcommand's options
-/// ever complete (clap issue 6421). Nothing changes once that is fixed.
-fn bash_fixed(script: &str, bin: &str) -> String {
-    let right = format!("{}__subcmd__", bin.replace('-', "__"));
-    let wrong = format!("{}__subcmd__", bin.replace('-', "__subcmd__"));
-    if right == wrong {
-        return script.to_string();
-    }
-    script.replace(&wrong, &right)
 }
 
 /// `man`: the top level's page, `COMMAND`'s (`raknet-dissect-COMMAND(1)`),
@@ -139,17 +124,6 @@ fn render(cmd: &clap::Command, root: &clap::Command, out: &mut dyn Write) -> std
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bash_cases_are_named_as_the_loop_names_them() {
-        let mut script = Vec::new();
-        clap_complete::generate(Shell::Bash, &mut Cli::command(), BIN, &mut script);
-        let script = String::from_utf8(script).unwrap();
-        let fixed = bash_fixed(&script, BIN);
-        assert!(fixed.contains("        raknet__dissect__subcmd__messages)\n"));
-        assert!(!fixed.contains("raknet__subcmd__dissect"));
-        assert_eq!(bash_fixed("a__subcmd__b", "ab"), "a__subcmd__b");
-    }
 
     #[test]
     fn every_page_has_its_sections() {

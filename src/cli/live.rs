@@ -3,7 +3,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
@@ -12,8 +12,7 @@ use super::args::{parse_seconds, DecodeArgs, DisplayArgs, FormatArg, OutputArgs,
 use super::capture::read_packets;
 use super::terminal_width;
 use super::{CaptureArgs, ReadArgs, EXIT_OK, EXIT_USAGE};
-use crate::capture::filter::Filter;
-use crate::capture::live::{interfaces, stop_on_interrupt, KernelStats, LiveError, LiveOptions};
+use crate::capture::live::{interfaces, stop_on_interrupt, LiveError, LiveOptions};
 use crate::capture::CaptureReader;
 use crate::display::print::{FlowPrinter, Shown};
 use crate::mirror::FlowMirror;
@@ -77,35 +76,19 @@ pub fn run_live(a: &LiveArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         writeln!(out, "any (all interfaces)")?;
         return Ok(EXIT_OK);
     }
-    // Built with libpcap, libpcap captures and takes the filter in tcpdump's
-    // full syntax; otherwise the packet socket and our simple expressions.
-    let libpcap = cfg!(feature = "libpcap");
-    let filter = match a
-        .capture_filter
-        .as_deref()
-        .filter(|_| !libpcap)
-        .map(Filter::parse)
-        .transpose()
-    {
-        Ok(f) => f,
+    let interface = a.interface.as_deref().unwrap_or("any");
+    let mut opts = match LiveOptions::new(interface, a.capture_filter.as_deref()) {
+        Ok(o) => o,
         Err(e) => {
             eprintln!("raknet-dissect: -f: {e}");
             return Ok(EXIT_USAGE);
         }
     };
     // Ctrl-C ends the capture: the flows table still comes.
-    let stop = stop_on_interrupt();
-    let kernel = Arc::new(Mutex::new(KernelStats::default()));
-    let opts = LiveOptions {
-        interface: a.interface.clone().unwrap_or_else(|| "any".into()),
-        filter,
-        bpf: a.capture_filter.clone().filter(|_| libpcap),
-        libpcap,
-        write: a.write.clone(),
-        duration: a.duration,
-        stop,
-        kernel: Arc::clone(&kernel),
-    };
+    opts.stop = stop_on_interrupt();
+    opts.write = a.write.clone();
+    opts.duration = a.duration;
+    let kernel = Arc::clone(&opts.kernel);
     // Inline, not in the background: a batch would wait to fill up.
     let reader = match CaptureReader::live(opts) {
         Ok(r) => r,

@@ -1,20 +1,14 @@
 //! The command line: clap definitions, the choice of output, and the
 //! wiring of the library's layers; nothing else. `main.rs` only calls
-//! [`main`].
-//!
-//! Exit codes: 0 success (also when a reader closes the pipe), 1 an
-//! unexpected error, 2 a usage error (also a `--flow` the capture does not
-//! have), 3 a file that cannot be opened or is not a capture, 4 a display
-//! filter (`-Y`) that does not parse, 5 a capture cut short (everything
-//! before the cut was printed), 6 no connection (`ping`, `connect`: no
-//! pong, a handshake refused or unanswered, nothing listening, a peer that
-//! timed out), 7 a replay cut short (the server disconnected or went silent
-//! first), 8 live capture not permitted (root or CAP_NET_RAW needed).
+//! [`main`]. The exit codes are the `EXIT_*` constants; what each means,
+//! and which commands give it, is [`crate::output::man`]'s table.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+use crate::display::RecordType;
 
 pub mod args;
 mod capture;
@@ -49,19 +43,19 @@ fn exit_code(o: crate::peer::run::Outcome) -> u8 {
     }
 }
 
-/// `-Y` help with examples that hold for each command's records (checked
-/// by `tests/command_line.rs`).
-const FILTER_PACKETS: &str =
-    "Display filter over the packet records' fields (`raknet-dissect fields`): \
-     `kind == nack`, `id == 0x86 && len > 1000`, `anomalies.kind == resend`";
-const FILTER_MESSAGES: &str = "Display filter over the message records' fields (`raknet-dissect fields`): \
-     `id == 0x86 && len > 1000`, `dir == c2s && reliability == RELIABLE_ORDERED`, `data contains \"86\"`";
-const FILTER_FLOWS: &str =
-    "Display filter over the flow records' fields (`raknet-dissect fields`): \
-     `c2s.lost > 0 || rtt_ms.median > 50`, `state == disconnected_by_client`";
-const FILTER_HANDSHAKES: &str =
-    "Display filter over the handshake records' fields (`raknet-dissect fields`): \
-     `outcome != connected`, `mtu_probes == 1492`";
+/// `-Y` help with examples that hold for the command's records.
+fn filter_help(r: RecordType) -> String {
+    let examples: Vec<String> = r
+        .filter_examples()
+        .iter()
+        .map(|e| format!("`{e}`"))
+        .collect();
+    format!(
+        "Display filter over the {} records' fields (`raknet-dissect fields`): {}",
+        r.as_str(),
+        examples.join(", ")
+    )
+}
 
 #[derive(Parser, Debug)]
 #[command(
@@ -70,12 +64,8 @@ const FILTER_HANDSHAKES: &str =
     about = "Dissect and analyze RakNet traffic (original RakNet and Minecraft Bedrock)",
     args_conflicts_with_subcommands = true,
     disable_version_flag = true,
-    mut_arg("filter", |a| a.help(FILTER_PACKETS)),
-    after_help = "Exit codes: 0 ok, 1 error, 2 usage, 3 file cannot be opened or is not a capture, \
-                  4 bad display filter (-Y), 5 capture cut short (everything before the cut is printed), \
-                  6 no connection (no pong, handshake refused or unanswered, port unreachable, timed out), \
-                  7 replay cut short by the server, \
-                  8 live capture not permitted (root or CAP_NET_RAW needed)."
+    mut_arg("filter", |a| a.help(filter_help(RecordType::Packet))),
+    after_help = crate::output::man::exit_codes_line()
 )]
 pub struct Cli {
     /// Print the version (-V is --verbose, as in tshark).
@@ -90,16 +80,16 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Print every RakNet packet of a capture (the default command).
-    #[command(mut_arg("filter", |a| a.help(FILTER_PACKETS)))]
+    #[command(mut_arg("filter", |a| a.help(filter_help(RecordType::Packet))))]
     Read(ReadArgs),
     /// The messages each side's application received, in delivery order.
-    #[command(mut_arg("filter", |a| a.help(FILTER_MESSAGES)))]
+    #[command(mut_arg("filter", |a| a.help(filter_help(RecordType::Message))))]
     Messages(MessagesArgs),
     /// A table of the flows: roles, handshake, counts, loss, resends, RTT.
-    #[command(mut_arg("filter", |a| a.help(FILTER_FLOWS)))]
+    #[command(mut_arg("filter", |a| a.help(filter_help(RecordType::Flow))))]
     Flows(FlowsArgs),
     /// Each connection attempt: a timeline of handshake steps, an outcome and a diagnosis.
-    #[command(mut_arg("filter", |a| a.help(FILTER_HANDSHAKES)))]
+    #[command(mut_arg("filter", |a| a.help(filter_help(RecordType::Handshake))))]
     Handshake(handshake::HandshakeArgs),
     /// Unconnected ping: latency, server GUID, pong payload (Minecraft MOTD fields).
     Ping(peer::PingArgs),
@@ -112,7 +102,7 @@ pub enum Command {
     /// Replay a captured client's messages against a live server and compare what comes back.
     Replay(replay::ReplayArgs),
     /// Capture live on an interface (root or CAP_NET_RAW): packets as they come, then the flows.
-    #[command(mut_arg("filter", |a| a.help(FILTER_PACKETS)))]
+    #[command(mut_arg("filter", |a| a.help(filter_help(RecordType::Packet))))]
     Live(live::LiveArgs),
     /// Statistics of a capture: message ids, reliabilities, channels, rates per interval.
     Stats(stats::StatsArgs),

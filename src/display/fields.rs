@@ -33,6 +33,28 @@ impl RecordType {
         }
     }
 
+    /// Filters that hold for some records of this type in the samples,
+    /// for `-Y`'s help (checked against them by `tests/command_line.rs`).
+    pub fn filter_examples(self) -> &'static [&'static str] {
+        match self {
+            RecordType::Packet => &[
+                "kind == nack",
+                "id == 0x86 && len > 1000",
+                "anomalies.kind == resend",
+            ],
+            RecordType::Message => &[
+                "id == 0x86 && len > 1000",
+                "dir == c2s && reliability == RELIABLE_ORDERED",
+                "data contains \"86\"",
+            ],
+            RecordType::Flow => &[
+                "c2s.lost > 0 || rtt_ms.median > 50",
+                "state == disconnected_by_client",
+            ],
+            RecordType::Handshake => &["outcome != connected", "mtu_probes == 1492"],
+        }
+    }
+
     fn bit(self) -> u8 {
         match self {
             RecordType::Packet => PK,

@@ -843,6 +843,15 @@ fn literal(ty: Ty, op: Op, tok: &Tok) -> Result<Lit, String> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn help_examples_parse_for_their_records() {
+        for r in RecordType::ALL {
+            for e in r.filter_examples() {
+                assert!(DisplayFilter::parse(e, r).is_ok(), "{e} ({})", r.as_str());
+            }
+        }
+    }
+
     /// A record of named values, for the evaluator's rules alone.
     struct Fake(Vec<(Field, Value<'static>)>);
 

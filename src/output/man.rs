@@ -65,8 +65,8 @@ const READERS: &[&str] = &[
 const EXIT_STATUS: &[(&str, &str, Applies)] = &[
     ("0", "Success, also when a reader closes the pipe early.", Applies::All),
     ("1", "An unexpected error (one line on standard error).", Applies::All),
-    ("2", "A usage error: an unknown option, a bad value, a missing file name.", Applies::All),
-    ("3", "The capture file cannot be opened or is not a pcap or pcapng capture.", Applies::To(READERS)),
+    ("2", "A usage error: an unknown option, a bad value, a missing file name, a --flow the capture does not have.", Applies::All),
+    ("3", "The capture file cannot be opened or is not a pcap or pcapng capture (replay: the captured flow never connected).", Applies::To(READERS)),
     ("4", "The display filter (-Y) does not parse: one line on standard error gives the column and why.", Applies::Filter),
     (
         "5",
@@ -148,6 +148,15 @@ pub const FILTERS: &[Block] = &[
     ),
 ];
 
+/// The exit codes, a line each, for `--help`.
+pub fn exit_codes_line() -> String {
+    let mut s = String::from("Exit codes:");
+    for (code, meaning, _) in EXIT_STATUS {
+        s.push_str(&format!("\n  {code}  {meaning}"));
+    }
+    s
+}
+
 /// The EXIT STATUS items of the page of command `name` (every code for the
 /// top level's page, `None`); `filter`: whether the command takes `-Y`.
 pub fn exit_status(name: Option<&str>, filter: bool) -> Vec<Block<'static>> {
@@ -164,9 +173,33 @@ pub fn exit_status(name: Option<&str>, filter: bool) -> Vec<Block<'static>> {
         .collect()
 }
 
+/// The bash script with its subcommands' cases named as its loop names
+/// them. clap_complete (4.6.11, the latest) builds the state `cmd` from the
+/// binary name with `-` turned into `__` (`raknet__dissect__subcmd__read`),
+/// but labels the cases with every `-` turned into `__subcmd__`
+/// (`raknet__subcmd__dissect__subcmd__read`), so no subcommand's options
+/// ever complete (clap issue 6421). Nothing changes once that is fixed.
+pub fn bash_fixed(script: &str, bin: &str) -> String {
+    let right = format!("{}__subcmd__", bin.replace('-', "__"));
+    let wrong = format!("{}__subcmd__", bin.replace('-', "__subcmd__"));
+    if right == wrong {
+        return script.to_string();
+    }
+    script.replace(&wrong, &right)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bash_cases_are_named_as_the_loop_names_them() {
+        let script = "    case \"${cmd}\" in\n        raknet__subcmd__dissect__subcmd__messages)\n";
+        let fixed = bash_fixed(script, "raknet-dissect");
+        assert!(fixed.contains("        raknet__dissect__subcmd__messages)\n"));
+        assert!(!fixed.contains("raknet__subcmd__dissect"));
+        assert_eq!(bash_fixed("a__subcmd__b", "ab"), "a__subcmd__b");
+    }
 
     #[test]
     fn roff_escapes() {
