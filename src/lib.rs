@@ -12,10 +12,10 @@
 //! | [`session`] | the sans-IO reliability layer (receive and send halves) | [`session::Connection`] |
 //! | [`mirror`] | each flow's receive state as each side saw it: messages, loss, RTT | [`mirror::Mirror`] |
 //! | [`pipeline`] | capture files → dissector → mirror, one packet at a time | [`pipeline::Pipeline`] |
-//! | `analysis` | statistics, time series, summaries computed from the mirror | (see its module) |
-//! | [`display`] | `-Y` display filters and `-T fields` export | [`display::DisplayFilter`] |
+//! | [`analysis`] | statistics and time series computed from the mirror, plain types | [`analysis::stats::Stats`], [`analysis::plot::Collector`] |
+//! | [`display`] | `-Y` display filters, `-T fields` export, the record printers | [`display::DisplayFilter`], [`display::print::PacketPrinter`] |
 //! | [`output`] | formatters only: lines, trees, tables, NDJSON records | [`output::json::PacketJson`] |
-//! | [`peer`] | UDP sockets around `session`: a client, a server, the live commands | [`peer::run`] |
+//! | [`peer`] | UDP sockets around `session`: a client, a server, the live commands | [`peer::run`], [`peer::printer::Printer`] |
 //! | [`replay`] | a captured session played again to a live server | [`replay::run::load`] |
 //!
 //! `examples/flow_loss.rs` opens a capture and prints each flow's loss and
