@@ -936,21 +936,7 @@ mod tests {
     /// client moved to port 1141: below the server's. (Only the UDP ports
     /// change: the roles must come from the messages.)
     fn mid_session(skip: usize) -> Vec<UdpDatagram> {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/handshake.pcap");
-        let mut r = crate::capture::CaptureReader::open(&path).expect("the sample opens");
-        let mut v = Vec::new();
-        while let Some(d) = r.next_datagram() {
-            let mut d = d.expect("the sample reads");
-            for a in [&mut d.src, &mut d.dst] {
-                if a.port() == 19141 {
-                    a.set_port(1141);
-                }
-            }
-            // Not the peers' start-up datagrams, each to its own port.
-            if d.src != d.dst {
-                v.push(d);
-            }
-        }
+        let mut v = crate::capture::testutil::handshake_with_client_below_server();
         let first_data = v.iter().position(|d| d.payload[0] >= 0x80).unwrap();
         v.split_off(first_data + skip)
     }

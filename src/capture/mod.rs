@@ -39,7 +39,7 @@ mod step;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
-mod testutil;
+pub(crate) mod testutil;
 pub mod write;
 
 use std::fmt;

@@ -360,3 +360,25 @@ impl PcapNg {
         self.block(2, &body)
     }
 }
+
+/// `samples/handshake.pcap`'s datagrams with its client moved from port
+/// 19141 to 1141, below the server's (only the UDP ports change: roles must
+/// come from the messages), without the peers' start-up datagrams to
+/// themselves.
+pub fn handshake_with_client_below_server() -> Vec<super::UdpDatagram> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/handshake.pcap");
+    let mut r = super::CaptureReader::open(&path).expect("the sample opens");
+    let mut v = Vec::new();
+    while let Some(d) = r.next_datagram() {
+        let mut d = d.expect("the sample reads");
+        for a in [&mut d.src, &mut d.dst] {
+            if a.port() == 19141 {
+                a.set_port(1141);
+            }
+        }
+        if d.src != d.dst {
+            v.push(d);
+        }
+    }
+    v
+}

@@ -766,20 +766,7 @@ mod tests {
         // samples/handshake.pcap with its client moved below the server's
         // port, from the server's ACK of the ConnectionRequest on: the roles
         // are guessed by port (wrongly) until ConnectionRequestAccepted.
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/handshake.pcap");
-        let mut r = crate::capture::CaptureReader::open(&path).expect("the sample opens");
-        let mut v = Vec::new();
-        while let Some(d) = r.next_datagram() {
-            let mut d = d.expect("the sample reads");
-            for a in [&mut d.src, &mut d.dst] {
-                if a.port() == 19141 {
-                    a.set_port(1141);
-                }
-            }
-            if d.src != d.dst {
-                v.push(d);
-            }
-        }
+        let v = crate::capture::testutil::handshake_with_client_below_server();
         let request = v.iter().position(|d| d.payload[0] >= 0x80).unwrap();
         let mut d = Dissector::new(Options::default());
         let mut m = crate::mirror::Mirror::new(crate::mirror::MirrorConfig::default(), false);
