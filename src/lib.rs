@@ -22,6 +22,7 @@
 //! RTT in under 40 lines.
 
 pub mod analysis;
+pub mod bedrock;
 pub mod capture;
 pub mod cli;
 pub mod display;
