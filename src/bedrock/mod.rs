@@ -1,3 +1,132 @@
-//! The Minecraft Bedrock game layer carried in RakNet's 0xFE messages.
+//! The Minecraft Bedrock game layer carried in RakNet's 0xFE messages
+//! (facts: `BEDROCK.md`). Sans-IO: [`Game`] is fed the packets of a capture
+//! (for the RakNet protocol and the pong's MOTD) and the messages each
+//! side's application received, in delivery order (from the mirror: loss,
+//! resends, duplicates and split reassembly already resolved, which
+//! decryption needs), and gives game packets or opaque batches.
+//!
+//! - [`batch`]: framing and compression of one batch, stateless;
+//! - [`crypto`]: key material, key derivation, the ciphers and checksum;
+//! - [`login`]: the early packets decoded by hand;
+//! - [`flow`]: one flow's state: negotiated compression, encryption;
+//! - [`names`]: packet names per protocol version, from minecraft-data.
 
+pub mod batch;
+pub mod crypto;
+pub mod flow;
+pub mod login;
 pub mod names;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::dissect::{Body, Packet};
+use crate::mirror::Message;
+use crate::wire::Offline;
+
+pub use crypto::Keys;
+pub use flow::{GameEvent, GameFlow, GamePacket, Opaque, OpaqueReason, GAME_MESSAGE};
+
+/// Flows with a game layer followed at once; past it, later flows' 0xFE
+/// messages stay RakNet messages (and [`Game::untracked`] counts them).
+pub const MAX_GAME_FLOWS: usize = 65_536;
+
+/// Which flows are Bedrock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detect {
+    /// A flow whose first 0xFE message is a login (or whose pong says
+    /// MCPE/MCEE) is Bedrock.
+    Auto,
+    /// Every flow's 0xFE messages are batches (captures that start mid-session).
+    Always,
+    /// None.
+    Never,
+}
+
+/// The game layer of every flow of a capture.
+pub struct Game {
+    detect: Detect,
+    keys: Arc<Keys>,
+    /// Per flow: its RakNet protocol and whether a pong named Minecraft.
+    hints: HashMap<u32, (Option<u8>, bool)>,
+    flows: HashMap<u32, GameFlow>,
+    /// Flows decided not to be Bedrock.
+    not_game: std::collections::HashSet<u32>,
+    /// 0xFE messages of flows past [`MAX_GAME_FLOWS`].
+    pub untracked: u64,
+}
+
+impl Game {
+    pub fn new(detect: Detect, keys: Keys) -> Self {
+        Game {
+            detect,
+            keys: Arc::new(keys),
+            hints: HashMap::new(),
+            flows: HashMap::new(),
+            not_game: Default::default(),
+            untracked: 0,
+        }
+    }
+
+    /// A packet of the capture: the RakNet protocol of an Open Connection
+    /// Request 1, a Minecraft pong.
+    pub fn packet(&mut self, p: &Packet<'_>) {
+        let Body::Offline { msg: Some(msg), .. } = &p.body else {
+            return;
+        };
+        if self.hints.len() >= MAX_GAME_FLOWS && !self.hints.contains_key(&p.flow) {
+            return;
+        }
+        match msg {
+            Offline::OpenConnectionRequest1 { protocol, .. } => {
+                self.hints.entry(p.flow).or_default().0 = Some(*protocol);
+            }
+            Offline::UnconnectedPong { .. } if msg.motd().is_some() => {
+                self.hints.entry(p.flow).or_default().1 = true;
+            }
+            _ => {}
+        }
+    }
+
+    /// A delivered message: for a game flow's 0xFE message, its packets
+    /// (or why not); `None` for anything else, which stays a RakNet message.
+    pub fn message(&mut self, m: &Message) -> Option<Vec<GameEvent>> {
+        if m.data.first() != Some(&GAME_MESSAGE) || self.detect == Detect::Never {
+            return None;
+        }
+        if !self.flows.contains_key(&m.flow) {
+            if self.not_game.contains(&m.flow) {
+                return None;
+            }
+            let (raknet, pong) = self.hints.get(&m.flow).copied().unwrap_or_default();
+            let game = match self.detect {
+                Detect::Always => true,
+                _ => pong || GameFlow::looks_like_login(&m.data),
+            };
+            if !game {
+                if self.not_game.len() < MAX_GAME_FLOWS {
+                    self.not_game.insert(m.flow);
+                }
+                return None;
+            }
+            if self.flows.len() >= MAX_GAME_FLOWS {
+                self.untracked += 1;
+                return None;
+            }
+            self.flows
+                .insert(m.flow, GameFlow::new(raknet, Arc::clone(&self.keys)));
+        }
+        let f = self.flows.get_mut(&m.flow)?;
+        Some(f.message(m.dir, &m.data))
+    }
+
+    /// A flow's game layer, if it has one.
+    pub fn flow(&self, id: u32) -> Option<&GameFlow> {
+        self.flows.get(&id)
+    }
+
+    /// Every game flow, by id.
+    pub fn flows(&self) -> impl Iterator<Item = (u32, &GameFlow)> {
+        self.flows.iter().map(|(k, v)| (*k, v))
+    }
+}

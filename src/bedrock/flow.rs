@@ -1,0 +1,600 @@
+//! One flow's game layer, fed the 0xFE messages each side's application
+//! received, in delivery order: what each direction negotiated (framing,
+//! compression, encryption) and the game packets or opaque batches that
+//! come out.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::batch::{self, BatchError, Compression, Header, MAX_DECOMPRESSED};
+use super::crypto::{Decryptor, Keys, Mode};
+use super::login::{self, Learned};
+use crate::dissect::Dir;
+
+/// The first byte of every game-layer message.
+pub const GAME_MESSAGE: u8 = 0xfe;
+
+/// One game packet.
+#[derive(Debug, Clone)]
+pub struct GamePacket {
+    pub dir: Dir,
+    /// The batch's index in its direction, from 0.
+    pub batch: u64,
+    pub header: Header,
+    /// Its name in the protocol definitions of the flow's version.
+    pub name: Option<&'static str>,
+    /// The decompressed packet, header included.
+    pub data: Vec<u8>,
+    /// Whether its batch was encrypted on the wire.
+    pub encrypted: bool,
+    /// Fields decoded by hand (the login packets).
+    pub fields: Option<Value>,
+}
+
+/// Why a batch shows no packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpaqueReason {
+    /// Encrypted, and no key fits (or the stream was lost).
+    Encrypted,
+    /// It does not decompress.
+    Decompress,
+    /// Its records do not add up.
+    Malformed,
+}
+
+impl OpaqueReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OpaqueReason::Encrypted => "encrypted",
+            OpaqueReason::Decompress => "decompress",
+            OpaqueReason::Malformed => "malformed",
+        }
+    }
+}
+
+/// A batch whose packets cannot be shown.
+#[derive(Debug, Clone)]
+pub struct Opaque {
+    pub dir: Dir,
+    pub batch: u64,
+    /// Bytes of the message after its 0xFE.
+    pub len: usize,
+    pub reason: OpaqueReason,
+    pub detail: String,
+}
+
+/// What a batch gave.
+#[derive(Debug, Clone)]
+pub enum GameEvent {
+    Packet(GamePacket),
+    Opaque(Opaque),
+}
+
+/// A direction's encryption.
+enum Enc {
+    /// Not (yet) encrypted.
+    Off,
+    /// The next batch is the first encrypted one.
+    Starting,
+    On(Box<Decryptor>),
+    /// Encrypted and no key fits, or a checksum failed: opaque from here.
+    Lost(String),
+}
+
+/// Where a connection's encryption stands, for `flows`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encryption {
+    None,
+    /// Encrypted, and not (all) decrypted.
+    Encrypted,
+    Decrypted,
+}
+
+impl Encryption {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Encryption::None => "none",
+            Encryption::Encrypted => "encrypted",
+            Encryption::Decrypted => "decrypted",
+        }
+    }
+}
+
+struct Side {
+    batches: u64,
+    enc: Enc,
+    /// Batches shown opaque because of the encryption.
+    opaque: u64,
+}
+
+impl Side {
+    fn new() -> Self {
+        Side {
+            batches: 0,
+            enc: Enc::Off,
+            opaque: 0,
+        }
+    }
+}
+
+/// The game layer of one flow.
+pub struct GameFlow {
+    /// The RakNet protocol of the Open Connection Requests, when seen.
+    pub raknet_protocol: Option<u8>,
+    learned: Learned,
+    /// NetworkSettings was delivered: batches after it are compressed.
+    settings: bool,
+    sides: [Side; 2],
+    keys: Arc<Keys>,
+    /// Game packets delivered each way.
+    pub packets: [u64; 2],
+}
+
+impl GameFlow {
+    pub fn new(raknet_protocol: Option<u8>, keys: Arc<Keys>) -> Self {
+        GameFlow {
+            raknet_protocol,
+            learned: Learned::default(),
+            settings: false,
+            sides: [Side::new(), Side::new()],
+            keys,
+            packets: [0; 2],
+        }
+    }
+
+    /// The game protocol (RequestNetworkSettings or Login).
+    pub fn protocol(&self) -> Option<u32> {
+        self.learned.protocol
+    }
+
+    /// The game version the client data names, and the player's name.
+    pub fn game_version(&self) -> Option<&str> {
+        self.learned.game_version.as_deref()
+    }
+    pub fn player(&self) -> Option<&str> {
+        self.learned.player.as_deref()
+    }
+
+    /// The compression after NetworkSettings (or the generation's).
+    pub fn compression(&self) -> Compression {
+        match self.raknet_protocol {
+            Some(p) if p <= 9 => Compression::Zlib,
+            Some(10) => Compression::Deflate,
+            _ if !self.settings => Compression::None,
+            _ => self
+                .learned
+                .algorithm
+                .and_then(Compression::from_algorithm)
+                .unwrap_or(Compression::Deflate),
+        }
+    }
+
+    pub fn encryption(&self) -> Encryption {
+        let on = |s: &Side| matches!(s.enc, Enc::On(_));
+        let off = |s: &Side| matches!(s.enc, Enc::Off);
+        if self.sides.iter().all(off) {
+            Encryption::None
+        } else if self.sides.iter().all(|s| on(s) || off(s)) && self.sides.iter().any(on) {
+            Encryption::Decrypted
+        } else {
+            Encryption::Encrypted
+        }
+    }
+
+    /// Whether `message` (0xFE and a batch) is the start of a game
+    /// session: a RequestNetworkSettings, or a Login however compressed.
+    pub fn looks_like_login(message: &[u8]) -> bool {
+        let Some((&GAME_MESSAGE, body)) = message.split_first() else {
+            return false;
+        };
+        let tries = [Compression::None, Compression::Deflate, Compression::Zlib];
+        tries.iter().any(|&c| {
+            batch::decompress(c, body, 1 << 20)
+                .ok()
+                .and_then(|b| {
+                    let first = batch::split(&b).ok()?.first().copied()?;
+                    let h = Header::parse(first)?;
+                    Some(matches!(
+                        h.id,
+                        login::REQUEST_NETWORK_SETTINGS | login::LOGIN
+                    ))
+                })
+                .unwrap_or(false)
+        })
+    }
+
+    /// A 0xFE message delivered in direction `dir`; its packets or why not.
+    pub fn message(&mut self, dir: Dir, message: &[u8]) -> Vec<GameEvent> {
+        let d = dir.index();
+        let batch = self.sides[d].batches;
+        self.sides[d].batches += 1;
+        let payload = message.get(1..).unwrap_or_default();
+        let opaque = |reason, detail: String| {
+            vec![GameEvent::Opaque(Opaque {
+                dir,
+                batch,
+                len: payload.len(),
+                reason,
+                detail,
+            })]
+        };
+        // Decrypt.
+        let encrypted = !matches!(self.sides[d].enc, Enc::Off);
+        if matches!(self.sides[d].enc, Enc::Starting) {
+            self.sides[d].enc = self.first_encrypted(payload);
+        }
+        let plain: Vec<u8>;
+        let body: &[u8] = match &mut self.sides[d].enc {
+            Enc::Off => payload,
+            Enc::Starting => unreachable!("settled above"),
+            Enc::Lost(why) => {
+                self.sides[d].opaque += 1;
+                return opaque(OpaqueReason::Encrypted, why.clone());
+            }
+            Enc::On(dec) => match dec.decrypt(payload) {
+                Some(p) => {
+                    plain = p;
+                    &plain
+                }
+                None => {
+                    let why = format!(
+                        "the checksum of batch {batch} does not verify: the rest of this direction is not shown"
+                    );
+                    self.sides[d].enc = Enc::Lost(why.clone());
+                    self.sides[d].opaque += 1;
+                    return opaque(OpaqueReason::Encrypted, why);
+                }
+            },
+        };
+        let decompressed = match self.decompress(body) {
+            Ok(b) => b,
+            Err(BatchError::Decompress(e)) => return opaque(OpaqueReason::Decompress, e),
+            Err(BatchError::Malformed(e)) => return opaque(OpaqueReason::Malformed, e),
+        };
+        let records = match batch::split(&decompressed) {
+            Ok(r) => r,
+            Err(e) => return opaque(OpaqueReason::Malformed, e.to_string()),
+        };
+        let mut out = Vec::with_capacity(records.len());
+        for rec in records {
+            let Some(header) = Header::parse(rec) else {
+                out.extend(opaque(
+                    OpaqueReason::Malformed,
+                    "a packet header that does not parse".into(),
+                ));
+                continue;
+            };
+            let before = self.learned.clone();
+            let fields = login::decode(
+                header.id,
+                &rec[header.len..],
+                self.protocol(),
+                &mut self.learned,
+            );
+            self.after(dir, header.id, &before);
+            self.packets[d] += 1;
+            out.push(GameEvent::Packet(GamePacket {
+                dir,
+                batch,
+                header,
+                name: super::names::packet_name(self.protocol(), header.id),
+                data: rec.to_vec(),
+                encrypted,
+                fields,
+            }));
+        }
+        out
+    }
+
+    /// The body of a (decrypted) batch, decompressed as this generation does.
+    fn decompress(&self, body: &[u8]) -> Result<Vec<u8>, BatchError> {
+        let c = self.compression();
+        // 1.20.60 (649) on, after NetworkSettings: an algorithm byte first.
+        let prefixed = self.settings && self.protocol().is_none_or(|p| p >= 649);
+        if prefixed {
+            if let Some((&a, rest)) = body.split_first() {
+                if let Some(c) = Compression::from_algorithm(u16::from(a)) {
+                    let r = batch::decompress(c, rest, MAX_DECOMPRESSED);
+                    if r.is_ok() || self.protocol().is_some() {
+                        return r;
+                    }
+                }
+            }
+        }
+        match batch::decompress(c, body, MAX_DECOMPRESSED) {
+            // 1.19.30 to 1.20.51: small batches go uncompressed, unmarked.
+            Err(_) if self.settings && c != Compression::None => Ok(body.to_vec()),
+            r => r,
+        }
+    }
+
+    /// State a packet changes: compression after NetworkSettings,
+    /// encryption after the ServerToClientHandshake.
+    fn after(&mut self, dir: Dir, id: u16, before: &Learned) {
+        if id == login::NETWORK_SETTINGS && dir == Dir::S2c {
+            self.settings = true;
+        }
+        if id == login::SERVER_TO_CLIENT_HANDSHAKE
+            && dir == Dir::S2c
+            && self.learned.salt.is_some()
+            && self.learned.salt != before.salt
+        {
+            // The server's next batch is encrypted; the client's next one
+            // (its ClientToServerHandshake) too.
+            for s in &mut self.sides {
+                s.enc = Enc::Starting;
+            }
+        }
+    }
+
+    /// The decryption of a direction's first encrypted batch: a key that
+    /// opens it, or why there is none.
+    fn first_encrypted(&self, payload: &[u8]) -> Enc {
+        if self.keys.is_empty() {
+            return Enc::Lost("encrypted, and no key given (--keylog, --key)".into());
+        }
+        let salt = self.learned.salt.clone().unwrap_or_default();
+        let publics: Vec<&str> = [&self.learned.client_key, &self.learned.server_key]
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+            .collect();
+        // CFB8 up to 1.16.210 (428), CTR after; unknown: both.
+        let modes = match self.protocol() {
+            Some(p) if p <= 428 => [Mode::Cfb8, Mode::Ctr],
+            _ => [Mode::Ctr, Mode::Cfb8],
+        };
+        for key in self.keys.candidates(&salt, &publics) {
+            for mode in modes {
+                let mut dec = Decryptor::new(key, mode);
+                let mut probe = Decryptor::new(key, mode);
+                if probe.decrypt(payload).is_some() {
+                    // `message` decrypts this batch again from the start.
+                    dec.counter = 0;
+                    return Enc::On(Box::new(dec));
+                }
+            }
+        }
+        Enc::Lost("encrypted, and none of the keys given opens it".into())
+    }
+
+    /// Batches shown opaque because of the encryption, each way.
+    pub fn opaque_batches(&self) -> [u64; 2] {
+        [self.sides[0].opaque, self.sides[1].opaque]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bedrock::batch::{join, write_varu32};
+    use crate::bedrock::crypto::Encryptor;
+    use base64::Engine;
+    use serde_json::json;
+    use std::io::Write;
+
+    fn deflate(data: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    fn packet(id: u32, body: &[u8]) -> Vec<u8> {
+        let mut p = Vec::new();
+        write_varu32(&mut p, id);
+        p.extend_from_slice(body);
+        p
+    }
+
+    /// 0xFE, then the batch of `packets`, compressed with the algorithm byte
+    /// (or not at all), encrypted when `enc` is given.
+    fn message(packets: &[Vec<u8>], compressed: bool, enc: Option<&mut Encryptor>) -> Vec<u8> {
+        let refs: Vec<&[u8]> = packets.iter().map(Vec::as_slice).collect();
+        let body = join(&refs);
+        let mut plain = Vec::new();
+        if compressed {
+            plain.push(0);
+            plain.extend(deflate(&body));
+        } else {
+            plain = body;
+        }
+        let mut m = vec![GAME_MESSAGE];
+        match enc {
+            Some(e) => m.extend(e.seal(&plain)),
+            None => m.extend(plain),
+        }
+        m
+    }
+
+    fn stch(salt: &[u8]) -> Vec<u8> {
+        let b64 = |v: serde_json::Value| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())
+        };
+        let salt = base64::engine::general_purpose::STANDARD.encode(salt);
+        let token = format!(
+            "{}.{}.sig",
+            b64(json!({"x5u": "MHYserver"})),
+            b64(json!({"salt": salt}))
+        );
+        let mut body = Vec::new();
+        write_varu32(&mut body, token.len() as u32);
+        body.extend_from_slice(token.as_bytes());
+        packet(3, &body)
+    }
+
+    /// A 1.21 session: settings, login (a stand-in body), the handshake,
+    /// then encrypted batches both ways. Returns the messages in delivery
+    /// order with their direction.
+    fn session(key: [u8; 32]) -> Vec<(Dir, Vec<u8>)> {
+        let mut to_client = Encryptor::new(key, Mode::Ctr);
+        let mut to_server = Encryptor::new(key, Mode::Ctr);
+        let mut settings = 0u16.to_le_bytes().to_vec();
+        settings.extend([0, 0, 0, 0]);
+        settings.extend(0f32.to_le_bytes());
+        vec![
+            (
+                Dir::C2s,
+                message(&[packet(193, &800i32.to_be_bytes())], false, None),
+            ),
+            (Dir::S2c, message(&[packet(143, &settings)], false, None)),
+            (
+                Dir::C2s,
+                message(&[packet(1, &800i32.to_be_bytes())], true, None),
+            ),
+            (Dir::S2c, message(&[stch(&[7; 16])], true, None)),
+            (
+                Dir::C2s,
+                message(&[packet(4, &[])], true, Some(&mut to_server)),
+            ),
+            (
+                Dir::S2c,
+                message(
+                    &[packet(2, &0i32.to_be_bytes()), packet(9, &[1, 2])],
+                    true,
+                    Some(&mut to_client),
+                ),
+            ),
+            (
+                Dir::S2c,
+                message(
+                    &[packet(2, &3i32.to_be_bytes())],
+                    true,
+                    Some(&mut to_client),
+                ),
+            ),
+        ]
+    }
+
+    fn run(keys: Keys, msgs: &[(Dir, Vec<u8>)]) -> (GameFlow, Vec<GameEvent>) {
+        let mut f = GameFlow::new(Some(11), Arc::new(keys));
+        let mut out = Vec::new();
+        for (dir, m) in msgs {
+            out.extend(f.message(*dir, m));
+        }
+        (f, out)
+    }
+
+    fn names(ev: &[GameEvent]) -> Vec<String> {
+        ev.iter()
+            .map(|e| match e {
+                GameEvent::Packet(p) => p.name.unwrap_or("?").to_string(),
+                GameEvent::Opaque(o) => format!("opaque {}", o.reason.as_str()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_session_with_its_key_decrypts_both_ways() {
+        let key = [9u8; 32];
+        let mut keys = Keys::default();
+        keys.add_key_log(&format!(
+            "BEDROCK_SALT_KEY {} {}",
+            "07".repeat(16),
+            "09".repeat(32)
+        ));
+        let msgs = session(key);
+        assert!(GameFlow::looks_like_login(&msgs[0].1));
+        assert!(!GameFlow::looks_like_login(&msgs[5].1));
+        let (f, ev) = run(keys, &msgs);
+        assert_eq!(
+            names(&ev),
+            [
+                "request_network_settings",
+                "network_settings",
+                "login",
+                "server_to_client_handshake",
+                "client_to_server_handshake",
+                "play_status",
+                "text",
+                "play_status"
+            ]
+        );
+        let GameEvent::Packet(p) = &ev[6] else {
+            panic!()
+        };
+        assert!(p.encrypted && p.batch == 2 && p.data == [9, 1, 2]);
+        let GameEvent::Packet(p) = &ev[7] else {
+            panic!()
+        };
+        assert_eq!(p.fields.as_ref().unwrap()["status_name"], "player_spawn");
+        assert_eq!(f.encryption(), Encryption::Decrypted);
+        assert_eq!(f.protocol(), Some(800));
+        assert_eq!(f.packets, [3, 5]);
+    }
+
+    #[test]
+    fn without_a_key_the_rest_is_opaque_and_a_bad_checksum_stops_a_direction() {
+        let msgs = session([9u8; 32]);
+        let (f, ev) = run(Keys::default(), &msgs);
+        let n = names(&ev);
+        assert_eq!(
+            &n[..4],
+            [
+                "request_network_settings",
+                "network_settings",
+                "login",
+                "server_to_client_handshake"
+            ]
+        );
+        assert_eq!(&n[4..], ["opaque encrypted"; 3]);
+        let GameEvent::Opaque(o) = &ev[4] else {
+            panic!()
+        };
+        assert!(o.detail.contains("no key given"), "{}", o.detail);
+        assert_eq!(f.encryption(), Encryption::Encrypted);
+        assert_eq!(f.opaque_batches(), [1, 2]);
+        // A wrong key: none opens it.
+        let mut wrong = Keys::default();
+        wrong.add_key_log(&format!("BEDROCK_KEY {}", "01".repeat(32)));
+        let (_, ev) = run(wrong, &msgs);
+        let GameEvent::Opaque(o) = &ev[4] else {
+            panic!()
+        };
+        assert!(o.detail.contains("none of the keys"), "{}", o.detail);
+        // A batch corrupted on the way: that one and the rest of its way.
+        let mut bad = msgs.clone();
+        let last = bad[5].1.len() - 1;
+        bad[5].1[last] ^= 0x40;
+        let mut keys = Keys::default();
+        keys.add_key_log(&format!("BEDROCK_KEY {}", "09".repeat(32)));
+        let (_, ev) = run(keys, &bad);
+        assert_eq!(
+            &names(&ev)[4..],
+            [
+                "client_to_server_handshake",
+                "opaque encrypted",
+                "opaque encrypted"
+            ]
+        );
+    }
+
+    #[test]
+    fn generations_of_framing() {
+        // RakNet 10 (1.16 to 1.19.21): raw DEFLATE from the first batch.
+        let body = join(&[&packet(1, &440i32.to_be_bytes())]);
+        let mut m = vec![GAME_MESSAGE];
+        m.extend(deflate(&body));
+        assert!(GameFlow::looks_like_login(&m));
+        let mut f = GameFlow::new(Some(10), Arc::new(Keys::default()));
+        assert_eq!(names(&f.message(Dir::C2s, &m)), ["login"]);
+        assert_eq!(f.compression(), Compression::Deflate);
+        // 1.19.30 to 1.20.51: no algorithm byte; small batches raw.
+        let mut f = GameFlow::new(Some(11), Arc::new(Keys::default()));
+        let mut settings = 256u16.to_le_bytes().to_vec();
+        settings.extend([0, 0, 0, 0, 0, 0, 0, 0]);
+        f.message(
+            Dir::C2s,
+            &message(&[packet(193, &594i32.to_be_bytes())], false, None),
+        );
+        f.message(Dir::S2c, &message(&[packet(143, &settings)], false, None));
+        let mut m = vec![GAME_MESSAGE];
+        m.extend(deflate(&join(&[&packet(1, &594i32.to_be_bytes())])));
+        assert_eq!(names(&f.message(Dir::C2s, &m)), ["login"]);
+        let raw = message(&[packet(2, &0i32.to_be_bytes())], false, None);
+        assert_eq!(names(&f.message(Dir::S2c, &raw)), ["play_status"]);
+        // Garbage after the settings: opaque, never a panic.
+        let ev = f.message(Dir::S2c, &[GAME_MESSAGE, 0x05, 0xff]);
+        assert_eq!(names(&ev), ["opaque malformed"]);
+    }
+}

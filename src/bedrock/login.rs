@@ -1,0 +1,444 @@
+//! The early game packets decoded by hand (BEDROCK.md §2, §4): what a
+//! person debugging a login needs, as JSON fields. Every length is checked
+//! against what is there; skins and other blobs are never copied.
+
+use serde_json::{json, Map, Value};
+
+use super::batch::read_varu32;
+use super::crypto::decode_base64;
+
+/// Packet ids with a hand decoder.
+pub const LOGIN: u16 = 1;
+pub const PLAY_STATUS: u16 = 2;
+pub const SERVER_TO_CLIENT_HANDSHAKE: u16 = 3;
+pub const CLIENT_TO_SERVER_HANDSHAKE: u16 = 4;
+pub const DISCONNECT: u16 = 5;
+pub const NETWORK_SETTINGS: u16 = 143;
+pub const REQUEST_NETWORK_SETTINGS: u16 = 193;
+
+/// Longest string read from a packet (a Login's chain is tens of KB).
+const MAX_STRING: usize = 4 << 20;
+
+/// A reader over a packet's body (after its header).
+struct Body<'a> {
+    b: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Body<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let s = self.b.get(self.pos..self.pos.checked_add(n)?)?;
+        self.pos += n;
+        Some(s)
+    }
+    fn u8(&mut self) -> Option<u8> {
+        self.take(1).map(|s| s[0])
+    }
+    fn i32_be(&mut self) -> Option<i32> {
+        self.take(4)
+            .map(|s| i32::from_be_bytes([s[0], s[1], s[2], s[3]]))
+    }
+    fn u16_le(&mut self) -> Option<u16> {
+        self.take(2).map(|s| u16::from_le_bytes([s[0], s[1]]))
+    }
+    fn u32_le(&mut self) -> Option<u32> {
+        self.take(4)
+            .map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+    }
+    fn f32_le(&mut self) -> Option<f32> {
+        self.take(4)
+            .map(|s| f32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+    }
+    fn varu32(&mut self) -> Option<u32> {
+        read_varu32(self.b, &mut self.pos)
+    }
+    fn zigzag32(&mut self) -> Option<i32> {
+        let v = self.varu32()?;
+        Some(((v >> 1) as i32) ^ -((v & 1) as i32))
+    }
+    fn string(&mut self) -> Option<&'a str> {
+        let n = self.varu32()? as usize;
+        if n > MAX_STRING {
+            return None;
+        }
+        std::str::from_utf8(self.take(n)?).ok()
+    }
+    fn rest(&self) -> usize {
+        self.b.len().saturating_sub(self.pos)
+    }
+}
+
+/// What a packet tells the game flow besides its fields.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Learned {
+    /// The client's protocol (RequestNetworkSettings, Login).
+    pub protocol: Option<u32>,
+    /// NetworkSettings' algorithm (0 deflate, 1 snappy, 0xffff none).
+    pub algorithm: Option<u16>,
+    /// The ServerToClientHandshake's salt and the server's public key.
+    pub salt: Option<Vec<u8>>,
+    pub server_key: Option<String>,
+    /// The Login's client public key, player name and game version.
+    pub client_key: Option<String>,
+    pub player: Option<String>,
+    pub game_version: Option<String>,
+}
+
+/// The names of PlayStatus values (md `packet_play_status`).
+pub fn play_status_name(v: i32) -> Option<&'static str> {
+    Some(match v {
+        0 => "login_success",
+        1 => "failed_client",
+        2 => "failed_spawn",
+        3 => "player_spawn",
+        4 => "failed_invalid_tenant",
+        5 => "failed_vanilla_edu",
+        6 => "failed_edu_vanilla",
+        7 => "failed_server_full",
+        8 => "failed_editor_vanilla_mismatch",
+        9 => "failed_vanilla_editor_mismatch",
+        _ => return None,
+    })
+}
+
+/// Device OS numbers of the client data (gophertunnel `os.go`).
+pub fn device_os_name(v: i64) -> Option<&'static str> {
+    Some(match v {
+        1 => "Android",
+        2 => "iOS",
+        3 => "OSX",
+        4 => "FireOS",
+        5 => "GearVR",
+        6 => "Hololens",
+        7 => "Win10",
+        8 => "Win32",
+        9 => "Dedicated",
+        10 => "tvOS",
+        11 => "PlayStation",
+        12 => "Switch",
+        13 => "Xbox",
+        14 => "WindowsPhone",
+        15 => "Linux",
+        _ => return None,
+    })
+}
+
+/// A JWT's header and payload, as JSON (the signature is not checked here).
+pub fn jwt_parts(token: &str) -> Option<(Value, Value)> {
+    let mut it = token.split('.');
+    let header = serde_json::from_slice(&decode_base64(it.next()?)?).ok()?;
+    let payload = serde_json::from_slice(&decode_base64(it.next()?)?).ok()?;
+    Some((header, payload))
+}
+
+/// Decodes the fields of packet `id` (`body`: after the header), for
+/// `protocol` when known. `None` for ids without a hand decoder; fields
+/// that do not decode end the object with an `error` key.
+pub fn decode(id: u16, body: &[u8], protocol: Option<u32>, learned: &mut Learned) -> Option<Value> {
+    let mut r = Body { b: body, pos: 0 };
+    let mut f = Map::new();
+    let ok = match id {
+        REQUEST_NETWORK_SETTINGS => r.i32_be().map(|p| {
+            f.insert("client_protocol".into(), p.into());
+            learned.protocol = u32::try_from(p).ok();
+        }),
+        NETWORK_SETTINGS => network_settings(&mut r, &mut f, learned),
+        LOGIN => login(&mut r, &mut f, learned),
+        PLAY_STATUS => r.i32_be().map(|s| {
+            f.insert("status".into(), s.into());
+            if let Some(n) = play_status_name(s) {
+                f.insert("status_name".into(), n.into());
+            }
+        }),
+        SERVER_TO_CLIENT_HANDSHAKE => r.string().and_then(|t| {
+            let (h, p) = jwt_parts(t)?;
+            let x5u = h["x5u"].as_str()?.to_string();
+            let salt_b64 = p["salt"].as_str()?;
+            let salt = decode_base64(salt_b64)?;
+            f.insert("salt".into(), crate::wire::cursor::hex(&salt).into());
+            f.insert("server_public_key".into(), x5u.clone().into());
+            learned.salt = Some(salt);
+            learned.server_key = Some(x5u);
+            Some(())
+        }),
+        CLIENT_TO_SERVER_HANDSHAKE => Some(()),
+        DISCONNECT => disconnect(&mut r, &mut f, protocol),
+        _ => return None,
+    };
+    if ok.is_none() {
+        f.insert(
+            "error".into(),
+            format!("cut short or malformed at byte {}", r.pos).into(),
+        );
+    }
+    Some(Value::Object(f))
+}
+
+fn network_settings(r: &mut Body, f: &mut Map<String, Value>, learned: &mut Learned) -> Option<()> {
+    f.insert("compression_threshold".into(), r.u16_le()?.into());
+    // 1.16.201 to 1.19.21 had the threshold only.
+    if r.rest() == 0 {
+        return Some(());
+    }
+    let algorithm = r.u16_le()?;
+    learned.algorithm = Some(algorithm);
+    f.insert("compression_algorithm".into(), algorithm.into());
+    let name = match algorithm {
+        0 => "deflate",
+        1 => "snappy",
+        0xffff => "none",
+        _ => "unknown",
+    };
+    f.insert("compression".into(), name.into());
+    f.insert("client_throttle".into(), (r.u8()? != 0).into());
+    f.insert("client_throttle_threshold".into(), r.u8()?.into());
+    let scalar = r.f32_le()?;
+    f.insert("client_throttle_scalar".into(), json!(scalar));
+    Some(())
+}
+
+fn login(r: &mut Body, f: &mut Map<String, Value>, learned: &mut Learned) -> Option<()> {
+    let protocol = r.i32_be()?;
+    f.insert("protocol".into(), protocol.into());
+    learned.protocol = u32::try_from(protocol).ok();
+    let len = r.varu32()? as usize;
+    let blob = r.take(len)?;
+    let mut b = Body { b: blob, pos: 0 };
+    let n = b.u32_le()? as usize;
+    let identity = std::str::from_utf8(b.take(n)?).ok()?;
+    let n = b.u32_le()? as usize;
+    let client = std::str::from_utf8(b.take(n)?).ok()?;
+    let identity: Value = serde_json::from_str(identity).ok()?;
+    // 1.21.90 on: the chain is a string inside Certificate, beside a Token.
+    let chain_holder = match identity.get("Certificate").and_then(Value::as_str) {
+        Some(cert) => {
+            if let Some(t) = identity.get("AuthenticationType") {
+                f.insert("authentication_type".into(), t.clone());
+            }
+            serde_json::from_str(cert).ok()?
+        }
+        None => identity.clone(),
+    };
+    let chain: Vec<&str> = chain_holder["chain"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    f.insert("chain_length".into(), chain.len().into());
+    let mut identity_fields = Map::new();
+    for jwt in &chain {
+        let Some((_, p)) = jwt_parts(jwt) else {
+            continue;
+        };
+        if let Some(extra) = p.get("extraData").and_then(Value::as_object) {
+            for (from, to) in [
+                ("displayName", "display_name"),
+                ("XUID", "xuid"),
+                ("identity", "identity"),
+                ("titleId", "title_id"),
+            ] {
+                if let Some(v) = extra.get(from) {
+                    identity_fields.insert(to.into(), v.clone());
+                }
+            }
+        }
+        if let Some(k) = p.get("identityPublicKey").and_then(Value::as_str) {
+            learned.client_key = Some(k.to_string());
+        }
+    }
+    // The OIDC token of 1.21.90 on names the player too.
+    if let Some(token) = identity
+        .get("Token")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+    {
+        if let Some((_, p)) = jwt_parts(token) {
+            for (from, to) in [("xname", "display_name"), ("xid", "xuid")] {
+                if let Some(v) = p.get(from) {
+                    identity_fields.entry(to).or_insert_with(|| v.clone());
+                }
+            }
+            if let Some(k) = p.get("cpk").and_then(Value::as_str) {
+                learned.client_key = Some(k.to_string());
+            }
+        }
+    }
+    if let Some(k) = &learned.client_key {
+        identity_fields.insert("client_public_key".into(), k.clone().into());
+    }
+    learned.player = identity_fields
+        .get("display_name")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    f.insert("identity".into(), Value::Object(identity_fields));
+    if let Some((h, p)) = jwt_parts(client) {
+        if learned.client_key.is_none() {
+            learned.client_key = h["x5u"].as_str().map(str::to_string);
+        }
+        let mut c = Map::new();
+        for (from, to) in [
+            ("GameVersion", "game_version"),
+            ("DeviceModel", "device_model"),
+            ("LanguageCode", "language"),
+            ("ServerAddress", "server_address"),
+            ("ThirdPartyName", "third_party_name"),
+        ] {
+            if let Some(v) = p.get(from) {
+                c.insert(to.into(), v.clone());
+            }
+        }
+        if let Some(os) = p.get("DeviceOS").and_then(Value::as_i64) {
+            c.insert("device_os".into(), os.into());
+            if let Some(n) = device_os_name(os) {
+                c.insert("device_os_name".into(), n.into());
+            }
+        }
+        learned.game_version = c
+            .get("game_version")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        f.insert("client".into(), Value::Object(c));
+    }
+    Some(())
+}
+
+fn disconnect(r: &mut Body, f: &mut Map<String, Value>, protocol: Option<u32>) -> Option<()> {
+    // 1.20.40 (622) on: a reason first (zigzag32 DisconnectFailReason).
+    if protocol.is_some_and(|p| p >= 622) {
+        f.insert("reason".into(), r.zigzag32()?.into());
+    }
+    let hide = r.u8()? != 0;
+    f.insert("hide_disconnect_reason".into(), hide.into());
+    // 1.21.20 (712) on: no message when hidden, then a filtered message.
+    if protocol.is_some_and(|p| p >= 712) && hide {
+        return Some(());
+    }
+    f.insert("message".into(), r.string()?.into());
+    if protocol.is_some_and(|p| p >= 712) {
+        f.insert("filtered_message".into(), r.string()?.into());
+    }
+    Some(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use base64::Engine;
+
+    fn b64url(v: &Value) -> String {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())
+    }
+
+    fn jwt(header: Value, payload: Value) -> String {
+        format!("{}.{}.sig", b64url(&header), b64url(&payload))
+    }
+
+    fn string(s: &str) -> Vec<u8> {
+        let mut b = Vec::new();
+        super::super::batch::write_varu32(&mut b, s.len() as u32);
+        b.extend_from_slice(s.as_bytes());
+        b
+    }
+
+    #[test]
+    fn request_and_network_settings() {
+        let mut l = Learned::default();
+        let f = decode(
+            REQUEST_NETWORK_SETTINGS,
+            &766i32.to_be_bytes(),
+            None,
+            &mut l,
+        )
+        .unwrap();
+        assert_eq!(f["client_protocol"], 766);
+        assert_eq!(l.protocol, Some(766));
+        let mut b = Vec::new();
+        b.extend_from_slice(&512u16.to_le_bytes());
+        b.extend_from_slice(&1u16.to_le_bytes());
+        b.extend_from_slice(&[0, 0]);
+        b.extend_from_slice(&0f32.to_le_bytes());
+        let f = decode(NETWORK_SETTINGS, &b, Some(766), &mut l).unwrap();
+        assert_eq!(f["compression"], "snappy");
+        assert_eq!(f["compression_threshold"], 512);
+        assert_eq!(l.algorithm, Some(1));
+        // Cut short: the fields so far and where it stopped.
+        let f = decode(NETWORK_SETTINGS, &b[..3], Some(766), &mut l).unwrap();
+        assert!(f["error"].as_str().unwrap().contains("byte 2"), "{f}");
+    }
+
+    #[test]
+    fn login_old_chain_and_new_certificate_forms() {
+        let key = "MHYwEAYHKoZIzj0CAQYFK4EEACIDYgAEclient";
+        let chain_jwt = jwt(
+            json!({"alg": "ES384", "x5u": key}),
+            json!({"extraData": {"displayName": "Steve", "XUID": "", "identity": "u-u-i-d", "titleId": "896928775"}, "identityPublicKey": key}),
+        );
+        let client = jwt(
+            json!({"alg": "ES384", "x5u": key}),
+            json!({"GameVersion": "1.21.90", "DeviceOS": 7, "DeviceModel": "PC", "LanguageCode": "en_US", "ServerAddress": "127.0.0.1:19132", "SkinData": "AAAA"}),
+        );
+        for identity in [
+            json!({"chain": [chain_jwt.clone()]}).to_string(),
+            json!({"AuthenticationType": 2, "Certificate": json!({"chain": [chain_jwt.clone()]}).to_string(), "Token": ""}).to_string(),
+        ] {
+            let mut blob = Vec::new();
+            blob.extend_from_slice(&(identity.len() as u32).to_le_bytes());
+            blob.extend_from_slice(identity.as_bytes());
+            blob.extend_from_slice(&(client.len() as u32).to_le_bytes());
+            blob.extend_from_slice(client.as_bytes());
+            let mut b = 818i32.to_be_bytes().to_vec();
+            super::super::batch::write_varu32(&mut b, blob.len() as u32);
+            b.extend_from_slice(&blob);
+            let mut l = Learned::default();
+            let f = decode(LOGIN, &b, None, &mut l).unwrap();
+            assert_eq!(f["protocol"], 818);
+            assert_eq!(f["identity"]["display_name"], "Steve");
+            assert_eq!(f["identity"]["title_id"], "896928775");
+            assert_eq!(f["client"]["game_version"], "1.21.90");
+            assert_eq!(f["client"]["device_os_name"], "Win10");
+            assert!(f["client"].get("SkinData").is_none() && f.get("error").is_none(), "{f}");
+            assert_eq!(l.client_key.as_deref(), Some(key));
+            assert_eq!(l.player.as_deref(), Some("Steve"));
+        }
+    }
+
+    #[test]
+    fn play_status_handshake_and_disconnect_by_version() {
+        let mut l = Learned::default();
+        let f = decode(PLAY_STATUS, &1i32.to_be_bytes(), None, &mut l).unwrap();
+        assert_eq!(f["status_name"], "failed_client");
+        let token = jwt(
+            json!({"alg": "ES384", "x5u": "MHYserver"}),
+            json!({"salt": "AAECAwQFBgcICQoLDA0ODw"}),
+        );
+        let f = decode(SERVER_TO_CLIENT_HANDSHAKE, &string(&token), None, &mut l).unwrap();
+        assert_eq!(f["salt"], "000102030405060708090a0b0c0d0e0f");
+        assert_eq!(l.server_key.as_deref(), Some("MHYserver"));
+        // 1.19 (no reason), 1.20.40 (reason), 1.21.20 hidden and shown.
+        let mut old = vec![0];
+        old.extend(string("bye"));
+        assert_eq!(
+            decode(DISCONNECT, &old, Some(560), &mut l).unwrap()["message"],
+            "bye"
+        );
+        let mut mid = vec![4, 0];
+        mid.extend(string("kicked"));
+        let f = decode(DISCONNECT, &mid, Some(630), &mut l).unwrap();
+        assert_eq!(
+            (f["reason"].as_i64(), f["message"].as_str()),
+            (Some(2), Some("kicked"))
+        );
+        let f = decode(DISCONNECT, &[4, 1], Some(800), &mut l).unwrap();
+        assert!(
+            f.get("message").is_none() && f.get("error").is_none(),
+            "{f}"
+        );
+        let mut new = vec![4, 0];
+        new.extend(string("a"));
+        new.extend(string("b"));
+        assert_eq!(
+            decode(DISCONNECT, &new, Some(800), &mut l).unwrap()["filtered_message"],
+            "b"
+        );
+        assert_eq!(decode(9, &[], None, &mut l), None);
+    }
+}
