@@ -767,9 +767,36 @@ fn nest_messages(t: &mut Trace, nested: Vec<Option<Trace>>) {
     t.fields = out;
 }
 
+/// A port to decode as RakNet, as `-d` takes it: `19132`, or Wireshark's
+/// Decode As spelling `udp.port==19132,raknet`.
+pub fn parse_decode_as(s: &str) -> Result<u16, String> {
+    let port = match s.strip_prefix("udp.port==") {
+        Some(rest) => {
+            let (port, proto) = rest.split_once(',').unwrap_or((rest, "raknet"));
+            if !proto.eq_ignore_ascii_case("raknet") {
+                return Err(format!("only raknet can be decoded, not {proto:?}"));
+            }
+            port
+        }
+        None => s,
+    };
+    port.trim()
+        .parse::<u16>()
+        .map_err(|_| format!("{s:?} is not a port or udp.port==PORT,raknet"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decode_as_spellings() {
+        assert_eq!(parse_decode_as("19132"), Ok(19132));
+        assert_eq!(parse_decode_as("udp.port==7777,raknet"), Ok(7777));
+        assert!(parse_decode_as("udp.port==53,dns").is_err());
+        assert!(parse_decode_as("x").is_err());
+    }
+
     use crate::wire::{AckList, AckRange};
 
     fn udp(src: &str, dst: &str, payload: Vec<u8>) -> UdpDatagram {

@@ -164,6 +164,17 @@ impl Pipeline {
         self.dissector.stats()
     }
 
+    /// After a run: why `--flow N` names no flow of the capture, if so
+    /// (`no flow 7: the capture has 6 RakNet flows`).
+    pub fn no_such_flow(&self, flow: Option<u32>) -> Option<String> {
+        let flows = self.dissector.stats().flows;
+        let n = flow.filter(|&n| u64::from(n) > flows)?;
+        let plural = crate::wire::plural(flows, "flow", "flows");
+        Some(format!(
+            "no flow {n}: the capture has {flows} RakNet {plural}"
+        ))
+    }
+
     /// Read `input` through the dissector into `mirror`, handing each item
     /// to `each`; stops early when `each` says [`Next::Stop`] or fails.
     pub fn run<E>(

@@ -26,7 +26,7 @@ fn wanted(sub: &str) -> Vec<&'static str> {
     let groups: &[&[&str]] = match sub {
         "read" | "messages" => &[OUTPUT, CAPTURE, DISPLAY, &["-t"]],
         "flows" | "handshake" => &[OUTPUT, CAPTURE, DISPLAY],
-        "stats" | "plot" => &[OUTPUT, CAPTURE],
+        "stats" | "plot" | "game" => &[OUTPUT, CAPTURE],
         "live" => &[OUTPUT, DISPLAY, &["-d", "--flow", "-c", "-t"]],
         "ping" => &[OUTPUT, &["-c"]],
         "connect" | "serve" | "probe" | "fields" => &[OUTPUT],
@@ -77,6 +77,7 @@ fn every_subcommand_takes_the_shared_flags_it_should() {
         "probe",
         "replay",
         "live",
+        "game",
         "stats",
         "plot",
         "fields",

@@ -90,6 +90,31 @@ impl Keys {
         warnings
     }
 
+    /// Key logs and PEM files read into one set; `Err` names the file that
+    /// cannot be read (or a PEM file with no P-384 key); the warnings name
+    /// the lines skipped.
+    pub fn from_files(
+        key_logs: &[std::path::PathBuf],
+        pems: &[std::path::PathBuf],
+    ) -> Result<(Keys, Vec<String>), String> {
+        let read = |p: &std::path::PathBuf| {
+            std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))
+        };
+        let mut keys = Keys::default();
+        let mut warnings = Vec::new();
+        for p in key_logs {
+            for w in keys.add_key_log(&read(p)?) {
+                warnings.push(format!("{}: {w}", p.display()));
+            }
+        }
+        for p in pems {
+            if keys.add_pem(&read(p)?) == 0 {
+                return Err(format!("{}: no EC P-384 private key in it", p.display()));
+            }
+        }
+        Ok((keys, warnings))
+    }
+
     /// Adds every EC P-384 private key of a PEM file (PKCS#8 or SEC1);
     /// returns how many it found.
     pub fn add_pem(&mut self, text: &str) -> usize {

@@ -269,12 +269,12 @@ fn login(r: &mut Body, f: &mut Map<String, Value>, learned: &mut Learned) -> Opt
         .get("display_name")
         .and_then(Value::as_str)
         .map(str::to_string);
-    f.insert("identity".into(), Value::Object(identity_fields));
+    f.extend(identity_fields);
     if let Some((h, p)) = jwt_parts(client) {
         if learned.client_key.is_none() {
             learned.client_key = h["x5u"].as_str().map(str::to_string);
         }
-        let mut c = Map::new();
+        let c = &mut *f;
         for (from, to) in [
             ("GameVersion", "game_version"),
             ("DeviceModel", "device_model"),
@@ -296,7 +296,6 @@ fn login(r: &mut Body, f: &mut Map<String, Value>, learned: &mut Learned) -> Opt
             .get("game_version")
             .and_then(Value::as_str)
             .map(str::to_string);
-        f.insert("client".into(), Value::Object(c));
     }
     Some(())
 }
@@ -391,11 +390,11 @@ mod tests {
             let mut l = Learned::default();
             let f = decode(LOGIN, &b, None, &mut l).unwrap();
             assert_eq!(f["protocol"], 818);
-            assert_eq!(f["identity"]["display_name"], "Steve");
-            assert_eq!(f["identity"]["title_id"], "896928775");
-            assert_eq!(f["client"]["game_version"], "1.21.90");
-            assert_eq!(f["client"]["device_os_name"], "Win10");
-            assert!(f["client"].get("SkinData").is_none() && f.get("error").is_none(), "{f}");
+            assert_eq!(f["display_name"], "Steve");
+            assert_eq!(f["title_id"], "896928775");
+            assert_eq!(f["game_version"], "1.21.90");
+            assert_eq!(f["device_os_name"], "Win10");
+            assert!(f.get("SkinData").is_none() && f.get("error").is_none(), "{f}");
             assert_eq!(l.client_key.as_deref(), Some(key));
             assert_eq!(l.player.as_deref(), Some("Steve"));
         }

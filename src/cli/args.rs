@@ -177,39 +177,21 @@ pub struct TimeArgs {
     /// Time column of packet and message lines (tshark's -t): r since the first packet,
     /// a time of day (UTC), ad date and time (UTC), e epoch seconds, d since the
     /// previous packet read, dd since the previous line shown.
-    #[arg(short = 't', value_enum, default_value_t, value_name = "FORMAT")]
-    pub time_format: TimeArg,
+    #[arg(short = 't', default_value = "r", value_name = "FORMAT", value_parser = time_format())]
+    pub time_format: TimeFormat,
 }
 
-/// `-t`: the names tshark gives [`TimeFormat`]s.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub enum TimeArg {
-    #[default]
-    #[value(name = "r", alias = "relative")]
-    Relative,
-    #[value(name = "a", alias = "absolute")]
-    Absolute,
-    #[value(name = "ad", alias = "absolute-with-date")]
-    AbsoluteDate,
-    #[value(name = "e", alias = "epoch")]
-    Epoch,
-    #[value(name = "d", alias = "delta")]
-    Delta,
-    #[value(name = "dd", alias = "delta-displayed")]
-    DeltaDisplayed,
-}
-
-impl From<TimeArg> for TimeFormat {
-    fn from(t: TimeArg) -> Self {
-        match t {
-            TimeArg::Relative => TimeFormat::Relative,
-            TimeArg::Absolute => TimeFormat::Absolute,
-            TimeArg::AbsoluteDate => TimeFormat::AbsoluteDate,
-            TimeArg::Epoch => TimeFormat::Epoch,
-            TimeArg::Delta => TimeFormat::Delta,
-            TimeArg::DeltaDisplayed => TimeFormat::DeltaDisplayed,
-        }
-    }
+/// `-t`'s letters (and the words tshark's manual gives them).
+fn time_format() -> impl clap::builder::TypedValueParser<Value = TimeFormat> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    let letters = TimeFormat::LETTERS
+        .iter()
+        .map(|(l, _, _)| PossibleValue::new(*l));
+    let words = TimeFormat::LETTERS
+        .iter()
+        .map(|(_, w, _)| PossibleValue::new(*w).hide(true));
+    PossibleValuesParser::new(letters.chain(words))
+        .map(|s| TimeFormat::parse(&s).unwrap_or_default())
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -225,21 +207,9 @@ pub enum DirArg {
     S2c,
 }
 
-/// `19132` or `udp.port==19132,raknet`.
+/// `-d` ([`crate::dissect::parse_decode_as`]).
 pub fn parse_decode_as(s: &str) -> Result<u16, String> {
-    let port = match s.strip_prefix("udp.port==") {
-        Some(rest) => {
-            let (port, proto) = rest.split_once(',').unwrap_or((rest, "raknet"));
-            if !proto.eq_ignore_ascii_case("raknet") {
-                return Err(format!("only raknet can be decoded, not {proto:?}"));
-            }
-            port
-        }
-        None => s,
-    };
-    port.trim()
-        .parse::<u16>()
-        .map_err(|_| format!("{s:?} is not a port or udp.port==PORT,raknet"))
+    crate::dissect::parse_decode_as(s)
 }
 
 /// A message id: decimal or 0x hex.
@@ -278,14 +248,6 @@ pub fn parse_target(s: &str) -> Result<std::net::SocketAddr, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn decode_as_spellings() {
-        assert_eq!(parse_decode_as("19132"), Ok(19132));
-        assert_eq!(parse_decode_as("udp.port==7777,raknet"), Ok(7777));
-        assert!(parse_decode_as("udp.port==53,dns").is_err());
-        assert!(parse_decode_as("x").is_err());
-    }
 
     #[test]
     fn seconds_never_panic_on_odd_input() {

@@ -12,6 +12,7 @@ use super::args::{
     parse_id, CaptureArgs, ColorArg, DirArg, DisplayArgs, FormatArg, OutputArgs, TimeArgs,
 };
 use super::{EXIT_BAD_FILE, EXIT_BAD_FILTER, EXIT_CUT_SHORT, EXIT_OK, EXIT_USAGE};
+use crate::bedrock::{Detect, Game, GameEvent, Keys};
 use crate::capture::write::Recorder;
 use crate::capture::CaptureReader;
 use crate::display::print::{
@@ -185,20 +186,13 @@ pub(crate) fn drive_items(
     if !ended.cut_short.is_empty() {
         return Ok(EXIT_CUT_SHORT);
     }
-    let flows = pipeline.dissect_stats().flows;
-    if let Some(n) = cap.flow.filter(|&n| u64::from(n) > flows) {
-        eprintln!("{}", no_such_flow(n, flows));
-        return Ok(EXIT_USAGE);
+    match pipeline.no_such_flow(cap.flow) {
+        Some(why) => {
+            eprintln!("raknet-dissect: {why}");
+            Ok(EXIT_USAGE)
+        }
+        None => Ok(EXIT_OK),
     }
-    Ok(EXIT_OK)
-}
-
-/// The one line for a `--flow` the capture does not have.
-pub(crate) fn no_such_flow(n: u32, flows: u64) -> String {
-    format!(
-        "raknet-dissect: no flow {n}: the capture has {flows} RakNet {}",
-        crate::wire::plural(flows, "flow", "flows")
-    )
 }
 
 /// [`drive_items`] for commands that want packets only: `each` gets each
@@ -223,7 +217,7 @@ pub(crate) fn drive(
 }
 
 /// The file names records carry: none for one file.
-fn file_names(cap: &CaptureArgs) -> Vec<String> {
+pub(crate) fn file_names(cap: &CaptureArgs) -> Vec<String> {
     let paths = cap.paths();
     if paths.len() < 2 {
         return Vec::new();
@@ -272,15 +266,13 @@ pub(crate) fn read_packets(
     let json = shown.json;
     let quiet = args.output.quiet;
     let pal = palette(args.output.color, json || shown.export.is_some());
-    let mut writer = match &args.write {
-        Some(p) => match Recorder::create(p) {
-            Ok(r) => Some(r),
-            Err(e) => {
-                eprintln!("raknet-dissect: -w {}: {e}", p.display());
-                return Ok(super::EXIT_ERROR);
-            }
-        },
-        None => None,
+    let mut writer = match args.write.as_deref().map(Recorder::create).transpose() {
+        Ok(w) => w,
+        Err(e) => {
+            let p = args.write.as_deref().unwrap_or(std::path::Path::new("-"));
+            eprintln!("raknet-dissect: -w {}: {e}", p.display());
+            return Ok(super::EXIT_ERROR);
+        }
     };
     let mut cfg = mirror_config(&args.capture);
     // Packets need the mirror's findings, not the messages' bytes.
@@ -300,7 +292,7 @@ pub(crate) fn read_packets(
     // unless a filter, a field export or --flow chose what to print.
     let plain = shown.export.is_none() && shown.filter.is_none() && cap.flow.is_none();
     let files = file_names(&args.capture);
-    let time = args.time.time_format.into();
+    let time = args.time.time_format;
     let mut printer = PacketPrinter::new(shown, pal, time, files);
     printer.verbose = args.verbose;
     printer.hex = args.hex;
@@ -386,33 +378,66 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
     if !args.output.quiet {
         shown.write_header(out)?;
     }
-    let mut first: Option<Duration> = None;
-    let time = args.time.time_format.into();
+    let time = args.time.time_format;
     let mut printer = MessagePrinter::new(shown, pal, time, file_names(&args.capture));
     printer.data_limit = args.data_limit;
-    let mut emit = |m: &Message, since: Duration, file: usize, out: &mut dyn Write| {
-        if printer.wants(m, since) && want(m) && !args.output.quiet {
-            printer.message(m, since, file, out)?;
-        }
-        anyhow::Ok(())
+    // Bedrock flows' 0xFE messages are named by the game packets inside.
+    let mut game = Game::new(Detect::Auto, Keys::default());
+    drive_messages(
+        &args.capture,
+        &mut mirror,
+        &mut game,
+        out,
+        |m, ev, since, file, out| {
+            if printer.wants(m, since) && want(m) && !args.output.quiet {
+                printer.game = ev.map(crate::output::game::summary);
+                printer.message(m, since, file, out)?;
+            }
+            Ok(())
+        },
+    )
+}
+
+/// [`drive_items`] for the commands that print delivered messages: `each`
+/// gets every message in delivery order with what the game layer made of
+/// it (a Bedrock flow's 0xFE messages), the time lines count from, and its
+/// file; the messages still held at the end come last.
+pub(crate) fn drive_messages(
+    cap: &CaptureArgs,
+    mirror: &mut Mirror,
+    game: &mut Game,
+    out: &mut impl Write,
+    mut each: impl FnMut(
+        &Message,
+        Option<&[GameEvent]>,
+        Duration,
+        usize,
+        &mut dyn Write,
+    ) -> anyhow::Result<()>,
+) -> anyhow::Result<u8> {
+    let (mut first, mut last_file) = (None, 0);
+    let mut on = |game: &mut Game, m: &Message, since, file, out: &mut dyn Write| {
+        let ev = game.message(m);
+        each(m, ev.as_deref(), since, file, out)
     };
-    let mut last_file = 0;
-    let code = drive_items(None, &args.capture, false, &mut mirror, out, |item, out| {
+    let code = drive_items(None, cap, false, mirror, out, |item, out| {
         if let Item::Packet {
-            obs, since, file, ..
+            packet,
+            obs,
+            since,
+            file,
         } = item
         {
-            first.get_or_insert(since);
-            last_file = file;
+            (first, last_file) = (Some(since), file);
+            game.packet(packet);
             for m in &obs.messages {
-                emit(m, since, file, out)?;
+                on(game, m, since, file, out)?;
             }
         }
         Ok(Next::Continue)
     })?;
-    let since = first.unwrap_or_default();
     for m in &mirror.finish().messages {
-        emit(m, since, last_file, out)?;
+        on(game, m, first.unwrap_or_default(), last_file, out)?;
     }
     Ok(code)
 }

@@ -6,7 +6,7 @@ use std::io::Write;
 use clap::Args;
 
 use super::{drive_items, mirror_config, CaptureArgs, Next, OutputArgs};
-use crate::display::{JsonRecord, RecordType};
+use crate::display::RecordType;
 use crate::mirror::handshake::HandshakeTracker;
 use crate::mirror::Mirror;
 use crate::output::handshake::HandshakeJson;
@@ -47,34 +47,12 @@ pub fn run_handshake(args: &HandshakeArgs, out: &mut impl Write) -> anyhow::Resu
             Ok(Next::Continue)
         },
     )?;
-    let mut line = String::new();
-    if let Some(x) = &shown.export {
-        out.write_all(x.header().as_bytes())?;
-    }
+    shown.write_header(out)?;
     for a in tracker.finish() {
-        if args.output.quiet || args.capture.flow.is_some_and(|f| f != a.flow) {
-            continue;
+        if !args.output.quiet && args.capture.flow.is_none_or(|f| f == a.flow) {
+            let j = HandshakeJson::new(&a);
+            shown.record(&j, || j.lines(), out)?;
         }
-        let j = HandshakeJson::new(&a);
-        // A filter or an export reads the record itself.
-        if shown.filter.is_some() || shown.export.is_some() {
-            let r = JsonRecord(serde_json::to_value(&j)?);
-            if !shown.wants(&r) {
-                continue;
-            }
-            if let Some(x) = &shown.export {
-                line.clear();
-                x.push_row(&r, &mut line);
-                out.write_all(line.as_bytes())?;
-                continue;
-            }
-        }
-        if shown.json {
-            serde_json::to_writer(&mut *out, &j)?;
-            out.write_all(b"\n")?;
-            continue;
-        }
-        writeln!(out, "{}", j.lines())?;
     }
     Ok(code)
 }

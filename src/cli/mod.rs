@@ -13,6 +13,7 @@ use crate::display::RecordType;
 pub mod args;
 mod capture;
 mod docs;
+mod game;
 mod handshake;
 mod live;
 mod peer;
@@ -37,9 +38,11 @@ pub const EXIT_NO_CONNECTION: u8 = 6;
 
 /// The exit code of a live command's outcome.
 fn exit_code(o: crate::peer::run::Outcome) -> u8 {
-    match o {
-        crate::peer::run::Outcome::Done => EXIT_OK,
-        crate::peer::run::Outcome::NoConnection => EXIT_NO_CONNECTION,
+    let connected = o == crate::peer::run::Outcome::Done;
+    if connected {
+        EXIT_OK
+    } else {
+        EXIT_NO_CONNECTION
     }
 }
 
@@ -104,6 +107,8 @@ pub enum Command {
     /// Capture live on an interface (root or CAP_NET_RAW): packets as they come, then the flows.
     #[command(mut_arg("filter", |a| a.help(filter_help(RecordType::Packet))))]
     Live(live::LiveArgs),
+    /// Minecraft Bedrock game packets inside the 0xFE messages, decrypted given keys.
+    Game(game::GameArgs),
     /// Statistics of a capture: message ids, reliabilities, channels, rates per interval.
     Stats(stats::StatsArgs),
     /// Draw each flow as an SVG: throughput each way, RTT, loss and resends over time.
@@ -154,6 +159,7 @@ pub fn main() -> ExitCode {
         Some(Command::Probe(a)) => peer::run_probe(&a, &mut out),
         Some(Command::Replay(a)) => replay::run_replay(&a, &mut out),
         Some(Command::Live(a)) => live::run_live(&a, &mut out),
+        Some(Command::Game(a)) => game::run_game(&a, &mut out),
         Some(Command::Stats(a)) => stats::run_stats(&a, &mut out),
         Some(Command::Plot(a)) => plot::run_plot(&a, &mut out),
         Some(Command::Completions { shell }) => docs::completions(shell, &mut out),

@@ -102,6 +102,32 @@ impl Shown {
         !self.json && self.export.is_none()
     }
 
+    /// A record of this type: dropped by the filter, a field export row,
+    /// an NDJSON line, or the text `lines` give.
+    pub fn record(
+        &self,
+        j: &impl serde::Serialize,
+        lines: impl FnOnce() -> String,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
+        // A filter or an export reads the record itself.
+        if self.filter.is_some() || self.export.is_some() {
+            let r = JsonRecord(serde_json::to_value(j)?);
+            if !self.wants(&r) {
+                return Ok(());
+            }
+            if let Some(x) = &self.export {
+                let mut row = String::new();
+                x.push_row(&r, &mut row);
+                return out.write_all(row.as_bytes());
+            }
+        }
+        if self.json {
+            return json_line(out, j);
+        }
+        writeln!(out, "{}", lines())
+    }
+
     /// The field export's header line, if there is one to print.
     pub fn write_header(&self, out: &mut dyn Write) -> io::Result<()> {
         match &self.export {
@@ -249,6 +275,9 @@ pub struct MessagePrinter {
     /// Bytes of each message's data in records and rows (`--data-limit`;
     /// all when `None`).
     pub data_limit: Option<usize>,
+    /// What the game layer found in the next message (its packet names),
+    /// for its line and record.
+    pub game: Option<Vec<String>>,
     pal: Palette,
     time: TimeColumn,
     row: String,
@@ -260,6 +289,7 @@ impl MessagePrinter {
             shown,
             files,
             data_limit: None,
+            game: None,
             pal,
             time: TimeColumn::new(time),
             row: String::new(),
@@ -306,10 +336,82 @@ impl MessagePrinter {
         if self.shown.json {
             let mut j = MessageJson::new(m, self.data_limit);
             j.file = self.files.get(file).cloned();
+            j.game = self.game.take();
             return json_line(out, &j);
         }
-        let line = text::message_line(m, since, &mut self.time, self.pal);
+        let mut line = text::message_line(m, since, &mut self.time, self.pal);
+        if let Some(names) = self.game.take() {
+            line = crate::output::game::name_message(&line, &names);
+        }
         writeln!(out, "{line}")
+    }
+}
+
+/// Game packet lines (with `-V` trees and `-x` dumps) or records.
+pub struct GamePrinter {
+    pub json: bool,
+    pub verbose: bool,
+    pub hex: bool,
+    /// Bytes of each packet's `data` in records (`--data-limit`).
+    pub data_limit: Option<usize>,
+    /// File names for the records' `file` key: empty for one capture.
+    pub files: Vec<String>,
+    pal: Palette,
+}
+
+impl GamePrinter {
+    pub fn new(json: bool, pal: Palette, files: Vec<String>) -> Self {
+        GamePrinter {
+            json,
+            verbose: false,
+            hex: false,
+            data_limit: None,
+            files,
+            pal,
+        }
+    }
+
+    /// What the game layer made of message `m` (from capture file `file`).
+    pub fn events(
+        &self,
+        events: &[crate::bedrock::GameEvent],
+        m: &Message,
+        since: Duration,
+        file: usize,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
+        use crate::bedrock::GameEvent;
+        use crate::output::game;
+        for e in events {
+            match e {
+                GameEvent::Packet(p) if self.json => {
+                    let mut j = game::GameJson::new(p, m, self.data_limit);
+                    j.file = self.files.get(file).cloned();
+                    json_line(out, &j)?;
+                }
+                GameEvent::Opaque(o) if self.json => {
+                    let mut j = game::GameOpaqueJson::new(o, m);
+                    j.file = self.files.get(file).cloned();
+                    json_line(out, &j)?;
+                }
+                GameEvent::Packet(p) => {
+                    writeln!(out, "{}", game::line(p, m, since, self.pal))?;
+                    if self.verbose {
+                        out.write_all(game::tree(p).as_bytes())?;
+                    }
+                    if self.hex {
+                        out.write_all(text::hex_dump(&p.data).as_bytes())?;
+                    }
+                    if self.verbose || self.hex {
+                        writeln!(out)?;
+                    }
+                }
+                GameEvent::Opaque(o) => {
+                    writeln!(out, "{}", game::opaque_line(o, m, since, self.pal))?
+                }
+            }
+        }
+        Ok(())
     }
 }
 

@@ -214,6 +214,10 @@ pub struct MessageJson<'a> {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub data_truncated: bool,
     pub anomalies: &'a [Anomaly],
+    /// In a Bedrock flow, the game packets inside (names; `encrypted`,
+    /// `decompress`, `malformed` for a batch that shows none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub game: Option<Vec<String>>,
 }
 
 impl<'a> MessageJson<'a> {
@@ -234,6 +238,7 @@ impl<'a> MessageJson<'a> {
             channel: m.channel,
             data: hex(&m.data[..shown]),
             data_truncated: shown < m.data.len(),
+            game: None,
             anomalies: &m.anomalies,
         }
     }

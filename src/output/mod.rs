@@ -1,6 +1,7 @@
 //! Formatters that only format: summary lines, the `-V` tree, hex, NDJSON.
 
 pub mod file;
+pub mod game;
 pub mod handshake;
 pub mod json;
 pub mod man;

@@ -24,6 +24,20 @@ impl Palette {
         self.paint(s, Style::new().red().bold())
     }
 
+    /// A direction, in its colour (`c2s` blue, `s2c` magenta).
+    pub fn paint_dir(&self, d: crate::dissect::Dir) -> String {
+        let style = match d {
+            crate::dissect::Dir::C2s => Style::new().blue(),
+            crate::dissect::Dir::S2c => Style::new().magenta(),
+        };
+        self.paint(d.as_str(), style)
+    }
+
+    /// `s` in bold.
+    pub fn paint_bold(&self, s: &str) -> String {
+        self.paint(s, Style::new().bold())
+    }
+
     fn paint(&self, s: &str, style: Style) -> String {
         if self.enabled {
             s.style(style).to_string()
@@ -288,6 +302,26 @@ pub enum TimeFormat {
     DeltaDisplayed,
 }
 
+impl TimeFormat {
+    /// tshark's letter, its word, and the format of each.
+    pub const LETTERS: [(&'static str, &'static str, TimeFormat); 6] = [
+        ("r", "relative", TimeFormat::Relative),
+        ("a", "absolute", TimeFormat::Absolute),
+        ("ad", "absolute-with-date", TimeFormat::AbsoluteDate),
+        ("e", "epoch", TimeFormat::Epoch),
+        ("d", "delta", TimeFormat::Delta),
+        ("dd", "delta-displayed", TimeFormat::DeltaDisplayed),
+    ];
+
+    /// The format named by a letter or a word of [`TimeFormat::LETTERS`].
+    pub fn parse(s: &str) -> Option<TimeFormat> {
+        Self::LETTERS
+            .iter()
+            .find(|(l, w, _)| *l == s || *w == s)
+            .map(|(_, _, f)| *f)
+    }
+}
+
 /// The time column of a run of lines: the format, and for the deltas the
 /// times of the record read and of the line shown before.
 #[derive(Debug, Clone)]
@@ -535,15 +569,11 @@ pub fn message_line(m: &Message, since: Duration, time: &mut TimeColumn, pal: Pa
     time.push(&mut s, m.ts, since);
     // Colours: the direction (as each side's packets would be told apart)
     // and the application's own messages in bold, RakNet's own plain.
-    let dir = match m.dir {
-        crate::dissect::Dir::C2s => Style::new().blue(),
-        crate::dissect::Dir::S2c => Style::new().magenta(),
-    };
     let _ = write!(
         ByteWriter(&mut s),
         " {:>3} {} {}",
         m.flow,
-        pal.paint(m.dir.as_str(), dir),
+        pal.paint_dir(m.dir),
         m.reliability.name()
     );
     if let Some(ch) = m.channel {
@@ -556,7 +586,7 @@ pub fn message_line(m: &Message, since: Duration, time: &mut TimeColumn, pal: Pa
             let mut name = Vec::new();
             push_name(&mut name, id);
             let name = String::from_utf8_lossy(&name);
-            s.extend_from_slice(pal.paint(&name, Style::new().bold()).as_bytes());
+            s.extend_from_slice(pal.paint_bold(&name).as_bytes());
         } else {
             push_name(&mut s, id);
         }

@@ -1,0 +1,290 @@
+//! The game layer printed: `game` and `game_opaque` records, a line per
+//! game packet, and the `-V` tree of a packet's decoded fields.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::bedrock::{GamePacket, Opaque};
+use crate::dissect::Dir;
+use crate::mirror::Message;
+use crate::output::text::Palette;
+use crate::wire::cursor::hex;
+
+/// A `game` record: one game packet.
+#[derive(Serialize)]
+pub struct GameJson<'a> {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    pub frame: u64,
+    pub ts: f64,
+    pub flow: u32,
+    pub dir: &'static str,
+    pub batch: u64,
+    pub id: u16,
+    pub name: Option<&'static str>,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub sender_subclient: u8,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub target_subclient: u8,
+    pub len: usize,
+    pub encrypted: bool,
+    pub data: String,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub data_truncated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fields: Option<&'a Value>,
+}
+
+fn is_zero(v: &u8) -> bool {
+    *v == 0
+}
+
+impl<'a> GameJson<'a> {
+    /// `m`: the RakNet message that carried it; `data_limit`: bytes of
+    /// `data` at most.
+    pub fn new(p: &'a GamePacket, m: &Message, data_limit: Option<usize>) -> Self {
+        let shown = data_limit.map_or(p.data.len(), |n| n.min(p.data.len()));
+        GameJson {
+            kind: "game",
+            file: None,
+            frame: m.frame,
+            ts: m.ts.as_secs_f64(),
+            flow: m.flow,
+            dir: p.dir.as_str(),
+            batch: p.batch,
+            id: p.header.id,
+            name: p.name,
+            sender_subclient: p.header.sender,
+            target_subclient: p.header.target,
+            len: p.data.len(),
+            encrypted: p.encrypted,
+            data: hex(&p.data[..shown]),
+            data_truncated: shown < p.data.len(),
+            fields: p.fields.as_ref(),
+        }
+    }
+}
+
+/// A `game_opaque` record: a batch whose packets cannot be shown.
+#[derive(Serialize)]
+pub struct GameOpaqueJson<'a> {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    pub frame: u64,
+    pub ts: f64,
+    pub flow: u32,
+    pub dir: &'static str,
+    pub batch: u64,
+    pub len: usize,
+    pub reason: &'static str,
+    pub detail: &'a str,
+}
+
+impl<'a> GameOpaqueJson<'a> {
+    pub fn new(o: &'a Opaque, m: &Message) -> Self {
+        GameOpaqueJson {
+            kind: "game_opaque",
+            file: None,
+            frame: m.frame,
+            ts: m.ts.as_secs_f64(),
+            flow: m.flow,
+            dir: o.dir.as_str(),
+            batch: o.batch,
+            len: o.len,
+            reason: o.reason.as_str(),
+            detail: &o.detail,
+        }
+    }
+}
+
+/// The key fields of a decoded packet, `key=value` each, for its line.
+fn key_fields(fields: &Value) -> String {
+    const KEYS: &[&str] = &[
+        "client_protocol",
+        "protocol",
+        "display_name",
+        "game_version",
+        "device_os_name",
+        "compression",
+        "compression_threshold",
+        "status_name",
+        "reason",
+        "message",
+        "salt",
+        "error",
+    ];
+    let mut s = String::new();
+    for k in KEYS {
+        match fields.get(*k) {
+            Some(Value::String(v)) => {
+                let _ = write!(s, " {k}={}", super::text::quoted(v.as_bytes(), 60));
+            }
+            Some(v @ (Value::Number(_) | Value::Bool(_))) => {
+                let _ = write!(s, " {k}={v}");
+            }
+            _ => {}
+        }
+    }
+    s
+}
+
+/// The start of every game line: frame, time, flow, direction.
+fn head(s: &mut String, m: &Message, since: Duration, dir: Dir, pal: Palette) {
+    let t = m.ts.saturating_sub(since).as_secs_f64();
+    let _ = write!(s, "{:>6} {t:>11.6} {:>3} ", m.frame, m.flow);
+    s.push_str(&pal.paint_dir(dir));
+}
+
+/// One line per game packet: frame, time since `since`, flow, direction,
+/// batch, name and id, length, encryption, the key fields.
+pub fn line(p: &GamePacket, m: &Message, since: Duration, pal: Palette) -> String {
+    let mut s = String::with_capacity(120);
+    head(&mut s, m, since, p.dir, pal);
+    let name = p.name.unwrap_or("unknown");
+    let _ = write!(
+        s,
+        " #{} {} (0x{:02x}) len={}{}",
+        p.batch,
+        pal.paint_bold(name),
+        p.header.id,
+        p.data.len(),
+        if p.encrypted { " encrypted" } else { "" }
+    );
+    if p.header.sender != 0 || p.header.target != 0 {
+        let _ = write!(s, " subclient={}->{}", p.header.sender, p.header.target);
+    }
+    if let Some(f) = &p.fields {
+        s.push_str(&key_fields(f));
+    }
+    s
+}
+
+/// The line of an opaque batch.
+pub fn opaque_line(o: &Opaque, m: &Message, since: Duration, pal: Palette) -> String {
+    let mut s = String::with_capacity(120);
+    head(&mut s, m, since, o.dir, pal);
+    let _ = write!(s, " #{} batch of {} bytes ", o.batch, o.len);
+    s.push_str(&pal.paint_anomaly(&format!("[{}: {}]", o.reason.as_str(), o.detail)));
+    s
+}
+
+/// What a message's game events name, for its line and record: the
+/// packets' names (`unknown(0x1ff)` without one), or the reason a batch
+/// shows none.
+pub fn summary(events: &[crate::bedrock::GameEvent]) -> Vec<String> {
+    use crate::bedrock::GameEvent;
+    events
+        .iter()
+        .map(|e| match e {
+            GameEvent::Packet(p) => match p.name {
+                Some(n) => n.to_string(),
+                None => format!("unknown(0x{:x})", p.header.id),
+            },
+            GameEvent::Opaque(o) => o.reason.as_str().to_string(),
+        })
+        .collect()
+}
+
+/// A message line whose `ID_USER_PACKET_ENUM+120` is replaced by the game
+/// packets inside (`game[login]`, `game[play_status,text]`).
+pub fn name_message(line: &str, names: &[String]) -> String {
+    // In colour the name is already in bold: only its text changes.
+    line.replacen(
+        "ID_USER_PACKET_ENUM+120",
+        &format!("game[{}]", names.join(",")),
+        1,
+    )
+}
+
+/// The `-V` tree of a packet's decoded fields, indented under its line.
+pub fn tree(p: &GamePacket) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "  header: id {} ({}), sender sub-client {}, target sub-client {}",
+        p.header.id,
+        p.name.unwrap_or("unknown"),
+        p.header.sender,
+        p.header.target
+    );
+    if let Some(Value::Object(f)) = &p.fields {
+        for (k, v) in f {
+            push_value(&mut s, k, v, 1);
+        }
+    }
+    s
+}
+
+fn push_value(s: &mut String, key: &str, v: &Value, depth: usize) {
+    let indent = "  ".repeat(depth + 1);
+    match v {
+        Value::Object(o) => {
+            let _ = writeln!(s, "{indent}{key}:");
+            for (k, v) in o {
+                push_value(s, k, v, depth + 1);
+            }
+        }
+        Value::String(t) => {
+            let _ = writeln!(
+                s,
+                "{indent}{key}: {}",
+                super::text::quoted(t.as_bytes(), 120)
+            );
+        }
+        other => {
+            let _ = writeln!(s, "{indent}{key}: {other}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bedrock::batch::Header;
+
+    #[test]
+    fn lines_records_and_trees() {
+        let p = GamePacket {
+            dir: Dir::S2c,
+            batch: 3,
+            header: Header {
+                id: 2,
+                sender: 0,
+                target: 0,
+                len: 1,
+            },
+            name: Some("play_status"),
+            data: vec![2, 0, 0, 0, 1],
+            encrypted: true,
+            fields: Some(serde_json::json!({"status": 1, "status_name": "failed_client"})),
+        };
+        let m = Message {
+            flow: 1,
+            dir: Dir::S2c,
+            frame: 40,
+            ts: Duration::from_millis(1500),
+            data: vec![0xfe],
+            reliability: crate::wire::Reliability::RELIABLE_ORDERED,
+            channel: Some(0),
+            anomalies: Vec::new(),
+        };
+        let pal = Palette { enabled: false };
+        assert_eq!(
+            line(&p, &m, Duration::from_millis(500), pal),
+            "    40    1.000000   1 s2c #3 play_status (0x02) len=5 encrypted status_name=\"failed_client\""
+        );
+        let j = serde_json::to_value(GameJson::new(&p, &m, Some(2))).unwrap();
+        assert_eq!(j["data"], "0200");
+        assert_eq!(j["data_truncated"], true);
+        assert_eq!(j["fields"]["status"], 1);
+        assert!(j.get("sender_subclient").is_none());
+        assert!(tree(&p).contains("    status_name: \"failed_client\"\n"));
+    }
+}
