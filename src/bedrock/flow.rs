@@ -123,6 +123,9 @@ pub struct GameFlow {
     /// The RakNet protocol of the Open Connection Requests, when seen.
     pub raknet_protocol: Option<u8>,
     learned: Learned,
+    /// The session began with RequestNetworkSettings (1.19.30 on):
+    /// compression is negotiated; `None` until the first batch.
+    negotiated: Option<bool>,
     /// NetworkSettings was delivered: batches after it are compressed.
     settings: bool,
     sides: [Side; 2],
@@ -136,6 +139,7 @@ impl GameFlow {
         GameFlow {
             raknet_protocol,
             learned: Learned::default(),
+            negotiated: None,
             settings: false,
             sides: [Side::new(), Side::new()],
             keys,
@@ -156,17 +160,20 @@ impl GameFlow {
         self.learned.player.as_deref()
     }
 
-    /// The compression after NetworkSettings (or the generation's).
+    /// The compression of this session's batches: negotiated by
+    /// NetworkSettings from 1.19.30 on; before, by the RakNet protocol
+    /// (jsp-raknet says 10 whatever the game version: the first batch
+    /// decides).
     pub fn compression(&self) -> Compression {
-        match self.raknet_protocol {
-            Some(p) if p <= 9 => Compression::Zlib,
-            Some(10) => Compression::Deflate,
-            _ if !self.settings => Compression::None,
-            _ => self
+        match (self.negotiated, self.raknet_protocol) {
+            (Some(true), _) if !self.settings => Compression::None,
+            (Some(true), _) => self
                 .learned
                 .algorithm
                 .and_then(Compression::from_algorithm)
                 .unwrap_or(Compression::Deflate),
+            (_, Some(p)) if p <= 9 => Compression::Zlib,
+            _ => Compression::Deflate,
         }
     }
 
@@ -288,8 +295,33 @@ impl GameFlow {
     }
 
     /// The body of a (decrypted) batch, decompressed as this generation does.
-    fn decompress(&self, body: &[u8]) -> Result<Vec<u8>, BatchError> {
+    fn decompress(&mut self, body: &[u8]) -> Result<Vec<u8>, BatchError> {
+        if self.negotiated.is_none() {
+            // A session that starts with an uncompressed RequestNetworkSettings.
+            let first = batch::split(body)
+                .ok()
+                .and_then(|r| r.first().and_then(|p| Header::parse(p)));
+            self.negotiated = Some(first.is_some_and(|h| h.id == login::REQUEST_NETWORK_SETTINGS));
+        }
         let c = self.compression();
+        if self.negotiated == Some(false) {
+            // Before 1.19.30: the whole body, zlib-wrapped before RakNet 10.
+            let r = batch::decompress(c, body, MAX_DECOMPRESSED);
+            if r.is_ok() {
+                return r;
+            }
+            if self.raknet_protocol.is_none() {
+                if let Ok(z) = batch::decompress(Compression::Zlib, body, MAX_DECOMPRESSED) {
+                    return Ok(z);
+                }
+            }
+            // bedrock-protocol sends batches under its threshold raw: keep
+            // them when they hold whole records.
+            return match batch::split(body) {
+                Ok(r) if !r.is_empty() => Ok(body.to_vec()),
+                _ => r,
+            };
+        }
         // 1.20.60 (649) on, after NetworkSettings: an algorithm byte first.
         let prefixed = self.settings && self.protocol().is_none_or(|p| p >= 649);
         if prefixed {
@@ -332,7 +364,7 @@ impl GameFlow {
     /// opens it, or why there is none.
     fn first_encrypted(&self, payload: &[u8]) -> Enc {
         if self.keys.is_empty() {
-            return Enc::Lost("encrypted, and no key given (--keylog, --key)".into());
+            return Enc::Lost("no key given (--keylog, --key)".into());
         }
         let salt = self.learned.salt.clone().unwrap_or_default();
         let publics: Vec<&str> = [&self.learned.client_key, &self.learned.server_key]
@@ -356,7 +388,7 @@ impl GameFlow {
                 }
             }
         }
-        Enc::Lost("encrypted, and none of the keys given opens it".into())
+        Enc::Lost("none of the keys given opens it".into())
     }
 
     /// Batches shown opaque because of the encryption, each way.
