@@ -174,3 +174,52 @@ fn bedrock_protocol_sessions_of_three_generations() {
         session(version);
     }
 }
+
+/// The bundled sample (no outside tool needed): named to the encryption
+/// without a key, all nine packets with its key log.
+#[test]
+fn the_bundled_login_sample() {
+    let pcap = common::sample("bedrock-login.pcap");
+    let bare = game(&pcap, &[]);
+    let names: Vec<&str> = bare.iter().map(|r| r["name"].as_str().unwrap_or("")).collect();
+    assert_eq!(
+        names,
+        [
+            "request_network_settings",
+            "network_settings",
+            "login",
+            "server_to_client_handshake",
+            "",
+            "",
+            "",
+            "",
+            ""
+        ]
+    );
+    assert_eq!(bare.iter().filter(|r| r["type"] == "game_opaque").count(), 5);
+    let keylog = common::sample("bedrock-login.keylog");
+    let all = game(&pcap, &["--keylog", keylog.to_str().unwrap()]);
+    let names: Vec<&str> = all.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "request_network_settings",
+            "network_settings",
+            "login",
+            "server_to_client_handshake",
+            "client_to_server_handshake",
+            "play_status",
+            "play_status",
+            "set_local_player_as_initialized",
+            "disconnect"
+        ]
+    );
+    assert_eq!(all[8]["fields"]["message"], "bye from the test server");
+    assert_eq!(all[2]["fields"]["protocol"], 2169);
+    // A key that does not fit: opaque, said once per batch.
+    let work = Work::new("wrong-key");
+    let wrong = work.file("wrong.keylog");
+    std::fs::write(&wrong, format!("BEDROCK_KEY {}\n", "ab".repeat(32))).unwrap();
+    let o = game(&pcap, &["--keylog", wrong.to_str().unwrap()]);
+    assert!(o[4]["detail"].as_str().unwrap().contains("none of the keys"));
+}
