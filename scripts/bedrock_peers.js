@@ -8,7 +8,7 @@
 //
 //   node scripts/bedrock_peers.js --version 1.21.90 --port 19400 \
 //        --out packets.jsonl --keylog session.keylog \
-//        [--client-pem client.pem] [--server-pem server.pem]
+//        [--client-pem client.pem] [--server-pem server.pem] [--connect-host 127.0.0.2]
 //
 // Needs scripts/bedrock-setup.sh (bedrock-protocol and jsp-raknet under
 // target/bedrock-node). bedrock-protocol's createClient asks for the native
@@ -23,6 +23,10 @@ const args = {}
 for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, '')] = process.argv[i + 1]
 const version = args.version || '1.21.90'
 const port = Number(args.port || 19400)
+// The client's target: the server, or a relay (--connect-host): on the
+// server's port number, as jsp-raknet's server checks the port the client
+// names in NewIncomingConnection against its own.
+const connectHost = args['connect-host'] || '127.0.0.1'
 const out = fs.createWriteStream(args.out || 'packets.jsonl')
 const root = process.env.BEDROCK_NODE || path.join(__dirname, '..', 'target', 'bedrock-node', 'node_modules')
 
@@ -83,7 +87,7 @@ server.on('connect', player => {
 let client
 setTimeout(() => {
   client = bp.createClient({
-    host: '127.0.0.1', port, version, offline: true, username: 'Steve', skipPing: true,
+    host: connectHost, port, version, offline: true, username: 'Steve', skipPing: true,
     raknetBackend: 'jsp-raknet', useRaknetWorkers: false
   })
   // The client's private key (SEC1 PEM), and the key with the salt the

@@ -72,13 +72,36 @@ fn packets(v: &[Value], hex_key: &str) -> Vec<(String, u64, String, String, bool
         .collect()
 }
 
-fn session(version: &str) {
-    let work = Work::new(&format!("bedrock-{version}"));
+/// One session of `version`, through a seeded lossy relay when `relay`.
+fn session(version: &str, relay: bool) {
+    let work = Work::new(&format!("bedrock-{version}-{relay}"));
     let port = common::free_port_pair();
+    let relayed = relay.then(|| {
+        let py = common::require_tool("python3");
+        assert!(py, "python3 runs the relay");
+        let mut cmd = Command::new("python3");
+        cmd.arg(common::root().join("scripts/relay.py"))
+            .args(["--listen", &format!("127.0.0.2:{port}")])
+            .args(["--target", &format!("127.0.0.1:{port}")])
+            .args([
+                "--seed",
+                "14",
+                "--loss",
+                "0.02",
+                "--dup",
+                "0.05",
+                "--reorder",
+                "0.05",
+            ])
+            .args(["--duration", "40", "--stats-json"])
+            .arg(work.file("relay.json"));
+        cmd.spawn().expect("relay.py starts")
+    });
     let pcap = work.file("session.pcap");
     let (sent, keylog) = (work.file("sent.jsonl"), work.file("session.keylog"));
     let (client_pem, server_pem) = (work.file("client.pem"), work.file("server.pem"));
-    let dump = Tcpdump::start(&pcap, &format!("udp port {port}"));
+    // The server's side only: not the client's leg to the relay.
+    let dump = Tcpdump::start(&pcap, &format!("udp port {port} and not host 127.0.0.2"));
     let o = Command::new("node")
         .arg(common::root().join("scripts/bedrock_peers.js"))
         .args(["--version", version, "--port", &port.to_string()])
@@ -90,9 +113,31 @@ fn session(version: &str) {
         .arg(&client_pem)
         .arg("--server-pem")
         .arg(&server_pem)
+        .args([
+            "--connect-host",
+            if relay { "127.0.0.2" } else { "127.0.0.1" },
+        ])
         .output()
         .expect("node runs");
     dump.stop();
+    if let Some(mut r) = relayed {
+        // SIGINT: the relay writes its counts and exits.
+        unsafe { libc::kill(r.id() as i32, libc::SIGINT) };
+        let _ = r.wait();
+        let stats = std::fs::read_to_string(work.file("relay.json")).unwrap_or_default();
+        println!("{version} through the relay: {stats}");
+        // The capture shows what the relay did: resends and duplicates.
+        let o = run_bin(&["flows", pcap.to_str().unwrap(), "--json"]);
+        let f: Value = serde_json::from_slice(&o.stdout).expect("one flow record");
+        let hits = ["c2s", "s2c"]
+            .iter()
+            .map(|d| {
+                f[d]["duplicates"].as_u64().unwrap_or(0) + f[d]["resends"].as_u64().unwrap_or(0)
+            })
+            .sum::<u64>();
+        println!("{version}: {hits} duplicates and resends in the capture");
+        assert!(hits > 0, "the relay changed nothing: {f}");
+    }
     assert!(
         o.status.success(),
         "bedrock_peers.js {version}: {}",
@@ -171,8 +216,18 @@ fn bedrock_protocol_sessions_of_three_generations() {
         return;
     }
     for version in ["1.16.201", "1.19.1", "1.26.45"] {
-        session(version);
+        session(version, false);
     }
+}
+
+/// Loss, duplicates and reordering between the peers (the capture is the
+/// server's side): the mirror's delivery order keeps the decryption in step.
+#[test]
+fn bedrock_protocol_through_a_lossy_relay() {
+    if !peers_ready() {
+        return;
+    }
+    session("1.26.45", true);
 }
 
 /// The bundled sample (no outside tool needed): named to the encryption
@@ -181,7 +236,10 @@ fn bedrock_protocol_sessions_of_three_generations() {
 fn the_bundled_login_sample() {
     let pcap = common::sample("bedrock-login.pcap");
     let bare = game(&pcap, &[]);
-    let names: Vec<&str> = bare.iter().map(|r| r["name"].as_str().unwrap_or("")).collect();
+    let names: Vec<&str> = bare
+        .iter()
+        .map(|r| r["name"].as_str().unwrap_or(""))
+        .collect();
     assert_eq!(
         names,
         [
@@ -196,7 +254,10 @@ fn the_bundled_login_sample() {
             ""
         ]
     );
-    assert_eq!(bare.iter().filter(|r| r["type"] == "game_opaque").count(), 5);
+    assert_eq!(
+        bare.iter().filter(|r| r["type"] == "game_opaque").count(),
+        5
+    );
     let keylog = common::sample("bedrock-login.keylog");
     let all = game(&pcap, &["--keylog", keylog.to_str().unwrap()]);
     let names: Vec<&str> = all.iter().map(|r| r["name"].as_str().unwrap()).collect();
@@ -221,5 +282,8 @@ fn the_bundled_login_sample() {
     let wrong = work.file("wrong.keylog");
     std::fs::write(&wrong, format!("BEDROCK_KEY {}\n", "ab".repeat(32))).unwrap();
     let o = game(&pcap, &["--keylog", wrong.to_str().unwrap()]);
-    assert!(o[4]["detail"].as_str().unwrap().contains("none of the keys"));
+    assert!(o[4]["detail"]
+        .as_str()
+        .unwrap()
+        .contains("none of the keys"));
 }
