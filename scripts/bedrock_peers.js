@@ -7,7 +7,7 @@
 // the same packets, names and bytes.
 //
 //   node scripts/bedrock_peers.js --version 1.21.90 --port 19400 \
-//        --out packets.jsonl --keylog session.keylog \
+//        --out packets.jsonl --keylog session.keylog [--client-version V] [--ping 1] [--expect-refusal 1] \
 //        [--client-pem client.pem] [--server-pem server.pem] [--connect-host 127.0.0.2]
 //
 // Needs scripts/bedrock-setup.sh (bedrock-protocol and jsp-raknet under
@@ -22,6 +22,8 @@ const Module = require('module')
 const args = {}
 for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, '')] = process.argv[i + 1]
 const version = args.version || '1.21.90'
+// The client's version, when it should differ from the server's (a refusal).
+const clientVersion = args['client-version'] || version
 const port = Number(args.port || 19400)
 // The client's target: the server, or a relay (--connect-host): on the
 // server's port number, as jsp-raknet's server checks the port the client
@@ -87,7 +89,7 @@ server.on('connect', player => {
 let client
 setTimeout(() => {
   client = bp.createClient({
-    host: connectHost, port, version, offline: true, username: 'Steve', skipPing: true,
+    host: connectHost, port, version: clientVersion, offline: true, username: 'Steve', skipPing: !args.ping,
     raknetBackend: 'jsp-raknet', useRaknetWorkers: false
   })
   // The client's private key (SEC1 PEM), and the key with the salt the
@@ -112,6 +114,17 @@ setTimeout(() => {
         process.exit(0)
       })
     }, 300)
+  })
+  client.on('play_status', p => {
+    if (String(p.status).startsWith('failed')) {
+      clearTimeout(timer)
+      setTimeout(() => out.end(() => { console.error(`bedrock_peers: refused: ${p.status}`); process.exit(args['expect-refusal'] ? 0 : 4) }), 300)
+    }
+  })
+  client.on('close', () => {
+    if (!args['expect-refusal']) return
+    clearTimeout(timer)
+    setTimeout(() => out.end(() => { console.error('bedrock_peers: refused, as expected'); process.exit(0) }), 300)
   })
   client.on('error', e => { console.error('bedrock_peers: client error', e); process.exit(3) })
 }, 300)

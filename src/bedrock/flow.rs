@@ -132,6 +132,21 @@ pub struct GameFlow {
     keys: Arc<Keys>,
     /// Game packets delivered each way.
     pub packets: [u64; 2],
+    /// How far the game login got.
+    pub login: LoginProgress,
+}
+
+/// The steps of the game login seen, for the diagnosis.
+#[derive(Debug, Clone, Default)]
+pub struct LoginProgress {
+    /// The login packets in the order delivered (at most 32).
+    pub steps: Vec<&'static str>,
+    /// The last PlayStatus.
+    pub status: Option<i32>,
+    /// The server's Disconnect message, and the step it came after.
+    pub disconnect: Option<(String, &'static str)>,
+    /// PlayStatus player_spawn, or the client's initialisation.
+    pub spawned: bool,
 }
 
 impl GameFlow {
@@ -144,6 +159,7 @@ impl GameFlow {
             sides: [Side::new(), Side::new()],
             keys,
             packets: [0; 2],
+            login: LoginProgress::default(),
         }
     }
 
@@ -272,14 +288,18 @@ impl GameFlow {
                 ));
                 continue;
             };
-            let before = self.learned.clone();
+            // The salt before a handshake: a new one starts the encryption.
+            let salt = (header.id == login::SERVER_TO_CLIENT_HANDSHAKE)
+                .then(|| self.learned.salt.take())
+                .flatten();
             let fields = login::decode(
                 header.id,
                 &rec[header.len..],
                 self.protocol(),
                 &mut self.learned,
             );
-            self.after(dir, header.id, &before);
+            self.after(dir, header.id, salt);
+            self.progress(header.id, fields.as_ref());
             self.packets[d] += 1;
             out.push(GameEvent::Packet(GamePacket {
                 dir,
@@ -343,20 +363,114 @@ impl GameFlow {
 
     /// State a packet changes: compression after NetworkSettings,
     /// encryption after the ServerToClientHandshake.
-    fn after(&mut self, dir: Dir, id: u16, before: &Learned) {
+    fn after(&mut self, dir: Dir, id: u16, salt_before: Option<Vec<u8>>) {
         if id == login::NETWORK_SETTINGS && dir == Dir::S2c {
             self.settings = true;
         }
         if id == login::SERVER_TO_CLIENT_HANDSHAKE
             && dir == Dir::S2c
             && self.learned.salt.is_some()
-            && self.learned.salt != before.salt
+            && self.learned.salt != salt_before
         {
             // The server's next batch is encrypted; the client's next one
             // (its ClientToServerHandshake) too.
             for s in &mut self.sides {
                 s.enc = Enc::Starting;
             }
+        }
+    }
+
+    /// The login's progress after packet `id`.
+    fn progress(&mut self, id: u16, fields: Option<&Value>) {
+        const STEPS: &[&str] = &[
+            "request_network_settings",
+            "network_settings",
+            "login",
+            "server_to_client_handshake",
+            "client_to_server_handshake",
+            "play_status",
+            "resource_packs_info",
+            "resource_pack_stack",
+            "resource_pack_client_response",
+            "start_game",
+            "set_local_player_as_initialized",
+            "disconnect",
+        ];
+        let Some(name) = super::names::packet_name(self.protocol(), id) else {
+            return;
+        };
+        let Some(step) = STEPS.iter().find(|s| **s == name) else {
+            return;
+        };
+        let l = &mut self.login;
+        if id == login::PLAY_STATUS {
+            l.status = fields.and_then(|f| f["status"].as_i64()).map(|v| v as i32);
+            l.spawned |= l.status == Some(3);
+        }
+        if *step == "set_local_player_as_initialized" {
+            l.spawned = true;
+        }
+        if id == login::DISCONNECT {
+            let m = fields.and_then(|f| f["message"].as_str()).unwrap_or("");
+            let after = l.steps.last().copied().unwrap_or("nothing");
+            l.disconnect = Some((m.to_string(), after));
+        }
+        if l.steps.len() < 32 {
+            l.steps.push(step);
+        }
+    }
+
+    /// Where the game login got and why it stopped, in words; `server`:
+    /// the server's protocol and version from its pong, when there was one.
+    pub fn diagnosis(&self, server: Option<(u32, &str)>) -> String {
+        let l = &self.login;
+        let client = match self.protocol() {
+            Some(p) => match super::names::versions(p).first() {
+                Some(v) => format!("protocol {p} ({v})"),
+                None => format!("protocol {p}"),
+            },
+            None => "an unknown protocol".to_string(),
+        };
+        let server_said = |other: &str| match server {
+            Some((p, v)) => format!("the server protocol {p} ({v})"),
+            None => format!("the server {other}"),
+        };
+        let opaque: u64 = self.opaque_batches().iter().sum();
+        match l.status.map(|s| (s, login::play_status_name(s))) {
+            Some((1, _)) => {
+                return format!(
+                    "the server refused the client as outdated (PlayStatus failed_client): the client speaks {client}, {}",
+                    server_said("a newer one")
+                )
+            }
+            Some((2, _)) => {
+                return format!(
+                    "the server refused the client as too new (PlayStatus failed_spawn: outdated server): the client speaks {client}, {}",
+                    server_said("an older one")
+                )
+            }
+            Some((s, name)) if s >= 4 => {
+                return format!("the server refused the login: PlayStatus {}", name.unwrap_or("unknown"))
+            }
+            _ => {}
+        }
+        if let Some((m, after)) = &l.disconnect {
+            return format!("the server disconnected after {after}: {m:?}");
+        }
+        if l.spawned {
+            let who = self.player().map_or(String::new(), |p| format!(" as {p}"));
+            return format!("logged in{who} and spawned ({client})");
+        }
+        if opaque > 0 && self.encryption() == Encryption::Encrypted {
+            return format!("encrypted, no key given or none fits: {opaque} batches not shown");
+        }
+        match l.steps.last() {
+            None => "no game packet".to_string(),
+            Some(&"request_network_settings") => {
+                "the server never answered RequestNetworkSettings".to_string()
+            }
+            Some(&"login") => "the server never answered the Login".to_string(),
+            Some(last) => format!("the login stopped after {last}"),
         }
     }
 

@@ -43,6 +43,17 @@ pub enum Detect {
     Never,
 }
 
+impl Detect {
+    /// [`Detect::Always`] when `forced` (`--bedrock`), else [`Detect::Auto`].
+    pub fn forced(forced: bool) -> Detect {
+        if forced {
+            Detect::Always
+        } else {
+            Detect::Auto
+        }
+    }
+}
+
 /// The game layer of every flow of a capture.
 pub struct Game {
     detect: Detect,
@@ -52,6 +63,8 @@ pub struct Game {
     flows: HashMap<u32, GameFlow>,
     /// Flows decided not to be Bedrock.
     not_game: std::collections::HashSet<u32>,
+    /// Servers' protocol and version, from their Minecraft pongs.
+    servers: HashMap<std::net::SocketAddr, (u32, String)>,
     /// 0xFE messages of flows past [`MAX_GAME_FLOWS`].
     pub untracked: u64,
 }
@@ -64,6 +77,7 @@ impl Game {
             hints: HashMap::new(),
             flows: HashMap::new(),
             not_game: Default::default(),
+            servers: HashMap::new(),
             untracked: 0,
         }
     }
@@ -81,8 +95,14 @@ impl Game {
             Offline::OpenConnectionRequest1 { protocol, .. } => {
                 self.hints.entry(p.flow).or_default().0 = Some(*protocol);
             }
-            Offline::UnconnectedPong { .. } if msg.motd().is_some() => {
+            Offline::UnconnectedPong { .. } => {
+                let Some(motd) = msg.motd() else { return };
                 self.hints.entry(p.flow).or_default().1 = true;
+                let protocol = motd.get("protocol_version").and_then(|v| v.parse().ok());
+                if let (Some(protocol), true) = (protocol, self.servers.len() < MAX_GAME_FLOWS) {
+                    let version = motd.get("version").unwrap_or("").to_string();
+                    self.servers.insert(p.src, (protocol, version));
+                }
             }
             _ => {}
         }
@@ -123,6 +143,33 @@ impl Game {
     /// A flow's game layer, if it has one.
     pub fn flow(&self, id: u32) -> Option<&GameFlow> {
         self.flows.get(&id)
+    }
+
+    /// Where flow `id`'s game login got, in words, when it has a game
+    /// layer; `server`: its server's address, whose pong may have said its
+    /// protocol.
+    pub fn diagnosis(&self, id: u32, server: Option<std::net::SocketAddr>) -> Option<String> {
+        let known = server.and_then(|a| self.servers.get(&a));
+        let f = self.flows.get(&id)?;
+        Some(f.diagnosis(known.map(|(p, v)| (*p, v.as_str()))))
+    }
+
+    /// The game login of each connection attempt: the diagnosis goes with
+    /// the last attempt of its flow that connected, `None` elsewhere.
+    pub fn logins(&self, attempts: &[crate::mirror::handshake::Attempt]) -> Vec<Option<String>> {
+        let last: HashMap<u32, u32> = attempts
+            .iter()
+            .filter(|a| a.accepted)
+            .map(|a| (a.flow, a.number))
+            .collect();
+        attempts
+            .iter()
+            .map(|a| {
+                (last.get(&a.flow) == Some(&a.number))
+                    .then(|| self.diagnosis(a.flow, a.server))
+                    .flatten()
+            })
+            .collect()
     }
 
     /// Every game flow, by id.

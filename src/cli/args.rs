@@ -171,6 +171,35 @@ pub struct DisplayArgs {
     pub export_options: Vec<String>,
 }
 
+/// Key material for Bedrock's encryption (BEDROCK.md §8).
+#[derive(Args, Debug, Default, Clone)]
+pub struct KeyArgs {
+    /// A key log (BEDROCK_KEY, BEDROCK_SALT_KEY, ... lines; repeatable).
+    #[arg(long, value_name = "FILE")]
+    pub keylog: Vec<PathBuf>,
+    /// A PEM file with EC P-384 private keys of either side (repeatable).
+    #[arg(long, value_name = "PEM")]
+    pub key: Vec<PathBuf>,
+}
+
+impl KeyArgs {
+    /// The keys; `Err` is the exit code after one line on stderr.
+    pub fn load(&self) -> Result<crate::bedrock::Keys, u8> {
+        match crate::bedrock::Keys::from_files(&self.keylog, &self.key) {
+            Ok((keys, warnings)) => {
+                warnings
+                    .iter()
+                    .for_each(|w| eprintln!("raknet-dissect: warning: {w}"));
+                Ok(keys)
+            }
+            Err(e) => {
+                eprintln!("raknet-dissect: {e}");
+                Err(super::EXIT_BAD_FILE)
+            }
+        }
+    }
+}
+
 /// The time column of the commands that print a line per packet or message.
 #[derive(Args, Debug, Default, Clone, Copy)]
 pub struct TimeArgs {

@@ -96,18 +96,20 @@ impl DisplayArgs {
     /// Compile the filter and the field export; `Err` is the exit code,
     /// after one line on stderr.
     pub(crate) fn compile(&self, record: RecordType, json: bool) -> Result<Shown, u8> {
-        let choice = Choice {
-            filter: self.filter.as_deref(),
-            format: self.format.map(|f| match f {
-                FormatArg::Text => Format::Text,
-                FormatArg::Json => Format::Json,
-                FormatArg::Fields => Format::Fields,
-            }),
-            fields: &self.fields,
+        let format = self.format.map(|f| match f {
+            FormatArg::Text => Format::Text,
+            FormatArg::Json => Format::Json,
+            FormatArg::Fields => Format::Fields,
+        });
+        let (filter, fields) = (self.filter.as_deref(), &self.fields[..]);
+        let c = Choice {
+            filter,
+            format,
+            fields,
             export_options: &self.export_options,
             json,
         };
-        Shown::new(&choice, record).map_err(|e| {
+        Shown::new(&c, record).map_err(|e| {
             eprintln!("raknet-dissect: {e}");
             match e {
                 ShowError::Filter(_) => EXIT_BAD_FILTER,
@@ -266,7 +268,7 @@ pub(crate) fn read_packets(
     let json = shown.json;
     let quiet = args.output.quiet;
     let pal = palette(args.output.color, json || shown.export.is_some());
-    let mut writer = match args.write.as_deref().map(Recorder::create).transpose() {
+    let writer = match args.write.as_deref().map(Recorder::create).transpose() {
         Ok(w) => w,
         Err(e) => {
             let p = args.write.as_deref().unwrap_or(std::path::Path::new("-"));
@@ -288,57 +290,32 @@ pub(crate) fn read_packets(
         summary_only: quiet,
         ..args.capture.clone()
     };
-    // ICMP errors about a flow's datagrams are lines (records) of their own,
-    // unless a filter, a field export or --flow chose what to print.
-    let plain = shown.export.is_none() && shown.filter.is_none() && cap.flow.is_none();
     let files = file_names(&args.capture);
-    let time = args.time.time_format;
-    let mut printer = PacketPrinter::new(shown, pal, time, files);
-    printer.verbose = args.verbose;
-    printer.hex = args.hex;
+    let mut printer = PacketPrinter::new(shown, pal, args.time.time_format, files);
+    (printer.verbose, printer.hex, printer.quiet) = (args.verbose, args.hex, quiet);
+    (printer.only, printer.writer) = (cap.flow, writer);
     let code = drive_items(live, &cap, trace, &mut mirror, out, |item, out| {
-        let (p, obs, since, file) = match item {
-            Item::File { path, .. } => {
-                if !quiet {
-                    printer.file(path, out)?;
-                }
-                return Ok(Next::Continue);
-            }
-            Item::Icmp { note, file } => {
-                printer.seen(note.ts);
-                if plain && !quiet {
-                    printer.icmp(&note, file, out)?;
-                }
-                return Ok(Next::Continue);
-            }
+        match item {
+            Item::File { path, .. } => printer.file(path, out)?,
+            Item::Icmp { note, file } => printer.icmp(&note, file, out)?,
             Item::Packet {
-                packet,
+                packet: p,
                 obs,
                 since,
                 file,
-            } => (packet, obs, since, file),
-        };
-        p.anomalies.append(&mut obs.anomalies);
-        if let Some(f) = flows.as_deref_mut() {
-            f.extend(
-                obs.closed
-                    .drain(..)
-                    .take(MAX_TABLE_ROWS.saturating_sub(f.len())),
-            );
+            } => {
+                p.anomalies.append(&mut obs.anomalies);
+                if let Some(f) = flows.as_deref_mut() {
+                    let room = MAX_TABLE_ROWS.saturating_sub(f.len());
+                    f.extend(obs.closed.drain(..).take(room));
+                }
+                read += 1;
+                printer.read(p, since, file, out)?;
+            }
         }
-        read += 1;
-        printer.seen(p.ts);
-        if quiet || cap.flow.is_some_and(|f| f != p.flow) || !printer.wants(p, since) {
-            // Counted (for -c), not shown.
-            return Ok(Next::Continue);
-        }
-        if let Some(w) = writer.as_mut() {
-            w.record_at(p.ts, p.src, p.dst, p.payload)?;
-        }
-        printer.packet(p, since, file, out)?;
         Ok(Next::Continue)
     })?;
-    if let Some(mut w) = writer {
+    if let Some(mut w) = printer.writer.take() {
         w.flush()?;
     }
     // What the receivers still held at the end (incomplete splits, messages
@@ -346,7 +323,7 @@ pub(crate) fn read_packets(
     // a filter or a field export chose what to print.
     let end = mirror.finish();
     let stopped = args.capture.count.is_some_and(|n| read >= n);
-    if plain && !quiet && !stopped {
+    if printer.plain() && !stopped {
         printer.end(&end.anomalies, out)?;
     }
     if let Some(f) = flows {
@@ -389,8 +366,8 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
         &mut game,
         out,
         |m, ev, since, file, out| {
+            printer.game = ev.map(crate::output::game::summary);
             if printer.wants(m, since) && want(m) && !args.output.quiet {
-                printer.game = ev.map(crate::output::game::summary);
                 printer.message(m, since, file, out)?;
             }
             Ok(())

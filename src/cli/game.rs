@@ -2,14 +2,12 @@
 //! messages each application received (`bedrock::Game` over the mirror).
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use clap::Args;
 
-use super::args::{CaptureArgs, OutputArgs};
+use super::args::{CaptureArgs, KeyArgs, OutputArgs};
 use super::capture::{drive_messages, file_names, mirror_config, palette};
-use super::EXIT_BAD_FILE;
-use crate::bedrock::{Detect, Game, Keys};
+use crate::bedrock::{Detect, Game};
 use crate::display::print::GamePrinter;
 use crate::mirror::Mirror;
 
@@ -28,12 +26,8 @@ pub struct GameArgs {
     /// Bytes of each packet's `data` in --json records (all by default).
     #[arg(long, value_name = "N")]
     pub data_limit: Option<usize>,
-    /// A key log (BEDROCK_KEY, BEDROCK_SALT_KEY, ... lines; repeatable).
-    #[arg(long, value_name = "FILE")]
-    pub keylog: Vec<PathBuf>,
-    /// A PEM file with EC P-384 private keys of either side (repeatable).
-    #[arg(long, value_name = "PEM")]
-    pub key: Vec<PathBuf>,
+    #[command(flatten)]
+    pub keys: KeyArgs,
     /// Every flow's 0xFE messages are game batches (a capture that starts
     /// after the login); by default a flow is Bedrock when its first 0xFE
     /// message is a login or its pong is Minecraft's.
@@ -43,24 +37,11 @@ pub struct GameArgs {
 
 /// `game`: a line (or record) per game packet, in delivery order.
 pub fn run_game(a: &GameArgs, out: &mut impl Write) -> anyhow::Result<u8> {
-    let keys = match Keys::from_files(&a.keylog, &a.key) {
-        Ok((keys, warnings)) => {
-            for w in warnings {
-                eprintln!("raknet-dissect: warning: {w}");
-            }
-            keys
-        }
-        Err(e) => {
-            eprintln!("raknet-dissect: {e}");
-            return Ok(EXIT_BAD_FILE);
-        }
+    let keys = match a.keys.load() {
+        Ok(k) => k,
+        Err(code) => return Ok(code),
     };
-    let detect = if a.bedrock {
-        Detect::Always
-    } else {
-        Detect::Auto
-    };
-    let mut game = Game::new(detect, keys);
+    let mut game = Game::new(Detect::forced(a.bedrock), keys);
     let mut mirror = Mirror::new(mirror_config(&a.capture), false);
     let pal = palette(a.output.color, a.output.json);
     let mut printer = GamePrinter::new(a.output.json, pal, file_names(&a.capture));

@@ -6,6 +6,7 @@ use std::io::Write;
 use clap::Args;
 
 use super::{drive_items, mirror_config, CaptureArgs, Next, OutputArgs};
+use crate::bedrock::{Detect, Game};
 use crate::display::RecordType;
 use crate::mirror::handshake::HandshakeTracker;
 use crate::mirror::Mirror;
@@ -20,6 +21,9 @@ pub struct HandshakeArgs {
     pub output: OutputArgs,
     #[command(flatten)]
     pub display: super::DisplayArgs,
+    /// Keys for a Bedrock login after the encryption starts.
+    #[command(flatten)]
+    pub keys: super::args::KeyArgs,
 }
 
 pub fn run_handshake(args: &HandshakeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
@@ -32,6 +36,12 @@ pub fn run_handshake(args: &HandshakeArgs, out: &mut impl Write) -> anyhow::Resu
     };
     let mut mirror = Mirror::new(mirror_config(&args.capture), false);
     let mut tracker = HandshakeTracker::new();
+    // Bedrock flows: the game login after the RakNet connection.
+    let keys = match args.keys.load() {
+        Ok(k) => k,
+        Err(code) => return Ok(code),
+    };
+    let mut game = Game::new(Detect::Auto, keys);
     let code = drive_items(
         None,
         &args.capture.printing_at_end(),
@@ -41,16 +51,23 @@ pub fn run_handshake(args: &HandshakeArgs, out: &mut impl Write) -> anyhow::Resu
         |item, _| {
             match item {
                 Item::Icmp { note: i, .. } => tracker.icmp(i.flow, i.dir, i.ts, i.frame, i.kind),
-                Item::Packet { packet, obs, .. } => tracker.observe(packet, &obs.messages),
+                Item::Packet { packet, obs, .. } => {
+                    tracker.observe(packet, &obs.messages);
+                    game.packet(packet);
+                    obs.messages.iter().for_each(|m| drop(game.message(m)));
+                }
                 Item::File { .. } => {}
             }
             Ok(Next::Continue)
         },
     )?;
     shown.write_header(out)?;
-    for a in tracker.finish() {
+    let attempts = tracker.finish();
+    let logins = game.logins(&attempts);
+    for (a, login) in attempts.iter().zip(logins) {
         if !args.output.quiet && args.capture.flow.is_none_or(|f| f == a.flow) {
-            let j = HandshakeJson::new(&a);
+            let mut j = HandshakeJson::new(a);
+            j.game = login;
             shown.record(&j, || j.lines(), out)?;
         }
     }

@@ -170,6 +170,8 @@ pub enum Field {
     FrameId,
     FrameName,
     Data,
+    /// Bedrock: a message's game packets, a handshake's game login.
+    Game,
     DataTruncated,
     Anomalies,
     AnomalyKind,
@@ -692,6 +694,13 @@ pub static FIELDS: &[FieldDef] = &[
         "Each frame's message name.",
     ),
     def(
+        "game",
+        Field::Game,
+        Ty::Str,
+        MS | HS,
+        "Bedrock flows: message, the names of the game packets inside (or encrypted, decompress, malformed); handshake, where the game login got, in words.",
+    ),
+    def(
         "data",
         Field::Data,
         Ty::Bytes,
@@ -1074,7 +1083,11 @@ impl Record for Packet<'_> {
                 .iter()
                 .filter_map(|c| c.message_id())
                 .any(|id| visit_name(id, f)),
-            Field::Data | Field::DataTruncated | Field::Path(_) | Field::TimeRelative => false,
+            Field::Data
+            | Field::DataTruncated
+            | Field::Game
+            | Field::Path(_)
+            | Field::TimeRelative => false,
             Field::Anomalies | Field::AnomalyKind | Field::AnomalyDetail => {
                 visit_anomalies(&self.anomalies, field, f)
             }
@@ -1090,6 +1103,8 @@ impl Record for Packet<'_> {
 pub struct MessageRecord<'a> {
     pub message: &'a Message,
     pub data_limit: Option<usize>,
+    /// In a Bedrock flow, what the game layer found inside.
+    pub game: Option<&'a [String]>,
 }
 
 impl Record for MessageRecord<'_> {
@@ -1108,6 +1123,9 @@ impl Record for MessageRecord<'_> {
             Field::Reliability => f(Value::Str(m.reliability.name())),
             Field::Channel => m.channel.is_some_and(|c| f(Value::Int(c.into()))),
             Field::Data => f(Value::Bytes(&m.data)),
+            Field::Game => self
+                .game
+                .is_some_and(|g| g.iter().any(|n| f(Value::Str(n)))),
             Field::DataTruncated => self
                 .data_limit
                 .is_some_and(|n| n < m.data.len())
@@ -1141,6 +1159,7 @@ impl Record for JsonRecord {
             Field::Protocol => "protocol",
             Field::Mtu => "mtu",
             Field::Ts => "ts",
+            Field::Game => "game",
             _ => return false,
         };
         let guid = matches!(field, Field::ClientGuid | Field::ServerGuid);

@@ -153,6 +153,12 @@ pub struct PacketPrinter {
     pub verbose: bool,
     /// `-x`: the hex dump after each line.
     pub hex: bool,
+    /// `-q`: nothing printed (packets still counted).
+    pub quiet: bool,
+    /// `--flow N`: only that flow's packets.
+    pub only: Option<u32>,
+    /// `-w`: the packets shown, also written here.
+    pub writer: Option<crate::capture::write::Recorder>,
     pal: Palette,
     lines: LineFormatter,
     buf: Vec<u8>,
@@ -166,6 +172,9 @@ impl PacketPrinter {
             files,
             verbose: false,
             hex: false,
+            quiet: false,
+            only: None,
+            writer: None,
             pal,
             lines: LineFormatter::new(pal, time),
             buf: Vec::with_capacity(512),
@@ -188,17 +197,50 @@ impl PacketPrinter {
         })
     }
 
+    /// Whether ICMP errors and the end-of-capture anomalies are shown:
+    /// not when a filter, a field export or `--flow` chose what to print.
+    pub fn plain(&self) -> bool {
+        !self.quiet
+            && self.shown.export.is_none()
+            && self.shown.filter.is_none()
+            && self.only.is_none()
+    }
+
+    /// Packet `p` read: printed (and written with `-w`) when chosen, as
+    /// [`PacketPrinter::packet`]; counted either way.
+    pub fn read(
+        &mut self,
+        p: &Packet<'_>,
+        since: Duration,
+        file: usize,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
+        self.seen(p.ts);
+        if self.quiet || self.only.is_some_and(|f| f != p.flow) || !self.wants(p, since) {
+            return Ok(());
+        }
+        if let Some(w) = self.writer.as_mut() {
+            w.record_at(p.ts, p.src, p.dst, p.payload)?;
+        }
+        self.packet(p, since, file, out)
+    }
+
     /// The line before the records of capture file `path` (text only, and
     /// only when there are several files).
     pub fn file(&mut self, path: &std::path::Path, out: &mut dyn Write) -> io::Result<()> {
-        if self.files.is_empty() || !self.shown.text() {
+        if self.quiet || self.files.is_empty() || !self.shown.text() {
             return Ok(());
         }
         writeln!(out, "==> {} <==", path.display())
     }
 
-    /// An ICMP error about a flow's datagram, as a line or a record.
+    /// An ICMP error about a flow's datagram, as a line or a record (when
+    /// [`PacketPrinter::plain`]).
     pub fn icmp(&mut self, n: &IcmpNote, file: usize, out: &mut dyn Write) -> io::Result<()> {
+        self.seen(n.ts);
+        if !self.plain() {
+            return Ok(());
+        }
         if self.shown.json {
             let mut j = IcmpJson::new(n);
             j.file = self.files.get(file).cloned();
@@ -297,12 +339,13 @@ impl MessagePrinter {
     }
 
     /// Message `m` was delivered: whether it passes the filter (`since`:
-    /// the capture's first datagram).
+    /// the capture's first datagram); set [`MessagePrinter::game`] first.
     pub fn wants(&mut self, m: &Message, since: Duration) -> bool {
         self.time.seen(m.ts);
         let record = MessageRecord {
             message: m,
             data_limit: self.data_limit,
+            game: self.game.as_deref(),
         };
         self.shown.wants(&Since {
             record: &record,
@@ -322,6 +365,7 @@ impl MessagePrinter {
             let message = MessageRecord {
                 message: m,
                 data_limit: self.data_limit,
+                game: self.game.as_deref(),
             };
             self.row.clear();
             x.push_row(

@@ -38,6 +38,10 @@ pub struct HandshakeJson<'a> {
     pub steps: Vec<StepJson<'a>>,
     #[serde(skip_serializing_if = "is_zero")]
     pub steps_omitted: u32,
+    /// On a Bedrock flow, where the game login got (the flow's last
+    /// connected attempt only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub game: Option<String>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -75,6 +79,7 @@ impl<'a> HandshakeJson<'a> {
                 })
                 .collect(),
             steps_omitted: a.steps_omitted,
+            game: None,
         }
     }
 }
@@ -103,6 +108,9 @@ impl HandshakeJson<'_> {
         }
         if self.steps_omitted > 0 {
             let _ = write!(s, "\n  ({} more steps not shown)", self.steps_omitted);
+        }
+        if let Some(g) = &self.game {
+            let _ = write!(s, "\n  game login: {g}");
         }
         s
     }
