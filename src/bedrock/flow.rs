@@ -743,4 +743,30 @@ mod tests {
         let ev = f.message(Dir::S2c, &[GAME_MESSAGE, 0x05, 0xff]);
         assert_eq!(names(&ev), ["opaque malformed"]);
     }
+
+    proptest::proptest! {
+        /// Any messages after a real start, with and without keys: events,
+        /// never a panic; a diagnosis at the end.
+        #[test]
+        fn any_messages_never_panic(
+            tail in proptest::collection::vec(proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64), 0..12),
+            keyed in proptest::prelude::any::<bool>(),
+        ) {
+            let mut keys = Keys::default();
+            if keyed {
+                keys.add_key_log(&format!("BEDROCK_KEY {}", "09".repeat(32)));
+            }
+            let mut f = GameFlow::new(Some(11), Arc::new(keys));
+            for (i, (dir, m)) in session([9u8; 32]).into_iter().take(4).enumerate() {
+                let _ = (i, f.message(dir, &m));
+            }
+            for (i, body) in tail.iter().enumerate() {
+                let mut m = vec![GAME_MESSAGE];
+                m.extend_from_slice(body);
+                let dir = if i % 2 == 0 { Dir::C2s } else { Dir::S2c };
+                let _ = f.message(dir, &m);
+            }
+            let _ = f.diagnosis(None);
+        }
+    }
 }

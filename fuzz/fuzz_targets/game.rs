@@ -1,0 +1,55 @@
+//! The Bedrock game layer on arbitrary messages: the input is cut into
+//! 0xFE messages alternating direction (a length byte before each), fed to
+//! one game flow after a real-looking start, with a key given so that the
+//! encryption paths run too; every event is formatted.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use raknet_dissect::bedrock::{Detect, Game, GameEvent, Keys};
+use raknet_dissect::dissect::Dir;
+use raknet_dissect::mirror::Message;
+use raknet_dissect::output::game;
+use raknet_dissect::output::text::Palette;
+use raknet_dissect::wire::Reliability;
+use std::time::Duration;
+
+fuzz_target!(|data: &[u8]| {
+    let mut keys = Keys::default();
+    keys.add_key_log(&format!("BEDROCK_KEY {}", "07".repeat(32)));
+    let mut g = Game::new(Detect::Always, keys);
+    let mut rest = data;
+    let mut n = 0u64;
+    while let Some((&len, tail)) = rest.split_first() {
+        let len = (len as usize).min(tail.len());
+        let (body, next) = tail.split_at(len);
+        rest = next;
+        let mut data = vec![0xfe];
+        data.extend_from_slice(body);
+        let m = Message {
+            flow: 1,
+            dir: if n % 2 == 0 { Dir::C2s } else { Dir::S2c },
+            frame: n,
+            ts: Duration::from_millis(n),
+            data,
+            reliability: Reliability::RELIABLE_ORDERED,
+            channel: Some(0),
+            anomalies: Vec::new(),
+        };
+        n += 1;
+        for e in g.message(&m).unwrap_or_default() {
+            match e {
+                GameEvent::Packet(p) => {
+                    let _ = serde_json::to_string(&game::GameJson::new(&p, &m, None));
+                    let _ = game::line(&p, &m, Duration::ZERO, Palette { enabled: true });
+                    let _ = game::tree(&p);
+                }
+                GameEvent::Opaque(o) => {
+                    let _ = serde_json::to_string(&game::GameOpaqueJson::new(&o, &m));
+                }
+            }
+        }
+    }
+    if let Some(f) = g.flow(1) {
+        let _ = f.diagnosis(None);
+    }
+});
