@@ -336,3 +336,36 @@ fn handshake_says_why_the_server_refused_the_game_login() {
         "{text}"
     );
 }
+
+/// `stats` counts the game packets by name each way (encrypted batches,
+/// without a key, as `encrypted`).
+#[test]
+fn stats_count_game_packets_by_name() {
+    let pcap = common::sample("bedrock-login.pcap");
+    let o = run_bin(&["stats", pcap.to_str().unwrap(), "--json"]);
+    let game: std::collections::BTreeMap<String, (u64, u64)> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["type"] == "stats_game")
+        .map(|r| {
+            let n = |d: &str| r[d].as_u64().unwrap();
+            (
+                r["name"].as_str().unwrap().to_string(),
+                (n("c2s"), n("s2c")),
+            )
+        })
+        .collect();
+    let want: std::collections::BTreeMap<String, (u64, u64)> = [
+        ("encrypted", (2, 3)),
+        ("login", (1, 0)),
+        ("network_settings", (0, 1)),
+        ("request_network_settings", (1, 0)),
+        ("server_to_client_handshake", (0, 1)),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    assert_eq!(game, want);
+    let text = String::from_utf8(run_bin(&["stats", pcap.to_str().unwrap()]).stdout).unwrap();
+    assert!(text.contains("Bedrock game packets, by name"), "{text}");
+}

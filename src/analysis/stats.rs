@@ -72,7 +72,17 @@ pub struct Stats {
     /// The highest interval number reached, past `cap` too.
     pub last_interval: u64,
     pub total: Both<Traffic>,
+    /// Bedrock game packets by name (`unknown(0x1ff)` without one), and
+    /// batches that showed none by reason (`encrypted`, ...): at most
+    /// [`MAX_GAME_NAMES`] names, the rest under `other`.
+    pub game: std::collections::BTreeMap<String, Both<u64>>,
+    /// The game layer that names them (no keys: encrypted batches count
+    /// as `encrypted`).
+    game_layer: crate::bedrock::Game,
 }
+
+/// Distinct names in [`Stats::game`] at most (ids have 10 bits).
+pub const MAX_GAME_NAMES: usize = 1100;
 
 impl Stats {
     pub fn new(interval: Duration, cap: usize) -> Self {
@@ -87,6 +97,11 @@ impl Stats {
             intervals: Vec::new(),
             last_interval: 0,
             total: Both::default(),
+            game: Default::default(),
+            game_layer: crate::bedrock::Game::new(
+                crate::bedrock::Detect::Auto,
+                crate::bedrock::Keys::default(),
+            ),
         }
     }
 
@@ -138,6 +153,7 @@ impl Stats {
             let resends = obs.anomalies.iter().filter(|a| a.kind == "resend").count();
             self.packet(p.dir, p.ts, p.kind(), p.payload.len(), resends as u64);
         }
+        self.game_layer.packet(p);
         for m in obs
             .messages
             .iter()
@@ -147,8 +163,13 @@ impl Stats {
         }
     }
 
-    /// A message delivered.
+    /// A message delivered (and, in a Bedrock flow, its game packets).
     pub fn message(&mut self, m: &Message) {
+        if let Some(events) = self.game_layer.message(m) {
+            for name in crate::bedrock::event_names(&events) {
+                self.game(m.dir, &name);
+            }
+        }
         let (d, len) = (m.dir.index(), m.data.len());
         let id = m.data.first().map_or(NO_ID, |&b| usize::from(b));
         self.ids[id][d].add(len);
@@ -164,6 +185,16 @@ impl Stats {
         if let Some(b) = self.slot(m.ts) {
             add(&mut b[d]);
         }
+    }
+
+    /// A game packet (or an opaque batch) of direction `dir`, by name.
+    pub fn game(&mut self, dir: Dir, name: &str) {
+        let key = if self.game.len() < MAX_GAME_NAMES || self.game.contains_key(name) {
+            name
+        } else {
+            "other"
+        };
+        self.game.entry(key.to_string()).or_default()[dir.index()] += 1;
     }
 
     /// Intervals from the first packet to the last, counted or not.

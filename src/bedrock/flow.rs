@@ -71,6 +71,22 @@ pub enum GameEvent {
     Opaque(Opaque),
 }
 
+/// What a message's game events name, for its line and record: the
+/// packets' names (`unknown(0x1ff)` without one), or the reason a batch
+/// shows none.
+pub fn event_names(events: &[GameEvent]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| match e {
+            GameEvent::Packet(p) => match p.name {
+                Some(n) => n.to_string(),
+                None => format!("unknown(0x{:x})", p.header.id),
+            },
+            GameEvent::Opaque(o) => o.reason.as_str().to_string(),
+        })
+        .collect()
+}
+
 /// A direction's encryption.
 enum Enc {
     /// Not (yet) encrypted.

@@ -25,7 +25,7 @@ use crate::mirror::Message;
 use crate::wire::Offline;
 
 pub use crypto::Keys;
-pub use flow::{GameEvent, GameFlow, GamePacket, Opaque, OpaqueReason, GAME_MESSAGE};
+pub use flow::{event_names, GameEvent, GameFlow, GamePacket, Opaque, OpaqueReason, GAME_MESSAGE};
 
 /// Flows with a game layer followed at once; past it, later flows' 0xFE
 /// messages stay RakNet messages (and [`Game::untracked`] counts them).

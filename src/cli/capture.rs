@@ -366,7 +366,7 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
         &mut game,
         out,
         |m, ev, since, file, out| {
-            printer.game = ev.map(crate::output::game::summary);
+            printer.game = ev.map(crate::bedrock::event_names);
             if printer.wants(m, since) && want(m) && !args.output.quiet {
                 printer.message(m, since, file, out)?;
             }

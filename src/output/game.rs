@@ -175,23 +175,6 @@ pub fn opaque_line(o: &Opaque, m: &Message, since: Duration, pal: Palette) -> St
     s
 }
 
-/// What a message's game events name, for its line and record: the
-/// packets' names (`unknown(0x1ff)` without one), or the reason a batch
-/// shows none.
-pub fn summary(events: &[crate::bedrock::GameEvent]) -> Vec<String> {
-    use crate::bedrock::GameEvent;
-    events
-        .iter()
-        .map(|e| match e {
-            GameEvent::Packet(p) => match p.name {
-                Some(n) => n.to_string(),
-                None => format!("unknown(0x{:x})", p.header.id),
-            },
-            GameEvent::Opaque(o) => o.reason.as_str().to_string(),
-        })
-        .collect()
-}
-
 /// A message line whose `ID_USER_PACKET_ENUM+120` is replaced by the game
 /// packets inside (`game[login]`, `game[play_status,text]`).
 pub fn name_message(line: &str, names: &[String]) -> String {

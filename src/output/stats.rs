@@ -121,6 +121,26 @@ pub fn write_json(
             },
         )?;
     }
+    for (name, b) in &st.game {
+        #[derive(Serialize)]
+        struct GameJson<'a> {
+            #[serde(rename = "type")]
+            kind: &'static str,
+            name: &'a str,
+            c2s: u64,
+            s2c: u64,
+        }
+        let (c2s, s2c) = (b[0], b[1]);
+        record(
+            out,
+            &GameJson {
+                kind: "stats_game",
+                name,
+                c2s,
+                s2c,
+            },
+        )?;
+    }
     let mut shown = 0u64;
     for (index, b) in st.rows(usize::MAX) {
         shown += 1;
@@ -238,6 +258,15 @@ pub fn write_text(
                 "Ordered and sequenced messages{in_flow}, by channel\n{by_c}\n"
             )?;
         }
+    }
+    if !st.game.is_empty() {
+        let rows: Vec<Vec<String>> = st
+            .game
+            .iter()
+            .map(|(n, b)| vec![n.clone(), format!("{} / {}", b[0], b[1])])
+            .collect();
+        let t = table::counts_table(&["game packet", "c2s / s2c"], rows, 1, width);
+        writeln!(out, "Bedrock game packets{in_flow}, by name\n{t}\n")?;
     }
     let secs = st.interval.as_secs_f64();
     writeln!(out, "Traffic{in_flow} per {secs} s from the first packet")?;
