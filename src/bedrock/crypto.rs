@@ -211,6 +211,20 @@ pub enum Mode {
     Cfb8,
 }
 
+/// The IV of `mode`: CTR's counter block key[0:12] ‖ 00000002 (GCM's first
+/// keystream block for a 96-bit IV), CFB8's key[0:16].
+fn iv(key: &[u8; 32], mode: Mode) -> [u8; 16] {
+    let mut iv = [0u8; 16];
+    match mode {
+        Mode::Ctr => {
+            iv[..12].copy_from_slice(&key[..12]);
+            iv[15] = 2;
+        }
+        Mode::Cfb8 => iv.copy_from_slice(&key[..16]),
+    }
+    iv
+}
+
 /// One direction's decryption state: the stream and the checksum counter.
 pub struct Decryptor {
     key: [u8; 32],
@@ -227,17 +241,10 @@ enum Stream {
 
 impl Decryptor {
     pub fn new(key: [u8; 32], mode: Mode) -> Self {
+        let iv = iv(&key, mode).into();
         let stream = match mode {
-            Mode::Ctr => {
-                let mut iv = [0u8; 16];
-                iv[..12].copy_from_slice(&key[..12]);
-                iv[15] = 2;
-                Stream::Ctr(Box::new(ctr::Ctr128BE::new(&key.into(), &iv.into())))
-            }
-            Mode::Cfb8 => {
-                let iv: [u8; 16] = key[..16].try_into().unwrap_or_default();
-                Stream::Cfb8(Box::new(cfb8::Decryptor::new(&key.into(), &iv.into())))
-            }
+            Mode::Ctr => Stream::Ctr(Box::new(ctr::Ctr128BE::new(&key.into(), &iv))),
+            Mode::Cfb8 => Stream::Cfb8(Box::new(cfb8::Decryptor::new(&key.into(), &iv))),
         };
         Decryptor {
             key,
@@ -312,17 +319,10 @@ enum EncStream {
 
 impl Encryptor {
     pub fn new(key: [u8; 32], mode: Mode) -> Self {
+        let iv = iv(&key, mode).into();
         let stream = match mode {
-            Mode::Ctr => {
-                let mut iv = [0u8; 16];
-                iv[..12].copy_from_slice(&key[..12]);
-                iv[15] = 2;
-                EncStream::Ctr(Box::new(ctr::Ctr128BE::new(&key.into(), &iv.into())))
-            }
-            Mode::Cfb8 => {
-                let iv: [u8; 16] = key[..16].try_into().unwrap_or_default();
-                EncStream::Cfb8(Box::new(cfb8::Encryptor::new(&key.into(), &iv.into())))
-            }
+            Mode::Ctr => EncStream::Ctr(Box::new(ctr::Ctr128BE::new(&key.into(), &iv))),
+            Mode::Cfb8 => EncStream::Cfb8(Box::new(cfb8::Encryptor::new(&key.into(), &iv))),
         };
         Encryptor {
             key,
