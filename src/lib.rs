@@ -12,6 +12,7 @@
 //! | [`session`] | the sans-IO reliability layer (receive and send halves) | [`session::Connection`] |
 //! | [`mirror`] | each flow's receive state as each side saw it: messages, loss, RTT | [`mirror::Mirror`] |
 //! | [`pipeline`] | capture files → dissector → mirror, one packet at a time | [`pipeline::Pipeline`] |
+//! | [`bedrock`] | the Minecraft Bedrock game layer in 0xFE messages: batches, keys, game packets | [`bedrock::Game`] |
 //! | [`analysis`] | statistics and time series computed from the mirror, plain types | [`analysis::stats::Stats`], [`analysis::plot::Collector`] |
 //! | [`display`] | `-Y` display filters, `-T fields` export, the record printers | [`display::DisplayFilter`], [`display::print::PacketPrinter`] |
 //! | [`output`] | formatters only: lines, trees, tables, NDJSON records | [`output::json::PacketJson`] |

@@ -205,14 +205,14 @@ pub fn decode_base64(s: &str) -> Option<Vec<u8>> {
 /// The cipher of one direction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
-    /// AES-256-GCM without its tag, which is CTR from key[0:12] ‖ 00000002 (1.16.220 on).
+    /// AES-256-GCM without its tag, which is CTR from `key[0..12] ‖ 00000002` (1.16.220 on).
     Ctr,
-    /// AES-256-CFB8 with key[0:16] as IV (before 1.16.220).
+    /// AES-256-CFB8 with `key[0..16]` as IV (before 1.16.220).
     Cfb8,
 }
 
-/// The IV of `mode`: CTR's counter block key[0:12] ‖ 00000002 (GCM's first
-/// keystream block for a 96-bit IV), CFB8's key[0:16].
+/// The IV of `mode`: CTR's counter block `key[0..12] ‖ 00000002` (GCM's first
+/// keystream block for a 96-bit IV), CFB8's `key[0..16]`.
 fn iv(key: &[u8; 32], mode: Mode) -> [u8; 16] {
     let mut iv = [0u8; 16];
     match mode {
