@@ -200,6 +200,19 @@ fn session(version: &str, relay: bool) {
         .find(|r| r["name"] == "login")
         .expect("login");
     assert_eq!(login["fields"]["display_name"], "Steve");
+    // Offline logins: a self-signed chain (or, from 1.26.10, a self-signed
+    // token) that verifies, not by Mojang; the server's handshake signed.
+    let f = &login["fields"];
+    assert!(
+        f["chain_verifies"] == true || f["token_verifies"] == true,
+        "{version}: {f}"
+    );
+    assert!(f.get("signed_by_mojang").is_none_or(|m| m == false));
+    let stch = with_log
+        .iter()
+        .find(|r| r["name"] == "server_to_client_handshake")
+        .unwrap();
+    assert_eq!(stch["fields"]["signature_valid"], true, "{version}");
     assert_eq!(login["fields"]["game_version"], version);
     // messages name the game packets inside each 0xFE message.
     let o = run_bin(&["messages", pcap.to_str().unwrap(), "--json"]);

@@ -123,6 +123,48 @@ pub fn device_os_name(v: i64) -> Option<&'static str> {
     })
 }
 
+/// Mojang's legacy root public key: the chain of an Xbox-authenticated
+/// Login is signed by it (base64 DER SubjectPublicKeyInfo, P-384).
+pub const MOJANG_ROOT_KEY: &str = "MHYwEAYHKoZIzj0CAQYFK4EEACIDYgAECRXueJeTDqNRRgJi/vlRufByu/2G0i2Ebt6YMar5QX/R0DIIyrJMcUpruK4QveTfJSTp3Shlq4Gk34cD/4GUWwkv0DVuzeuB+tXija7HBxii03NHDbPAD0AKnLr2wdAp";
+
+/// Whether `token` (a JWT) carries a valid ES384 signature by `key` (base64
+/// DER SubjectPublicKeyInfo).
+pub fn jwt_verifies(token: &str, key: &str) -> bool {
+    use p384::ecdsa::{signature::Verifier, Signature, VerifyingKey};
+    use p384::pkcs8::DecodePublicKey;
+    let Some((signed, sig)) = token.rsplit_once('.') else {
+        return false;
+    };
+    let public = decode_base64(key).and_then(|der| p384::PublicKey::from_public_key_der(&der).ok());
+    let sig = decode_base64(sig).and_then(|s| Signature::from_slice(&s).ok());
+    match (public, sig) {
+        (Some(p), Some(s)) => VerifyingKey::from(p).verify(signed.as_bytes(), &s).is_ok(),
+        _ => false,
+    }
+}
+
+/// A Login chain checked as the servers check it: each JWT signed by the
+/// key its predecessor names (`identityPublicKey`), the first by the key in
+/// its own header (`x5u`). Returns whether the whole chain verifies and
+/// whether Mojang's root key signed a link of it.
+pub fn chain_verifies(chain: &[&str]) -> (bool, bool) {
+    let mut signer: Option<String> = None;
+    let (mut all, mut mojang) = (!chain.is_empty(), false);
+    for jwt in chain {
+        let Some((h, p)) = jwt_parts(jwt) else {
+            return (false, mojang);
+        };
+        let key = signer
+            .take()
+            .or_else(|| h["x5u"].as_str().map(str::to_string));
+        let ok = key.as_deref().is_some_and(|k| jwt_verifies(jwt, k));
+        mojang |= ok && key.as_deref() == Some(MOJANG_ROOT_KEY);
+        all &= ok;
+        signer = p["identityPublicKey"].as_str().map(str::to_string);
+    }
+    (all, mojang)
+}
+
 /// A JWT's header and payload, as JSON (the signature is not checked here).
 pub fn jwt_parts(token: &str) -> Option<(Value, Value)> {
     let mut it = token.split('.');
@@ -157,6 +199,7 @@ pub fn decode(id: u16, body: &[u8], protocol: Option<u32>, learned: &mut Learned
             let salt = decode_base64(salt_b64)?;
             f.insert("salt".into(), crate::wire::cursor::hex(&salt).into());
             f.insert("server_public_key".into(), x5u.clone().into());
+            f.insert("signature_valid".into(), jwt_verifies(t, &x5u).into());
             learned.salt = Some(salt);
             learned.server_key = Some(x5u);
             Some(())
@@ -219,11 +262,22 @@ fn login(r: &mut Body, f: &mut Map<String, Value>, learned: &mut Learned) -> Opt
         }
         None => identity.clone(),
     };
+    // bedrock-protocol's offline logins of 1.26.10 on carry `[""]`.
     let chain: Vec<&str> = chain_holder["chain"]
         .as_array()
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .filter(|t| !t.is_empty())
+                .collect()
+        })
         .unwrap_or_default();
     f.insert("chain_length".into(), chain.len().into());
+    if !chain.is_empty() {
+        let (verifies, mojang) = chain_verifies(&chain);
+        f.insert("chain_verifies".into(), verifies.into());
+        f.insert("signed_by_mojang".into(), mojang.into());
+    }
     let mut identity_fields = Map::new();
     for jwt in &chain {
         let Some((_, p)) = jwt_parts(jwt) else {
@@ -259,6 +313,11 @@ fn login(r: &mut Body, f: &mut Map<String, Value>, learned: &mut Learned) -> Opt
             }
             if let Some(k) = p.get("cpk").and_then(Value::as_str) {
                 learned.client_key = Some(k.to_string());
+                // A self-signed (offline) token is ES384 by its own key; the
+                // services' RS256 tokens need their published keys.
+                if jwt_parts(token).is_some_and(|(h, _)| h["alg"] == "ES384") {
+                    f.insert("token_verifies".into(), jwt_verifies(token, k).into());
+                }
             }
         }
     }
@@ -336,6 +395,55 @@ mod tests {
         super::super::batch::write_varu32(&mut b, s.len() as u32);
         b.extend_from_slice(s.as_bytes());
         b
+    }
+
+    /// An ES384 JWT signed by `key` (JOSE r‖s signature).
+    fn signed(key: &p384::SecretKey, header: Value, payload: Value) -> String {
+        use p384::ecdsa::{signature::Signer, Signature, SigningKey};
+        let input = format!("{}.{}", b64url(&header), b64url(&payload));
+        let sig: Signature = SigningKey::from(key).sign(input.as_bytes());
+        let sig = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sig.to_bytes());
+        format!("{input}.{sig}")
+    }
+
+    fn spki(key: &p384::SecretKey) -> String {
+        use p384::pkcs8::EncodePublicKey;
+        let der = key.public_key().to_public_key_der().unwrap();
+        base64::engine::general_purpose::STANDARD.encode(der.as_bytes())
+    }
+
+    #[test]
+    fn signatures_and_chains_verify_and_tampering_shows() {
+        let (a, b) = (
+            p384::SecretKey::from_slice(&[3u8; 48]).unwrap(),
+            p384::SecretKey::from_slice(&[5u8; 48]).unwrap(),
+        );
+        let first = signed(
+            &a,
+            json!({"alg": "ES384", "x5u": spki(&a)}),
+            json!({"identityPublicKey": spki(&b)}),
+        );
+        let second = signed(
+            &b,
+            json!({"alg": "ES384", "x5u": spki(&b)}),
+            json!({"identityPublicKey": spki(&a)}),
+        );
+        assert!(jwt_verifies(&first, &spki(&a)));
+        assert!(!jwt_verifies(&first, &spki(&b)));
+        assert_eq!(chain_verifies(&[&first, &second]), (true, false));
+        // The second link signed by the wrong key; a payload changed.
+        let forged = signed(
+            &a,
+            json!({"alg": "ES384"}),
+            json!({"identityPublicKey": spki(&a)}),
+        );
+        assert_eq!(chain_verifies(&[&first, &forged]), (false, false));
+        let (h, _) = first.split_once('.').unwrap();
+        let sig = first.rsplit_once('.').unwrap().1;
+        let tampered = format!("{h}.{}.{sig}", b64url(&json!({"identityPublicKey": "x"})));
+        assert!(!jwt_verifies(&tampered, &spki(&a)));
+        assert_eq!(chain_verifies(&[]), (false, false));
+        assert!(!jwt_verifies("not a jwt", MOJANG_ROOT_KEY));
     }
 
     #[test]
