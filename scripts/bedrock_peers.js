@@ -1,19 +1,73 @@
 #!/usr/bin/env node
-// A real Bedrock session between bedrock-protocol's server and client
-// (npm, MIT), on jsp-raknet over loopback, recording from inside what each
-// side really sent: every game packet's bytes, its batch and whether the
-// batch was encrypted; and the connection's key as a key-log line
-// (BEDROCK.md section 8). `game --json` on a capture of the run must give
+// A real Bedrock session between bedrock-protocol's server and client (npm,
+// MIT) on jsp-raknet over loopback, recording from inside what each side
+// really sent: every game packet's bytes, its batch and whether the batch was
+// encrypted; and the connection's key as a key-log line (BEDROCK.md
+// section 8). `raknet-dissect game --json` on a capture of the run must give
 // the same packets, names and bytes.
 //
-//   node scripts/bedrock_peers.js --version 1.21.90 --port 19400 \
-//        --out packets.jsonl --keylog session.keylog [--client-version V] [--ping 1] [--expect-refusal 1] \
+//   node scripts/bedrock_peers.js --version 1.26.45 --port 19470 \
+//        --out packets.jsonl --keylog session.keylog [--username Steve] [--timeout 20] [--skin bp|classic] \
+//        [--client-version V] [--ping 1] [--expect-refusal 1] \
 //        [--client-pem client.pem] [--server-pem server.pem] [--connect-host 127.0.0.2]
 //
+// The session (the spawn sequence of bedrock-protocol's own examples and
+// tests, examples/server/server.js and test/internal.js, less what they
+// replay from dumps of a vanilla server; every packet is built from
+// minecraft-data's schema for the version, zero values plus the fields set
+// below):
+//   1.19.30+: c request_network_settings, s network_settings (neither
+//             compressed); c login, s server_to_client_handshake
+//   before:   c login, s network_settings (bedrock-protocol's server sends
+//             it there too: the threshold alone), s server_to_client_handshake
+//   (the login and the handshake are the last clear batch each way)
+//   c client_to_server_handshake (the first encrypted client batch),
+//   s play_status login_success, s resource_packs_info,
+//   c resource_pack_client_response, s resource_pack_stack,
+//   c resource_pack_client_response, c client_cache_status (+ tick_sync up
+//   to 1.20.80), s start_game + item_registry (1.21.60+) or item_component
+//   + set_time + set_difficulty + set_commands_enabled (one batch),
+//   c request_chunk_radius, s chunk_radius_update, s play_status player_spawn,
+//   c set_local_player_as_initialized, c text (chat), s text (the chat echoed),
+//   c disconnect; then the client closes its RakNet connection (0x15).
+// The exact batching of the client's queued packets depends on timing.
+//
+// Output, --out: NDJSON, one object per game packet that went to RakNet, in
+// the order the two sides sent them:
+//   {"side":"client"|"server","dir":"c2s"|"s2c","batch":N,"name":"...","id":N,
+//    "hex":"...","encrypted":bool,"received":bool}
+// side: the sender; batch: the index of the 0xFE message in its direction
+// (0-based, only batches handed to RakNet count); hex: the packet as it was
+// serialised, header varint included, no length prefix (the decompressed,
+// decrypted bytes); id: header & 0x3ff; name: minecraft-data's name for the
+// id in the sender's version; received: the peer's bedrock-protocol got the
+// same bytes as packet k of its batch N in that direction (recorded inside
+// its decoder), false if it never got it (e.g. after the peer had closed).
+// --keylog: `BEDROCK_SALT_KEY <salt hex> <key hex>`, the salt of the
+// ServerToClientHandshake JWT and the key bedrock-protocol derived
+// (SHA-256(salt || ECDH secret)), taken from the client's key exchange and
+// checked against the server's.
+//
+// Exit status: 0 when the session ran to the client's disconnect (or, with
+// --expect-refusal, to the server's refusal); 2 when the login did not
+// complete within --timeout seconds (or the session within twice that);
+// 3 on an error (bedrock-protocol's client, or an exception); 4 when the
+// server refused the client, or a side closed before the client's
+// disconnect; 5 when a side received other bytes than the other sent, or
+// the two sides' keys differ.
+//
 // Needs scripts/bedrock-setup.sh (bedrock-protocol and jsp-raknet under
-// target/bedrock-node). bedrock-protocol's createClient asks for the native
-// RakNet module, which does not build without network: every load of its
-// `./rak` is routed to jsp-raknet below.
+// target/bedrock-node, installed with --ignore-scripts).
+//
+// What is patched, at load time (node_modules is not changed): bedrock-protocol
+// loads its RakNet glue as `require('./rak')(backend)`; src/createClient.js
+// does so at module load with the backend 'raknet-native', whose native
+// addon is not built (its install script would download or compile it, which
+// needs the network), so requiring bedrock-protocol at all throws. Every load
+// of bedrock-protocol's `./rak` is therefore wrapped so that any backend it
+// asks for is jsp-raknet (pure JavaScript). The client and the server also
+// pass raknetBackend 'jsp-raknet' and the client useRaknetWorkers false (the
+// worker would reload the module without the patch).
 'use strict'
 const fs = require('fs')
 const path = require('path')
@@ -21,110 +75,409 @@ const Module = require('module')
 
 const args = {}
 for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, '')] = process.argv[i + 1]
-const version = args.version || '1.21.90'
+const version = args.version || '1.26.45'
 // The client's version, when it should differ from the server's (a refusal).
 const clientVersion = args['client-version'] || version
-const port = Number(args.port || 19400)
+const port = Number(args.port || 19470)
+const username = args.username || 'Steve'
+const loginTimeout = Number(args.timeout || 20) * 1000
 // The client's target: the server, or a relay (--connect-host): on the
 // server's port number, as jsp-raknet's server checks the port the client
 // names in NewIncomingConnection against its own.
 const connectHost = args['connect-host'] || '127.0.0.1'
-const out = fs.createWriteStream(args.out || 'packets.jsonl')
+const outPath = args.out || 'packets.jsonl'
 const root = process.env.BEDROCK_NODE || path.join(__dirname, '..', 'target', 'bedrock-node', 'node_modules')
+const CHAT = 'hello from raknet-dissect'
+// --skin bp: bedrock-protocol's default, minecraft-data's defaultSkin (a
+// 256x256 persona skin with its geometry: the Login is about 590 KB before
+// compression, 26 KB after); --skin classic: a 64x64 classic skin drawn from
+// a fixed seed (the Login about 40 KB, 13 KB compressed), for small samples.
+const skin = args.skin || 'bp'
+if (!['bp', 'classic'].includes(skin)) {
+  console.error(`bedrock_peers: --skin bp|classic, not ${skin}`)
+  process.exit(1)
+}
+function classicSkin () {
+  const img = Buffer.alloc(64 * 64 * 4)
+  let x = 0x2545f491
+  const rnd = () => { x ^= x << 13; x ^= x >>> 17; x ^= x << 5; return (x >>> 0) / 2 ** 32 }
+  const palette = [[0x3b, 0x2a, 0x1e], [0x6b, 0x4a, 0x2e], [0x2c, 0x5e, 0x9e], [0x1e, 0x3e, 0x6e],
+    [0xc6, 0x96, 0x7a], [0xa8, 0x7a, 0x5e], [0x44, 0x44, 0x44], [0x22, 0x22, 0x22]]
+  for (let i = 0; i < 64 * 64; i++) {
+    if (rnd() < 0.45) continue // transparent
+    const [r, g, b] = palette[Math.floor(rnd() * palette.length)]
+    img.set([r, g, b, 255], i * 4)
+  }
+  const b64 = o => Buffer.from(JSON.stringify(o)).toString('base64')
+  return {
+    SkinId: 'c18e65aa-7b21-4637-9b63-8ad63622ef01.CustomSlim',
+    SkinData: img.toString('base64'),
+    SkinImageWidth: 64,
+    SkinImageHeight: 64,
+    SkinResourcePatch: b64({ geometry: { default: 'geometry.humanoid.custom' } }),
+    SkinGeometryData: '',
+    AnimatedImageData: [],
+    PersonaPieces: [],
+    PieceTintColors: [],
+    PersonaSkin: false,
+    ArmSize: 'wide'
+  }
+}
 
+function fail (code, message) {
+  console.error(`bedrock_peers: ${version}: ${message}`)
+  try { writeOut() } catch (e) {}
+  process.exit(code)
+}
+
+if (!fs.existsSync(path.join(root, 'bedrock-protocol', 'package.json'))) {
+  fail(1, `bedrock-protocol is not installed under ${root}: run scripts/bedrock-setup.sh`)
+}
+
+// The patch: bedrock-protocol's `./rak` always gives jsp-raknet.
 const load = Module._load
 Module._load = function (request, parent, isMain) {
   const m = load.apply(this, arguments)
-  if (request === './rak' && parent && parent.filename.includes('bedrock-protocol')) {
+  if (request === './rak' && parent && parent.filename.includes(`${path.sep}bedrock-protocol${path.sep}`)) {
     return () => m('jsp-raknet')
   }
   return m
 }
 const bp = require(path.join(root, 'bedrock-protocol'))
-const { Connection } = require(path.join(root, 'bedrock-protocol', 'src', 'connection'))
+const { Connection, ClientStatus } = require(path.join(root, 'bedrock-protocol', 'src', 'connection'))
+const { Client } = require(path.join(root, 'bedrock-protocol', 'src', 'client'))
+const { Player } = require(path.join(root, 'bedrock-protocol', 'src', 'serverPlayer'))
+const mcData = require(path.join(root, 'minecraft-data'))
 const [readVarInt] = require(path.join(root, 'protodef')).types.varint
 
-// Every batch a side sends, encrypted or not: its packets without their
-// length prefix.
-const batches = new Map() // connection -> batches sent
-function record (conn, batch, encrypted) {
-  const side = conn.constructor.name === 'Client' ? 'client' : 'server'
-  const n = batches.get(conn) || 0
-  batches.set(conn, n + 1)
-  for (const framed of batch.packets) {
-    const { size } = readVarInt(framed, 0)
-    const data = framed.subarray(size)
-    const { value: header } = readVarInt(data, 0)
-    const id = header & 0x3ff
-    const des = side === 'client' ? server.deserializer : client.deserializer
-    let name = null
-    try { name = des.parsePacketBuffer(data).data.name } catch (e) { name = null }
-    out.write(JSON.stringify({ side, dir: side === 'client' ? 'c2s' : 's2c', batch: n, id, name, encrypted, hex: data.toString('hex') }) + '\n')
+// ---------------------------------------------------------------- packets
+
+// A packet's parameters: the zero value of minecraft-data's schema for the
+// version (every field present: numbers 0, strings '', arrays empty, the
+// first name of a mapper, the case of a switch that the zero values select),
+// with `set` on top. Fields the schema does not have are ignored by the
+// serializer, so one `set` serves every version.
+function schemaOf (ver) {
+  const types = mcData('bedrock_' + ver).protocol.types
+  const nums = new Set(['i8', 'u8', 'i16', 'u16', 'i32', 'u32', 'li16', 'lu16', 'li32', 'lu32', 'f32', 'f64', 'lf32', 'lf64', 'varint', 'zigzag32', 'byterot'])
+  const bigs = new Set(['i64', 'u64', 'li64', 'lu64', 'varint64', 'zigzag64', 'varint128'])
+  // A 64-bit field in one version is 32-bit in another (start_game's seed).
+  function fit (z, v) {
+    if (typeof z === 'bigint' && typeof v === 'number') return BigInt(v)
+    if (typeof z === 'number' && typeof v === 'bigint') return Number(v)
+    return v
+  }
+  function lookup (ref, ctx) {
+    let c = ctx
+    let p = ref
+    while (p.startsWith('../')) { c = c.parent; p = p.slice(3) }
+    return c.obj[p]
+  }
+  // `set`: values given for fields of this container (and of the anonymous
+  // containers in it), used in place of zeros, so the switches that follow
+  // them pick their cases.
+  function zero (type, ctx, set = {}) {
+    if (typeof type === 'string') {
+      if (nums.has(type)) return 0
+      if (bigs.has(type)) return 0n
+      switch (type) {
+        case 'bool': return false
+        case 'string': case 'cstring': case 'ShortString': case 'LittleString': return ''
+        case 'uuid': return '00000000-0000-0000-0000-000000000000'
+        case 'nbt': case 'lnbt': return { type: 'compound', name: '', value: {} }
+        case 'nbtLoop': return []
+        case 'restBuffer': case 'ByteArray': return Buffer.alloc(0)
+        case 'void': return undefined
+      }
+      if (types[type] === undefined || types[type] === 'native') throw new Error(`no zero value for ${type}`)
+      return zero(types[type], ctx)
+    }
+    const [kind, opts] = type
+    switch (kind) {
+      case 'container': {
+        const obj = {}
+        const here = { obj, parent: ctx }
+        for (const f of opts) {
+          if (f.anon) Object.assign(obj, zero(f.type, here, set) || {})
+          else obj[f.name] = f.name in set ? fit(zero(f.type, here), set[f.name]) : zero(f.type, here)
+        }
+        return obj
+      }
+      case 'array': return typeof opts.count === 'number' ? Array.from({ length: opts.count }, () => zero(opts.type, ctx)) : []
+      case 'maybeIncompleteArray': return []
+      case 'mapper': return opts.mappings['0'] ?? Object.values(opts.mappings)[0]
+      case 'switch': {
+        const v = opts.compareTo && !opts.compareTo.startsWith('$') ? lookup(opts.compareTo, ctx) : undefined
+        if (opts.fields[String(v)] !== undefined) return zero(opts.fields[String(v)], ctx, set)
+        return opts.default === undefined ? undefined : zero(opts.default, ctx, set)
+      }
+      case 'option': case 'optionalOnRemaining': return undefined
+      case 'pstring': return ''
+      case 'buffer': return Buffer.alloc(typeof opts.count === 'number' ? opts.count : 0)
+      case 'bitflags': return {}
+      case 'encapsulated': return zero(opts.type, ctx, set)
+      case 'enum_size_based_on_values_len': return 0
+      case 'bitfield': return Object.fromEntries(opts.map(f => [f.name, 0]))
+      default: throw new Error(`no zero value for ${kind}`)
+    }
+  }
+  const names = types.mcpe_packet[1][0].type[1].mappings
+  return {
+    has: name => types['packet_' + name] !== undefined,
+    params: (name, set = {}) => zero(types['packet_' + name], null, set),
+    name: id => names[String(id)] || null
   }
 }
-const sendEncrypted = Connection.prototype.sendEncryptedBatch
-Connection.prototype.sendEncryptedBatch = function (batch) {
-  record(this, batch, true)
-  return sendEncrypted.call(this, batch)
+const serverSchema = schemaOf(version)
+const clientSchema = schemaOf(clientVersion)
+
+// ---------------------------------------------------------------- recording
+
+// Everything each side handed to RakNet (sent) and everything its decoder
+// gave its application (got), per connection object.
+const log = [] // sent packets of both sides, in sending order
+const state = new Map() // connection -> { side, pending: [], sentBatches, got: [], rx }
+function stateOf (conn) {
+  let s = state.get(conn)
+  if (!s) {
+    s = { side: conn instanceof Client ? 'client' : 'server', pending: [], sentBatches: 0, dropped: 0, got: [], rx: -1 }
+    state.set(conn, s)
+  }
+  return s
 }
-const sendDecrypted = Connection.prototype.sendDecryptedBatch
-Connection.prototype.sendDecryptedBatch = function (batch) {
-  record(this, batch, false)
-  return sendDecrypted.call(this, batch)
+function unframe (buffer) {
+  const packets = []
+  for (let o = 0; o < buffer.length;) {
+    const { value, size } = readVarInt(buffer, o)
+    packets.push(buffer.subarray(o + size, o + size + value))
+    o += size + value
+  }
+  return packets
+}
+// A batch about to be compressed (and encrypted): queued until it reaches
+// sendMCPE, the one door to RakNet (encryption keeps the order).
+for (const [method, encrypted] of [['sendDecryptedBatch', false], ['sendEncryptedBatch', true]]) {
+  const orig = Connection.prototype[method]
+  Connection.prototype[method] = function (batch) {
+    stateOf(this).pending.push({ packets: unframe(batch.getBuffer()), encrypted })
+    return orig.call(this, batch)
+  }
+}
+const sendMCPE = Connection.prototype.sendMCPE
+Connection.prototype.sendMCPE = function (buffer, immediate) {
+  const s = stateOf(this)
+  const b = s.pending.shift()
+  // bedrock-protocol's own test: a closed connection sends nothing.
+  const dropped = this.connection?.connected === false || this.status === ClientStatus.Disconnected
+  if (b && dropped) s.dropped++
+  if (b && !dropped) {
+    const n = s.sentBatches++
+    const schema = s.side === 'client' ? clientSchema : serverSchema
+    b.packets.forEach((p, k) => {
+      const id = readVarInt(p, 0).value & 0x3ff
+      log.push({ side: s.side, dir: s.side === 'client' ? 'c2s' : 's2c', batch: n, k, name: schema.name(id), id, hex: p.toString('hex'), encrypted: b.encrypted })
+    })
+  }
+  return sendMCPE.call(this, buffer, immediate)
+}
+// Received: a clear batch goes through handle() to the packet reader at
+// once; an encrypted one through the decipher to onDecryptedPacket.
+const handle = Connection.prototype.handle
+Connection.prototype.handle = function (buffer) {
+  const s = stateOf(this)
+  if (!this.encryptionEnabled) s.rx++
+  return handle.call(this, buffer)
+}
+function watchDecrypted (conn) {
+  const s = stateOf(conn)
+  const orig = conn.onDecryptedPacket
+  conn.onDecryptedPacket = buf => { s.rx++; return orig(buf) }
+}
+for (const cls of [Client, Player]) {
+  const orig = cls.prototype.readPacket
+  cls.prototype.readPacket = function (packet) {
+    const s = stateOf(this)
+    s.got.push({ batch: s.rx, hex: Buffer.from(packet).toString('hex') })
+    return orig.call(this, packet)
+  }
 }
 
-const timer = setTimeout(() => {
-  console.error(`bedrock_peers: the session did not finish in 30 s (version ${version})`)
-  process.exit(2)
-}, 30000)
+let written = false
+function writeOut () {
+  if (written) return
+  written = true
+  const got = { c2s: new Map(), s2c: new Map() }
+  for (const s of state.values()) {
+    const dir = s.side === 'client' ? 's2c' : 'c2s' // what this side received
+    const byBatch = got[dir]
+    for (const g of s.got) {
+      if (!byBatch.has(g.batch)) byBatch.set(g.batch, [])
+      byBatch.get(g.batch).push(g.hex)
+    }
+  }
+  let mismatch = 0
+  const lines = log.map(r => {
+    const peer = got[r.dir].get(r.batch)
+    r.received = peer !== undefined && peer[r.k] === r.hex
+    if (peer !== undefined && peer[r.k] !== undefined && peer[r.k] !== r.hex) mismatch++
+    const { k, ...rec } = r
+    return JSON.stringify(rec) + '\n'
+  })
+  fs.writeFileSync(outPath, lines.join(''))
+  return mismatch
+}
+
+function finish (message) {
+  const mismatch = writeOut()
+  const summary = ['c2s', 's2c'].map(d => {
+    const rs = log.filter(r => r.dir === d)
+    const batches = new Set(rs.map(r => r.batch)).size
+    return `${d} ${rs.length} packets in ${batches} batches (${rs.filter(r => r.encrypted).length} encrypted, ${rs.filter(r => !r.received).length} not received)`
+  }).join('; ')
+  const dropped = [...state.values()].reduce((n, s) => n + s.dropped, 0)
+  console.error(`bedrock_peers: ${version}: ${message}; ${summary}${dropped ? `; ${dropped} batches written after close, never sent` : ''}`)
+  if (mismatch) fail(5, `${mismatch} packets arrived with other bytes than were sent`)
+  process.exit(0)
+}
+
+// ---------------------------------------------------------------- session
+
+// The end: both sides' records written 300 ms later (what is still in
+// flight arrives), then exit.
+let stopping = false
+function stop (code, why) {
+  if (stopping) return
+  stopping = true
+  clearTimeout(loginTimer)
+  clearTimeout(sessionTimer)
+  try { client?.close() } catch (e) {}
+  setTimeout(() => code === 0 ? finish(why) : fail(code, why), 300)
+}
+
+process.on('uncaughtException', e => fail(3, `error: ${e.stack || e}`))
+
+const loginTimer = setTimeout(() => {
+  const c = client ? Object.keys(ClientStatus).find(k => ClientStatus[k] === client.status) : 'not started'
+  fail(2, `the login did not complete within ${loginTimeout / 1000} s (client status ${c}, server ${connectHost}:${port}); ` +
+    `${log.length} game packets were sent`)
+}, loginTimeout)
+const sessionTimer = setTimeout(() => fail(2, `the session did not finish within ${2 * loginTimeout / 1000} s`), 2 * loginTimeout)
 
 const server = bp.createServer({ host: '127.0.0.1', port, version, offline: true, raknetBackend: 'jsp-raknet' })
+let serverKey = null
 server.on('connect', player => {
+  watchDecrypted(player)
   // The server side's private key of this connection (PKCS#8 PEM).
   if (args['server-pem']) fs.writeFileSync(args['server-pem'], player.ecdhKeyPair.privateKey.export({ format: 'pem', type: 'pkcs8' }))
-  player.on('join', () => player.write('play_status', { status: 'player_spawn' }))
-  player.on('spawn', () => setTimeout(() => player.disconnect('bye from the test server'), 100))
+  const enable = player.enableEncryption
+  player.enableEncryption = function (material) {
+    serverKey = material.secretKeyBytes.toString('hex')
+    return enable.call(this, material)
+  }
+  const P = (name, set) => serverSchema.params(name, set)
+  // After the client's handshake bedrock-protocol sends play_status
+  // login_success by itself, then emits join.
+  player.on('join', () => player.write('resource_packs_info', P('resource_packs_info')))
+  let responses = 0
+  let started = false
+  let radius = null
+  const spawn = () => {
+    if (!started || radius === null) return
+    player.write('chunk_radius_update', P('chunk_radius_update', { chunk_radius: radius }))
+    player.write('play_status', { status: 'player_spawn' })
+  }
+  player.on('resource_pack_client_response', () => {
+    if (++responses === 1) {
+      player.write('resource_pack_stack', P('resource_pack_stack', { game_version: '*' }))
+      return
+    }
+    if (responses !== 2) return
+    player.queue('start_game', P('start_game', {
+      entity_id: 1n,
+      runtime_entity_id: 1n,
+      player_gamemode: 'creative',
+      world_gamemode: 'creative',
+      player_position: { x: 0.5, y: 65.62, z: 0.5 },
+      spawn_position: { x: 0, y: 64, z: 0 },
+      seed: 1234n,
+      difficulty: 1,
+      generator: 2,
+      dimension: 'overworld',
+      permission_level: 'operator',
+      server_chunk_tick_range: 4,
+      game_version: '*',
+      level_id: 'raknet-dissect',
+      world_name: 'raknet-dissect test world',
+      engine: 'bedrock-protocol',
+      multiplayer_correlation_id: '<raknet-dissect>'
+    }))
+    if (serverSchema.has('item_registry')) player.queue('item_registry', P('item_registry'))
+    else if (serverSchema.has('item_component')) player.queue('item_component', P('item_component'))
+    player.queue('set_time', P('set_time', { time: 6000 }))
+    player.queue('set_difficulty', P('set_difficulty', { difficulty: 1 }))
+    player.queue('set_commands_enabled', P('set_commands_enabled', { enabled: true }))
+    started = true
+    spawn()
+  })
+  player.on('request_chunk_radius', p => { radius = Math.min(p.chunk_radius, 8); spawn() })
+  player.on('text', p => player.write('text', P('text', { type: 'chat', category: 'authored', source_name: p.source_name, message: p.message })))
+  player.on('disconnect', p => stop(0, `the server got the client's disconnect: ${JSON.stringify(p.message)}`))
+  player.on('close', () => args['expect-refusal']
+    ? stop(0, 'refused as expected: the server closed the connection')
+    : stop(4, 'the server closed the connection before the client\'s disconnect'))
 })
 
 let client
-setTimeout(() => {
+async function start () {
+  // createServer listens at once but binds asynchronously.
+  for (let i = 0; i < 500 && !server.serverTimer; i++) await new Promise(resolve => setTimeout(resolve, 10))
   client = bp.createClient({
-    host: connectHost, port, version: clientVersion, offline: true, username: 'Steve', skipPing: !args.ping,
-    raknetBackend: 'jsp-raknet', useRaknetWorkers: false
+    host: connectHost,
+    port,
+    version: clientVersion,
+    offline: true,
+    username,
+    skipPing: !args.ping,
+    raknetBackend: 'jsp-raknet',
+    useRaknetWorkers: false,
+    conLog: null,
+    ...(skin === 'classic' ? { skinData: classicSkin() } : {})
   })
-  // The client's private key (SEC1 PEM), and the key with the salt the
-  // server's handshake carries.
+  watchDecrypted(client)
+  // The client's private key (SEC1 PEM).
   if (args['client-pem']) fs.writeFileSync(args['client-pem'], client.ecdhKeyPair.privateKey.export({ format: 'pem', type: 'sec1' }))
+  // The key, with the salt of the server's handshake, from inside the
+  // client's key exchange.
   const verify = client.verifyServerHandshake
   client.verifyServerHandshake = function (packet) {
     const material = verify.call(this, packet)
     const claims = JSON.parse(Buffer.from(packet.token.split('.')[1], 'base64url').toString())
     const salt = Buffer.from(claims.salt, 'base64')
-    if (args.keylog) fs.appendFileSync(args.keylog, `BEDROCK_SALT_KEY ${salt.toString('hex')} ${material.secretKeyBytes.toString('hex')}\n`)
+    const key = material.secretKeyBytes.toString('hex')
+    if (serverKey !== null && serverKey !== key) fail(5, `the client's key ${key} is not the server's ${serverKey}`)
+    if (args.keylog) fs.writeFileSync(args.keylog, `BEDROCK_SALT_KEY ${salt.toString('hex')} ${key}\n`)
     return material
   }
-  // The player's initialisation (what a client sends once spawned), which
-  // makes the server say goodbye.
-  client.on('join', () => setTimeout(() => client.write('set_local_player_as_initialized', { runtime_entity_id: 1n }), 100))
-  client.on('disconnect', packet => {
-    clearTimeout(timer)
-    setTimeout(() => {
-      out.end(() => {
-        console.error(`bedrock_peers: ${version} done: ${JSON.stringify(packet.message || packet)}`)
-        process.exit(0)
-      })
-    }, 300)
+  client.on('join', () => clearTimeout(loginTimer))
+  client.on('spawn', () => {
+    const C = (name, set) => clientSchema.params(name, set)
+    client.write('text', C('text', { type: 'chat', category: 'authored', source_name: username, message: CHAT }))
+  })
+  // bedrock-protocol's Client.disconnect() writes the packet and closes the
+  // RakNet connection at once; jsp-raknet's client then sends its 0x15 but
+  // drops the game packet still in its send queue. So the same packet, and
+  // the close once the server has it.
+  client.on('text', p => {
+    if (p.message === CHAT) client.write('disconnect', clientSchema.params('disconnect', { message: 'bye from the test client' }))
   })
   client.on('play_status', p => {
-    if (String(p.status).startsWith('failed')) {
-      clearTimeout(timer)
-      setTimeout(() => out.end(() => { console.error(`bedrock_peers: refused: ${p.status}`); process.exit(args['expect-refusal'] ? 0 : 4) }), 300)
-    }
+    if (!String(p.status).startsWith('failed')) return
+    if (args['expect-refusal']) stop(0, `refused as expected: ${p.status}`)
+    else stop(4, `the server refused the client: ${p.status}`)
   })
-  client.on('close', () => {
-    if (!args['expect-refusal']) return
-    clearTimeout(timer)
-    setTimeout(() => out.end(() => { console.error('bedrock_peers: refused, as expected'); process.exit(0) }), 300)
-  })
-  client.on('error', e => { console.error('bedrock_peers: client error', e); process.exit(3) })
-}, 300)
+  client.on('close', () => args['expect-refusal']
+    ? stop(0, 'refused as expected: the client\'s connection closed')
+    : stop(4, 'the client\'s connection closed before its disconnect'))
+  client.on('error', e => fail(3, `client error: ${e.stack || e}`))
+}
+start()
