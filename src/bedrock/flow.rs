@@ -159,8 +159,8 @@ pub struct LoginProgress {
     pub steps: Vec<&'static str>,
     /// The last PlayStatus.
     pub status: Option<i32>,
-    /// The server's Disconnect message, and the step it came after.
-    pub disconnect: Option<(String, &'static str)>,
+    /// A Disconnect: who sent it, its message, and the step it came after.
+    pub disconnect: Option<(Dir, String, &'static str)>,
     /// PlayStatus player_spawn, or the client's initialisation.
     pub spawned: bool,
 }
@@ -315,7 +315,7 @@ impl GameFlow {
                 &mut self.learned,
             );
             self.after(dir, header.id, salt);
-            self.progress(header.id, fields.as_ref());
+            self.progress(dir, header.id, fields.as_ref());
             self.packets[d] += 1;
             out.push(GameEvent::Packet(GamePacket {
                 dir,
@@ -397,7 +397,7 @@ impl GameFlow {
     }
 
     /// The login's progress after packet `id`.
-    fn progress(&mut self, id: u16, fields: Option<&Value>) {
+    fn progress(&mut self, dir: Dir, id: u16, fields: Option<&Value>) {
         const STEPS: &[&str] = &[
             "request_network_settings",
             "network_settings",
@@ -429,7 +429,7 @@ impl GameFlow {
         if id == login::DISCONNECT {
             let m = fields.and_then(|f| f["message"].as_str()).unwrap_or("");
             let after = l.steps.last().copied().unwrap_or("nothing");
-            l.disconnect = Some((m.to_string(), after));
+            l.disconnect = Some((dir, m.to_string(), after));
         }
         if l.steps.len() < 32 {
             l.steps.push(step);
@@ -470,8 +470,9 @@ impl GameFlow {
             }
             _ => {}
         }
-        if let Some((m, after)) = &l.disconnect {
-            return format!("the server disconnected after {after}: {m:?}");
+        if let Some((dir, m, after)) = &l.disconnect {
+            let who = if *dir == Dir::S2c { "server" } else { "client" };
+            return format!("the {who} disconnected after {after}: {m:?}");
         }
         if l.spawned {
             let who = self.player().map_or(String::new(), |p| format!(" as {p}"));

@@ -218,11 +218,16 @@ pub fn decode(id: u16, body: &[u8], protocol: Option<u32>, learned: &mut Learned
 }
 
 fn network_settings(r: &mut Body, f: &mut Map<String, Value>, learned: &mut Learned) -> Option<()> {
-    f.insert("compression_threshold".into(), r.u16_le()?.into());
-    // 1.16.201 to 1.19.21 had the threshold only.
-    if r.rest() == 0 {
+    // 1.16.201 to 1.19.21 had the threshold only, big-endian.
+    if r.rest() == 2 {
+        let b = r.take(2)?;
+        f.insert(
+            "compression_threshold".into(),
+            u16::from_be_bytes([b[0], b[1]]).into(),
+        );
         return Some(());
     }
+    f.insert("compression_threshold".into(), r.u16_le()?.into());
     let algorithm = r.u16_le()?;
     learned.algorithm = Some(algorithm);
     f.insert("compression_algorithm".into(), algorithm.into());
