@@ -316,6 +316,55 @@ fn the_bundled_login_sample() {
         .contains("none of the keys"));
 }
 
+/// A client newer than the server: bedrock-protocol's server answers
+/// PlayStatus failed_spawn; `handshake` says so with both protocols (the
+/// server's from its pong).
+#[test]
+fn handshake_says_why_the_server_refused_the_game_login() {
+    if !peers_ready() {
+        return;
+    }
+    let work = Work::new("refused");
+    let port = common::free_port_pair();
+    let pcap = work.file("refused.pcap");
+    let dump = Tcpdump::start(&pcap, &format!("udp port {port}"));
+    let o = Command::new("node")
+        .arg(common::root().join("scripts/bedrock_peers.js"))
+        .args(["--version", "1.21.90", "--client-version", "1.26.45"])
+        .args([
+            "--port",
+            &port.to_string(),
+            "--ping",
+            "1",
+            "--expect-refusal",
+            "1",
+        ])
+        .arg("--out")
+        .arg(work.file("sent.jsonl"))
+        .output()
+        .expect("node runs");
+    dump.stop();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = run_bin(&["handshake", pcap.to_str().unwrap(), "--json"]);
+    let records: Vec<Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let game: Vec<&str> = records.iter().filter_map(|r| r["game"].as_str()).collect();
+    assert_eq!(game.len(), 1, "{records:?}");
+    let g = game[0];
+    println!("{g}");
+    assert!(
+        g.contains("failed_spawn") && g.contains("2169") && g.contains("818"),
+        "{g}"
+    );
+    let text = String::from_utf8(run_bin(&["handshake", pcap.to_str().unwrap()]).stdout).unwrap();
+    assert!(
+        text.contains("  game login: the server refused the client as too new"),
+        "{text}"
+    );
+}
+
 /// `stats` counts the game packets by name each way (encrypted batches,
 /// without a key, as `encrypted`).
 #[test]
