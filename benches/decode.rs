@@ -1,14 +1,21 @@
 //! Decoder throughput: the wire codec alone, and the dissector with summary
-//! formatting, over the packets of a real-peer sample capture.
+//! formatting, over the packets of a real-peer sample capture; and the
+//! Bedrock game layer over the messages the mirror delivered in the
+//! bundled bedrock-protocol session (samples/bedrock-login.pcap).
 
 use std::hint::black_box;
 use std::path::Path;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use raknet_dissect::bedrock::crypto::Keys;
+use raknet_dissect::bedrock::{Detect, Game, GameEvent};
 use raknet_dissect::capture::{CaptureReader, UdpDatagram};
 use raknet_dissect::dissect::{Dissector, Options};
+use raknet_dissect::mirror::{Message, Mirror, MirrorConfig};
+use raknet_dissect::output::game::GameJson;
 use raknet_dissect::output::{json::PacketJson, text};
+use raknet_dissect::pipeline::{Input, Item, Next, Pipeline};
 use raknet_dissect::wire::{offline_id, Datagram, Offline, Reader};
 
 fn sample() -> Vec<UdpDatagram> {
@@ -19,6 +26,62 @@ fn sample() -> Vec<UdpDatagram> {
         v.push(d);
     }
     v
+}
+
+/// The messages the mirror delivered in `samples/NAME`, in order.
+fn delivered(name: &str) -> Vec<Message> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("samples")
+        .join(name);
+    let mut mirror = Mirror::new(MirrorConfig::default(), false);
+    let mut out = Vec::new();
+    Pipeline::new(Default::default())
+        .run(Input::files([path]), &mut mirror, |item| {
+            if let Item::Packet { obs, .. } = item {
+                out.extend(obs.messages.iter().cloned());
+            }
+            Ok::<_, std::io::Error>(Next::Continue)
+        })
+        .expect("the sample reads");
+    out
+}
+
+/// The game layer: every 0xFE message to game packets (decrypted with the
+/// sample's key log, decompressed, split, the login decoded and its
+/// signatures checked), then each `game` record written as `--json` does.
+fn bench_game(c: &mut Criterion) {
+    let messages = delivered("bedrock-login.pcap");
+    let keylog = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/bedrock-login.keylog");
+    let (keys, _) = Keys::from_files(&[keylog], &[]).expect("the key log reads");
+    let bytes: usize = messages.iter().map(|m| m.data.len()).sum();
+    let mut g = c.benchmark_group("bedrock-login.pcap");
+    g.throughput(Throughput::Bytes(bytes as u64));
+    for (name, keys) in [("game, no key", Keys::default()), ("game --keylog", keys)] {
+        g.bench_function(format!("{name}: packets"), |b| {
+            b.iter(|| {
+                let mut game = Game::new(Detect::Auto, keys.clone());
+                for m in &messages {
+                    black_box(game.message(m));
+                }
+            })
+        });
+        g.bench_function(format!("{name}: + json"), |b| {
+            let mut sink = Vec::with_capacity(1 << 20);
+            b.iter(|| {
+                sink.clear();
+                let mut game = Game::new(Detect::Auto, keys.clone());
+                for m in &messages {
+                    for e in game.message(m).into_iter().flatten() {
+                        if let GameEvent::Packet(p) = &e {
+                            GameJson::new(p, m, None).write_line(&mut sink).unwrap();
+                        }
+                    }
+                }
+                black_box(sink.len())
+            })
+        });
+    }
+    g.finish();
 }
 
 fn bench(c: &mut Criterion) {
@@ -82,6 +145,6 @@ fn bench(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
-    targets = bench
+    targets = bench, bench_game
 }
 criterion_main!(benches);

@@ -9,7 +9,8 @@
 //   node scripts/bedrock_peers.js --version 1.26.45 --port 19470 \
 //        --out packets.jsonl --keylog session.keylog [--username Steve] [--timeout 20] [--skin bp|classic] \
 //        [--client-version V] [--ping 1] [--expect-refusal 1] \
-//        [--client-pem client.pem] [--server-pem server.pem] [--connect-host 127.0.0.2]
+//        [--client-pem client.pem] [--server-pem server.pem] [--connect-host 127.0.0.2] \
+//        [--play N]
 //
 // The session (the spawn sequence of bedrock-protocol's own examples and
 // tests, examples/server/server.js and test/internal.js, less what they
@@ -28,7 +29,13 @@
 //   to 1.20.80), s start_game + item_registry (1.21.60+) or item_component
 //   + set_time + set_difficulty + set_commands_enabled (one batch),
 //   c request_chunk_radius, s chunk_radius_update, s play_status player_spawn,
-//   c set_local_player_as_initialized, c text (chat), s text (the chat echoed),
+//   c set_local_player_as_initialized,
+//   with --play N (gameplay, for benchmarks): N rounds of c move_player,
+//   s level_chunk (a chunk column at the player's position, an 8 KB payload
+//   of short runs from a fixed seed: about 2.5:1 under DEFLATE, like real
+//   terrain)
+//   + move_entity,
+//   c text (chat), s text (the chat echoed),
 //   c disconnect; then the client closes its RakNet connection (0x15).
 // The exact batching of the client's queued packets depends on timing.
 //
@@ -88,6 +95,20 @@ const connectHost = args['connect-host'] || '127.0.0.1'
 const outPath = args.out || 'packets.jsonl'
 const root = process.env.BEDROCK_NODE || path.join(__dirname, '..', 'target', 'bedrock-node', 'node_modules')
 const CHAT = 'hello from raknet-dissect'
+const play = Number(args.play || 0)
+// A level_chunk payload for round i: runs of a few block ids (palette
+// indices), from a fixed seed, so a gameplay capture is the same each time.
+function chunkPayload (i) {
+  const out = Buffer.alloc(8192)
+  let x = 0x9e3779b9 ^ (i * 0x85ebca6b)
+  const rnd = () => { x ^= x << 13; x ^= x >>> 17; x ^= x << 5; return x >>> 0 }
+  for (let k = 0; k < out.length;) {
+    const run = 1 + rnd() % 4
+    const v = rnd() % 16
+    for (let j = 0; j < run && k < out.length; j++) out[k++] = v
+  }
+  return out
+}
 // --skin bp: bedrock-protocol's default, minecraft-data's defaultSkin (a
 // 256x256 persona skin with its geometry: the Login is about 590 KB before
 // compression, 26 KB after); --skin classic: a 64x64 classic skin drawn from
@@ -361,7 +382,8 @@ const loginTimer = setTimeout(() => {
   fail(2, `the login did not complete within ${loginTimeout / 1000} s (client status ${c}, server ${connectHost}:${port}); ` +
     `${log.length} game packets were sent`)
 }, loginTimeout)
-const sessionTimer = setTimeout(() => fail(2, `the session did not finish within ${2 * loginTimeout / 1000} s`), 2 * loginTimeout)
+const sessionTime = 2 * loginTimeout + 100 * play
+const sessionTimer = setTimeout(() => fail(2, `the session did not finish within ${sessionTime / 1000} s`), sessionTime)
 
 const server = bp.createServer({ host: '127.0.0.1', port, version, offline: true, raknetBackend: 'jsp-raknet' })
 let serverKey = null
@@ -420,6 +442,12 @@ server.on('connect', player => {
     spawn()
   })
   player.on('request_chunk_radius', p => { radius = Math.min(p.chunk_radius, 8); spawn() })
+  player.on('move_player', p => {
+    const x = Math.floor(p.position.x / 16)
+    const z = Math.floor(p.position.z / 16)
+    player.queue('level_chunk', P('level_chunk', { x, z, sub_chunk_count: 1, payload: chunkPayload(x) }))
+    player.queue('move_entity', P('move_entity', { runtime_entity_id: 2n, flags: 0, position: { x: p.position.x + 2, y: 65, z: 0.5 }, rotation: { yaw: 0, pitch: 0, head_yaw: 0 } }))
+  })
   player.on('text', p => player.write('text', P('text', { type: 'chat', category: 'authored', source_name: p.source_name, message: p.message })))
   player.on('disconnect', p => stop(0, `the server got the client's disconnect: ${JSON.stringify(p.message)}`))
   player.on('close', () => args['expect-refusal']
@@ -459,10 +487,15 @@ async function start () {
     return material
   }
   client.on('join', () => clearTimeout(loginTimer))
-  client.on('spawn', () => {
-    const C = (name, set) => clientSchema.params(name, set)
-    client.write('text', C('text', { type: 'chat', category: 'authored', source_name: username, message: CHAT }))
-  })
+  const C = (name, set) => clientSchema.params(name, set)
+  const chat = () => client.write('text', C('text', { type: 'chat', category: 'authored', source_name: username, message: CHAT }))
+  // --play N: a round is the client's move, answered by the server's chunk.
+  let round = 0
+  const move = () => client.write('move_player', C('move_player', {
+    runtime_id: 1, position: { x: 16 * round + 0.5, y: 65.62, z: 0.5 }, pitch: 0, yaw: 90, head_yaw: 90, mode: 'normal', on_ground: true, tick: BigInt(round)
+  }))
+  client.on('level_chunk', () => ++round < play ? move() : chat())
+  client.on('spawn', () => play > 0 ? move() : chat())
   // bedrock-protocol's Client.disconnect() writes the packet and closes the
   // RakNet connection at once; jsp-raknet's client then sends its 0x15 but
   // drops the game packet still in its send queue. So the same packet, and

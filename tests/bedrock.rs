@@ -72,8 +72,10 @@ fn packets(v: &[Value], hex_key: &str) -> Vec<(String, u64, String, String, bool
         .collect()
 }
 
-/// One session of `version`, through a seeded lossy relay when `relay`.
-fn session(version: &str, relay: bool) {
+/// One session of `version`, through a seeded lossy relay when `relay`;
+/// `play` rounds of gameplay (move_player, level_chunk of 3 KB compressed:
+/// split across datagrams) after the spawn.
+fn session(version: &str, relay: bool, play: u32) {
     let work = Work::new(&format!("bedrock-{version}-{relay}"));
     let port = common::free_port_pair();
     let relayed = relay.then(|| {
@@ -105,6 +107,7 @@ fn session(version: &str, relay: bool) {
     let o = Command::new("node")
         .arg(common::root().join("scripts/bedrock_peers.js"))
         .args(["--version", version, "--port", &port.to_string()])
+        .args(["--play", &play.to_string()])
         .arg("--out")
         .arg(&sent)
         .arg("--keylog")
@@ -148,6 +151,8 @@ fn session(version: &str, relay: bool) {
     assert!(want.len() >= 8, "{version}: {want:?}");
     let encrypted = want.iter().filter(|p| p.4).count();
     assert!(encrypted >= 4, "{version}: the session was encrypted");
+    let chunks = want.iter().filter(|p| p.2 == "level_chunk").count();
+    assert_eq!(chunks, play as usize, "{version}: the gameplay rounds");
 
     // With the key log: every packet, both ways, bytes identical.
     let with_log = game(&pcap, &["--keylog", keylog.to_str().unwrap()]);
@@ -229,7 +234,7 @@ fn bedrock_protocol_sessions_of_three_generations() {
         return;
     }
     for version in ["1.16.201", "1.19.1", "1.26.45"] {
-        session(version, false);
+        session(version, false, 0);
     }
 }
 
@@ -240,7 +245,7 @@ fn bedrock_protocol_through_a_lossy_relay() {
     if !peers_ready() {
         return;
     }
-    session("1.26.45", true);
+    session("1.26.45", true, 10);
 }
 
 /// The bundled sample (no outside tool needed): named to the encryption

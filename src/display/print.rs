@@ -430,8 +430,8 @@ impl GamePrinter {
             match e {
                 GameEvent::Packet(p) if self.json => {
                     let mut j = game::GameJson::new(p, m, self.data_limit);
-                    j.file = self.files.get(file).cloned();
-                    json_line(out, &j)?;
+                    j.file = self.files.get(file).map(String::as_str);
+                    j.write_line(out)?;
                 }
                 GameEvent::Opaque(o) if self.json => {
                     let mut j = game::GameOpaqueJson::new(o, m);

@@ -11,15 +11,18 @@ use crate::bedrock::{GamePacket, Opaque};
 use crate::dissect::Dir;
 use crate::mirror::Message;
 use crate::output::text::Palette;
-use crate::wire::cursor::hex;
+use crate::wire::cursor::hex_extend;
 
-/// A `game` record: one game packet.
+/// A `game` record: one game packet. Its keys up to `encrypted` are this
+/// struct; [`GameJson::write_line`] adds `data` (written as it is encoded,
+/// without a string of its own: it is most of the output), then
+/// `data_truncated` and `fields`.
 #[derive(Serialize)]
 pub struct GameJson<'a> {
     #[serde(rename = "type")]
     pub kind: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub file: Option<String>,
+    pub file: Option<&'a str>,
     pub frame: u64,
     pub ts: f64,
     pub flow: u32,
@@ -33,10 +36,11 @@ pub struct GameJson<'a> {
     pub target_subclient: u8,
     pub len: usize,
     pub encrypted: bool,
-    pub data: String,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(skip)]
+    pub data: &'a [u8],
+    #[serde(skip)]
     pub data_truncated: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip)]
     pub fields: Option<&'a Value>,
 }
 
@@ -63,10 +67,34 @@ impl<'a> GameJson<'a> {
             target_subclient: p.header.target,
             len: p.data.len(),
             encrypted: p.encrypted,
-            data: hex(&p.data[..shown]),
+            data: &p.data[..shown],
             data_truncated: shown < p.data.len(),
             fields: p.fields.as_ref(),
         }
+    }
+
+    /// The record as one NDJSON line.
+    pub fn write_line(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let mut head = serde_json::to_vec(self)?;
+        head.pop(); // its closing brace
+        head.extend_from_slice(b",\"data\":\"");
+        out.write_all(&head)?;
+        // Hex in pieces of 8 KB, straight to `out`.
+        let mut buf = Vec::with_capacity(16 << 10);
+        for piece in self.data.chunks(8 << 10) {
+            buf.clear();
+            hex_extend(&mut buf, piece);
+            out.write_all(&buf)?;
+        }
+        out.write_all(b"\"")?;
+        if self.data_truncated {
+            out.write_all(b",\"data_truncated\":true")?;
+        }
+        if let Some(f) = self.fields {
+            out.write_all(b",\"fields\":")?;
+            serde_json::to_writer(&mut *out, f)?;
+        }
+        out.write_all(b"}\n")
     }
 }
 

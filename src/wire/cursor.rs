@@ -321,15 +321,32 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// Each byte's two lowercase hex digits.
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut t = [[0u8; 2]; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = [DIGITS[i >> 4], DIGITS[i & 15]];
+        i += 1;
+    }
+    t
+};
+
+/// Lowercase hex of `b`, appended to `out`.
+pub fn hex_extend(out: &mut Vec<u8>, b: &[u8]) {
+    let start = out.len();
+    out.resize(start + 2 * b.len(), 0);
+    for (o, &x) in out[start..].chunks_exact_mut(2).zip(b) {
+        o.copy_from_slice(&HEX_PAIRS[usize::from(x)]);
+    }
+}
+
 /// Lowercase hex of `b`.
 pub fn hex(b: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(b.len() * 2);
-    for &x in b {
-        s.push(DIGITS[(x >> 4) as usize] as char);
-        s.push(DIGITS[(x & 15) as usize] as char);
-    }
-    s
+    let mut v = Vec::with_capacity(2 * b.len());
+    hex_extend(&mut v, b);
+    String::from_utf8(v).expect("hex digits are ASCII")
 }
 
 /// Bytes written in hex; spaces and colons between them are allowed.
