@@ -402,3 +402,75 @@ fn stats_count_game_packets_by_name() {
     let text = String::from_utf8(run_bin(&["stats", pcap.to_str().unwrap()]).stdout).unwrap();
     assert!(text.contains("Bedrock game packets, by name"), "{text}");
 }
+
+/// `game -Y` and `-e` over game records: their keys (`game.name`, with or
+/// without the prefix) and the decoded fields (`game.login.display_name`),
+/// each checked against the same records' `--json`.
+#[test]
+fn game_filters_and_exports_the_decoded_fields() {
+    let pcap = common::sample("bedrock-login.pcap");
+    let keylog = common::sample("bedrock-login.keylog");
+    let (p, k) = (pcap.to_str().unwrap(), keylog.to_str().unwrap());
+    let all = game(&pcap, &["--keylog", k]);
+    let want_frames = |pred: &dyn Fn(&Value) -> bool| -> Vec<u64> {
+        all.iter()
+            .filter(|r| pred(r))
+            .map(|r| r["frame"].as_u64().unwrap())
+            .collect()
+    };
+    let frames = |filter: &str| -> Vec<u64> {
+        game(&pcap, &["--keylog", k, "-Y", filter])
+            .iter()
+            .map(|r| r["frame"].as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(
+        frames("game.name == disconnect"),
+        want_frames(&|r| r["name"] == "disconnect")
+    );
+    assert_eq!(frames("game.name == disconnect").len(), 1);
+    assert_eq!(
+        frames("encrypted && dir == s2c"),
+        want_frames(&|r| r["encrypted"] == true && r["dir"] == "s2c")
+    );
+    assert_eq!(
+        frames("game.play_status.status_name == player_spawn"),
+        want_frames(&|r| r["fields"]["status_name"] == "player_spawn")
+    );
+    assert_eq!(frames("game.play_status").len(), 2);
+    assert_eq!(frames("game.login.protocol > 100 && len > 1000").len(), 1);
+    // -e: the fields as columns, absent ones empty.
+    let o = run_bin(&[
+        "game",
+        p,
+        "--keylog",
+        k,
+        "-e",
+        "game.name",
+        "-e",
+        "game.login.display_name",
+        "-e",
+        "fields.status_name",
+        "-Y",
+        "game.login || game.play_status",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "login\tSteve\t\nplay_status\t\tlogin_success\nplay_status\t\tplayer_spawn\n"
+    );
+    // Without a key, the opaque batches by their reason.
+    let o = run_bin(&[
+        "game", p, "-T", "fields", "-e", "type", "-e", "reason", "-Y", "reason",
+    ]);
+    let rows = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(rows.lines().count(), 15, "{rows}");
+    assert!(
+        rows.lines().all(|l| l == "game_opaque\tencrypted"),
+        "{rows}"
+    );
+    // A misspelt packet: exit 4 and the nearest name.
+    let o = run_bin(&["game", p, "-Y", "game.logn.display_name == Steve"]);
+    assert_eq!(o.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("did you mean login"));
+}

@@ -202,6 +202,17 @@ pub fn nearest_protocol(protocol: u32) -> (u32, bool) {
     (n.protocols[i].number, exact)
 }
 
+/// Whether some protocol's table has a packet called `name`.
+pub fn is_packet_name(name: &str) -> bool {
+    all_names().any(|n| n == name)
+}
+
+/// Every name of every table (a name in several tables comes once for
+/// each).
+pub fn all_names() -> impl Iterator<Item = &'static str> {
+    names().tables.iter().flatten().map(|&(_, n)| n)
+}
+
 /// Every known protocol number, ascending.
 pub fn protocols() -> impl Iterator<Item = u32> {
     names().protocols.iter().map(|p| p.number)

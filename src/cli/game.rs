@@ -9,6 +9,7 @@ use super::args::{CaptureArgs, KeyArgs, OutputArgs};
 use super::capture::{drive_messages, file_names, mirror_config, palette};
 use crate::bedrock::{Detect, Game};
 use crate::display::print::GamePrinter;
+use crate::display::RecordType;
 use crate::mirror::Mirror;
 
 #[derive(Args, Debug, Default)]
@@ -17,6 +18,8 @@ pub struct GameArgs {
     pub capture: CaptureArgs,
     #[command(flatten)]
     pub output: OutputArgs,
+    #[command(flatten)]
+    pub display: super::DisplayArgs,
     /// Print the decoded fields of each packet as a tree.
     #[arg(short = 'V', long)]
     pub verbose: bool,
@@ -37,14 +40,20 @@ pub struct GameArgs {
 
 /// `game`: a line (or record) per game packet, in delivery order.
 pub fn run_game(a: &GameArgs, out: &mut impl Write) -> anyhow::Result<u8> {
-    let keys = match a.keys.load() {
-        Ok(k) => k,
-        Err(code) => return Ok(code),
+    let (keys, shown) = match (
+        a.keys.load(),
+        a.display.compile(RecordType::Game, a.output.json),
+    ) {
+        (Ok(k), Ok(s)) => (k, s),
+        (Err(code), _) | (_, Err(code)) => return Ok(code),
     };
     let mut game = Game::new(Detect::forced(a.bedrock), keys);
     let mut mirror = Mirror::new(mirror_config(&a.capture), false);
-    let pal = palette(a.output.color, a.output.json);
-    let mut printer = GamePrinter::new(a.output.json, pal, file_names(&a.capture));
+    let pal = palette(a.output.color, !shown.text());
+    if !a.output.quiet {
+        shown.write_header(out)?;
+    }
+    let mut printer = GamePrinter::new(shown, pal, file_names(&a.capture));
     (printer.verbose, printer.hex, printer.data_limit) = (a.verbose, a.hex, a.data_limit);
     let only = a.capture.flow;
     drive_messages(

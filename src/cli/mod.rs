@@ -46,20 +46,6 @@ fn exit_code(o: crate::peer::run::Outcome) -> u8 {
     }
 }
 
-/// `-Y` help with examples that hold for the command's records.
-fn filter_help(r: RecordType) -> String {
-    let examples: Vec<String> = r
-        .filter_examples()
-        .iter()
-        .map(|e| format!("`{e}`"))
-        .collect();
-    format!(
-        "Display filter over the {} records' fields (`raknet-dissect fields`): {}",
-        r.as_str(),
-        examples.join(", ")
-    )
-}
-
 #[derive(Parser, Debug)]
 #[command(
     name = "raknet-dissect",
@@ -67,7 +53,7 @@ fn filter_help(r: RecordType) -> String {
     about = "Dissect and analyze RakNet traffic (original RakNet and Minecraft Bedrock)",
     args_conflicts_with_subcommands = true,
     disable_version_flag = true,
-    mut_arg("filter", |a| a.help(filter_help(RecordType::Packet))),
+    mut_arg("filter", |a| a.help(RecordType::Packet.filter_help())),
     after_help = crate::output::man::exit_codes_line()
 )]
 pub struct Cli {
@@ -83,16 +69,16 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Print every RakNet packet of a capture (the default command).
-    #[command(mut_arg("filter", |a| a.help(filter_help(RecordType::Packet))))]
+    #[command(mut_arg("filter", |a| a.help(RecordType::Packet.filter_help())))]
     Read(ReadArgs),
     /// The messages each side's application received, in delivery order.
-    #[command(mut_arg("filter", |a| a.help(filter_help(RecordType::Message))))]
+    #[command(mut_arg("filter", |a| a.help(RecordType::Message.filter_help())))]
     Messages(MessagesArgs),
     /// A table of the flows: roles, handshake, counts, loss, resends, RTT.
-    #[command(mut_arg("filter", |a| a.help(filter_help(RecordType::Flow))))]
+    #[command(mut_arg("filter", |a| a.help(RecordType::Flow.filter_help())))]
     Flows(FlowsArgs),
     /// Each connection attempt: a timeline of handshake steps, an outcome and a diagnosis.
-    #[command(mut_arg("filter", |a| a.help(filter_help(RecordType::Handshake))))]
+    #[command(mut_arg("filter", |a| a.help(RecordType::Handshake.filter_help())))]
     Handshake(handshake::HandshakeArgs),
     /// Unconnected ping: latency, server GUID, pong payload (Minecraft MOTD fields).
     Ping(peer::PingArgs),
@@ -105,15 +91,16 @@ pub enum Command {
     /// Replay a captured client's messages against a live server and compare what comes back.
     Replay(replay::ReplayArgs),
     /// Capture live on an interface (root or CAP_NET_RAW): packets as they come, then the flows.
-    #[command(mut_arg("filter", |a| a.help(filter_help(RecordType::Packet))))]
+    #[command(mut_arg("filter", |a| a.help(RecordType::Packet.filter_help())))]
     Live(live::LiveArgs),
     /// Minecraft Bedrock game packets inside the 0xFE messages, decrypted given keys.
+    #[command(mut_arg("filter", |a| a.help(RecordType::Game.filter_help())))]
     Game(game::GameArgs),
     /// Statistics of a capture: message ids, reliabilities, channels, rates per interval.
     Stats(stats::StatsArgs),
     /// Draw each flow as an SVG: throughput each way, RTT, loss and resends over time.
     Plot(plot::PlotArgs),
-    /// List the field names of -Y and -e: the NDJSON keys of packet, message and flow records.
+    /// List the field names of -Y and -e: the NDJSON keys of packet, message, flow, handshake and game records.
     Fields {
         #[command(flatten)]
         output: OutputArgs,

@@ -21,6 +21,8 @@ pub enum RecordType {
     Message,
     Flow,
     Handshake,
+    /// `game` and `game_opaque` records (the `game` command).
+    Game,
 }
 
 impl RecordType {
@@ -30,6 +32,7 @@ impl RecordType {
             RecordType::Message => "message",
             RecordType::Flow => "flow",
             RecordType::Handshake => "handshake",
+            RecordType::Game => "game",
         }
     }
 
@@ -52,7 +55,26 @@ impl RecordType {
                 "state == disconnected_by_client",
             ],
             RecordType::Handshake => &["outcome != connected", "mtu_probes == 1492"],
+            RecordType::Game => &[
+                "game.name == login",
+                "reason == encrypted && dir == s2c",
+                "game.login.display_name == Steve",
+            ],
         }
+    }
+
+    /// `-Y`'s help for the command of these records, with its examples.
+    pub fn filter_help(self) -> String {
+        let examples: Vec<String> = self
+            .filter_examples()
+            .iter()
+            .map(|e| format!("`{e}`"))
+            .collect();
+        format!(
+            "Display filter over the {} records' fields (`raknet-dissect fields`): {}",
+            self.as_str(),
+            examples.join(", ")
+        )
     }
 
     fn bit(self) -> u8 {
@@ -61,15 +83,17 @@ impl RecordType {
             RecordType::Message => MS,
             RecordType::Flow => FL,
             RecordType::Handshake => HS,
+            RecordType::Game => GM,
         }
     }
 
     /// Every record type, in the order `fields` lists them.
-    pub const ALL: [RecordType; 4] = [
+    pub const ALL: [RecordType; 5] = [
         RecordType::Packet,
         RecordType::Message,
         RecordType::Flow,
         RecordType::Handshake,
+        RecordType::Game,
     ];
 }
 
@@ -97,6 +121,10 @@ pub enum Ty {
     Ip,
     /// An object or array: only its presence can be tested.
     Object,
+    /// A decoded game field (`game.login.protocol`), whatever JSON value it
+    /// holds: compared as a number with a number, as a string with a string,
+    /// as a bool with `true` or `false`.
+    Any,
 }
 
 impl Ty {
@@ -111,6 +139,7 @@ impl Ty {
             Ty::Ranges => "ranges",
             Ty::Ip => "ip address",
             Ty::Object => "object",
+            Ty::Any => "any",
         }
     }
 }
@@ -215,6 +244,13 @@ const MS: u8 = 2;
 const FL: u8 = 4;
 /// In `handshake` records.
 const HS: u8 = 8;
+/// In `game` and `game_opaque` records.
+const GM: u8 = 16;
+
+/// A key of `game` records alone, by its path.
+const fn game_key(name: &'static str, ty: Ty, meaning: &'static str) -> FieldDef {
+    def(name, Field::Path(name), ty, GM, meaning)
+}
 
 /// A key of `handshake` records alone, by its path.
 const fn handshake_key(name: &'static str, ty: Ty, meaning: &'static str) -> FieldDef {
@@ -233,21 +269,21 @@ pub static FIELDS: &[FieldDef] = &[
         "type",
         Field::Type,
         Ty::Str,
-        PK | MS | FL | HS,
-        "The record type: \"packet\", \"message\", \"flow\" or \"handshake\".",
+        PK | MS | FL | HS | GM,
+        "The record type: \"packet\", \"message\", \"flow\", \"handshake\", \"game\" or \"game_opaque\".",
     ),
     def(
         "frame",
         Field::Frame,
         Ty::Int,
-        PK | MS,
-        "Frame number in the capture, 1-based (message: the packet that completed delivery).",
+        PK | MS | GM,
+        "Frame number in the capture, 1-based (message, game: the packet that completed delivery).",
     ),
     def(
         "ts",
         Field::Ts,
         Ty::Float,
-        PK | MS | HS,
+        PK | MS | HS | GM,
         "Capture time, seconds since the Unix epoch (handshake: the attempt's start).",
     ),
     def("src", Field::Src, Ty::Str, PK, "Sender, \"ip:port\"."),
@@ -319,15 +355,15 @@ pub static FIELDS: &[FieldDef] = &[
         "flow",
         Field::Flow,
         Ty::Int,
-        PK | MS | FL | HS,
+        PK | MS | FL | HS | GM,
         "Flow id, 1-based in order of first sight.",
     ),
     def(
         "dir",
         Field::Dir,
         Ty::Str,
-        PK | MS,
-        "\"c2s\" or \"s2c\" (message: c2s is received by the server).",
+        PK | MS | GM,
+        "\"c2s\" or \"s2c\" (message, game: c2s is received by the server).",
     ),
     def(
         "kind",
@@ -340,22 +376,22 @@ pub static FIELDS: &[FieldDef] = &[
         "len",
         Field::Len,
         Ty::Int,
-        PK | MS,
-        "Packet: UDP payload bytes. Message: bytes of the whole message.",
+        PK | MS | GM,
+        "Packet: UDP payload bytes. Message: bytes of the whole message. Game: bytes of the game packet, header included (game_opaque: of the batch).",
     ),
     def(
         "id",
         Field::Id,
         Ty::Int,
-        PK | MS,
-        "Message id. Packet: the offline message id, or else each frame's id.",
+        PK | MS | GM,
+        "Message id. Packet: the offline message id, or else each frame's id. Game: the game packet id (10 bits).",
     ),
     def(
         "name",
         Field::Name,
         Ty::Str,
-        PK | MS,
-        "Message name (ID_*). Packet: the offline message's, or else each frame's.",
+        PK | MS | GM,
+        "Message name (ID_*). Packet: the offline message's, or else each frame's. Game: the game packet's (login, play_status, ...).",
     ),
     def(
         "protocol",
@@ -704,16 +740,23 @@ pub static FIELDS: &[FieldDef] = &[
         "data",
         Field::Data,
         Ty::Bytes,
-        MS,
-        "The whole message, id byte included (not cut by --data-limit).",
+        MS | GM,
+        "The whole message, id byte included (game: the decompressed packet, header included); not cut by --data-limit.",
     ),
     def(
         "data_truncated",
         Field::DataTruncated,
         Ty::Bool,
-        MS,
+        MS | GM,
         "Whether --data-limit cut the printed data.",
     ),
+    game_key("batch", Ty::Int, "Game: the batch's index in its direction, 0-based (the 0xFE messages of the flow that way)."),
+    game_key("encrypted", Ty::Bool, "Game: whether the batch was encrypted on the wire."),
+    game_key("sender_subclient", Ty::Int, "Game: the sub-client that sent it (split screen), when not 0."),
+    game_key("target_subclient", Ty::Int, "Game: the sub-client it is for, when not 0."),
+    game_key("fields", Ty::Object, "Game: the fields decoded by hand (docs/json.md). One of them: fields.KEY (fields.display_name), or PACKET.KEY, only in packets named PACKET (game.login.display_name, game.disconnect.message); PACKET alone: packets of that name."),
+    game_key("reason", Ty::Str, "game_opaque: why the batch is not shown: encrypted, decompress or malformed."),
+    game_key("detail", Ty::Str, "game_opaque: the reason in words."),
     def("client", Field::Path("client"), Ty::Str, FL | HS, "The client's address, \"ip:port\" (the side that sent Open Connection Request 1)."),
     def("server", Field::Path("server"), Ty::Str, FL | HS, "The server's address, \"ip:port\"."),
     flow_key("state", Ty::Str, "unconnected, handshake, connected, refused, disconnected_by_client or disconnected_by_server."),
@@ -797,24 +840,83 @@ pub static FIELDS: &[FieldDef] = &[
 
 /// The field called `name` in `record`s; `Err` says why there is none.
 pub fn lookup(name: &str, record: RecordType) -> Result<&'static FieldDef, String> {
+    if record == RecordType::Game {
+        return game_lookup(name);
+    }
     match FIELDS.iter().find(|d| d.name == name) {
         Some(d) if d.in_record(record) => Ok(d),
         Some(_) => Err(format!(
             "field {name:?} is not in {} records",
             record.as_str()
         )),
-        None => {
-            let near = FIELDS
-                .iter()
-                .filter(|d| d.in_record(record))
-                .min_by_key(|d| edit_distance(d.name, name))
-                .filter(|d| edit_distance(d.name, name) <= 2);
-            Err(match near {
-                Some(d) => format!("unknown field {name:?} (did you mean {}?)", d.name),
-                None => format!("unknown field {name:?} (`raknet-dissect fields` lists them)"),
-            })
-        }
+        None => Err(unknown(name, record, std::iter::empty())),
     }
+}
+
+/// Why there is no field `name` in `record`s, with the nearest of their
+/// names and of `more` when one is close.
+fn unknown<'n>(name: &str, record: RecordType, more: impl Iterator<Item = &'n str>) -> String {
+    let near = FIELDS
+        .iter()
+        .filter(|d| d.in_record(record))
+        .map(|d| d.name)
+        .chain(more)
+        .min_by_key(|n| edit_distance(n, name))
+        .filter(|n| edit_distance(n, name) <= 2);
+    match near {
+        Some(n) => format!("unknown field {name:?} (did you mean {n}?)"),
+        None => format!("unknown field {name:?} (`raknet-dissect fields` lists them)"),
+    }
+}
+
+/// A field of game records: its key (`name`, `game.name`: tshark's style),
+/// or a decoded field (`game.login.display_name`).
+fn game_lookup(full: &str) -> Result<&'static FieldDef, String> {
+    let name = full.strip_prefix("game.").unwrap_or(full);
+    match FIELDS.iter().find(|d| d.name == name) {
+        Some(d) if d.in_record(RecordType::Game) => return Ok(d),
+        Some(_) => return Err(format!("field {full:?} is not in game records")),
+        None => {}
+    }
+    if let Some(d) = game_field(name) {
+        return Ok(d);
+    }
+    if name.split('.').any(str::is_empty) {
+        return Err(format!("field {full:?} has an empty name between dots"));
+    }
+    let head = name.split('.').next().unwrap_or(name);
+    let packets = crate::bedrock::names::all_names();
+    Err(if name.contains('.') && head != "fields" {
+        match packets
+            .min_by_key(|n| edit_distance(n, head))
+            .filter(|n| edit_distance(n, head) <= 2)
+        {
+            Some(n) => format!("unknown game packet {head:?} in {full:?} (did you mean {n}?)"),
+            None => format!("unknown game packet {head:?} in {full:?}"),
+        }
+    } else {
+        unknown(name, RecordType::Game, packets).replace(&format!("{name:?}"), &format!("{full:?}"))
+    })
+}
+
+/// A decoded field of game records: `fields.PATH`, `PACKET` or
+/// `PACKET.PATH` with PACKET a game packet name minecraft-data knows. Made
+/// once per name a filter or an export gives (so leaked, as few as those).
+fn game_field(name: &str) -> Option<&'static FieldDef> {
+    let (head, rest) = name.split_once('.').unwrap_or((name, ""));
+    let known = head == "fields" && !rest.is_empty() || crate::bedrock::names::is_packet_name(head);
+    if !known || (name.contains('.') && rest.split('.').any(str::is_empty)) {
+        return None;
+    }
+    let name: &'static str = Box::leak(name.to_string().into_boxed_str());
+    let meaning = "A decoded game field.";
+    Some(Box::leak(Box::new(def(
+        name,
+        Field::Path(name),
+        Ty::Any,
+        GM,
+        meaning,
+    ))))
 }
 
 impl FieldDef {
@@ -1143,6 +1245,72 @@ impl Record for MessageRecord<'_> {
     }
 }
 
+/// A `game` or `game_opaque` record: what the game layer made of a
+/// delivered 0xFE message, one event of it.
+pub struct GameRecord<'a> {
+    pub message: &'a Message,
+    pub event: &'a crate::bedrock::GameEvent,
+    pub data_limit: Option<usize>,
+}
+
+impl Record for GameRecord<'_> {
+    fn visit(&self, field: Field, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
+        use crate::bedrock::GameEvent;
+        let m = self.message;
+        let (p, o) = match self.event {
+            GameEvent::Packet(p) => (Some(p), None),
+            GameEvent::Opaque(o) => (None, Some(o)),
+        };
+        let int = |v: u64, f: &mut dyn FnMut(Value<'_>) -> bool| f(Value::Int(v.into()));
+        match field {
+            Field::Type => f(Value::Str(if p.is_some() { "game" } else { "game_opaque" })),
+            Field::Frame => int(m.frame, f),
+            Field::Ts => f(Value::Float(m.ts.as_secs_f64())),
+            Field::Flow => int(m.flow.into(), f),
+            Field::Dir => f(Value::Str(m.dir.as_str())),
+            Field::Len => int(p.map_or(o.map_or(0, |o| o.len), |p| p.data.len()) as u64, f),
+            Field::Id => p.is_some_and(|p| int(p.header.id.into(), f)),
+            Field::Name => p.and_then(|p| p.name).is_some_and(|n| f(Value::Str(n))),
+            Field::Data => p.is_some_and(|p| f(Value::Bytes(&p.data))),
+            Field::DataTruncated => p
+                .is_some_and(|p| self.data_limit.is_some_and(|n| n < p.data.len()))
+                .then_some(())
+                .is_some_and(|()| f(Value::Bool(true))),
+            Field::Path("batch") => int(p.map_or(o.map_or(0, |o| o.batch), |p| p.batch), f),
+            Field::Path("encrypted") => p.is_some_and(|p| f(Value::Bool(p.encrypted))),
+            Field::Path("sender_subclient") => {
+                p.is_some_and(|p| p.header.sender != 0 && int(p.header.sender.into(), f))
+            }
+            Field::Path("target_subclient") => {
+                p.is_some_and(|p| p.header.target != 0 && int(p.header.target.into(), f))
+            }
+            Field::Path("reason") => o.is_some_and(|o| f(Value::Str(o.reason.as_str()))),
+            Field::Path("detail") => o.is_some_and(|o| f(Value::Str(&o.detail))),
+            Field::Path("fields") => p
+                .and_then(|p| p.fields.as_ref())
+                .is_some_and(|v| f(Value::Object(Obj::Json(v)))),
+            Field::Path(path) => {
+                let Some(p) = p else { return false };
+                let (head, rest) = path.split_once('.').unwrap_or((path, ""));
+                if head != "fields" && p.name != Some(head) {
+                    return false;
+                }
+                match &p.fields {
+                    Some(v) if !rest.is_empty() || head == "fields" => walk(v, rest, false, f),
+                    Some(v) => f(Value::Object(Obj::Json(v))),
+                    // A packet of that name, nothing decoded in it.
+                    None => rest.is_empty() && f(Value::Bool(true)),
+                }
+            }
+            _ => false,
+        }
+    }
+
+    fn time(&self) -> Option<Duration> {
+        Some(self.message.ts)
+    }
+}
+
 /// A record given as its NDJSON value: `flow` records, which are few, so
 /// that building the value first costs nothing that matters and the fields
 /// are by construction what `--json` prints.
@@ -1227,6 +1395,96 @@ mod tests {
         assert!(lookup("chanel", RecordType::Packet)
             .unwrap_err()
             .contains("did you mean channel"));
+    }
+
+    #[test]
+    fn game_records_have_their_keys_and_the_decoded_fields() {
+        use crate::bedrock::batch::Header;
+        use crate::bedrock::{GameEvent, GamePacket};
+        use crate::dissect::Dir;
+        let m = Message {
+            flow: 3,
+            dir: Dir::C2s,
+            frame: 19,
+            ts: Duration::from_millis(1500),
+            data: vec![0xfe],
+            reliability: crate::wire::Reliability(3),
+            channel: Some(0),
+            anomalies: Vec::new(),
+        };
+        let login = GameEvent::Packet(GamePacket {
+            dir: Dir::C2s,
+            batch: 1,
+            header: Header::parse(&[0x01]).unwrap(),
+            name: Some("login"),
+            data: vec![0x01, 0, 0, 0x08, 0x79],
+            encrypted: false,
+            fields: Some(
+                serde_json::json!({"protocol": 2169, "display_name": "Steve",
+                "chain": {"verifies": true}}),
+            ),
+        });
+        let values = |e: &GameEvent, name: &str| {
+            let d = lookup(name, RecordType::Game).unwrap();
+            let r = GameRecord {
+                message: &m,
+                event: e,
+                data_limit: Some(2),
+            };
+            let mut seen = Vec::new();
+            r.visit(d.field, &mut |v| {
+                seen.push(match v {
+                    Value::Int(i) => i.to_string(),
+                    Value::Str(s) => s.to_string(),
+                    Value::Bool(b) => b.to_string(),
+                    Value::Bytes(b) => format!("{} bytes", b.len()),
+                    Value::Object(o) => o.to_json(),
+                    other => format!("{other:?}"),
+                });
+                false
+            });
+            seen.join(",")
+        };
+        assert_eq!(values(&login, "type"), "game");
+        assert_eq!(values(&login, "game.name"), "login");
+        assert_eq!(values(&login, "name"), "login");
+        assert_eq!(values(&login, "game.id"), "1");
+        assert_eq!(values(&login, "game.len"), "5");
+        assert_eq!(values(&login, "data"), "5 bytes");
+        assert_eq!(values(&login, "data_truncated"), "true");
+        assert_eq!(values(&login, "batch"), "1");
+        assert_eq!(values(&login, "encrypted"), "false");
+        assert_eq!(values(&login, "game.login.display_name"), "Steve");
+        assert_eq!(values(&login, "fields.protocol"), "2169");
+        assert_eq!(values(&login, "login.chain.verifies"), "true");
+        assert_eq!(values(&login, "game.disconnect.message"), "");
+        assert!(values(&login, "game.login").contains("\"display_name\":\"Steve\""));
+        assert_eq!(values(&login, "reason"), "");
+        let opaque = GameEvent::Opaque(crate::bedrock::Opaque {
+            dir: Dir::S2c,
+            batch: 4,
+            len: 99,
+            reason: crate::bedrock::OpaqueReason::Encrypted,
+            detail: "no key".into(),
+        });
+        assert_eq!(values(&opaque, "type"), "game_opaque");
+        assert_eq!(values(&opaque, "reason"), "encrypted");
+        assert_eq!(values(&opaque, "len"), "99");
+        assert_eq!(values(&opaque, "batch"), "4");
+        assert_eq!(values(&opaque, "name"), "");
+        // Names that are not fields of game records, and why.
+        let err = |n: &str| lookup(n, RecordType::Game).unwrap_err();
+        assert!(
+            err("game.logn").contains("did you mean login"),
+            "{}",
+            err("game.logn")
+        );
+        assert!(err("game.nme").contains("did you mean name"));
+        assert!(err("lgin.display_name").contains("unknown game packet \"lgin\""));
+        assert!(err("game.login..x").contains("empty name"));
+        assert!(err("seq").contains("not in game records"));
+        // Game fields are only in game records.
+        assert!(lookup("game.login.display_name", RecordType::Message).is_err());
     }
 
     #[test]

@@ -70,6 +70,9 @@ enum Lit {
     Ip(IpAddr),
     /// A network, `10.0.0.0/8`: the address and the prefix length.
     Net(IpAddr, u8),
+    /// For a field of any JSON value: the number the token spells, if it
+    /// spells one, and its text.
+    Json(Option<Box<Lit>>, String),
 }
 
 /// An item of an `in` set.
@@ -238,6 +241,9 @@ fn compare(v: &Value<'_>, op: Op, lit: &Lit) -> bool {
         // Addresses of one family only: 127.0.0.1 is not ::ffff:127.0.0.1.
         (Value::Ip(a), Lit::Ip(b)) if a.is_ipv4() == b.is_ipv4() => order(*a, op, *b),
         (Value::Ip(a), Lit::Net(n, len)) => op == Op::Eq && in_network(*a, *n, *len),
+        (Value::Int(_) | Value::Float(_), Lit::Json(Some(n), _)) => compare(v, op, n),
+        (Value::Str(_), Lit::Json(_, t)) => compare(v, op, &Lit::Str(t.clone())),
+        (Value::Bool(b), Lit::Json(_, t)) => op == Op::Eq && t == if *b { "true" } else { "false" },
         _ => false,
     }
 }
@@ -623,8 +629,10 @@ impl Parser {
             let ends = match def.ty {
                 Ty::Ranges => literal(def.ty, Op::Eq, lo)
                     .and_then(|lo| Ok((lo, literal(def.ty, Op::Eq, hi)?))),
-                Ty::Int | Ty::Float | Ty::Str | Ty::Guid | Ty::Ip => literal(def.ty, Op::Le, lo)
-                    .and_then(|lo| Ok((lo, literal(def.ty, Op::Le, hi)?))),
+                Ty::Int | Ty::Float | Ty::Str | Ty::Guid | Ty::Ip | Ty::Any => {
+                    literal(def.ty, Op::Le, lo)
+                        .and_then(|lo| Ok((lo, literal(def.ty, Op::Le, hi)?)))
+                }
                 _ => Err(format!(
                     "{{field}} is {}: a set of it takes values, not ranges",
                     def.ty.as_str()
@@ -664,7 +672,7 @@ fn split_ranges(w: &str, column: usize, out: &mut Vec<(Option<Tok>, usize)>) {
 
 /// The regular expression of `field matches TOKEN`.
 fn pattern(ty: Ty, tok: &Tok) -> Result<Pattern, String> {
-    if !matches!(ty, Ty::Str | Ty::Bytes) {
+    if !matches!(ty, Ty::Str | Ty::Bytes | Ty::Any) {
         return Err("operator matches needs a string or bytes field".into());
     }
     let Tok::Str(text) = tok else {
@@ -832,6 +840,13 @@ fn literal(ty: Ty, op: Op, tok: &Tok) -> Result<Lit, String> {
                 },
             }
         }
+        Ty::Any => Ok(Lit::Json(
+            match tok {
+                Tok::Number(w) => parse_number(w).map(Box::new),
+                _ => None,
+            },
+            text.to_string(),
+        )),
         Ty::Object => Err(format!(
             "operator {}: {{field}} can only be tested for presence",
             op_str(op)
@@ -842,6 +857,34 @@ fn literal(ty: Ty, op: Op, tok: &Tok) -> Result<Lit, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Decoded game fields hold any JSON value: a number compares as a
+    /// number, a string as a string, a bool with true or false.
+    #[test]
+    fn game_fields_compare_by_the_value_they_hold() {
+        let rec = Fake(vec![
+            (Field::Path("login.protocol"), Value::Int(2169)),
+            (Field::Path("login.display_name"), Value::Str("Steve")),
+            (Field::Path("login.xuid"), Value::Str("2535")),
+            (Field::Path("login.chain_verifies"), Value::Bool(true)),
+        ]);
+        let on = |t: &str| {
+            DisplayFilter::parse(t, RecordType::Game)
+                .unwrap_or_else(|e| panic!("{t}: {e}"))
+                .matches(&rec)
+        };
+        assert!(on("game.login.protocol == 2169 && login.protocol > 900"));
+        assert!(on("login.protocol in {100..3000}"));
+        assert!(!on("login.protocol == Steve"));
+        assert!(on(
+            "game.login.display_name == Steve && login.display_name contains tev"
+        ));
+        assert!(on("login.display_name matches \"^st\""));
+        assert!(on("login.xuid == 2535 && login.xuid == \"2535\""));
+        assert!(on("login.chain_verifies == true && login.chain_verifies"));
+        assert!(!on("login.chain_verifies == false"));
+        assert!(!on("disconnect.message"));
+    }
 
     #[test]
     fn help_examples_parse_for_their_records() {

@@ -391,9 +391,10 @@ impl MessagePrinter {
     }
 }
 
-/// Game packet lines (with `-V` trees and `-x` dumps) or records.
+/// Game packet lines (with `-V` trees and `-x` dumps), records or field
+/// export rows, as the filter chooses.
 pub struct GamePrinter {
-    pub json: bool,
+    pub shown: Shown,
     pub verbose: bool,
     pub hex: bool,
     /// Bytes of each packet's `data` in records (`--data-limit`).
@@ -404,9 +405,9 @@ pub struct GamePrinter {
 }
 
 impl GamePrinter {
-    pub fn new(json: bool, pal: Palette, files: Vec<String>) -> Self {
+    pub fn new(shown: Shown, pal: Palette, files: Vec<String>) -> Self {
         GamePrinter {
-            json,
+            shown,
             verbose: false,
             hex: false,
             data_limit: None,
@@ -427,13 +428,32 @@ impl GamePrinter {
         use crate::bedrock::GameEvent;
         use crate::output::game;
         for e in events {
+            let record = super::fields::GameRecord {
+                message: m,
+                event: e,
+                data_limit: self.data_limit,
+            };
+            let record = Since {
+                record: &record,
+                start: since,
+            };
+            if !self.shown.wants(&record) {
+                continue;
+            }
+            if let Some(x) = &self.shown.export {
+                let mut row = String::new();
+                x.push_row(&record, &mut row);
+                out.write_all(row.as_bytes())?;
+                continue;
+            }
+            let json = self.shown.json;
             match e {
-                GameEvent::Packet(p) if self.json => {
+                GameEvent::Packet(p) if json => {
                     let mut j = game::GameJson::new(p, m, self.data_limit);
                     j.file = self.files.get(file).map(String::as_str);
                     j.write_line(out)?;
                 }
-                GameEvent::Opaque(o) if self.json => {
+                GameEvent::Opaque(o) if json => {
                     let mut j = game::GameOpaqueJson::new(o, m);
                     j.file = self.files.get(file).cloned();
                     json_line(out, &j)?;
