@@ -474,3 +474,63 @@ fn game_filters_and_exports_the_decoded_fields() {
     assert_eq!(o.status.code(), Some(4));
     assert!(String::from_utf8_lossy(&o.stderr).contains("did you mean login"));
 }
+
+/// `flows` on a Bedrock flow: the game version and protocol, the player,
+/// the compression and whether the encryption was opened, in the table and
+/// under the `game` key of its record.
+#[test]
+fn flows_say_the_game_session() {
+    let pcap = common::sample("bedrock-login.pcap");
+    let keylog = common::sample("bedrock-login.keylog");
+    let (p, k) = (pcap.to_str().unwrap(), keylog.to_str().unwrap());
+    let record = |extra: &[&str]| -> Value {
+        let mut args = vec!["flows", p, "--json"];
+        args.extend_from_slice(extra);
+        let o = run_bin(&args);
+        assert!(o.status.success(), "{o:?}");
+        serde_json::from_slice(&o.stdout).expect("one flow record")
+    };
+    let bare = record(&[]);
+    let g = &bare["game"];
+    assert_eq!(g["version"], "1.26.45");
+    assert_eq!(g["protocol"], 2169);
+    assert_eq!(g["player"], "Steve");
+    assert_eq!(g["compression"], "deflate");
+    assert_eq!(g["encryption"], "encrypted");
+    // The packets up to the encryption, then the batches not shown (the
+    // counts of `stats`).
+    assert_eq!(g["packets"], serde_json::json!({"c2s": 2, "s2c": 2}));
+    assert_eq!(g["opaque"], serde_json::json!({"c2s": 8, "s2c": 7}));
+    let opened = record(&["--keylog", k]);
+    assert_eq!(opened["game"]["encryption"], "decrypted");
+    assert_eq!(
+        opened["game"]["opaque"],
+        serde_json::json!({"c2s": 0, "s2c": 0})
+    );
+    let n = opened["game"]["packets"]["c2s"].as_u64().unwrap()
+        + opened["game"]["packets"]["s2c"].as_u64().unwrap();
+    assert_eq!(n, game(&pcap, &["--keylog", k]).len() as u64);
+    // The rest of the record is the RakNet flow's, key or not.
+    let strip = |mut v: Value| {
+        v.as_object_mut().unwrap().remove("game");
+        v
+    };
+    assert_eq!(strip(bare), strip(opened));
+    let table = String::from_utf8(run_bin(&["flows", p]).stdout).unwrap();
+    assert!(table.contains("Bedrock 1.26.45 (2169)"), "{table}");
+    assert!(table.contains("deflate, encrypted"), "{table}");
+    // -Y over the game key.
+    let o = run_bin(&[
+        "flows",
+        p,
+        "-Y",
+        "game.player == Steve",
+        "-e",
+        "game.encryption",
+    ]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "encrypted\n");
+    // A RakNet flow has none.
+    let raknet = common::sample("handshake.pcap");
+    let o = run_bin(&["flows", raknet.to_str().unwrap(), "--json"]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("\"game\""));
+}

@@ -98,7 +98,7 @@ impl Stats {
             last_interval: 0,
             total: Both::default(),
             game: Default::default(),
-            game_layer: crate::bedrock::Game::new(
+            game_layer: crate::bedrock::Game::counting(
                 crate::bedrock::Detect::Auto,
                 crate::bedrock::Keys::default(),
             ),

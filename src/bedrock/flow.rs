@@ -166,10 +166,15 @@ pub struct LoginProgress {
 }
 
 impl GameFlow {
-    pub fn new(raknet_protocol: Option<u8>, keys: Arc<Keys>) -> Self {
+    /// `signatures`: check the login's signatures (see
+    /// [`Learned::unchecked`]).
+    pub fn new(raknet_protocol: Option<u8>, keys: Arc<Keys>, signatures: bool) -> Self {
         GameFlow {
             raknet_protocol,
-            learned: Learned::default(),
+            learned: Learned {
+                unchecked: !signatures,
+                ..Learned::default()
+            },
             negotiated: None,
             settings: false,
             sides: [Side::new(), Side::new()],
@@ -526,6 +531,71 @@ impl GameFlow {
     pub fn opaque_batches(&self) -> [u64; 2] {
         [self.sides[0].opaque, self.sides[1].opaque]
     }
+
+    /// What `flows` says of this game session.
+    pub fn summary(&self) -> GameSummary {
+        let both = |v: [u64; 2]| PerDir {
+            c2s: v[0],
+            s2c: v[1],
+        };
+        GameSummary {
+            protocol: self.protocol(),
+            version: self.game_version().map(str::to_string),
+            player: self.player().map(str::to_string),
+            compression: self.compression().as_str(),
+            encryption: self.encryption().as_str(),
+            packets: both(self.packets),
+            opaque: both(self.opaque_batches()),
+        }
+    }
+}
+
+/// A count each way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct PerDir {
+    pub c2s: u64,
+    pub s2c: u64,
+}
+
+/// A game session in a line: what `flows` shows (the `game` key of `flow`
+/// records).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct GameSummary {
+    /// The game protocol (RequestNetworkSettings or Login).
+    pub protocol: Option<u32>,
+    /// The game version of the Login's client data.
+    pub version: Option<String>,
+    /// The player's name.
+    pub player: Option<String>,
+    /// none, deflate, zlib or snappy.
+    pub compression: &'static str,
+    /// none, encrypted (not decrypted, or not all of it) or decrypted.
+    pub encryption: &'static str,
+    /// Game packets delivered each way.
+    pub packets: PerDir,
+    /// Batches not shown each way because of the encryption.
+    pub opaque: PerDir,
+}
+
+impl GameSummary {
+    /// `Bedrock 1.26.45 (924)`, the player, and the encryption, on three
+    /// lines, for the tables.
+    pub fn lines(&self) -> String {
+        let mut s = String::from("Bedrock");
+        if let Some(v) = &self.version {
+            s.push(' ');
+            s.push_str(v);
+        }
+        if let Some(p) = self.protocol {
+            s.push_str(&format!(" ({p})"));
+        }
+        if let Some(p) = &self.player {
+            s.push('\n');
+            s.push_str(p);
+        }
+        s.push_str(&format!("\n{}, {}", self.compression, self.encryption));
+        s
+    }
 }
 
 #[cfg(test)]
@@ -630,7 +700,7 @@ mod tests {
     }
 
     fn run(keys: Keys, msgs: &[(Dir, Vec<u8>)]) -> (GameFlow, Vec<GameEvent>) {
-        let mut f = GameFlow::new(Some(11), Arc::new(keys));
+        let mut f = GameFlow::new(Some(11), Arc::new(keys), true);
         let mut out = Vec::new();
         for (dir, m) in msgs {
             out.extend(f.message(*dir, m));
@@ -739,11 +809,11 @@ mod tests {
         let mut m = vec![GAME_MESSAGE];
         m.extend(deflate(&body));
         assert!(GameFlow::looks_like_login(&m));
-        let mut f = GameFlow::new(Some(10), Arc::new(Keys::default()));
+        let mut f = GameFlow::new(Some(10), Arc::new(Keys::default()), true);
         assert_eq!(names(&f.message(Dir::C2s, &m)), ["login"]);
         assert_eq!(f.compression(), Compression::Deflate);
         // 1.19.30 to 1.20.51: no algorithm byte; small batches raw.
-        let mut f = GameFlow::new(Some(11), Arc::new(Keys::default()));
+        let mut f = GameFlow::new(Some(11), Arc::new(Keys::default()), true);
         let mut settings = 256u16.to_le_bytes().to_vec();
         settings.extend([0, 0, 0, 0, 0, 0, 0, 0]);
         f.message(
@@ -773,7 +843,7 @@ mod tests {
             if keyed {
                 keys.add_key_log(&format!("BEDROCK_KEY {}", "09".repeat(32)));
             }
-            let mut f = GameFlow::new(Some(11), Arc::new(keys));
+            let mut f = GameFlow::new(Some(11), Arc::new(keys), true);
             for (i, (dir, m)) in session([9u8; 32]).into_iter().take(4).enumerate() {
                 let _ = (i, f.message(dir, &m));
             }

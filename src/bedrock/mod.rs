@@ -25,7 +25,10 @@ use crate::mirror::Message;
 use crate::wire::Offline;
 
 pub use crypto::Keys;
-pub use flow::{event_names, GameEvent, GameFlow, GamePacket, Opaque, OpaqueReason, GAME_MESSAGE};
+pub use flow::{
+    event_names, GameEvent, GameFlow, GamePacket, GameSummary, Opaque, OpaqueReason, PerDir,
+    GAME_MESSAGE,
+};
 
 /// Flows with a game layer followed at once; past it, later flows' 0xFE
 /// messages stay RakNet messages (and [`Game::untracked`] counts them).
@@ -67,6 +70,9 @@ pub struct Game {
     servers: HashMap<std::net::SocketAddr, (u32, String)>,
     /// 0xFE messages of flows past [`MAX_GAME_FLOWS`].
     pub untracked: u64,
+    /// Check the logins' signatures (on by default): off for the commands
+    /// that only name and count packets.
+    pub signatures: bool,
 }
 
 impl Game {
@@ -79,6 +85,16 @@ impl Game {
             not_game: Default::default(),
             servers: HashMap::new(),
             untracked: 0,
+            signatures: true,
+        }
+    }
+
+    /// A game layer for naming and counting packets: the logins'
+    /// signatures unchecked.
+    pub fn counting(detect: Detect, keys: Keys) -> Self {
+        Game {
+            signatures: false,
+            ..Game::new(detect, keys)
         }
     }
 
@@ -133,8 +149,10 @@ impl Game {
                 self.untracked += 1;
                 return None;
             }
-            self.flows
-                .insert(m.flow, GameFlow::new(raknet, Arc::clone(&self.keys)));
+            self.flows.insert(
+                m.flow,
+                GameFlow::new(raknet, Arc::clone(&self.keys), self.signatures),
+            );
         }
         let f = self.flows.get_mut(&m.flow)?;
         Some(f.message(m.dir, &m.data))
@@ -143,6 +161,14 @@ impl Game {
     /// A flow's game layer, if it has one.
     pub fn flow(&self, id: u32) -> Option<&GameFlow> {
         self.flows.get(&id)
+    }
+
+    /// Flow `id` ended: what its game layer saw, and its state forgotten
+    /// (a flow id is never used again).
+    pub fn close(&mut self, id: u32) -> Option<GameSummary> {
+        self.hints.remove(&id);
+        self.not_game.remove(&id);
+        self.flows.remove(&id).map(|f| f.summary())
     }
 
     /// Where flow `id`'s game login got, in words, when it has a game

@@ -6,7 +6,6 @@
 //! that prints records of a capture.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
@@ -241,23 +240,8 @@ pub fn parse_decode_as(s: &str) -> Result<u16, String> {
     crate::dissect::parse_decode_as(s)
 }
 
-/// A message id: decimal or 0x hex.
-pub fn parse_id(s: &str) -> Result<u8, String> {
-    let v = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(h) => u8::from_str_radix(h, 16),
-        None => s.parse::<u8>(),
-    };
-    v.map_err(|_| format!("{s:?} is not a message id (0-255 or 0x00-0xff)"))
-}
-
-/// Seconds on the command line: finite, 0 to a million (about 11 days).
-pub fn parse_seconds(s: &str) -> Result<Duration, String> {
-    s.parse::<f64>()
-        .ok()
-        .filter(|v| (0.0..=1e6).contains(v))
-        .map(Duration::from_secs_f64)
-        .ok_or_else(|| format!("{s:?} is not a number of seconds from 0 to 1000000"))
-}
+pub use crate::output::text::parse_seconds;
+pub use crate::wire::ids::parse_id;
 
 /// Bytes in hex ([`crate::wire::cursor::parse_hex`]).
 pub fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
@@ -272,17 +256,4 @@ pub fn parse_reliability(s: &str) -> Result<Reliability, String> {
 /// A server address: `HOST:PORT`, `[V6]:PORT`, or a host alone (port 19132).
 pub fn parse_target(s: &str) -> Result<std::net::SocketAddr, String> {
     crate::peer::run::resolve(s)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn seconds_never_panic_on_odd_input() {
-        assert_eq!(parse_seconds("0.5"), Ok(Duration::from_millis(500)));
-        for bad in ["inf", "NaN", "-1", "1e300", "x"] {
-            assert!(parse_seconds(bad).is_err(), "{bad}");
-        }
-    }
 }

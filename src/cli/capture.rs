@@ -90,6 +90,8 @@ pub struct FlowsArgs {
     /// Every column of the table (the default fits 100 columns; --json has every figure).
     #[arg(long)]
     pub wide: bool,
+    #[command(flatten)]
+    pub keys: super::args::KeyArgs,
 }
 
 impl DisplayArgs {
@@ -239,7 +241,7 @@ pub fn run_read(args: &ReadArgs, out: &mut impl Write) -> anyhow::Result<u8> {
                     ..args.output.clone()
                 },
                 display: args.display.clone(),
-                wide: false,
+                ..FlowsArgs::default()
             };
             run_flows(&flows, out)
         }
@@ -359,7 +361,7 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
     let mut printer = MessagePrinter::new(shown, pal, time, file_names(&args.capture));
     printer.data_limit = args.data_limit;
     // Bedrock flows' 0xFE messages are named by the game packets inside.
-    let mut game = Game::new(Detect::Auto, Keys::default());
+    let mut game = Game::counting(Detect::Auto, Keys::default());
     drive_messages(
         &args.capture,
         &mut mirror,
@@ -431,38 +433,42 @@ pub fn print_fields(o: &OutputArgs, out: &mut impl Write) -> anyhow::Result<u8> 
 /// `flows`: a row per flow, or a `flow` record per flow as it ends (evicted
 /// while reading, or at the end of the capture).
 pub fn run_flows(args: &FlowsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
-    let mut cfg = mirror_config(&args.capture);
-    // The table needs counts and findings, not the messages' bytes.
-    cfg.receive.keep_data = false;
-    cfg.messages = false;
-    let mut mirror = Mirror::new(cfg, true);
-    let shown = match args.display.compile(RecordType::Flow, args.output.json) {
-        Ok(s) => s,
-        Err(code) => return Ok(code),
+    // The messages, for the game layer of Bedrock flows.
+    let mut mirror = Mirror::new(mirror_config(&args.capture), true);
+    let (shown, keys) = match (
+        args.display.compile(RecordType::Flow, args.output.json),
+        args.keys.load(),
+    ) {
+        (Ok(s), Ok(k)) => (s, k),
+        (Err(code), _) | (_, Err(code)) => return Ok(code),
     };
     let quiet = args.output.quiet;
     if let Some(x) = shown.export.as_ref().filter(|_| !quiet) {
         out.write_all(x.header().as_bytes())?;
     }
     let mut printer = FlowPrinter::new(shown);
-    let mut take = |closed: &mut Vec<FlowMirror>, out: &mut dyn Write| -> anyhow::Result<()> {
-        for f in closed.drain(..) {
+    let mut game = Game::counting(Detect::Auto, keys);
+    let mut take = |obs: &mut Observation, game: &mut Game, out: &mut dyn Write| {
+        obs.messages.iter().for_each(|m| drop(game.message(m)));
+        for f in obs.closed.drain(..) {
+            let g = game.close(f.id);
             if !quiet && args.capture.flow.is_none_or(|n| n == f.id) {
-                printer.flow(f, out)?;
+                printer.flow(f, g, out)?;
             }
         }
-        Ok(())
+        anyhow::Ok(())
     };
     let code = drive(
         &args.capture.printing_at_end(),
         &mut mirror,
         out,
-        |_, obs, _, out| {
-            take(&mut obs.closed, out)?;
+        |p, obs, _, out| {
+            game.packet(p);
+            take(obs, &mut game, out)?;
             Ok(Next::Continue)
         },
     )?;
-    take(&mut mirror.finish().closed, out)?;
+    take(&mut mirror.finish(), &mut game, out)?;
     // No table at all when the capture could not be read or --flow was wrong.
     let failed = code == EXIT_USAGE || (code == EXIT_BAD_FILE && printer.rows.is_empty());
     if printer.shown.text() && !quiet && !failed {

@@ -41,7 +41,7 @@ pub fn run_handshake(args: &HandshakeArgs, out: &mut impl Write) -> anyhow::Resu
         Ok(k) => k,
         Err(code) => return Ok(code),
     };
-    let mut game = Game::new(Detect::Auto, keys);
+    let mut game = Game::counting(Detect::Auto, keys);
     let code = drive_items(
         None,
         &args.capture.printing_at_end(),

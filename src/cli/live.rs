@@ -140,7 +140,7 @@ pub fn run_live(a: &LiveArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         });
         flows.sort_by_key(|f| f.id);
         for f in flows {
-            printer.flow(f, out)?;
+            printer.flow(f, None, out)?;
         }
         if !json && !printer.rows.is_empty() {
             printer.table(a.wide, terminal_width(), out)?;

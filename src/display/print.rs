@@ -8,6 +8,7 @@ use std::io::{self, Write};
 use std::time::Duration;
 
 use super::{DisplayFilter, FieldExport, JsonRecord, MessageRecord, Record, RecordType, Since};
+use crate::bedrock::GameSummary;
 use crate::dissect::{Anomaly, IcmpNote, Packet};
 use crate::mirror::{FlowMirror, Message};
 use crate::output::json::{EndJson, FlowJson, IcmpJson, MessageJson, PacketJson};
@@ -485,8 +486,9 @@ pub const MAX_TABLE_ROWS: usize = 10_000;
 /// Flow records or rows, as flows end; the table of those kept at the end.
 pub struct FlowPrinter {
     pub shown: Shown,
-    /// The flows kept for the table (at most [`MAX_TABLE_ROWS`]).
-    pub rows: Vec<FlowMirror>,
+    /// The flows kept for the table (at most [`MAX_TABLE_ROWS`]), with
+    /// their game sessions.
+    pub rows: Vec<(FlowMirror, Option<GameSummary>)>,
     /// Flows past [`MAX_TABLE_ROWS`], said under the table.
     pub omitted: usize,
     row: String,
@@ -502,11 +504,22 @@ impl FlowPrinter {
         }
     }
 
-    /// Flow `f` ended: a row, a record, or kept for the table.
-    pub fn flow(&mut self, f: FlowMirror, out: &mut dyn Write) -> io::Result<()> {
+    /// Flow `f` ended (with `game`, its game session when it is Bedrock):
+    /// a row, a record, or kept for the table.
+    pub fn flow(
+        &mut self,
+        f: FlowMirror,
+        game: Option<GameSummary>,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
+        let json = || {
+            let mut j = FlowJson::new(&f);
+            j.game = game.clone();
+            j
+        };
         // A filter or an export reads the record itself.
         if self.shown.filter.is_some() || self.shown.export.is_some() {
-            let record = JsonRecord(serde_json::to_value(FlowJson::new(&f))?);
+            let record = JsonRecord(serde_json::to_value(json())?);
             if !self.shown.wants(&record) {
                 return Ok(());
             }
@@ -517,10 +530,10 @@ impl FlowPrinter {
             }
         }
         if self.shown.json {
-            json_line(out, &FlowJson::new(&f))
+            json_line(out, &json())
         } else {
             if self.rows.len() < MAX_TABLE_ROWS {
-                self.rows.push(f);
+                self.rows.push((f, game));
             } else {
                 self.omitted += 1;
             }
@@ -531,8 +544,8 @@ impl FlowPrinter {
     /// The table of the flows kept, in id order: narrow (fits 100 columns)
     /// or `wide`, `width` columns at most.
     pub fn table(&mut self, wide: bool, width: Option<u16>, out: &mut dyn Write) -> io::Result<()> {
-        self.rows.sort_by_key(|f| f.id);
-        let refs: Vec<&FlowMirror> = self.rows.iter().collect();
+        self.rows.sort_by_key(|(f, _)| f.id);
+        let refs: Vec<_> = self.rows.iter().map(|(f, g)| (f, g.as_ref())).collect();
         let t = if wide {
             table::flows_table(&refs, width)
         } else {

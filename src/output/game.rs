@@ -291,7 +291,31 @@ mod tests {
             line(&p, &m, Duration::from_millis(500), pal),
             "    40    1.000000   1 s2c #3 play_status (0x02) len=5 encrypted status_name=\"failed_client\""
         );
-        let j = serde_json::to_value(GameJson::new(&p, &m, Some(2))).unwrap();
+        let mut line = Vec::new();
+        GameJson::new(&p, &m, Some(2))
+            .write_line(&mut line)
+            .unwrap();
+        assert_eq!(line.last(), Some(&b'\n'));
+        let j: serde_json::Value = serde_json::from_slice(&line).unwrap();
+        // The keys in the documented order.
+        let text = String::from_utf8(line.clone()).unwrap();
+        let at = |k: &str| text.find(&format!("\"{k}\":")).unwrap();
+        let order = [
+            "type",
+            "frame",
+            "ts",
+            "flow",
+            "dir",
+            "batch",
+            "id",
+            "name",
+            "len",
+            "encrypted",
+            "data",
+            "data_truncated",
+            "fields",
+        ];
+        assert!(order.windows(2).all(|w| at(w[0]) < at(w[1])), "{text}");
         assert_eq!(j["data"], "0200");
         assert_eq!(j["data_truncated"], true);
         assert_eq!(j["fields"]["status"], 1);

@@ -374,6 +374,9 @@ pub struct FlowJson {
     pub c2s: DirJson,
     pub s2c: DirJson,
     pub rtt_ms: Option<RttJson>,
+    /// A Bedrock flow's game session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub game: Option<crate::bedrock::GameSummary>,
 }
 
 impl FlowJson {
@@ -400,6 +403,7 @@ impl FlowJson {
                 max: micro(max),
                 samples,
             }),
+            game: None,
         }
     }
 }

@@ -3,6 +3,7 @@
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{CellAlignment, ContentArrangement, Table};
 
+use crate::bedrock::GameSummary;
 use crate::dissect::Dir;
 use crate::mirror::{DirStats, FlowMirror};
 
@@ -35,9 +36,10 @@ fn sized(width: Option<u16>) -> Table {
 }
 
 /// The table of `flows`, sized to `width` columns when given (a terminal).
-pub fn flows_table(flows: &[&FlowMirror], width: Option<u16>) -> String {
+pub fn flows_table(flows: &[(&FlowMirror, Option<&GameSummary>)], width: Option<u16>) -> String {
+    let bedrock = flows.iter().any(|(_, g)| g.is_some());
     let mut t = sized(width);
-    t.set_header(vec![
+    let mut header = vec![
         "flow",
         "client / guid",
         "server / guid",
@@ -56,8 +58,12 @@ pub fn flows_table(flows: &[&FlowMirror], width: Option<u16>) -> String {
         "messages",
         "splits",
         "anomalies",
-    ]);
-    for f in flows {
+    ];
+    if bedrock {
+        header.push("game");
+    }
+    t.set_header(header);
+    for &(f, game) in flows {
         let rtt = match f.rtt_ms() {
             Some((min, med, max, _)) => format!("{min:.1} / {med:.1} / {max:.1}"),
             None => "-".to_string(),
@@ -85,6 +91,10 @@ pub fn flows_table(flows: &[&FlowMirror], width: Option<u16>) -> String {
             pair(f, |s| s.splits),
             pair(f, |s| s.anomalies),
         ]);
+        if bedrock {
+            let row = t.row_mut(t.row_count() - 1).expect("the row just added");
+            row.add_cell(game.map_or("-".into(), GameSummary::lines).into());
+        }
     }
     for i in [0, 3, 4, 6] {
         if let Some(c) = t.column_mut(i) {
@@ -119,7 +129,10 @@ pub fn counts_table(
 /// The `flows` table in at most about 100 columns (IPv4 endpoints): the
 /// endpoints on two lines, per-direction counts as `c2s/s2c`, the median
 /// RTT; [`flows_table`] has every column (`--wide`), `--json` every figure.
-pub fn flows_table_narrow(flows: &[&FlowMirror], width: Option<u16>) -> String {
+pub fn flows_table_narrow(
+    flows: &[(&FlowMirror, Option<&GameSummary>)],
+    width: Option<u16>,
+) -> String {
     let mut t = sized(width);
     // No inner vertical rules: ten columns of figures fit 100 columns.
     t.load_preset(comfy_table::presets::UTF8_HORIZONTAL_ONLY);
@@ -137,14 +150,19 @@ pub fn flows_table_narrow(flows: &[&FlowMirror], width: Option<u16>) -> String {
     let pair = |f: &FlowMirror, get: &dyn Fn(&DirStats) -> u64| {
         format!("{}/{}", get(f.stats(Dir::C2s)), get(f.stats(Dir::S2c)))
     };
-    for f in flows {
+    for &(f, game) in flows {
+        let mut state = match f.sessions {
+            0 | 1 => f.state.as_str().to_string(),
+            n => format!("{}\n{n} sessions", f.state.as_str()),
+        };
+        // A Bedrock session under the RakNet state.
+        if let Some(g) = game {
+            state = format!("{state}\n{}", g.lines());
+        }
         t.add_row(vec![
             f.id.to_string(),
             format!("{}\n{}", f.client, f.server),
-            match f.sessions {
-                0 | 1 => f.state.as_str().to_string(),
-                n => format!("{}\n{n} sessions", f.state.as_str()),
-            },
+            state,
             pair(f, &|s| s.packets),
             pair(f, &|s| s.nacked.max(s.never_seen)),
             pair(f, &|s| s.resends),

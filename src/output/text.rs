@@ -680,9 +680,26 @@ pub fn hex_dump(b: &[u8]) -> String {
     s
 }
 
+/// Seconds on the command line: finite, 0 to a million (about 11 days).
+pub fn parse_seconds(s: &str) -> Result<Duration, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|v| (0.0..=1e6).contains(v))
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| format!("{s:?} is not a number of seconds from 0 to 1000000"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seconds_never_panic_on_odd_input() {
+        assert_eq!(parse_seconds("0.5"), Ok(Duration::from_millis(500)));
+        for bad in ["inf", "NaN", "-1", "1e300", "x"] {
+            assert!(parse_seconds(bad).is_err(), "{bad}");
+        }
+    }
     use crate::capture::UdpDatagram;
     use crate::dissect::{Dissector, Options};
 

@@ -176,6 +176,15 @@ pub const MESSAGE_NAMES: [&str; 0x87] = [
     "ID_USER_PACKET_ENUM",
 ];
 
+/// A message id: decimal or 0x hex.
+pub fn parse_id(s: &str) -> Result<u8, String> {
+    let v = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u8::from_str_radix(h, 16),
+        None => s.parse::<u8>(),
+    };
+    v.map_err(|_| format!("{s:?} is not a message id (0-255 or 0x00-0xff)"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
