@@ -534,3 +534,52 @@ fn flows_say_the_game_session() {
     let o = run_bin(&["flows", raknet.to_str().unwrap(), "--json"]);
     assert!(!String::from_utf8_lossy(&o.stdout).contains("\"game\""));
 }
+
+/// The default view (`read`) of a Bedrock flow: the 0xFE capsules are
+/// `game`, and each packet line ends with the game packets of the
+/// messages it delivered; with the key log, past the encryption too.
+#[test]
+fn packet_lines_name_the_game_packets_they_delivered() {
+    let pcap = common::sample("bedrock-login.pcap");
+    let keylog = common::sample("bedrock-login.keylog");
+    let (p, k) = (pcap.to_str().unwrap(), keylog.to_str().unwrap());
+    let text = |extra: &[&str]| {
+        let mut args = vec![p, "--color", "never"];
+        args.extend_from_slice(extra);
+        let o = run_bin(&args);
+        assert!(o.status.success(), "{o:?}");
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let bare = text(&[]);
+    assert!(!bare.contains("ID_USER_PACKET_ENUM+120"), "{bare}");
+    let after = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter_map(|l| l.split_once(" ⇒ ").map(|(_, n)| n.to_string()))
+            .flat_map(|n| n.split(", ").map(str::to_string).collect::<Vec<_>>())
+            .collect()
+    };
+    let names = after(&bare);
+    assert_eq!(
+        names[..4],
+        [
+            "request_network_settings",
+            "network_settings",
+            "login",
+            "server_to_client_handshake"
+        ]
+    );
+    assert!(names[4..].iter().all(|n| n == "encrypted"), "{names:?}");
+    // The login's line is its split's last part.
+    let login = bare.lines().find(|l| l.ends_with("⇒ login")).unwrap();
+    assert!(login.contains("split 5/5"), "{login}");
+    // With the key log: every name, in the order of `game`.
+    let all: Vec<String> = game(&pcap, &["--keylog", k])
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(after(&text(&["--keylog", k])), all);
+    // A RakNet capture keeps its message names.
+    let raknet = common::sample("handshake.pcap");
+    let o = run_bin(&[raknet.to_str().unwrap(), "--color", "never"]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains('⇒'));
+}

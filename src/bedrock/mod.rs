@@ -158,6 +158,20 @@ impl Game {
         Some(f.message(m.dir, &m.data))
     }
 
+    /// A packet and the messages it delivered: the names of the game
+    /// packets in them ([`event_names`]) when its flow is Bedrock, for the
+    /// packet lines of `read`; `None` in a flow that is not.
+    pub fn names(&mut self, p: &Packet<'_>, delivered: &[Message]) -> Option<Vec<String>> {
+        self.packet(p);
+        let mut names = Vec::new();
+        for m in delivered {
+            if let Some(ev) = self.message(m) {
+                names.extend(event_names(&ev));
+            }
+        }
+        self.flows.contains_key(&p.flow).then_some(names)
+    }
+
     /// A flow's game layer, if it has one.
     pub fn flow(&self, id: u32) -> Option<&GameFlow> {
         self.flows.get(&id)

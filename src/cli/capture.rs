@@ -53,6 +53,8 @@ pub struct ReadArgs {
     /// the `flows` table; `stats` has the other counts.
     #[arg(short = 'z', value_name = "STAT")]
     pub stat: Option<String>,
+    #[command(flatten)]
+    pub keys: super::args::KeyArgs,
 }
 
 #[derive(Args, Debug, Default)]
@@ -263,9 +265,12 @@ pub(crate) fn read_packets(
     mut flows: Option<&mut Vec<FlowMirror>>,
     out: &mut impl Write,
 ) -> anyhow::Result<u8> {
-    let shown = match args.display.compile(RecordType::Packet, args.output.json) {
-        Ok(s) => s,
-        Err(code) => return Ok(code),
+    let (shown, keys) = match (
+        args.display.compile(RecordType::Packet, args.output.json),
+        args.keys.load(),
+    ) {
+        (Ok(s), Ok(k)) => (s, k),
+        (Err(code), _) | (_, Err(code)) => return Ok(code),
     };
     let json = shown.json;
     let quiet = args.output.quiet;
@@ -279,10 +284,11 @@ pub(crate) fn read_packets(
         }
     };
     let mut cfg = mirror_config(&args.capture);
-    // Packets need the mirror's findings, not the messages' bytes.
-    cfg.receive.keep_data = false;
-    cfg.messages = false;
+    // Packets need the mirror's findings, and the game layer the 0xFE
+    // messages' bytes (the lines of Bedrock flows name the game packets).
+    cfg.receive.keep_only = Some(crate::bedrock::GAME_MESSAGE);
     let mut mirror = Mirror::new(cfg, flows.is_some());
+    let mut game = Game::counting(Detect::Auto, keys);
     let mut read = 0u64;
     let trace = args.verbose && shown.text();
     if !quiet {
@@ -312,6 +318,7 @@ pub(crate) fn read_packets(
                     f.extend(obs.closed.drain(..).take(room));
                 }
                 read += 1;
+                printer.game = game.names(p, &obs.messages);
                 printer.read(p, since, file, out)?;
             }
         }
@@ -433,8 +440,10 @@ pub fn print_fields(o: &OutputArgs, out: &mut impl Write) -> anyhow::Result<u8> 
 /// `flows`: a row per flow, or a `flow` record per flow as it ends (evicted
 /// while reading, or at the end of the capture).
 pub fn run_flows(args: &FlowsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
-    // The messages, for the game layer of Bedrock flows.
-    let mut mirror = Mirror::new(mirror_config(&args.capture), true);
+    // The 0xFE messages, for the game layer of Bedrock flows.
+    let mut cfg = mirror_config(&args.capture);
+    cfg.receive.keep_only = Some(crate::bedrock::GAME_MESSAGE);
+    let mut mirror = Mirror::new(cfg, true);
     let (shown, keys) = match (
         args.display.compile(RecordType::Flow, args.output.json),
         args.keys.load(),

@@ -123,6 +123,7 @@ pub fn run_live(a: &LiveArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         hex: a.hex,
         write: None,
         stat: None,
+        keys: Default::default(),
     };
     let mut flows: Vec<FlowMirror> = Vec::new();
     let code = read_packets(&read, Some(reader), Some(&mut flows), out)?;

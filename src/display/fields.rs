@@ -741,8 +741,10 @@ pub static FIELDS: &[FieldDef] = &[
     flow_key("game.player", Ty::Str, "Bedrock: the player's name."),
     flow_key("game.compression", Ty::Str, "Bedrock: none, deflate, zlib or snappy."),
     flow_key("game.encryption", Ty::Str, "Bedrock: none, encrypted (not decrypted, or not all) or decrypted."),
+    flow_key("game.packets", Ty::Object, "Bedrock: game packets delivered, {\"c2s\": N, \"s2c\": N}."),
     flow_key("game.packets.c2s", Ty::Int, "Bedrock: game packets delivered to the server."),
     flow_key("game.packets.s2c", Ty::Int, "Bedrock: game packets delivered to the client."),
+    flow_key("game.opaque", Ty::Object, "Bedrock: batches not shown for the encryption, {\"c2s\": N, \"s2c\": N}."),
     flow_key("game.opaque.c2s", Ty::Int, "Bedrock: client batches not shown for the encryption."),
     flow_key("game.opaque.s2c", Ty::Int, "Bedrock: server batches not shown for the encryption."),
     def(

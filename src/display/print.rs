@@ -160,6 +160,9 @@ pub struct PacketPrinter {
     pub only: Option<u32>,
     /// `-w`: the packets shown, also written here.
     pub writer: Option<crate::capture::write::Recorder>,
+    /// In a Bedrock flow, the game packets inside the messages the next
+    /// packet delivered (set before [`PacketPrinter::read`]).
+    pub game: Option<Vec<String>>,
     pal: Palette,
     lines: LineFormatter,
     buf: Vec<u8>,
@@ -176,6 +179,7 @@ impl PacketPrinter {
             quiet: false,
             only: None,
             writer: None,
+            game: None,
             pal,
             lines: LineFormatter::new(pal, time),
             buf: Vec::with_capacity(512),
@@ -275,6 +279,9 @@ impl PacketPrinter {
         }
         self.buf.clear();
         self.lines.push_line(&mut self.buf, p, since);
+        if let Some(names) = self.game.take() {
+            crate::output::game::name_packet(&mut self.buf, &names);
+        }
         self.buf.push(b'\n');
         out.write_all(&self.buf)?;
         if let Some(t) = &p.trace {

@@ -214,6 +214,27 @@ pub fn name_message(line: &str, names: &[String]) -> String {
     )
 }
 
+/// A packet line of a Bedrock flow: each `ID_USER_PACKET_ENUM+120` is
+/// `game`, and the game packets inside the messages the packet delivered
+/// (`names`, in delivery order) follow a `⇒` (the split's last part, an
+/// ordering hole filled: not always the capsules of this line).
+pub fn name_packet(line: &mut Vec<u8>, names: &[String]) {
+    const TOKEN: &[u8] = b"ID_USER_PACKET_ENUM+120";
+    let mut out = Vec::with_capacity(line.len() + 32);
+    let mut rest = &line[..];
+    while let Some(i) = rest.windows(TOKEN.len()).position(|w| w == TOKEN) {
+        out.extend_from_slice(&rest[..i]);
+        out.extend_from_slice(b"game");
+        rest = &rest[i + TOKEN.len()..];
+    }
+    out.extend_from_slice(rest);
+    if !names.is_empty() {
+        out.extend_from_slice(" ⇒ ".as_bytes());
+        out.extend_from_slice(names.join(", ").as_bytes());
+    }
+    *line = out;
+}
+
 /// The `-V` tree of a packet's decoded fields, indented under its line.
 pub fn tree(p: &GamePacket) -> String {
     let mut s = String::new();
@@ -259,6 +280,28 @@ fn push_value(s: &mut String, key: &str, v: &Value, depth: usize) {
 mod tests {
     use super::*;
     use crate::bedrock::batch::Header;
+
+    #[test]
+    fn packet_lines_say_game_and_what_was_delivered() {
+        let mut l = b"#3 RELIABLE_ORDERED ID_USER_PACKET_ENUM+120 len=16 | RELIABLE_ORDERED ID_USER_PACKET_ENUM+120 len=20".to_vec();
+        name_packet(
+            &mut l,
+            &["play_status".into(), "resource_packs_info".into()],
+        );
+        assert_eq!(
+            String::from_utf8(l).unwrap(),
+            "#3 RELIABLE_ORDERED game len=16 | RELIABLE_ORDERED game len=20 ⇒ play_status, resource_packs_info"
+        );
+        let mut l = b"#7 split 5/5 id=1 len=1197".to_vec();
+        name_packet(&mut l, &["login".into()]);
+        assert_eq!(
+            String::from_utf8(l).unwrap(),
+            "#7 split 5/5 id=1 len=1197 ⇒ login"
+        );
+        let mut l = b"ACK 3".to_vec();
+        name_packet(&mut l, &[]);
+        assert_eq!(l, b"ACK 3");
+    }
 
     #[test]
     fn lines_records_and_trees() {

@@ -75,6 +75,10 @@ pub struct ReceiveConfig {
     /// Copy message bytes into `Delivered::data`. Off, `data` is empty: for
     /// a caller that only wants the events (it saves a copy per message).
     pub keep_data: bool,
+    /// With `keep_data`, copy only the messages with this id (and the
+    /// parts of every split message, whose id comes with its first part):
+    /// the Bedrock game layer wants the 0xFE messages alone.
+    pub keep_only: Option<u8>,
 }
 
 impl Default for ReceiveConfig {
@@ -88,6 +92,7 @@ impl Default for ReceiveConfig {
             max_reliable_hole: 1_000_000,
             join_mid_stream: false,
             keep_data: true,
+            keep_only: None,
         }
     }
 }
@@ -358,7 +363,7 @@ impl ReceiveHalf {
     /// Bytes held in split messages and ordering heaps, with
     /// [`HELD_ENTRY_OVERHEAD`] per entry; never above `max_held_bytes`.
     fn copy(&self, b: &[u8]) -> Vec<u8> {
-        if self.cfg.keep_data {
+        if self.cfg.keep_data && self.cfg.keep_only.is_none_or(|id| b.first() == Some(&id)) {
             b.to_vec()
         } else {
             Vec::new()

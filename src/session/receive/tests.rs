@@ -1065,6 +1065,7 @@ proptest! {
             max_reliable_hole: 64,
             join_mid_stream,
             keep_data: true,
+            keep_only: None,
         };
         let mut half = ReceiveHalf::new(cfg);
         for (frame, (seq, specs)) in datagrams.iter().enumerate() {
@@ -1085,4 +1086,23 @@ proptest! {
         half.finish();
         prop_assert_eq!(half.held_bytes(), 0);
     }
+}
+
+/// `keep_only`: the bytes of messages with that id (and of split
+/// messages, whatever their id), the others delivered empty.
+#[test]
+fn keep_only_copies_the_messages_of_one_id() {
+    let mut rx = Rx::new(ReceiveConfig {
+        keep_only: Some(0xfe),
+        ..ReceiveConfig::default()
+    });
+    let ev = rx.send(&[
+        ordered(0, 0, 0, &[0xfe, 1, 2]),
+        ordered(1, 1, 0, &[0x86, 3]),
+    ]);
+    assert_eq!(data(&ev), [&[0xfe, 1, 2][..], &[][..]]);
+    let ev = rx.send(&[part(ordered(2, 2, 0, &[0x86, 4]), 2, 7, 0)]);
+    assert!(data(&ev).is_empty());
+    let ev = rx.send(&[part(ordered(3, 2, 0, &[5]), 2, 7, 1)]);
+    assert_eq!(data(&ev), [&[0x86, 4, 5][..]]);
 }
