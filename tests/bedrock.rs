@@ -583,3 +583,26 @@ fn packet_lines_name_the_game_packets_they_delivered() {
     let o = run_bin(&[raknet.to_str().unwrap(), "--color", "never"]);
     assert!(!String::from_utf8_lossy(&o.stdout).contains('⇒'));
 }
+
+/// The snappy vectors of `bedrock::flow`'s tests are Google's snappy: each
+/// message of src/bedrock/testdata/snappy-1.26.45.jsonl decompresses, by
+/// libsnappy's own snappy_uncompress, to the packets the test expects.
+#[test]
+fn the_snappy_vectors_are_libsnappys() {
+    if !common::require_tool("python3") {
+        return;
+    }
+    let script = common::root().join("scripts/bedrock-snappy.py");
+    let o = Command::new("python3")
+        .arg(&script)
+        .arg("--check")
+        .output()
+        .expect("python3 runs");
+    let err = String::from_utf8_lossy(&o.stderr);
+    if err.contains("libsnappy not installed") {
+        common::skip_or_fail("libsnappy not installed (Debian: libsnappy1v5)");
+        return;
+    }
+    assert!(o.status.success(), "{err}");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("17 messages"));
+}

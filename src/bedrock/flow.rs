@@ -802,6 +802,46 @@ mod tests {
         );
     }
 
+    /// Batches compressed by Google's snappy (libsnappy, through
+    /// scripts/bedrock-snappy.py) around the packets bedrock-protocol sent
+    /// in the bundled session, after a NetworkSettings that says snappy:
+    /// every packet back, byte for byte, and the flow says snappy.
+    #[test]
+    fn snappy_batches_from_libsnappy() {
+        let text = include_str!("testdata/snappy-1.26.45.jsonl");
+        let mut f = GameFlow::new(Some(11), Arc::new(Keys::default()), true);
+        let mut n = 0;
+        for line in text.lines() {
+            let v: Value = serde_json::from_str(line).unwrap();
+            let dir = if v["dir"] == "c2s" {
+                Dir::C2s
+            } else {
+                Dir::S2c
+            };
+            let message = crate::wire::cursor::parse_hex(v["message"].as_str().unwrap()).unwrap();
+            let want: Vec<Vec<u8>> = v["packets"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| crate::wire::cursor::parse_hex(p.as_str().unwrap()).unwrap())
+                .collect();
+            let got: Vec<Vec<u8>> = f
+                .message(dir, &message)
+                .into_iter()
+                .map(|e| match e {
+                    GameEvent::Packet(p) => p.data,
+                    GameEvent::Opaque(o) => panic!("batch {n}: {}", o.detail),
+                })
+                .collect();
+            assert_eq!(got, want, "batch {n}");
+            n += 1;
+        }
+        assert_eq!(n, 17);
+        assert_eq!(f.compression(), Compression::Snappy);
+        assert_eq!(f.player(), Some("Steve"));
+        assert_eq!(f.summary().encryption, "none");
+    }
+
     #[test]
     fn generations_of_framing() {
         // RakNet 10 (1.16 to 1.19.21): raw DEFLATE from the first batch.
