@@ -161,6 +161,9 @@ impl Stats {
         {
             self.message(m);
         }
+        obs.ended
+            .iter()
+            .for_each(|&f| drop(self.game_layer.close(f)));
     }
 
     /// A message delivered (and, in a Bedrock flow, its game packets).

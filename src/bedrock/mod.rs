@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::dissect::{Body, Packet};
-use crate::mirror::Message;
+use crate::mirror::{Message, Observation};
 use crate::wire::Offline;
 
 pub use crypto::Keys;
@@ -158,18 +158,21 @@ impl Game {
         Some(f.message(m.dir, &m.data))
     }
 
-    /// A packet and the messages it delivered: the names of the game
-    /// packets in them ([`event_names`]) when its flow is Bedrock, for the
-    /// packet lines of `read`; `None` in a flow that is not.
-    pub fn names(&mut self, p: &Packet<'_>, delivered: &[Message]) -> Option<Vec<String>> {
+    /// A packet and what the mirror made of it: the names of the game
+    /// packets in the messages it delivered ([`event_names`]) when its
+    /// flow is Bedrock, for the packet lines of `read`; `None` in a flow
+    /// that is not. The flows that ended here are forgotten.
+    pub fn names(&mut self, p: &Packet<'_>, obs: &Observation) -> Option<Vec<String>> {
         self.packet(p);
         let mut names = Vec::new();
-        for m in delivered {
+        for m in &obs.messages {
             if let Some(ev) = self.message(m) {
                 names.extend(event_names(&ev));
             }
         }
-        self.flows.contains_key(&p.flow).then_some(names)
+        let game = self.flows.contains_key(&p.flow);
+        obs.ended.iter().for_each(|&f| drop(self.close(f)));
+        game.then_some(names)
     }
 
     /// A flow's game layer, if it has one.

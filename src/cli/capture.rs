@@ -318,7 +318,7 @@ pub(crate) fn read_packets(
                     f.extend(obs.closed.drain(..).take(room));
                 }
                 read += 1;
-                printer.game = game.names(p, &obs.messages);
+                printer.game = game.names(p, obs);
                 printer.read(p, since, file, out)?;
             }
         }
@@ -419,6 +419,7 @@ pub(crate) fn drive_messages(
             for m in &obs.messages {
                 on(game, m, since, file, out)?;
             }
+            obs.ended.iter().for_each(|&f| drop(game.close(f)));
         }
         Ok(Next::Continue)
     })?;

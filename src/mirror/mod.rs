@@ -394,6 +394,8 @@ pub struct Mirror {
     keep_done: bool,
     /// Sum of the flows' footprints.
     total: usize,
+    /// The capture time of the last sweep for idle flows.
+    swept: Option<Duration>,
     pub stats: MirrorStats,
 }
 
@@ -406,6 +408,9 @@ pub struct Observation {
     pub messages: Vec<Message>,
     /// Flows that ended here (evicted, or at the end), with `keep_done`.
     pub closed: Vec<FlowMirror>,
+    /// The ids of the flows that ended here, with `keep_done` or without:
+    /// for the layers above that hold state per flow (the game layer).
+    pub ended: Vec<u32>,
     /// RTT samples (ms) this packet produced, when it is an ACK: one per
     /// datagram of the other direction that it acknowledged first, the time
     /// from that datagram to this ACK. Cleared by each [`Mirror::observe`].
@@ -420,6 +425,7 @@ impl Mirror {
             flows: HashMap::default(),
             keep_done,
             total: 0,
+            swept: None,
             stats: MirrorStats::default(),
         }
     }
@@ -506,6 +512,7 @@ impl Mirror {
         self.total = self.total.saturating_sub(f.footprint);
         f.footprint = 0;
         end_halves(&mut f, self.cfg.messages, out, why);
+        out.ended.push(f.id);
         if self.keep_done {
             f.rtt_closed = f.rtt_ms();
             f.rtt = Vec::new();
@@ -526,7 +533,20 @@ impl Mirror {
         out.anomalies.clear();
         out.messages.clear();
         out.closed.clear();
+        out.ended.clear();
         out.rtt_ms.clear();
+        // Idle flows go as capture time passes (a tenth of the timeout at
+        // most after their time), so that memory follows the flows alive,
+        // not all the flows of the capture.
+        let every = self.cfg.idle_timeout / 10;
+        match self.swept {
+            Some(t) if p.ts.saturating_sub(t) < every => {}
+            Some(_) => {
+                self.swept = Some(p.ts);
+                self.evict(p.ts, out);
+            }
+            None => self.swept = Some(p.ts),
+        }
         let (client, server) = match p.dir {
             Dir::C2s => (p.src, p.dst),
             Dir::S2c => (p.dst, p.src),
@@ -1015,6 +1035,45 @@ mod tests {
 
     fn data(messages: &[Message]) -> Vec<(Dir, Vec<u8>)> {
         messages.iter().map(|m| (m.dir, m.data.clone())).collect()
+    }
+
+    /// A flow idle past the timeout is closed as capture time passes, by
+    /// the first packet of any flow a tenth of the timeout later: memory
+    /// follows the flows alive, not every flow the capture ever had.
+    #[test]
+    fn idle_flows_end_as_capture_time_passes() {
+        let once = sample("handshake.pcap");
+        let mut later = Vec::new();
+        for (k, d) in once.iter().enumerate() {
+            let mut d = d.clone();
+            // The same session 700 s on, from another client port.
+            d.ts += Duration::from_secs(700);
+            d.frame = once.len() as u64 + k as u64 + 1;
+            if d.src.port() == 19141 {
+                d.src.set_port(29141);
+            } else {
+                d.dst.set_port(29141);
+            }
+            later.push(d);
+        }
+        let mut d = Dissector::new(Options::default());
+        let mut m = Mirror::new(MirrorConfig::default(), false);
+        let mut obs = Observation::default();
+        let (mut ended, mut first_later) = (Vec::new(), None);
+        for u in once.iter().chain(&later) {
+            let Some(p) = d.dissect(u) else { continue };
+            if u.frame > once.len() as u64 {
+                first_later.get_or_insert(u.frame);
+            }
+            m.observe(&p, || d.flow(p.src, p.dst), &mut obs);
+            if !obs.ended.is_empty() {
+                ended.push((u.frame, obs.ended.clone()));
+            }
+            assert!(obs.closed.is_empty(), "closed flows only with keep_done");
+        }
+        // Flow 1 ends at the second session's first packet, flow 2 at the end.
+        assert_eq!(ended, [(first_later.unwrap(), vec![1])]);
+        assert_eq!(m.finish().ended, [2]);
     }
 
     #[test]
