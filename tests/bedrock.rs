@@ -606,3 +606,19 @@ fn the_snappy_vectors_are_libsnappys() {
     assert!(o.status.success(), "{err}");
     assert!(String::from_utf8_lossy(&o.stdout).contains("17 messages"));
 }
+
+/// The vectors of `bedrock::packets`' tests are what bedrock-protocol
+/// serialises: scripts/bedrock-vectors.js makes the committed file again.
+#[test]
+fn the_packet_vectors_are_bedrock_protocols() {
+    if !peers_ready() {
+        return;
+    }
+    let o = Command::new("node")
+        .arg(common::root().join("scripts/bedrock-vectors.js"))
+        .arg("--check")
+        .output()
+        .expect("node runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("128 vectors"));
+}

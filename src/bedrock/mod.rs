@@ -16,6 +16,7 @@ pub mod crypto;
 pub mod flow;
 pub mod login;
 pub mod names;
+pub mod packets;
 
 use std::collections::HashMap;
 use std::sync::Arc;

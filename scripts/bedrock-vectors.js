@@ -1,0 +1,102 @@
+#!/usr/bin/env node
+// Test vectors for the hand decoders of src/bedrock/packets.rs, serialised by
+// bedrock-protocol (npm, MIT) itself: for each layout generation, the packets
+// below with the parameters given, through bedrock-protocol's compiled
+// serializer of that version (minecraft-data's schema), as the bytes it
+// would send. Written to src/bedrock/testdata/packets.jsonl, one per line:
+//   {"version": "1.21.50", "protocol": 766, "name": "transfer",
+//    "params": {...}, "hex": "55..."}
+// (params as given: the zero values of the other fields are not written).
+//
+//   node scripts/bedrock-vectors.js [OUT]    (scripts/bedrock-setup.sh first)
+//   node scripts/bedrock-vectors.js --check  the committed file is what
+//                                            bedrock-protocol makes now
+'use strict'
+const fs = require('fs')
+const path = require('path')
+
+const root = process.env.BEDROCK_NODE || path.join(__dirname, '..', 'target', 'bedrock-node', 'node_modules')
+const out = path.join(__dirname, '..', 'src', 'bedrock', 'testdata', 'packets.jsonl')
+const mcData = require(path.join(root, 'minecraft-data'))
+const { createSerializer } = require(path.join(root, 'bedrock-protocol', 'src', 'transforms', 'serializer'))
+const { schemaOf } = require('./bedrock_schema')(mcData)
+
+// A version of each layout of the six packets (minecraft-data's folders).
+const VERSIONS = ['1.16.201', '1.17.10', '1.18.30', '1.19.1', '1.20.30', '1.20.71', '1.20.80', '1.21.0',
+  '1.21.20', '1.21.30', '1.21.42', '1.21.50', '1.21.90', '1.21.130', '1.26.0', '1.26.45']
+
+const PACK = 'c0ffee00-1234-4abc-8def-0123456789ab'
+function packets (version, has) {
+  const texture = {
+    uuid: PACK,
+    version: '1.2.3',
+    size: 40960n,
+    content_key: '',
+    sub_pack_name: 'hd',
+    content_identity: '',
+    has_scripts: false,
+    addon_pack: false,
+    rtx_enabled: true,
+    cdn_url: 'https://cdn.example.net/p'
+  }
+  const behaviour = { ...texture, uuid: 'b0b0b0b0-0000-4000-8000-000000000001', sub_pack_name: '', has_scripts: true }
+  return [
+    ['text', { type: 'chat', category: 'authored', needs_translation: false, source_name: 'Alex', message: 'hi there', xuid: '2535', platform_chat_id: '', has_filtered_message: false, filtered_message: '' }],
+    ['text', { type: 'translation', category: 'parameters', needs_translation: true, message: '%multiplayer.player.joined', parameters: ['Alex'], xuid: '', platform_chat_id: '' }],
+    ['text', { type: 'system', category: 'message_only', message: 'server restarting', xuid: '', platform_chat_id: '' }],
+    ['transfer', { server_address: 'play.example.net', port: 19133, reload_world: true }],
+    ['resource_packs_info', {
+      must_accept: true,
+      has_scripts: true,
+      force_server_packs: true,
+      has_addons: false,
+      disable_vibrant_visuals: true,
+      world_template: { uuid: '00000000-0000-0000-0000-000000000000', version: '' },
+      behaviour_packs: [behaviour],
+      texture_packs: [texture],
+      resource_pack_links: [{ id: PACK, url: 'https://cdn.example.net/p' }]
+    }],
+    ['resource_pack_stack', {
+      must_accept: true,
+      behavior_packs: [{ uuid: 'b0b0b0b0-0000-4000-8000-000000000001', version: '1.0.0', name: '' }],
+      resource_packs: [{ uuid: PACK, version: '1.2.3', name: '' }],
+      game_version: '1.21.0',
+      experiments: [{ name: 'data_driven_items', enabled: true }],
+      experiments_previously_used: false,
+      has_editor_packs: false
+    }],
+    ['resource_pack_client_response', { response_status: 'send_packs', response_status_name: 'send_packs', resourcepackids: [PACK + '_1.2.3'] }],
+    ['start_game', { entity_id: -7n, runtime_entity_id: 7n, player_gamemode: 'adventure', player_position: { x: 1.5, y: 70, z: -3.25 }, spawn: { x: 1.5, y: 70, z: -3.25 }, rotation: { x: 10, z: 90 }, seed: 987654321n }]
+  ]
+}
+
+function build () {
+  const lines = []
+  for (const version of VERSIONS) {
+    const schema = schemaOf(version)
+    const serializer = createSerializer(version)
+    const protocol = mcData('bedrock_' + version).version.version
+    for (const [name, set] of packets(version)) {
+      const params = schema.params(name, set)
+      const buf = serializer.createPacketBuffer({ name, params })
+      lines.push(JSON.stringify({ version, protocol, name, params: set, hex: buf.toString('hex') },
+        (k, v) => typeof v === 'bigint' ? Number(v) : v))
+    }
+  }
+  return lines.join('\n') + '\n'
+}
+
+const text = build()
+if (process.argv[2] === '--check') {
+  const have = fs.readFileSync(out, 'utf8')
+  if (have !== text) {
+    console.error(`bedrock-vectors: ${out} is not what bedrock-protocol serialises now`)
+    process.exit(1)
+  }
+  console.log(`${out}: ${text.split('\n').length - 1} vectors, as bedrock-protocol serialises them`)
+} else {
+  const dest = process.argv[2] || out
+  fs.mkdirSync(path.dirname(dest), { recursive: true })
+  fs.writeFileSync(dest, text)
+  console.log(`${dest}: ${text.split('\n').length - 1} vectors`)
+}
