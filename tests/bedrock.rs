@@ -578,6 +578,13 @@ fn packet_lines_name_the_game_packets_they_delivered() {
         .map(|r| r["name"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(after(&text(&["--keylog", k])), all);
+    // -V: the game packets' fields under the RakNet tree of the packet
+    // that delivered them.
+    let tree = text(&["--keylog", k, "-V"]);
+    let at = tree.find("  Bedrock game packets").expect("a game section");
+    assert!(tree[at..].contains("    s2c play_status (0x02) len=5 batch 2, encrypted\n        status: 0\n        status_name: \"login_success\""), "{}", &tree[at..]);
+    let delivering = text(&["--keylog", k]).matches(" ⇒ ").count();
+    assert_eq!(tree.matches("  Bedrock game packets").count(), delivering);
     // A RakNet capture keeps its message names.
     let raknet = common::sample("handshake.pcap");
     let o = run_bin(&[raknet.to_str().unwrap(), "--color", "never"]);

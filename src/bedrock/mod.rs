@@ -159,21 +159,19 @@ impl Game {
         Some(f.message(m.dir, &m.data))
     }
 
-    /// A packet and what the mirror made of it: the names of the game
-    /// packets in the messages it delivered ([`event_names`]) when its
-    /// flow is Bedrock, for the packet lines of `read`; `None` in a flow
-    /// that is not. The flows that ended here are forgotten.
-    pub fn names(&mut self, p: &Packet<'_>, obs: &Observation) -> Option<Vec<String>> {
+    /// A packet and what the mirror made of it: the game packets in the
+    /// messages it delivered when its flow is Bedrock, for the packet lines
+    /// of `read`; `None` in a flow that is not. The flows that ended here
+    /// are forgotten.
+    pub fn delivered(&mut self, p: &Packet<'_>, obs: &Observation) -> Option<Vec<GameEvent>> {
         self.packet(p);
-        let mut names = Vec::new();
+        let mut events = Vec::new();
         for m in &obs.messages {
-            if let Some(ev) = self.message(m) {
-                names.extend(event_names(&ev));
-            }
+            events.extend(self.message(m).into_iter().flatten());
         }
         let game = self.flows.contains_key(&p.flow);
         obs.ended.iter().for_each(|&f| drop(self.close(f)));
-        game.then_some(names)
+        game.then_some(events)
     }
 
     /// A flow's game layer, if it has one.

@@ -318,7 +318,7 @@ pub(crate) fn read_packets(
                     f.extend(obs.closed.drain(..).take(room));
                 }
                 read += 1;
-                printer.game = game.names(p, obs);
+                printer.game = game.delivered(p, obs);
                 printer.read(p, since, file, out)?;
             }
         }

@@ -162,7 +162,7 @@ pub struct PacketPrinter {
     pub writer: Option<crate::capture::write::Recorder>,
     /// In a Bedrock flow, the game packets inside the messages the next
     /// packet delivered (set before [`PacketPrinter::read`]).
-    pub game: Option<Vec<String>>,
+    pub game: Option<Vec<crate::bedrock::GameEvent>>,
     pal: Palette,
     lines: LineFormatter,
     buf: Vec<u8>,
@@ -279,13 +279,18 @@ impl PacketPrinter {
         }
         self.buf.clear();
         self.lines.push_line(&mut self.buf, p, since);
-        if let Some(names) = self.game.take() {
+        let game = self.game.take();
+        if let Some(events) = &game {
+            let names = crate::bedrock::event_names(events);
             crate::output::game::name_packet(&mut self.buf, &names);
         }
         self.buf.push(b'\n');
         out.write_all(&self.buf)?;
         if let Some(t) = &p.trace {
             out.write_all(text::tree(p, t).as_bytes())?;
+            if let Some(events) = game.filter(|e| !e.is_empty()) {
+                out.write_all(crate::output::game::delivered_tree(&events).as_bytes())?;
+            }
         }
         if self.hex {
             out.write_all(text::hex_dump(p.payload).as_bytes())?;

@@ -242,6 +242,44 @@ pub fn name_packet(line: &mut Vec<u8>, names: &[String]) {
     *line = out;
 }
 
+/// Under a packet's `-V` tree: the game packets of the messages it
+/// delivered, each with its decoded fields.
+pub fn delivered_tree(events: &[crate::bedrock::GameEvent]) -> String {
+    use crate::bedrock::GameEvent;
+    let mut s = String::from("  Bedrock game packets (in the messages this packet delivered)\n");
+    for e in events {
+        match e {
+            GameEvent::Packet(p) => {
+                let _ = writeln!(
+                    s,
+                    "    {} {} (0x{:02x}) len={} batch {}{}",
+                    p.dir.as_str(),
+                    p.name.unwrap_or("unknown"),
+                    p.header.id,
+                    p.data.len(),
+                    p.batch,
+                    if p.encrypted { ", encrypted" } else { "" }
+                );
+                for line in tree(p).lines().skip(1) {
+                    let _ = writeln!(s, "    {line}");
+                }
+            }
+            GameEvent::Opaque(o) => {
+                let _ = writeln!(
+                    s,
+                    "    {} batch {}: {} bytes not shown ({}: {})",
+                    o.dir.as_str(),
+                    o.batch,
+                    o.len,
+                    o.reason.as_str(),
+                    o.detail
+                );
+            }
+        }
+    }
+    s
+}
+
 /// The `-V` tree of a packet's decoded fields, indented under its line.
 pub fn tree(p: &GamePacket) -> String {
     let mut s = String::new();
