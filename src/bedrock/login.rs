@@ -4,7 +4,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::batch::read_varu32;
+use super::body::Body;
 use super::crypto::decode_base64;
 
 /// Packet ids with a hand decoder.
@@ -17,93 +17,6 @@ pub const NETWORK_SETTINGS: u16 = 143;
 pub const REQUEST_NETWORK_SETTINGS: u16 = 193;
 
 /// Longest string read from a packet (a Login's chain is tens of KB).
-const MAX_STRING: usize = 4 << 20;
-
-/// A reader over a packet's body (after its header).
-pub(super) struct Body<'a> {
-    b: &'a [u8],
-    pub(super) pos: usize,
-}
-
-impl<'a> Body<'a> {
-    pub(super) fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let s = self.b.get(self.pos..self.pos.checked_add(n)?)?;
-        self.pos += n;
-        Some(s)
-    }
-    pub(super) fn u8(&mut self) -> Option<u8> {
-        self.take(1).map(|s| s[0])
-    }
-    pub(super) fn i32_be(&mut self) -> Option<i32> {
-        self.take(4)
-            .map(|s| i32::from_be_bytes([s[0], s[1], s[2], s[3]]))
-    }
-    pub(super) fn u16_le(&mut self) -> Option<u16> {
-        self.take(2).map(|s| u16::from_le_bytes([s[0], s[1]]))
-    }
-    pub(super) fn u32_le(&mut self) -> Option<u32> {
-        self.take(4)
-            .map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
-    }
-    pub(super) fn f32_le(&mut self) -> Option<f32> {
-        self.take(4)
-            .map(|s| f32::from_le_bytes([s[0], s[1], s[2], s[3]]))
-    }
-    pub(super) fn varu32(&mut self) -> Option<u32> {
-        read_varu32(self.b, &mut self.pos)
-    }
-    pub(super) fn zigzag32(&mut self) -> Option<i32> {
-        let v = self.varu32()?;
-        Some(((v >> 1) as i32) ^ -((v & 1) as i32))
-    }
-    pub(super) fn string(&mut self) -> Option<&'a str> {
-        let n = self.varu32()? as usize;
-        if n > MAX_STRING {
-            return None;
-        }
-        std::str::from_utf8(self.take(n)?).ok()
-    }
-    pub(super) fn rest(&self) -> usize {
-        self.b.len().saturating_sub(self.pos)
-    }
-    pub(super) fn bool(&mut self) -> Option<bool> {
-        self.u8().map(|b| b != 0)
-    }
-    pub(super) fn u64_le(&mut self) -> Option<u64> {
-        self.take(8)
-            .map(|s| u64::from_le_bytes(s.try_into().expect("8 bytes")))
-    }
-    /// A varuint64: at most 10 bytes.
-    pub(super) fn varu64(&mut self) -> Option<u64> {
-        let mut v = 0u64;
-        for i in 0..10 {
-            let b = self.u8()?;
-            v |= u64::from(b & 0x7f) << (7 * i);
-            if b & 0x80 == 0 {
-                return Some(v);
-            }
-        }
-        None
-    }
-    pub(super) fn zigzag64(&mut self) -> Option<i64> {
-        let v = self.varu64()?;
-        Some(((v >> 1) as i64) ^ -((v & 1) as i64))
-    }
-    /// 16 bytes as a UUID string, in their order (as bedrock-protocol
-    /// reads them).
-    pub(super) fn uuid(&mut self) -> Option<String> {
-        let b = self.take(16)?;
-        let h = crate::wire::cursor::hex(b);
-        Some(format!(
-            "{}-{}-{}-{}-{}",
-            &h[..8],
-            &h[8..12],
-            &h[12..16],
-            &h[16..20],
-            &h[20..]
-        ))
-    }
-}
 
 /// What a packet tells the game flow besides its fields.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -218,7 +131,7 @@ pub fn jwt_parts(token: &str) -> Option<(Value, Value)> {
 /// `protocol` when known. `None` for ids without a hand decoder; fields
 /// that do not decode end the object with an `error` key.
 pub fn decode(id: u16, body: &[u8], protocol: Option<u32>, learned: &mut Learned) -> Option<Value> {
-    let mut r = Body { b: body, pos: 0 };
+    let mut r = Body::new(body);
     let mut f = Map::new();
     let ok = match id {
         REQUEST_NETWORK_SETTINGS => r.i32_be().map(|p| {
@@ -294,7 +207,7 @@ fn login(r: &mut Body, f: &mut Map<String, Value>, learned: &mut Learned) -> Opt
     learned.protocol = u32::try_from(protocol).ok();
     let len = r.varu32()? as usize;
     let blob = r.take(len)?;
-    let mut b = Body { b: blob, pos: 0 };
+    let mut b = Body::new(blob);
     let n = b.u32_le()? as usize;
     let identity = std::str::from_utf8(b.take(n)?).ok()?;
     let n = b.u32_le()? as usize;

@@ -12,6 +12,7 @@
 //! - [`names`]: packet names per protocol version, from minecraft-data.
 
 pub mod batch;
+mod body;
 pub mod crypto;
 pub mod flow;
 pub mod login;

@@ -8,7 +8,7 @@ use clap::Args;
 use super::{drive_items, mirror_config, CaptureArgs, Next, OutputArgs};
 use crate::bedrock::{Detect, Game};
 use crate::display::RecordType;
-use crate::mirror::handshake::HandshakeTracker;
+use crate::mirror::handshake::{Attempt, HandshakeTracker};
 use crate::mirror::Mirror;
 use crate::output::handshake::HandshakeJson;
 use crate::pipeline::Item;
@@ -42,34 +42,35 @@ pub fn run_handshake(args: &HandshakeArgs, out: &mut impl Write) -> anyhow::Resu
         Err(code) => return Ok(code),
     };
     let mut game = Game::counting(Detect::Auto, keys);
-    let code = drive_items(
-        None,
-        &args.capture.printing_at_end(),
-        false,
-        &mut mirror,
-        out,
-        |item, _| {
-            match item {
-                Item::Icmp { note: i, .. } => tracker.icmp(i.flow, i.dir, i.ts, i.frame, i.kind),
-                Item::Packet { packet, obs, .. } => {
-                    tracker.observe(packet, &obs.messages);
-                    game.packet(packet);
-                    obs.messages.iter().for_each(|m| drop(game.message(m)));
-                }
-                Item::File { .. } => {}
-            }
-            Ok(Next::Continue)
-        },
-    )?;
-    shown.write_header(out)?;
-    let attempts = tracker.finish();
-    let logins = game.logins(&attempts);
-    for (a, login) in attempts.iter().zip(logins) {
-        if !args.output.quiet && args.capture.flow.is_none_or(|f| f == a.flow) {
-            let mut j = HandshakeJson::new(a);
-            j.game = login;
-            shown.record(&j, || j.lines(), out)?;
-        }
+    if !args.output.quiet {
+        shown.write_header(out)?;
     }
+    // Attempts as their flows end (then at the end, in flow order).
+    let print = |attempts: Vec<Attempt>, game: &mut Game, out: &mut dyn Write| {
+        for (a, login) in attempts.iter().zip(game.logins(&attempts)) {
+            if !args.output.quiet && args.capture.flow.is_none_or(|f| f == a.flow) {
+                let mut j = HandshakeJson::new(a);
+                j.game = login;
+                shown.record(&j, || j.lines(), out)?;
+            }
+        }
+        attempts.iter().for_each(|a| drop(game.close(a.flow)));
+        anyhow::Ok(())
+    };
+    let cap = args.capture.printing_at_end();
+    let code = drive_items(None, &cap, false, &mut mirror, out, |item, out| {
+        match item {
+            Item::Icmp { note: i, .. } => tracker.icmp(i.flow, i.dir, i.ts, i.frame, i.kind),
+            Item::Packet { packet, obs, .. } => {
+                tracker.observe(packet, &obs.messages);
+                game.packet(packet);
+                obs.messages.iter().for_each(|m| drop(game.message(m)));
+                print(tracker.take_ended(&obs.ended), &mut game, out)?;
+            }
+            Item::File { .. } => {}
+        }
+        Ok(Next::Continue)
+    })?;
+    print(tracker.finish(), &mut game, out)?;
     Ok(code)
 }

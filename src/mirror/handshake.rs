@@ -179,6 +179,11 @@ impl Attempt {
         detail: String,
     ) {
         if self.steps.len() < MAX_STEPS {
+            // Most attempts of a flood have one or two steps: room for
+            // those first, not the four a Vec starts with.
+            if self.steps.capacity() == 0 {
+                self.steps.reserve_exact(2);
+            }
             self.steps.push(Step {
                 ts,
                 frame,
@@ -476,6 +481,10 @@ impl HandshakeTracker {
                 self.done.push(old);
             }
             f.count += 1;
+            // One attempt a flow, mostly: no room for four.
+            if f.attempts.len() == f.attempts.capacity() {
+                f.attempts.reserve_exact(1);
+            }
             f.attempts.push(Attempt {
                 flow,
                 number: f.count,
@@ -676,6 +685,26 @@ impl HandshakeTracker {
             a.icmp = Some(kind.to_string());
         }
         a.step_at(ts, frame, Some(dir.reverse()), "icmp", kind.to_string());
+    }
+
+    /// The attempts that are over, to hand out as the capture is read (so
+    /// that memory follows the flows alive): those pushed out of a flow's
+    /// bounded list, then every attempt of the flows in `ended` (flows the
+    /// mirror closed: idle, or past its bound), decided as of the packet
+    /// that closed them, in flow order then attempt order.
+    pub fn take_ended(&mut self, ended: &[u32]) -> Vec<Attempt> {
+        let mut out = std::mem::take(&mut self.done);
+        let mut ids = ended.to_vec();
+        ids.sort_unstable();
+        for id in ids {
+            if let Some(f) = self.flows.remove(&id) {
+                for mut a in f.attempts {
+                    a.decide(self.last_ts);
+                    out.push(a);
+                }
+            }
+        }
+        out
     }
 
     /// Every attempt, decided as of the end of the capture, in flow order.
