@@ -5,7 +5,7 @@
 
 use super::batch::read_varu32;
 
-/// Bytes of one string at most.
+/// Bytes of one string at most (a Login's chain is tens of KB).
 pub(super) const MAX_STRING: usize = 4 << 20;
 
 /// A reader over a packet's body (after its header).

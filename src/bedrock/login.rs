@@ -16,8 +16,6 @@ pub const DISCONNECT: u16 = 5;
 pub const NETWORK_SETTINGS: u16 = 143;
 pub const REQUEST_NETWORK_SETTINGS: u16 = 193;
 
-/// Longest string read from a packet (a Login's chain is tens of KB).
-
 /// What a packet tells the game flow besides its fields.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Learned {
