@@ -1134,7 +1134,11 @@ fn a_million_half_open_handshakes() {
     assert_eq!(run.lines, u64::from(FLOWS), "an attempt record per flow");
     // Unanswered, but for the last second's 10,000: a request counts as
     // unanswered when the capture went on for a second after it.
-    assert_eq!(unanswered, u64::from(FLOWS) - 10_000, "each Request 1 unanswered");
+    assert_eq!(
+        unanswered,
+        u64::from(FLOWS) - 10_000,
+        "each Request 1 unanswered"
+    );
 }
 
 // ---------------------------------------------------------------------------

@@ -136,6 +136,9 @@ pub struct Connection {
     connected_at: Option<Duration>,
     close_reason: Option<CloseReason>,
     stats: ConnectionStats,
+    /// The sender's statistics as they were when [`Connection::release`]
+    /// gave its buffers back.
+    released: Option<crate::session::send::SendStats>,
     /// The peer's GUID, once known (ConnectionRequest at the server).
     pub peer_guid: Option<u64>,
 }
@@ -166,6 +169,7 @@ impl Connection {
             connected_at: None,
             close_reason: None,
             stats: ConnectionStats::default(),
+            released: None,
             peer_guid: None,
             cfg,
         };
@@ -228,6 +232,13 @@ impl Connection {
             self.state = State::Closing;
             self.closing_since = Some(now);
         }
+    }
+
+    /// Close (as [`Connection::close`]) and drop at once what it holds
+    /// received: for a server over its budget of held data.
+    pub fn shed(&mut self, now: Duration) {
+        self.close(now);
+        self.recv = ReceiveHalf::new(self.cfg.receive.clone());
     }
 
     /// One UDP datagram from the peer.
@@ -458,9 +469,33 @@ impl Connection {
 
     pub fn stats(&self) -> ConnectionStats {
         ConnectionStats {
-            send: self.send.stats().clone(),
+            send: match &self.released {
+                Some(s) => s.clone(),
+                None => self.send.stats().clone(),
+            },
             ..self.stats.clone()
         }
+    }
+
+    /// A closed connection gives its buffers back: the parts of split
+    /// messages and the messages waiting for their order that it held, and
+    /// what it still had to send. Its statistics stay.
+    pub fn release(&mut self) {
+        if self.state != State::Closed || self.released.is_some() {
+            return;
+        }
+        self.released = Some(self.send.stats().clone());
+        self.recv = ReceiveHalf::new(self.cfg.receive.clone());
+        self.send = SendHalf::new(SendConfig {
+            mtu: self.cfg.mtu,
+            max_unacked: self.cfg.max_unacked,
+        });
+    }
+
+    /// Bytes this connection holds that its peer controls (split parts,
+    /// messages waiting for their order, the reliable hole window).
+    pub fn held_bytes(&self) -> usize {
+        self.recv.footprint()
     }
 
     pub fn close_reason(&self) -> Option<CloseReason> {

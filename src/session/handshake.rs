@@ -340,6 +340,10 @@ pub struct ServerConfig {
     pub max_mtu: u16,
     pub address_count: usize,
     pub timeout: Duration,
+    /// Bytes all connections may hold together in split parts and ordering
+    /// heaps (each holds 64 MiB at most); past it the largest holder is
+    /// closed and its data dropped.
+    pub max_held_total: usize,
 }
 
 impl Default for ServerConfig {
@@ -354,6 +358,7 @@ impl Default for ServerConfig {
             max_mtu: MAX_MTU,
             address_count: 10,
             timeout: Duration::from_secs(10),
+            max_held_total: 128 << 20,
         }
     }
 }
@@ -365,6 +370,9 @@ pub struct ServerStats {
     pub refused: u64,
     pub junk: u64,
     pub handshakes_dropped: u64,
+    /// Connections closed because all together held more than
+    /// `max_held_total` (the largest holder goes).
+    pub shed: u64,
 }
 
 /// A server: answers offline messages statelessly until Open Connection
@@ -427,8 +435,13 @@ impl Listener {
     pub fn handle(&mut self, now: Duration, from: SocketAddr, bytes: &[u8]) {
         if let Some(c) = self.conns.get_mut(&from) {
             if bytes.first().is_some_and(|b| b & 0x80 != 0) {
+                let before = c.held_bytes();
                 c.handle(now, bytes);
+                let grew = c.held_bytes() > before;
                 self.collect(now, from);
+                if grew {
+                    self.shed(now);
+                }
                 return;
             }
         }
@@ -584,6 +597,24 @@ impl Listener {
         None
     }
 
+    /// Past the budget of held data, close the connection holding the most
+    /// and drop what it held.
+    fn shed(&mut self, now: Duration) {
+        let total: usize = self.conns.values().map(Connection::held_bytes).sum();
+        if total <= self.cfg.max_held_total {
+            return;
+        }
+        let largest = self
+            .conns
+            .iter_mut()
+            .max_by_key(|(_, c)| c.held_bytes())
+            .map(|(_, c)| c);
+        if let Some(c) = largest {
+            c.shed(now);
+            self.stats.shed += 1;
+        }
+    }
+
     /// Move closed connections out of the table; the last few stay
     /// readable through [`Self::closed_connection`] for their statistics.
     fn sweep(&mut self) {
@@ -595,7 +626,8 @@ impl Listener {
             .map(|(a, _)| *a)
             .collect();
         for addr in closed {
-            if let Some(c) = self.conns.remove(&addr) {
+            if let Some(mut c) = self.conns.remove(&addr) {
+                c.release();
                 if self.recently_closed.len() >= MAX_RECENTLY_CLOSED {
                     self.recently_closed.pop_front();
                 }

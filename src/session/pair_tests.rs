@@ -576,3 +576,79 @@ fn malformed_and_mutated_datagrams_on_a_connection_never_panic() {
     let c = p.server.connection(addr(C)).map(|c| c.stats());
     assert!(p.server.len() <= 1, "{c:?}");
 }
+
+/// A client that sends most of a split message and goes silent: the server
+/// holds the parts until the connection times out, then gives them back
+/// (the closed connection keeps its statistics, not its buffers).
+#[test]
+fn a_closed_connection_gives_back_what_it_held() {
+    let mut p = pair(Link::clean(), 7);
+    p.connect();
+    let now = p.now;
+    // 300 KB: about 210 parts; the link dies after the first 100 datagrams.
+    let big = message(2, 0, 1, 300_000);
+    p.client_conn()
+        .send(now, &big, Reliability::RELIABLE, 0, None);
+    let sent_before = p.datagrams;
+    assert!(p.run_until(now + Duration::from_secs(5), |p| p.datagrams
+        >= sent_before + 100));
+    p.link.loss = 1.0;
+    let c = addr(C);
+    let held = p.server.connection(c).map_or(0, Connection::held_bytes);
+    assert!(held > 100_000, "the server holds the parts: {held} bytes");
+    let stats = p.server.connection(c).unwrap().stats();
+    assert!(p.run_until(now + Duration::from_secs(60), |p| p
+        .server
+        .connection(c)
+        .is_none()));
+    let closed = p
+        .server
+        .closed_connection(c)
+        .expect("kept for its statistics");
+    assert!(
+        closed.held_bytes() < 1_000,
+        "{} bytes still held",
+        closed.held_bytes()
+    );
+    assert!(closed.stats().datagrams_received >= stats.datagrams_received);
+    assert!(closed.stats().send.datagrams_sent >= stats.send.datagrams_sent);
+}
+
+/// All connections together hold at most `max_held_total`: past it the
+/// largest holder is closed and what it held dropped.
+#[test]
+fn held_data_has_a_budget_across_connections() {
+    let mut p = Pair::new(
+        Link::clean(),
+        8,
+        ClientConfig {
+            guid: 1,
+            ..ClientConfig::default()
+        },
+        ServerConfig {
+            guid: 2,
+            max_held_total: 50_000,
+            ..ServerConfig::default()
+        },
+    );
+    p.connect();
+    let now = p.now;
+    // A split message held in parts until more than the budget arrived.
+    let big = message(2, 0, 1, 200_000);
+    p.client_conn()
+        .send(now, &big, Reliability::RELIABLE, 0, None);
+    assert!(p.run_until(now + Duration::from_secs(10), |p| p.server.stats().shed > 0));
+    assert_eq!(p.server.stats().shed, 1);
+    let c = addr(C);
+    let held = p
+        .server
+        .connection(c)
+        .or_else(|| p.server.closed_connection(c))
+        .map_or(0, Connection::held_bytes);
+    assert!(held <= 50_000 + 2_000, "{held} bytes held after shedding");
+    assert!(p.run_until(p.now + Duration::from_secs(5), |p| {
+        p.client_events
+            .iter()
+            .any(|e| matches!(e, Event::Closed(_)))
+    }));
+}
