@@ -335,8 +335,13 @@ pub struct ServerConfig {
     pub pong: Vec<u8>,
     /// Connected clients at most; more get 0x14.
     pub max_clients: usize,
-    /// Handshakes in progress (reply 2 sent, not yet connected) at most.
+    /// Handshakes in progress (reply 2 sent, not yet connected) at most;
+    /// past it the oldest is dropped for the new one, so that a flood of
+    /// half-open handshakes cannot keep real clients out.
     pub max_pending: usize,
+    /// Handshakes in progress from one IP address at most; more are refused
+    /// with ID_IP_RECENTLY_CONNECTED.
+    pub max_pending_per_ip: usize,
     pub max_mtu: u16,
     pub address_count: usize,
     pub timeout: Duration,
@@ -355,6 +360,7 @@ impl Default for ServerConfig {
             pong: Vec::new(),
             max_clients: 32,
             max_pending: 256,
+            max_pending_per_ip: 8,
             max_mtu: MAX_MTU,
             address_count: 10,
             timeout: Duration::from_secs(10),
@@ -533,17 +539,43 @@ impl Listener {
             }
             return;
         }
-        let pending = self.conns.len() - self.connected();
-        if self.connected() >= self.cfg.max_clients || pending >= self.cfg.max_pending {
-            self.stats.refused += 1;
-            self.reply(
+        let refuse = |l: &mut Self, id: u8| {
+            l.stats.refused += 1;
+            l.reply(
                 from,
                 Offline::Refusal {
-                    id: NO_FREE_INCOMING_CONNECTIONS,
+                    id,
                     server_guid: guid,
                 },
             );
-            return;
+        };
+        if self.connected() >= self.cfg.max_clients {
+            return refuse(self, NO_FREE_INCOMING_CONNECTIONS);
+        }
+        let pending = |c: &Connection| c.state() == State::Connecting;
+        let from_ip = self
+            .conns
+            .iter()
+            .filter(|(a, c)| a.ip() == from.ip() && pending(c))
+            .count();
+        if from_ip >= self.cfg.max_pending_per_ip {
+            // Not "server full": too many handshakes from this address.
+            return refuse(self, IP_RECENTLY_CONNECTED);
+        }
+        if self.conns.values().filter(|c| pending(c)).count() >= self.cfg.max_pending {
+            // The oldest half-open handshake goes for the new one.
+            let oldest = self
+                .conns
+                .iter()
+                .filter(|(_, c)| pending(c))
+                .min_by_key(|(_, c)| c.created())
+                .map(|(a, _)| *a);
+            if let Some(a) = oldest {
+                self.conns.remove(&a);
+                self.order.retain(|o| *o != a);
+                self.cursor = 0;
+                self.stats.handshakes_dropped += 1;
+            }
         }
         let mtu = mtu.clamp(MIN_MTU, self.cfg.max_mtu);
         let mut cfg = ConnectionConfig::new(Role::Server, from, self.local);

@@ -652,3 +652,51 @@ fn held_data_has_a_budget_across_connections() {
             .any(|e| matches!(e, Event::Closed(_)))
     }));
 }
+
+/// 1,000 half-open handshakes (Request 2, then silence) from one address
+/// and 1,000 from as many addresses fill the pending slots; a real client
+/// still gets in at once: the oldest half-open handshake goes for a new
+/// one, and one address has at most `max_pending_per_ip` of them (the rest
+/// are refused with ID_IP_RECENTLY_CONNECTED, not "server full").
+#[test]
+fn half_open_floods_do_not_lock_real_clients_out() {
+    let mut p = pair(Link::clean(), 9);
+    let mut req2 = Vec::new();
+    crate::wire::Offline::OpenConnectionRequest2 {
+        security: None,
+        server_address: crate::wire::SystemAddress::from_socket_addr(addr(S)),
+        mtu: 1492,
+        client_guid: 9,
+    }
+    .emit(&mut req2);
+    let mut out = Vec::new();
+    let mut refusals = std::collections::HashMap::<u8, u32>::new();
+    for i in 0..2_000u32 {
+        let from = if i < 1_000 {
+            SocketAddr::from(([10, 9, 9, 9], 1_000 + i as u16))
+        } else {
+            SocketAddr::from(([10, 1, (i >> 8) as u8, i as u8], 1000))
+        };
+        p.server.handle(p.now, from, &req2);
+        while let Some(to) = p.server.poll_transmit(p.now, &mut out) {
+            if to == from && out.first() != Some(&0x08) {
+                *refusals.entry(out[0]).or_default() += 1;
+            }
+        }
+    }
+    let per_ip = ServerConfig::default().max_pending_per_ip as u32;
+    assert_eq!(refusals.get(&0x1a), Some(&(1_000 - per_ip)), "{refusals:?}");
+    assert_eq!(
+        refusals.get(&0x14),
+        None,
+        "never \"server full\": {refusals:?}"
+    );
+    assert_eq!(p.server.len(), ServerConfig::default().max_pending);
+    let start = p.now;
+    p.connect();
+    assert!(
+        p.now - start < Duration::from_secs(1),
+        "{:?}",
+        p.now - start
+    );
+}
