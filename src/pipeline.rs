@@ -106,6 +106,16 @@ pub struct Ended {
     pub frames: u64,
     /// Frames that were not UDP, over all files.
     pub non_udp: u64,
+    /// Frames of a link type not decoded, over all files.
+    pub unsupported_link: u64,
+    /// IP fragments given up (their datagram never completed, or they
+    /// conflicted), over all files.
+    pub fragments_dropped: u64,
+    /// Frames whose link, IP or UDP header is malformed, over all files.
+    pub bad_ip: u64,
+    /// Packet records too malformed to read (a pcapng packet block naming
+    /// no interface, lengths past its block), over all files.
+    pub bad_records: u64,
 }
 
 impl Ended {
@@ -123,7 +133,50 @@ impl Ended {
                 None => lines.push(format!("warning: {}", e.error)),
             }
         }
+        // What was dropped on the way, never silently.
+        let plural = crate::wire::plural;
+        for (n, one, many, why) in [
+            (
+                self.unsupported_link,
+                "frame",
+                "frames",
+                "of a link type not decoded",
+            ),
+            (
+                self.fragments_dropped,
+                "IP fragment",
+                "IP fragments",
+                "dropped: their datagram never completed, or they conflicted",
+            ),
+            (
+                self.bad_ip,
+                "frame",
+                "frames",
+                "with a malformed link, IP or UDP header",
+            ),
+            (
+                self.bad_records,
+                "packet record",
+                "packet records",
+                "malformed (a pcapng packet block naming no interface, or lengths past its block)",
+            ),
+        ] {
+            if n > 0 {
+                lines.push(format!(
+                    "warning: {n} {} {why}: skipped",
+                    plural(n, one, many)
+                ));
+            }
+        }
         lines
+    }
+
+    /// Whether a file stopped at a block that cannot be read past (not
+    /// merely cut short at its end).
+    pub fn malformed(&self) -> bool {
+        self.cut_short
+            .iter()
+            .any(|e| matches!(e.error, CaptureError::Malformed { .. }))
     }
 
     /// What was read: frames, RakNet packets and flows, what was skipped.
@@ -305,6 +358,10 @@ impl Pipeline {
         let c = reader.stats();
         ended.frames += c.frames;
         ended.non_udp += c.non_udp;
+        ended.unsupported_link += c.unsupported_link;
+        ended.fragments_dropped += c.fragments_dropped;
+        ended.bad_ip += c.bad_ip;
+        ended.bad_records += c.bad_records;
         Ok(stop)
     }
 }

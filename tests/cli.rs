@@ -740,3 +740,104 @@ fn what_receivers_held_at_the_end_is_reported_in_text_and_json() {
         assert!(!stdout(&run(&a)).contains("end_of_capture"), "{extra:?}");
     }
 }
+
+/// A pcapng block that cannot be read past in the middle of the file (its
+/// trailing length disagrees): what came before is printed, a warning
+/// says where, and the exit code is 9, not the 5 of a file cut short.
+#[test]
+fn a_capture_malformed_in_the_middle_exits_9() {
+    let f = sample("handshake.pcapng");
+    let mut bytes = std::fs::read(&f).unwrap();
+    // Walk the blocks to the 20th packet block; break its trailing length.
+    let (mut pos, mut packets) = (0usize, 0);
+    while pos + 12 <= bytes.len() {
+        let kind = u32::from_le_bytes(bytes[pos..pos + 4].try_into().unwrap());
+        let len = u32::from_le_bytes(bytes[pos + 4..pos + 8].try_into().unwrap()) as usize;
+        if kind == 6 {
+            packets += 1;
+            if packets == 20 {
+                bytes[pos + len - 4] ^= 0x40;
+                break;
+            }
+        }
+        pos += len;
+    }
+    assert_eq!(packets, 20, "the sample has 20 packet blocks");
+    let bad = tmp("malformed.pcapng");
+    std::fs::write(&bad, &bytes).unwrap();
+    let o = run(&[&bad.to_string_lossy()]);
+    assert_eq!(o.status.code(), Some(9));
+    let (got, full) = (stdout(&o), stdout(&run(&[&f])));
+    assert!(got.lines().count() > 10 && full.starts_with(&got), "{got}");
+    let last = got
+        .lines()
+        .last()
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap();
+    assert_eq!(last, "19", "the frames before the broken block");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("warning: malformed capture after frame 19"),
+        "{err}"
+    );
+}
+
+/// Frames dropped on the way are said: a link type not decoded, pcapng
+/// packet blocks that name no interface (one warning line each, exit 0).
+#[test]
+fn dropped_frames_are_warned_of() {
+    // A pcap of link type 147 (USER0): three frames, none decoded.
+    let mut user0 = Vec::new();
+    user0.extend(0xa1b2_c3d4u32.to_le_bytes());
+    user0.extend([2, 0, 4, 0]);
+    user0.extend([0; 8]);
+    user0.extend(65_535u32.to_le_bytes());
+    user0.extend(147u32.to_le_bytes());
+    for i in 0..3u32 {
+        user0.extend(1u32.to_le_bytes());
+        user0.extend(i.to_le_bytes());
+        user0.extend(20u32.to_le_bytes());
+        user0.extend(20u32.to_le_bytes());
+        user0.extend([0; 20]);
+    }
+    let p = tmp("user0.pcap");
+    std::fs::write(&p, &user0).unwrap();
+    let o = run(&[&p.to_string_lossy()]);
+    assert_eq!(o.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("warning: 3 frames of a link type not decoded: skipped"),
+        "{err}"
+    );
+    // A pcapng section with no interface block before its packet blocks.
+    let block = |kind: u32, body: &[u8]| {
+        let mut b = body.to_vec();
+        b.resize(body.len().div_ceil(4) * 4, 0);
+        let n = (12 + b.len()) as u32;
+        let mut out = kind.to_le_bytes().to_vec();
+        out.extend(n.to_le_bytes());
+        out.extend(b);
+        out.extend(n.to_le_bytes());
+        out
+    };
+    let mut shb = 0x1a2b_3c4du32.to_le_bytes().to_vec();
+    shb.extend([1, 0, 0, 0]);
+    shb.extend((-1i64).to_le_bytes());
+    let mut epb = Vec::new();
+    for v in [0u32, 0, 0, 28, 28] {
+        epb.extend(v.to_le_bytes());
+    }
+    epb.push(0x45);
+    epb.extend([0; 27]);
+    let mut ng = block(0x0a0d_0d0a, &shb);
+    ng.extend(block(6, &epb));
+    ng.extend(block(6, &epb));
+    let p = tmp("no-interface.pcapng");
+    std::fs::write(&p, &ng).unwrap();
+    let o = run(&[&p.to_string_lossy()]);
+    assert_eq!(o.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("warning: 2 packet records malformed"), "{err}");
+}

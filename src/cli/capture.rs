@@ -189,6 +189,9 @@ pub(crate) fn drive_items(
     if !ended.unreadable.is_empty() {
         return Ok(EXIT_BAD_FILE);
     }
+    if ended.malformed() {
+        return Ok(super::EXIT_MALFORMED);
+    }
     if !ended.cut_short.is_empty() {
         return Ok(EXIT_CUT_SHORT);
     }

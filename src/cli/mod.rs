@@ -32,6 +32,8 @@ pub const EXIT_USAGE: u8 = 2;
 pub const EXIT_BAD_FILE: u8 = 3;
 pub const EXIT_BAD_FILTER: u8 = 4;
 pub const EXIT_CUT_SHORT: u8 = 5;
+/// A capture malformed past some point (everything before it was printed).
+pub const EXIT_MALFORMED: u8 = 9;
 /// No connection could be made: no pong, a refused or unanswered
 /// handshake, nothing listening (the diagnosis is printed).
 pub const EXIT_NO_CONNECTION: u8 = 6;

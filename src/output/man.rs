@@ -71,7 +71,7 @@ const EXIT_STATUS: &[(&str, &str, Applies)] = &[
     (
         "5",
         "The capture is cut short: everything before the cut was printed, then a warning.",
-        Applies::To(&["read", "messages", "flows", "handshake", "stats", "plot"]),
+        Applies::To(&["read", "messages", "flows", "handshake", "game", "stats", "plot"]),
     ),
     (
         "6",
@@ -80,6 +80,11 @@ const EXIT_STATUS: &[(&str, &str, Applies)] = &[
     ),
     ("7", "The replay was cut short: the server disconnected or went silent first.", Applies::To(&["replay"])),
     ("8", "Live capture is not permitted (root or CAP_NET_RAW needed).", Applies::To(&["live"])),
+    (
+        "9",
+        "The capture is malformed past some point (a block that cannot be read past, not the end of the file): everything before it was printed, then a warning.",
+        Applies::To(&["read", "messages", "flows", "handshake", "game", "stats", "plot"]),
+    ),
 ];
 
 /// The FILTERS section: the -Y grammar (src/display/filter.rs) for people.
@@ -217,9 +222,12 @@ mod tests {
                 })
                 .collect()
         };
-        assert_eq!(codes(None, false).len(), 9);
+        assert_eq!(codes(None, false).len(), 10);
         assert_eq!(codes(Some("ping"), false), ["0", "1", "2", "6"]);
-        assert_eq!(codes(Some("read"), true), ["0", "1", "2", "3", "4", "5"]);
+        assert_eq!(
+            codes(Some("read"), true),
+            ["0", "1", "2", "3", "4", "5", "9"]
+        );
         assert_eq!(codes(Some("live"), true), ["0", "1", "2", "4", "8"]);
     }
 }
