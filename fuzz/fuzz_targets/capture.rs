@@ -7,7 +7,8 @@ use libfuzzer_sys::fuzz_target;
 use raknet_dissect::capture::CaptureReader;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(mut reader) = CaptureReader::from_reader(Box::new(std::io::Cursor::new(data.to_vec()))) else {
+    let Ok(mut reader) = CaptureReader::from_reader(Box::new(std::io::Cursor::new(data.to_vec())))
+    else {
         return;
     };
     while let Some(next) = reader.next_datagram() {

@@ -2,7 +2,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use raknet_dissect::wire::{offline_id, Capsule, Connected, Datagram, Motd, Offline, Reader, SystemAddress};
+use raknet_dissect::wire::{
+    offline_id, Capsule, Connected, Datagram, Motd, Offline, Reader, SystemAddress,
+};
 
 fuzz_target!(|data: &[u8]| {
     let _ = offline_id(data);

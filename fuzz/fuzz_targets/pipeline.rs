@@ -1,0 +1,74 @@
+//! A whole capture through the pipeline every command runs: the reader, the
+//! dissector, the reliability mirror, and what the commands build on them
+//! (each packet's line and record with its `-V` tree, each message's, the
+//! game layer with a key, the handshake tracker, the statistics, the plot
+//! series), then the flows' records at the end. No panic. Seed it with
+//! samples/*.pcap.
+#![no_main]
+
+use std::time::Duration;
+
+use libfuzzer_sys::fuzz_target;
+use raknet_dissect::analysis::plot::Collector;
+use raknet_dissect::analysis::stats::Stats;
+use raknet_dissect::bedrock::{Detect, Game, Keys};
+use raknet_dissect::capture::CaptureReader;
+use raknet_dissect::mirror::handshake::HandshakeTracker;
+use raknet_dissect::mirror::{Mirror, MirrorConfig};
+use raknet_dissect::output::json::{FlowJson, MessageJson, PacketJson};
+use raknet_dissect::output::text::{self, Palette, TimeColumn, TimeFormat};
+use raknet_dissect::pipeline::{Input, Item, Next, Pipeline, PipelineOptions};
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(reader) = CaptureReader::from_reader(Box::new(std::io::Cursor::new(data.to_vec())))
+    else {
+        return;
+    };
+    let mut keys = Keys::default();
+    keys.add_key_log(&format!("BEDROCK_KEY {}", "07".repeat(32)));
+    let mut game = Game::new(Detect::Auto, keys);
+    let mut tracker = HandshakeTracker::new();
+    let mut stats = Stats::new(Duration::from_secs(1), 1000);
+    let mut plot = Collector::new(None, None, None);
+    let mut mirror = Mirror::new(MirrorConfig::default(), true);
+    let mut time = TimeColumn::new(TimeFormat::default());
+    let pal = Palette { enabled: false };
+    let mut pipeline = Pipeline::new(PipelineOptions {
+        trace: true,
+        ..PipelineOptions::default()
+    });
+    let _ = pipeline.run(Input::Reader(Box::new(reader)), &mut mirror, |item| {
+        if let Item::Packet {
+            packet, obs, since, ..
+        } = item
+        {
+            let _ = text::line(packet, since, pal);
+            let _ = serde_json::to_string(&PacketJson::new(packet));
+            if let Some(t) = &packet.trace {
+                let _ = text::tree(packet, t);
+            }
+            tracker.observe(packet, &obs.messages);
+            stats.observe(packet, obs, None);
+            plot.observe(packet, obs, since);
+            for m in &obs.messages {
+                let _ = text::message_line(m, since, &mut time, pal);
+                let _ = serde_json::to_string(&MessageJson::new(m, Some(64)));
+                let _ = game.message(m);
+            }
+            game.packet(packet);
+            let _ = tracker.take_ended(&obs.ended);
+            for f in &obs.ended {
+                let _ = game.close(*f);
+            }
+            for f in obs.closed.drain(..) {
+                let _ = serde_json::to_string(&FlowJson::new(&f));
+            }
+        }
+        Ok::<_, std::io::Error>(Next::Continue)
+    });
+    let end = mirror.finish();
+    for f in &end.closed {
+        let _ = serde_json::to_string(&FlowJson::new(f));
+    }
+    let _ = tracker.finish();
+});
