@@ -1,6 +1,8 @@
 //! `serve` under a hostile peer, end to end over loopback: a flood of
 //! half-open handshakes (Open Connection Request 2 from 1,000 addresses,
-//! then silence) must not keep a real client (our `connect`) out.
+//! then silence) must not keep a real client (our `connect`) out, and split
+//! bombs (parts of split messages that never complete, then silence) are
+//! given back, resident memory included, when their connections time out.
 
 mod common;
 
@@ -82,5 +84,155 @@ fn a_half_open_flood_does_not_keep_a_client_out() {
     assert!(
         connected["handshake_ms"].as_f64().unwrap_or(f64::MAX) < 1000.0,
         "{connected}"
+    );
+}
+
+/// The resident memory of process `pid`, in KiB.
+fn rss_kb(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    s.lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Our client connects to `server` from `local` over a real socket (the
+/// library's handshake and connection), then is left to the caller.
+fn connect_raw(server: SocketAddr, local: &UdpSocket) -> raknet_dissect::session::Connection {
+    use raknet_dissect::session::{ClientConfig, ClientHandshake, State};
+    let start = Instant::now();
+    let now = || start.elapsed();
+    let me = local.local_addr().unwrap();
+    local
+        .set_read_timeout(Some(Duration::from_millis(20)))
+        .unwrap();
+    let mut h = ClientHandshake::new(ClientConfig::default(), server, me, now());
+    let mut buf = Vec::new();
+    let mut rx = [0u8; 2048];
+    let mut conn = loop {
+        assert!(start.elapsed() < Duration::from_secs(10), "handshake");
+        while let Ok(true) = h.poll_transmit(now(), &mut buf) {
+            local.send_to(&buf, server).unwrap();
+        }
+        if let Ok((n, _)) = local.recv_from(&mut rx) {
+            if let Ok(Some(c)) = h.handle(now(), &rx[..n]) {
+                break c;
+            }
+        }
+    };
+    while conn.state() != State::Connected {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "connected handshake"
+        );
+        while conn.poll_transmit(now(), &mut buf) {
+            local.send_to(&buf, server).unwrap();
+        }
+        if let Ok((n, _)) = local.recv_from(&mut rx) {
+            conn.handle(now(), &rx[..n]);
+        }
+        while conn.poll_event().is_some() {}
+    }
+    // Its NewIncomingConnection, and the ACKs due.
+    for _ in 0..5 {
+        while conn.poll_transmit(now(), &mut buf) {
+            local.send_to(&buf, server).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    conn
+}
+
+/// Two clients connect, each sends 40 MB of parts of split messages that
+/// never complete (a split bomb), and goes silent. The server holds them
+/// until the connections time out (10 s), then gives the memory back: its
+/// resident memory returns to within 20 MB of what it was idle.
+#[test]
+fn split_bombs_are_given_back_when_their_connections_time_out() {
+    use raknet_dissect::wire::{Capsule, DataDatagram, Datagram, Reliability, Split};
+    let port = common::free_port_pair();
+    let listen = format!("127.0.0.1:{port}");
+    let server: SocketAddr = listen.parse().unwrap();
+    let mut serve = Ours::spawn(&args(&["serve", "--listen", &listen, "--json"]), None);
+    assert!(serve
+        .wait_record("listening", Duration::from_secs(10))
+        .is_some());
+    let pid = serve.proc.child.id();
+    std::thread::sleep(Duration::from_millis(300));
+    let idle = rss_kb(pid);
+    let payload = [0x5a; 1400];
+    let mut sockets = Vec::new();
+    for client in 0..2u16 {
+        let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let _conn = connect_raw(server, &s);
+        // Datagram numbers after the handshake's few; reliable indexes from
+        // 100 on, 1,000 split messages of 65,535 parts, 30 parts each.
+        let mut seq = 50u32;
+        let mut sent = 0usize;
+        'bomb: for id in 0..1_000u16 {
+            for index in 0..30u32 {
+                let d = Datagram::Data(DataDatagram {
+                    flags: 0,
+                    seq,
+                    capsules: vec![Capsule {
+                        reliability: Reliability::RELIABLE,
+                        reliable_index: Some(100 + seq),
+                        sequence_index: None,
+                        order_index: None,
+                        channel: None,
+                        split: Some(Split {
+                            count: 65_535,
+                            id: id.wrapping_add(client * 7_000),
+                            index,
+                        }),
+                        bit_length: (payload.len() * 8) as u16,
+                        payload: &payload,
+                    }],
+                });
+                let mut b = Vec::new();
+                d.emit(&mut b);
+                s.send_to(&b, server).unwrap();
+                seq += 1;
+                sent += payload.len();
+                if sent >= 40 << 20 {
+                    break 'bomb;
+                }
+                if seq % 64 == 0 {
+                    std::thread::sleep(Duration::from_micros(500));
+                }
+            }
+        }
+        sockets.push(s);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let loaded = rss_kb(pid);
+    assert!(
+        serve
+            .wait_record("connected", Duration::from_secs(1))
+            .is_some(),
+        "the bombers connected"
+    );
+    // Silent now: the server times them out after 10 s.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut after = loaded;
+    while Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(500));
+        after = rss_kb(pid);
+        if after <= idle + 20 * 1024 {
+            break;
+        }
+    }
+    serve.proc.signal(libc::SIGTERM);
+    let f = serve.finish(Duration::from_secs(20));
+    println!("serve RSS: idle {idle} KiB, loaded {loaded} KiB, after the time-outs {after} KiB");
+    assert!(
+        loaded > idle + 40 * 1024,
+        "the bombs were held: {loaded} KiB"
+    );
+    assert_eq!(f.of_type("closed").len(), 2, "both timed out");
+    assert!(
+        after <= idle + 20 * 1024,
+        "idle {idle} KiB, loaded {loaded} KiB, after the time-outs {after} KiB"
     );
 }
