@@ -1034,6 +1034,13 @@ fn a_million_one_packet_flows() {
         "flows closed at the 65,536-flow bound are reported ({reports} reports, {closed} closed)"
     );
 
+    // The game layer (no Bedrock flow here: every 0xFE-less flow is looked
+    // at and forgotten), in the same bounds.
+    let game = run_measured(&args(&["game", "--json"], &path), |l| {
+        panic!("no game packet in this capture: {l}")
+    });
+    game.check();
+
     // The commands of summaries and pictures, and a filter, in the same bounds.
     let svg = path.with_extension("svg");
     let _rm_svg = Remove(svg.clone());
