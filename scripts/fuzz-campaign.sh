@@ -6,20 +6,25 @@
 # checked). Corpora live under target/fuzz-corpus/TARGET, seeded with
 # samples/ for the capture-level targets. Prints per target the executions,
 # the coverage and the time, as docs/fuzzing.md records them.
-#   scripts/fuzz-campaign.sh                 10,000,000 runs each (1,000,000 for pipeline)
-#   scripts/fuzz-campaign.sh --smoke 15      15 s each (CI)
+#   scripts/fuzz-campaign.sh [TARGET ...]          10,000,000 runs each (1,000,000 for pipeline)
+#   scripts/fuzz-campaign.sh --smoke 15 [TARGET ...]  15 s each (CI)
 # Needs cargo-fuzz (`cargo install cargo-fuzz`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 smoke=
-if [ "${1:-}" = --smoke ]; then smoke=${2:-15}; fi
+if [ "${1:-}" = --smoke ]; then smoke=${2:-15}; shift 2; fi
 export RUSTC_BOOTSTRAP=1
 cargo fuzz build --sanitizer none >/dev/null 2>&1 || cargo fuzz build --sanitizer none
-for t in $(cargo fuzz list); do
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || mapfile -t targets < <(cargo fuzz list)
+for t in "${targets[@]}"; do
   corpus=target/fuzz-corpus/$t
   mkdir -p "$corpus"
+  # Whole captures seed the targets that read one; the others take a
+  # datagram, a message or a line: small inputs.
   seeds=()
-  case $t in capture|dissect|pipeline) seeds=(samples) ;; esac
+  max_len=4096
+  case $t in capture|pipeline) seeds=(samples); max_len=65536 ;; game) max_len=65536 ;; esac
   if [ -n "$smoke" ]; then
     limit=(-max_total_time="$smoke")
   elif [ "$t" = pipeline ]; then
@@ -30,7 +35,7 @@ for t in $(cargo fuzz list); do
   log=target/fuzz-corpus/$t.log
   start=$SECONDS
   if ! cargo fuzz run --sanitizer none "$t" "$corpus" "${seeds[@]}" -- \
-      "${limit[@]}" -max_len=65536 -print_final_stats=1 >"$log" 2>&1; then
+      "${limit[@]}" -max_len=$max_len -print_final_stats=1 >"$log" 2>&1; then
     echo "fuzz $t: FAILED (see $log)"; tail -30 "$log"; exit 1
   fi
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
