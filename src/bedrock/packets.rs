@@ -66,6 +66,16 @@ fn count(n: usize) -> Option<usize> {
     (n <= MAX_ENTRIES).then_some(n)
 }
 
+/// The count of a pack list or pack-id list: a varint from 1.26.40, a
+/// little-endian u16 before; bounded.
+fn pack_count(r: &mut Body, p: u32) -> Option<usize> {
+    count(if p >= P1_26_40 {
+        r.varu32()? as usize
+    } else {
+        usize::from(r.u16_le()?)
+    })
+}
+
 fn resource_packs_info(r: &mut Body, f: &mut Map<String, Value>, p: u32) -> Option<()> {
     put(f, "must_accept", r.bool()?);
     if p >= P1_20_71 {
@@ -109,12 +119,8 @@ fn resource_packs_info(r: &mut Body, f: &mut Map<String, Value>, p: u32) -> Opti
 /// BehaviourPackInfos (`texture: false`) or TexturePackInfos: per pack its
 /// uuid, version, size and the flags the version has.
 fn pack_infos(r: &mut Body, p: u32, texture: bool) -> Option<Vec<Value>> {
-    let n = if p >= P1_26_40 {
-        r.varu32()? as usize
-    } else {
-        usize::from(r.u16_le()?)
-    };
-    let mut packs = Vec::with_capacity(count(n)?);
+    let n = pack_count(r, p)?;
+    let mut packs = Vec::with_capacity(n);
     for _ in 0..n {
         let mut e = Map::new();
         let uuid = if p >= P1_21_50 {
@@ -213,12 +219,8 @@ fn resource_pack_client_response(r: &mut Body, f: &mut Map<String, Value>, p: u3
             return Some(());
         }
     }
-    let n = if p >= P1_26_40 {
-        r.varu32()? as usize
-    } else {
-        usize::from(r.u16_le()?)
-    };
-    let mut ids = Vec::with_capacity(count(n)?);
+    let n = pack_count(r, p)?;
+    let mut ids = Vec::with_capacity(n);
     for _ in 0..n {
         ids.push(Value::from(r.string()?));
     }

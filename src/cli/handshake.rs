@@ -54,7 +54,6 @@ pub fn run_handshake(args: &HandshakeArgs, out: &mut impl Write) -> anyhow::Resu
                 shown.record(&j, || j.lines(), out)?;
             }
         }
-        attempts.iter().for_each(|a| drop(game.close(a.flow)));
         anyhow::Ok(())
     };
     let cap = args.capture.printing_at_end();
@@ -66,6 +65,9 @@ pub fn run_handshake(args: &HandshakeArgs, out: &mut impl Write) -> anyhow::Resu
                 game.packet(packet);
                 obs.messages.iter().for_each(|m| drop(game.message(m)));
                 print(tracker.take_ended(&obs.ended), &mut game, out)?;
+                // The flows that ended, not those of every attempt handed
+                // out: a flow past its bounded attempts goes on.
+                obs.ended.iter().for_each(|&f| drop(game.close(f)));
             }
             Item::File { .. } => {}
         }

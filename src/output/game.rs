@@ -80,7 +80,7 @@ impl<'a> GameJson<'a> {
         head.extend_from_slice(b",\"data\":\"");
         out.write_all(&head)?;
         // Hex in pieces of 8 KB, straight to `out`.
-        let mut buf = Vec::with_capacity(16 << 10);
+        let mut buf = Vec::with_capacity(2 * self.data.len().min(8 << 10));
         for piece in self.data.chunks(8 << 10) {
             buf.clear();
             hex_extend(&mut buf, piece);
