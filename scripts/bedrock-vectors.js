@@ -44,7 +44,19 @@ function packets (version, has) {
     ['text', { type: 'chat', category: 'authored', needs_translation: false, source_name: 'Alex', message: 'hi there', xuid: '2535', platform_chat_id: '', has_filtered_message: false, filtered_message: '' }],
     ['text', { type: 'translation', category: 'parameters', needs_translation: true, message: '%multiplayer.player.joined', parameters: ['Alex'], xuid: '', platform_chat_id: '' }],
     ['text', { type: 'system', category: 'message_only', message: 'server restarting', xuid: '', platform_chat_id: '' }],
-    ['transfer', { server_address: 'play.example.net', port: 19133, reload_world: true }],
+    ['transfer', {
+      server_address: 'play.example.net',
+      port: 19133,
+      reload_world: true,
+      gatherings_configuration: { // 1.26.40 on
+        experience_id: 'e0e0e0e0-1111-4222-8333-444444444444',
+        experience_name: 'Lobby',
+        experience_world_name: 'Hub',
+        creator_id: 'creator',
+        target_id: '7a7a7a7a-5555-4666-8777-888888888888',
+        server_id: 'srv-1'
+      }
+    }],
     ['resource_packs_info', {
       must_accept: true,
       has_scripts: true,

@@ -360,7 +360,35 @@ fn transfer(r: &mut Body, f: &mut Map<String, Value>, p: u32) -> Option<()> {
     if p >= P1_21_30 {
         put(f, "reload_world", r.bool()?);
     }
+    // 1.26.40 on: the gathering (experience) joined there, if any.
+    if p >= P1_26_40 && r.bool()? {
+        put(f, "gathering", gathering(r)?);
+    }
     Some(())
+}
+
+/// GatheringJoinInfo: the experience's uuid and name, the world, the
+/// creator, and the ids that are there (an absent option is no key).
+fn gathering(r: &mut Body) -> Option<Value> {
+    let mut g = Map::new();
+    put(&mut g, "experience_id", r.uuid()?);
+    put(&mut g, "experience_name", r.string()?);
+    if r.bool()? {
+        put(&mut g, "experience_world_id", r.uuid()?);
+    }
+    if r.bool()? {
+        put(&mut g, "experience_world_name", r.string()?);
+    }
+    put(&mut g, "creator_id", r.string()?);
+    if r.bool()? {
+        put(&mut g, "target_id", r.uuid()?);
+    }
+    for k in ["scenario_id", "server_id"] {
+        if r.bool()? {
+            put(&mut g, k, r.string()?);
+        }
+    }
+    Some(Value::Object(g))
 }
 
 #[cfg(test)]
@@ -459,6 +487,13 @@ mod tests {
                     assert_eq!(f["server_address"], "play.example.net", "{at}");
                     assert_eq!(f["port"], 19133, "{at}");
                     assert_eq!(f.get("reload_world").is_some(), p >= P1_21_30, "{at}");
+                    if p >= P1_26_40 {
+                        let g = &f["gathering"];
+                        let want = &set["gatherings_configuration"];
+                        assert_eq!(g, want, "{at}");
+                    } else {
+                        assert!(f.get("gathering").is_none(), "{at}");
+                    }
                 }
                 "resource_packs_info" => {
                     assert_eq!(f["must_accept"], true, "{at}");
@@ -540,6 +575,32 @@ mod tests {
         let mut b = vec![0x06, 1, 0, 0, 0, 0, 0xff, 0xff];
         b.extend_from_slice(&[0; 8]);
         assert!(fields(&crate::wire::cursor::hex(&b), 527)["error"].is_string());
+    }
+
+    /// Every vector cut short anywhere before the last byte the decoder
+    /// reads: an `error`, never a panic, and the fields before it kept.
+    #[test]
+    fn every_vector_cut_short_is_an_error() {
+        for line in include_str!("testdata/packets.jsonl").lines() {
+            let v: Value = serde_json::from_str(line).unwrap();
+            let p = v["protocol"].as_u64().unwrap() as u32;
+            let b = crate::wire::cursor::parse_hex(v["hex"].as_str().unwrap()).unwrap();
+            let h = super::super::batch::Header::parse(&b).unwrap();
+            let body = &b[h.len..];
+            let (mut r, mut f) = (Body::new(body), Map::new());
+            assert_eq!(decode(h.id, &mut r, &mut f, Some(p)), Some(Some(())));
+            let used = r.pos;
+            // All of it read, but for StartGame's level settings.
+            if h.id != START_GAME {
+                assert_eq!(used, body.len(), "{} {}: {f:?}", v["version"], v["name"]);
+            }
+            for cut in 0..used {
+                let g = body_fields(h.id, &body[..cut], Some(p)).unwrap();
+                let at = format!("{} {} cut at {cut}: {g}", v["version"], v["name"]);
+                assert!(g["error"].is_string(), "{at}");
+                assert!(g.as_object().unwrap().len() <= f.len() + 1, "{at}");
+            }
+        }
     }
 
     #[test]
