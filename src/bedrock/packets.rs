@@ -569,6 +569,37 @@ fn gathering(r: &mut Body) -> Option<Value> {
 mod tests {
     use super::*;
 
+    /// A UUID that bedrock-protocol was given, as it is read from the bytes
+    /// bedrock-protocol wrote (in the order of the string, where the game
+    /// writes two little-endian halves): each half reversed.
+    fn from_bp(uuid: &str) -> String {
+        let mut h: Vec<u8> = uuid.bytes().filter(|c| *c != b'-').collect();
+        for half in h.chunks_mut(16) {
+            let bytes: Vec<[u8; 2]> = half.chunks(2).rev().map(|c| [c[0], c[1]]).collect();
+            half.copy_from_slice(&bytes.concat());
+        }
+        let h = String::from_utf8(h).unwrap();
+        format!(
+            "{}-{}-{}-{}-{}",
+            &h[..8],
+            &h[8..12],
+            &h[12..16],
+            &h[16..20],
+            &h[20..]
+        )
+    }
+
+    #[test]
+    fn uuids_are_two_little_endian_halves() {
+        let bytes: Vec<u8> = (0..16).collect();
+        let uuid = Body::new(&bytes).uuid().unwrap();
+        assert_eq!(uuid, "07060504-0302-0100-0f0e-0d0c0b0a0908");
+        assert_eq!(
+            from_bp("e0e0e0e0-1111-4222-8333-444444444444"),
+            "22421111-e0e0-e0e0-4444-444444443383"
+        );
+    }
+
     /// The fields of a packet's body under `protocol`, as the game layer
     /// gives them (with an `error` when it is cut short).
     fn body_fields(id: u16, body: &[u8], protocol: Option<u32>) -> Option<Value> {
@@ -669,8 +700,11 @@ mod tests {
                     assert_eq!(f.get("reload_world").is_some(), p >= P1_21_30, "{at}");
                     if p >= P1_26_40 {
                         let g = &f["gathering"];
-                        let want = &set["gatherings_configuration"];
-                        assert_eq!(g, want, "{at}");
+                        let mut want = set["gatherings_configuration"].clone();
+                        for k in ["experience_id", "target_id"] {
+                            want[k] = from_bp(want[k].as_str().unwrap()).into();
+                        }
+                        assert_eq!(g, &want, "{at}");
                     } else {
                         assert!(f.get("gathering").is_none(), "{at}");
                     }
@@ -678,7 +712,12 @@ mod tests {
                 "resource_packs_info" => {
                     assert_eq!(f["must_accept"], true, "{at}");
                     let t = &f["texture_packs"][0];
-                    assert_eq!(t["uuid"], set["texture_packs"][0]["uuid"], "{at}");
+                    let uuid = set["texture_packs"][0]["uuid"].as_str().unwrap();
+                    if p >= P1_21_50 {
+                        assert_eq!(t["uuid"], from_bp(uuid), "{at}");
+                    } else {
+                        assert_eq!(t["uuid"], uuid, "{at}");
+                    }
                     assert_eq!(t["version"], "1.2.3", "{at}");
                     assert_eq!(t["size"], 40960, "{at}");
                     assert_eq!(t["sub_pack_name"], "hd", "{at}");
