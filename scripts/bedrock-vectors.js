@@ -3,12 +3,15 @@
 // bedrock-protocol (npm, MIT) itself: for each layout generation, the packets
 // below with the parameters given, through bedrock-protocol's compiled
 // serializer of that version (minecraft-data's schema), as the bytes it
-// would send. Written to src/bedrock/testdata/packets.jsonl, one per line:
+// would send; and StartGame with its level settings set in every version
+// minecraft-data has, to src/bedrock/testdata/start_game.jsonl
+// ({"version", "protocol", "hex"}, the values in START_GAME below).
+// Written to src/bedrock/testdata/packets.jsonl, one per line:
 //   {"version": "1.21.50", "protocol": 766, "name": "transfer",
 //    "params": {...}, "hex": "55..."}
 // (params as given: the zero values of the other fields are not written).
 //
-//   node scripts/bedrock-vectors.js [OUT]    (scripts/bedrock-setup.sh first)
+//   node scripts/bedrock-vectors.js [DIR]    (scripts/bedrock-setup.sh first)
 //   node scripts/bedrock-vectors.js --check  the committed file is what
 //                                            bedrock-protocol makes now
 'use strict'
@@ -44,7 +47,19 @@ function packets (version, has) {
     ['text', { type: 'chat', category: 'authored', needs_translation: false, source_name: 'Alex', message: 'hi there', xuid: '2535', platform_chat_id: '', has_filtered_message: false, filtered_message: '' }],
     ['text', { type: 'translation', category: 'parameters', needs_translation: true, message: '%multiplayer.player.joined', parameters: ['Alex'], xuid: '', platform_chat_id: '' }],
     ['text', { type: 'system', category: 'message_only', message: 'server restarting', xuid: '', platform_chat_id: '' }],
-    ['transfer', { server_address: 'play.example.net', port: 19133, reload_world: true }],
+    ['transfer', {
+      server_address: 'play.example.net',
+      port: 19133,
+      reload_world: true,
+      gatherings_configuration: { // 1.26.40 on
+        experience_id: 'e0e0e0e0-1111-4222-8333-444444444444',
+        experience_name: 'Lobby',
+        experience_world_name: 'Hub',
+        creator_id: 'creator',
+        target_id: '7a7a7a7a-5555-4666-8777-888888888888',
+        server_id: 'srv-1'
+      }
+    }],
     ['resource_packs_info', {
       must_accept: true,
       has_scripts: true,
@@ -70,6 +85,66 @@ function packets (version, has) {
   ]
 }
 
+// StartGame's level settings, up to the enchantment seed, in every version
+// minecraft-data has (they change in 17 of them): src/bedrock/testdata/start_game.jsonl.
+const ALL_VERSIONS = Object.keys(mcData.versionsByMinecraftVersion.bedrock)
+  .filter(v => /^1\.(1[6-9]|2\d)\./.test(v) && mcData('bedrock_' + v)?.protocol)
+  .sort((a, b) => mcData('bedrock_' + a).version.version - mcData('bedrock_' + b).version.version || (a < b ? -1 : 1))
+const START_GAME = {
+  entity_id: -7n,
+  runtime_entity_id: 7n,
+  player_gamemode: 'adventure',
+  player_position: { x: 1.5, y: 70, z: -3.25 },
+  spawn: { x: 1.5, y: 70, z: -3.25 },
+  rotation: { x: 10, z: 90 },
+  seed: 987654321n,
+  biome_type: 3,
+  biome_name: 'plains',
+  generator: 1,
+  world_gamemode: 'creative',
+  hardcore: true,
+  difficulty: 2,
+  spawn_position: { x: -5, y: 64, z: 12 },
+  achievements_disabled: true,
+  created_in_editor: true,
+  day_cycle_stop_time: 6000,
+  rain_level: 0.5,
+  is_multiplayer: true,
+  enable_commands: true,
+  gamerules: [
+    { name: 'dodaylightcycle', editable: true, type: 'bool', value: true },
+    { name: 'randomtickspeed', editable: false, type: 'int', value: 3 },
+    { name: 'fakefloat', editable: false, type: 'float', value: 1.5 }
+  ],
+  experiments: [{ name: 'data_driven_items', enabled: true }],
+  server_chunk_tick_range: 4,
+  game_version: '1.21.0',
+  limited_world_width: 16,
+  edu_resource_uri: { button_name: 'b', link_uri: 'u' },
+  level_id: 'bGV2ZWw=',
+  world_name: 'Dedicated Server',
+  premium_world_template_id: '',
+  is_trial: false,
+  movement_authority: 'server',
+  rewind_history_size: 40,
+  server_authoritative_block_breaking: true,
+  current_tick: 123456n,
+  enchantment_seed: -99
+}
+
+function buildStartGame () {
+  const lines = []
+  for (const version of ALL_VERSIONS) {
+    const schema = schemaOf(version)
+    const serializer = createSerializer(version)
+    const protocol = mcData('bedrock_' + version).version.version
+    const params = schema.params('start_game', START_GAME)
+    const buf = serializer.createPacketBuffer({ name: 'start_game', params })
+    lines.push(JSON.stringify({ version, protocol, hex: buf.toString('hex') }))
+  }
+  return lines.join('\n') + '\n'
+}
+
 function build () {
   const lines = []
   for (const version of VERSIONS) {
@@ -86,17 +161,19 @@ function build () {
   return lines.join('\n') + '\n'
 }
 
-const text = build()
-if (process.argv[2] === '--check') {
-  const have = fs.readFileSync(out, 'utf8')
-  if (have !== text) {
-    console.error(`bedrock-vectors: ${out} is not what bedrock-protocol serialises now`)
-    process.exit(1)
+const outStartGame = path.join(path.dirname(out), 'start_game.jsonl')
+for (const [file, text] of [[out, build()], [outStartGame, buildStartGame()]]) {
+  if (process.argv[2] === '--check') {
+    const have = fs.readFileSync(file, 'utf8')
+    if (have !== text) {
+      console.error(`bedrock-vectors: ${file} is not what bedrock-protocol serialises now`)
+      process.exit(1)
+    }
+    console.log(`${file}: ${text.split('\n').length - 1} vectors, as bedrock-protocol serialises them`)
+  } else {
+    const dest = process.argv[2] ? path.join(process.argv[2], path.basename(file)) : file
+    fs.mkdirSync(path.dirname(dest), { recursive: true })
+    fs.writeFileSync(dest, text)
+    console.log(`${dest}: ${text.split('\n').length - 1} vectors`)
   }
-  console.log(`${out}: ${text.split('\n').length - 1} vectors, as bedrock-protocol serialises them`)
-} else {
-  const dest = process.argv[2] || out
-  fs.mkdirSync(path.dirname(dest), { recursive: true })
-  fs.writeFileSync(dest, text)
-  console.log(`${dest}: ${text.split('\n').length - 1} vectors`)
 }

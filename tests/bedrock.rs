@@ -615,7 +615,7 @@ fn the_snappy_vectors_are_libsnappys() {
 }
 
 /// The vectors of `bedrock::packets`' tests are what bedrock-protocol
-/// serialises: scripts/bedrock-vectors.js makes the committed file again.
+/// serialises: scripts/bedrock-vectors.js makes the committed files again.
 #[test]
 fn the_packet_vectors_are_bedrock_protocols() {
     if !peers_ready() {
@@ -627,5 +627,9 @@ fn the_packet_vectors_are_bedrock_protocols() {
         .output()
         .expect("node runs");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("128 vectors"));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("128 vectors") && out.contains("55 vectors"),
+        "{out}"
+    );
 }

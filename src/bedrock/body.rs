@@ -81,11 +81,15 @@ impl<'a> Body<'a> {
         let v = self.varu64()?;
         Some(((v >> 1) as i64) ^ -((v & 1) as i64))
     }
-    /// 16 bytes as a UUID string, in their order (as bedrock-protocol
-    /// reads them).
+    /// 16 bytes as a UUID string: two little-endian 64-bit halves, the
+    /// most significant first, as the game, gophertunnel, PocketMine and
+    /// CloudburstMC read them (bedrock-protocol takes the bytes in their
+    /// order, so its UUIDs show here with each half reversed).
     pub(super) fn uuid(&mut self) -> Option<String> {
-        let b = self.take(16)?;
-        let h = crate::wire::cursor::hex(b);
+        let mut b: [u8; 16] = self.take(16)?.try_into().expect("16 bytes");
+        b[..8].reverse();
+        b[8..].reverse();
+        let h = crate::wire::cursor::hex(&b);
         Some(format!(
             "{}-{}-{}-{}-{}",
             &h[..8],
