@@ -206,6 +206,28 @@ pub struct DissectStats {
     pub malformed: u64,
 }
 
+/// What a run read and what it skipped, over all files (`stats` prints
+/// it; the pipeline's warnings say the same in words).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Counted {
+    /// Frames read.
+    pub frames: u64,
+    /// RakNet packets handed out.
+    pub raknet_packets: u64,
+    /// Frames that were not UDP.
+    pub non_udp: u64,
+    /// UDP datagrams that were not RakNet.
+    pub not_raknet: u64,
+    /// Frames of a link type not decoded.
+    pub unsupported_link: u64,
+    /// IP fragments given up.
+    pub fragments_dropped: u64,
+    /// Frames with a malformed link, IP or UDP header.
+    pub bad_ip: u64,
+    /// Packet records too malformed to read.
+    pub bad_records: u64,
+}
+
 /// A flow's key: both endpoints, lower first, as one byte string (hashed in
 /// one call, which makes the per-packet lookup cheap).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

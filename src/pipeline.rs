@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::capture::{CaptureError, CaptureReader};
-use crate::dissect::{Dir, DissectStats, Dissector, IcmpNote, Options, Packet};
+use crate::dissect::{Counted, Dir, DissectStats, Dissector, IcmpNote, Options, Packet};
 use crate::mirror::{Mirror, Observation};
 
 /// Whether to read on after an item.
@@ -83,6 +83,9 @@ pub enum Item<'p, 'a> {
     Icmp { note: IcmpNote, file: usize },
     /// The pipeline starts reading file `index` (not for a reader).
     File { index: usize, path: &'p Path },
+    /// Everything was read (or the run stopped): what was counted and
+    /// skipped, over all files; the last item.
+    Counted(Counted),
 }
 
 /// A file that could not be read to its end.
@@ -177,6 +180,20 @@ impl Ended {
         self.cut_short
             .iter()
             .any(|e| matches!(e.error, CaptureError::Malformed { .. }))
+    }
+
+    /// The counts of this run, with the dissector's.
+    pub fn counted(&self, d: &DissectStats) -> Counted {
+        Counted {
+            frames: self.frames,
+            raknet_packets: d.raknet_packets,
+            non_udp: self.non_udp,
+            not_raknet: d.not_raknet,
+            unsupported_link: self.unsupported_link,
+            fragments_dropped: self.fragments_dropped,
+            bad_ip: self.bad_ip,
+            bad_records: self.bad_records,
+        }
     }
 
     /// What was read: frames, RakNet packets and flows, what was skipped.
@@ -281,6 +298,8 @@ impl Pipeline {
                 }
             }
         }
+        let counted = ended.counted(self.dissect_stats());
+        each(Item::Counted(counted))?;
         Ok(ended)
     }
 

@@ -811,6 +811,20 @@ fn dropped_frames_are_warned_of() {
         err.contains("warning: 3 frames of a link type not decoded: skipped"),
         "{err}"
     );
+    // `stats` counts them, in its record and its last line.
+    let user0 = p.to_string_lossy().into_owned();
+    let stats = stdout(&run(&["stats", &user0, "--json"]));
+    let last: serde_json::Value = serde_json::from_str(stats.lines().last().unwrap()).unwrap();
+    assert_eq!(last["capture"]["frames"], 3, "{stats}");
+    assert_eq!(last["capture"]["unsupported_link"], 3, "{stats}");
+    assert_eq!(last["capture"]["raknet_packets"], 0, "{stats}");
+    let text = stdout(&run(&["stats", &user0]));
+    assert!(
+        text.ends_with(
+            "Capture: 3 frames read, 0 RakNet; skipped: 3 frames of a link type not decoded\n"
+        ),
+        "{text}"
+    );
     // A pcapng section with no interface block before its packet blocks.
     let block = |kind: u32, body: &[u8]| {
         let mut b = body.to_vec();
@@ -840,4 +854,7 @@ fn dropped_frames_are_warned_of() {
     assert_eq!(o.status.code(), Some(0));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("warning: 2 packet records malformed"), "{err}");
+    let stats = stdout(&run(&["stats", &p.to_string_lossy(), "--json"]));
+    let last: serde_json::Value = serde_json::from_str(stats.lines().last().unwrap()).unwrap();
+    assert_eq!(last["capture"]["bad_records"], 2, "{stats}");
 }

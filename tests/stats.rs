@@ -330,10 +330,20 @@ fn text_tables() {
         .count();
     assert_eq!(rows, 1 + 11 + 1, "header, 11 intervals, total:\n{out}");
     let packets = json_lines(&["read", &file, "--json"]).len();
-    let last = out.lines().last().unwrap_or_default();
+    let lines: Vec<&str> = out.lines().collect();
+    let (summary, capture) = (lines[lines.len() - 2], lines[lines.len() - 1]);
     assert!(
-        last.starts_with(&format!("{packets} RakNet packets (")),
-        "{last}"
+        summary.starts_with(&format!("{packets} RakNet packets (")),
+        "{summary}"
+    );
+    // Then the capture's frames: the RakNet packets and the two datagrams
+    // the original library's sockets send themselves.
+    assert_eq!(
+        capture,
+        format!(
+            "Capture: {} frames read, {packets} RakNet; skipped: 2 UDP datagrams not RakNet",
+            packets + 2
+        )
     );
     // A flow the capture does not have: one line and exit 2, as in every
     // command (issue 13); nothing on standard output.

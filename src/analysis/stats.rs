@@ -79,6 +79,9 @@ pub struct Stats {
     /// The game layer that names them (no keys: encrypted batches count
     /// as `encrypted`).
     game_layer: crate::bedrock::Game,
+    /// What the whole capture read and skipped (every flow, `--flow` or
+    /// not), once it was read.
+    pub capture: Option<crate::dissect::Counted>,
 }
 
 /// Distinct names in [`Stats::game`] at most (ids have 10 bits).
@@ -102,6 +105,7 @@ impl Stats {
                 crate::bedrock::Detect::Auto,
                 crate::bedrock::Keys::default(),
             ),
+            capture: None,
         }
     }
 

@@ -324,6 +324,7 @@ pub(crate) fn read_packets(
                 printer.game = game.delivered(p, obs);
                 printer.read(p, since, file, out)?;
             }
+            Item::Counted(_) => {}
         }
         Ok(Next::Continue)
     })?;

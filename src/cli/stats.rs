@@ -10,10 +10,13 @@ use std::time::Duration;
 use clap::Args;
 
 use super::args::parse_seconds;
-use super::{drive, mirror_config, terminal_width, CaptureArgs, Next, EXIT_BAD_FILE, EXIT_USAGE};
+use super::{
+    drive_items, mirror_config, terminal_width, CaptureArgs, Next, EXIT_BAD_FILE, EXIT_USAGE,
+};
 use crate::analysis::stats::{Stats, MAX_INTERVALS};
 use crate::mirror::Mirror;
 use crate::output::stats::{write_json, write_text};
+use crate::pipeline::Item;
 
 /// Arguments of `stats`.
 #[derive(Args, Debug, Default)]
@@ -44,15 +47,15 @@ pub fn run_stats(args: &StatsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let mut st = Stats::new(args.interval, MAX_INTERVALS);
     let only = args.capture.flow;
     // Everything is printed at the end: a progress bar may share the terminal.
-    let code = drive(
-        &args.capture.printing_at_end(),
-        &mut mirror,
-        out,
-        |p, obs, _, _| {
-            st.observe(p, obs, only);
-            Ok(Next::Continue)
-        },
-    )?;
+    let cap = args.capture.printing_at_end();
+    let code = drive_items(None, &cap, false, &mut mirror, out, |item, _| {
+        match item {
+            Item::Packet { packet, obs, .. } => st.observe(packet, obs, only),
+            Item::Counted(c) => st.capture = Some(c),
+            _ => {}
+        }
+        Ok(Next::Continue)
+    })?;
     if code == EXIT_USAGE || code == EXIT_BAD_FILE {
         return Ok(code);
     }

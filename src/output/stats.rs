@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::analysis::stats::{
     nice_interval, used, Both, Msgs, Stats, Traffic, MAX_TABLE_INTERVALS,
 };
+use crate::dissect::Counted;
 use crate::output::table;
 use crate::wire::{message_name, Reliability};
 
@@ -70,6 +71,9 @@ struct TotalJson {
     intervals_omitted: u64,
     c2s: Traffic,
     s2c: Traffic,
+    /// The whole capture's frames, read and skipped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    capture: Option<Counted>,
 }
 
 /// The records (`stats_id`, `stats_reliability`, `stats_channel`,
@@ -171,6 +175,7 @@ pub fn write_json(
             intervals_omitted: omitted,
             c2s: st.total[0],
             s2c: st.total[1],
+            capture: st.capture,
         },
     )?;
     Ok((omitted > 0).then(|| {
@@ -234,7 +239,7 @@ pub fn write_text(
     let in_flow = flow.map_or(String::new(), |f| format!(" in flow {f}"));
     if st.first.is_none() {
         writeln!(out, "No RakNet packets{in_flow}.")?;
-        return Ok(());
+        return capture_line(st, out);
     }
     if used(&st.ids).next().is_none() {
         writeln!(out, "No messages delivered{in_flow}.\n")?;
@@ -329,7 +334,59 @@ pub fn write_text(
         c.messages + s.messages,
         c.message_bytes + s.message_bytes,
     )?;
-    Ok(())
+    capture_line(st, out)
+}
+
+/// The capture's frames: how many were read, and what was skipped, by why.
+fn capture_line(st: &Stats, out: &mut dyn Write) -> io::Result<()> {
+    let Some(c) = st.capture else {
+        return Ok(());
+    };
+    let plural = crate::wire::plural;
+    let skipped: Vec<String> = [
+        (c.non_udp, "non-UDP frame", "non-UDP frames"),
+        (
+            c.not_raknet,
+            "UDP datagram not RakNet",
+            "UDP datagrams not RakNet",
+        ),
+        (
+            c.unsupported_link,
+            "frame of a link type not decoded",
+            "frames of a link type not decoded",
+        ),
+        (
+            c.fragments_dropped,
+            "IP fragment dropped",
+            "IP fragments dropped",
+        ),
+        (
+            c.bad_ip,
+            "malformed link, IP or UDP header",
+            "malformed link, IP or UDP headers",
+        ),
+        (
+            c.bad_records,
+            "malformed packet record",
+            "malformed packet records",
+        ),
+    ]
+    .into_iter()
+    .filter(|&(n, ..)| n > 0)
+    .map(|(n, one, many)| format!("{n} {}", plural(n, one, many)))
+    .collect();
+    let skipped = if skipped.is_empty() {
+        "nothing".to_string()
+    } else {
+        skipped.join(", ")
+    };
+    writeln!(
+        out,
+        "Capture: {} {} read, {} RakNet; skipped: {skipped}",
+        c.frames,
+        plural(c.frames, "frame", "frames"),
+        c.raknet_packets,
+    )
 }
 
 #[cfg(test)]
