@@ -4,7 +4,8 @@
 # (RUSTC_BOOTSTRAP=1, no sanitizer: cargo-fuzz's libFuzzer without ASan;
 # the targets are safe Rust, their assertions and panics are what is
 # checked). Corpora live under target/fuzz-corpus/TARGET, seeded with
-# samples/ for the capture-level targets. Prints per target the executions,
+# fuzz/seeds/TARGET (scripts/fuzz-seeds.py) and samples/ for the
+# capture-level targets, with a dictionary from fuzz/dict/. Prints per target the executions,
 # the coverage and the time, as docs/fuzzing.md records them.
 #   scripts/fuzz-campaign.sh [TARGET ...]          10,000,000 runs each (1,000,000 for pipeline)
 #   scripts/fuzz-campaign.sh --smoke 15 [TARGET ...]  15 s each (CI)
@@ -22,9 +23,21 @@ for t in "${targets[@]}"; do
   mkdir -p "$corpus"
   # Whole captures seed the targets that read one; the others take a
   # datagram, a message or a line: small inputs.
+  # The committed seeds (scripts/fuzz-seeds.py cuts them from samples/)
+  # and dictionary of each target.
   seeds=()
+  [ -d "fuzz/seeds/$t" ] && seeds=("fuzz/seeds/$t")
   max_len=4096
-  case $t in capture|pipeline) seeds=(samples); max_len=65536 ;; game) max_len=65536 ;; esac
+  case $t in
+    capture|pipeline) seeds+=(samples); max_len=65536 ;;
+    game) max_len=65536 ;;
+    server|session) max_len=16384 ;;
+  esac
+  case $t in
+    game) dict=fuzz/dict/bedrock.dict ;;
+    filter|parsers) dict=fuzz/dict/filter.dict ;;
+    *) dict=fuzz/dict/raknet.dict ;;
+  esac
   if [ -n "$smoke" ]; then
     limit=(-max_total_time="$smoke")
   elif [ "$t" = pipeline ]; then
@@ -35,7 +48,7 @@ for t in "${targets[@]}"; do
   log=target/fuzz-corpus/$t.log
   start=$SECONDS
   if ! cargo fuzz run --sanitizer none "$t" "$corpus" "${seeds[@]}" -- \
-      "${limit[@]}" -max_len=$max_len -print_final_stats=1 >"$log" 2>&1; then
+      "${limit[@]}" -max_len=$max_len -dict="$dict" -print_final_stats=1 >"$log" 2>&1; then
     echo "fuzz $t: FAILED (see $log)"; tail -30 "$log"; exit 1
   fi
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')

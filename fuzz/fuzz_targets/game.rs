@@ -1,7 +1,9 @@
-//! The Bedrock game layer on arbitrary messages: the input is cut into
-//! 0xFE messages alternating direction (a length byte before each), fed to
-//! one game flow after a real-looking start, with a key given so that the
-//! encryption paths run too; every event is formatted.
+//! The Bedrock game layer on arbitrary messages: the input's first 32 bytes
+//! are the key (as a key log's `BEDROCK_KEY` line gives it, so that the
+//! encryption paths run, and a seed from a real session with its own key
+//! decrypts), the rest is cut into 0xFE messages (a head byte: its low bit
+//! the direction; a 16-bit little-endian length) fed to one game flow;
+//! every event is formatted.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -14,20 +16,23 @@ use raknet_dissect::wire::Reliability;
 use std::time::Duration;
 
 fuzz_target!(|data: &[u8]| {
+    let Some((key, mut rest)) = data.split_first_chunk::<32>() else {
+        return;
+    };
+    let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
     let mut keys = Keys::default();
-    keys.add_key_log(&format!("BEDROCK_KEY {}", "07".repeat(32)));
+    keys.add_key_log(&format!("BEDROCK_KEY {hex}"));
     let mut g = Game::new(Detect::Always, keys);
-    let mut rest = data;
     let mut n = 0u64;
-    while let Some((&len, tail)) = rest.split_first() {
-        let len = (len as usize).min(tail.len());
+    while let [head, lo, hi, tail @ ..] = rest {
+        let len = usize::from(u16::from_le_bytes([*lo, *hi])).min(tail.len());
         let (body, next) = tail.split_at(len);
         rest = next;
         let mut data = vec![0xfe];
         data.extend_from_slice(body);
         let m = Message {
             flow: 1,
-            dir: if n % 2 == 0 { Dir::C2s } else { Dir::S2c },
+            dir: if head & 1 == 0 { Dir::C2s } else { Dir::S2c },
             frame: n,
             ts: Duration::from_millis(n),
             data,

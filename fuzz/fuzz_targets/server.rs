@@ -20,10 +20,12 @@ fuzz_target!(|data: &[u8]| {
     );
     let mut out = Vec::new();
     let mut now = Duration::ZERO;
-    // Each chunk: one byte of address and time, then a length byte, then the datagram.
+    // Each chunk: one byte of address and time, then a 16-bit length
+    // (little-endian: an Open Connection Request 1 is padded to its MTU),
+    // then the datagram.
     let mut rest = data;
-    while let [head, len, tail @ ..] = rest {
-        let n = (*len as usize).min(tail.len());
+    while let [head, lo, hi, tail @ ..] = rest {
+        let n = usize::from(u16::from_le_bytes([*lo, *hi])).min(tail.len());
         let (d, next) = tail.split_at(n);
         let from = SocketAddr::from(([127, 0, 0, 1], 40000 + u16::from(head & 3)));
         now += Duration::from_millis(u64::from(head >> 2) * 50);

@@ -1,7 +1,7 @@
 //! Both ends of a connection past the handshake: our client and our server
 //! (session::ClientHandshake, session::Listener) connect in memory, then the
 //! input, cut into datagrams (a head byte: direction and time step; a
-//! length byte), is delivered as if the peer had sent it: to the server
+//! 16-bit little-endian length), is delivered as if the peer had sent it: to the server
 //! from the client's address (a hostile client), or to the client (a
 //! hostile server). No panic, and what each side holds that the peer
 //! controls stays within its budgets.
@@ -86,8 +86,8 @@ fuzz_target!(|data: &[u8]| {
     };
     let mut rest = data;
     let mut buf = Vec::new();
-    while let [head, len, tail @ ..] = rest {
-        let n = (*len as usize).min(tail.len());
+    while let [head, lo, hi, tail @ ..] = rest {
+        let n = usize::from(u16::from_le_bytes([*lo, *hi])).min(tail.len());
         let (d, next) = tail.split_at(n);
         rest = next;
         now += Duration::from_millis(u64::from(head >> 1) * 20);
