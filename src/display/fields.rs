@@ -896,6 +896,11 @@ fn game_lookup(full: &str) -> Result<&'static FieldDef, String> {
         return Err(format!("field {full:?} has an empty name between dots"));
     }
     let head = name.split('.').next().unwrap_or(name);
+    if head == "fields" || crate::bedrock::names::is_packet_name(head) {
+        return Err(format!(
+            "field {full:?}: more than {MAX_GAME_FIELDS} distinct game field names in one run"
+        ));
+    }
     let packets = crate::bedrock::names::all_names();
     Err(if name.contains('.') && head != "fields" {
         match packets
@@ -910,24 +915,36 @@ fn game_lookup(full: &str) -> Result<&'static FieldDef, String> {
     })
 }
 
+/// Distinct decoded game field names made at most in one process (each is
+/// made once and kept for the process: a filter or export names a few).
+pub const MAX_GAME_FIELDS: usize = 4096;
+
 /// A decoded field of game records: `fields.PATH`, `PACKET` or
 /// `PACKET.PATH` with PACKET a game packet name minecraft-data knows. Made
-/// once per name a filter or an export gives (so leaked, as few as those).
+/// once per distinct name and kept (leaked) for the process, at most
+/// [`MAX_GAME_FIELDS`] of them.
 fn game_field(name: &str) -> Option<&'static FieldDef> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static MADE: OnceLock<Mutex<HashMap<&'static str, &'static FieldDef>>> = OnceLock::new();
     let (head, rest) = name.split_once('.').unwrap_or((name, ""));
     let known = head == "fields" && !rest.is_empty() || crate::bedrock::names::is_packet_name(head);
     if !known || (name.contains('.') && rest.split('.').any(str::is_empty)) {
         return None;
     }
+    let mut made = MADE.get_or_init(Default::default).lock().ok()?;
+    if let Some(d) = made.get(name) {
+        return Some(d);
+    }
+    if made.len() >= MAX_GAME_FIELDS {
+        return None;
+    }
     let name: &'static str = Box::leak(name.to_string().into_boxed_str());
     let meaning = "A decoded game field.";
-    Some(Box::leak(Box::new(def(
-        name,
-        Field::Path(name),
-        Ty::Any,
-        GM,
-        meaning,
-    ))))
+    let d: &'static FieldDef =
+        Box::leak(Box::new(def(name, Field::Path(name), Ty::Any, GM, meaning)));
+    made.insert(name, d);
+    Some(d)
 }
 
 impl FieldDef {
@@ -936,8 +953,15 @@ impl FieldDef {
     }
 }
 
+/// The edit distance of `a` and `b` when their lengths differ by 2 at
+/// most; otherwise that difference, a lower bound (suggestions only take
+/// names within 2, and a long mistyped name costs no quadratic work).
 fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
+    let gap = a.chars().count().abs_diff(b.len());
+    if gap > 2 {
+        return gap;
+    }
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {
         let mut prev = row[0];
@@ -1406,6 +1430,29 @@ mod tests {
         assert!(lookup("chanel", RecordType::Packet)
             .unwrap_err()
             .contains("did you mean channel"));
+    }
+
+    #[test]
+    fn edit_distance_within_two_and_a_bound_past() {
+        assert_eq!(edit_distance("frame.len", "frames.len"), 1);
+        assert_eq!(edit_distance("chanel", "channel"), 1);
+        assert_eq!(edit_distance("abc", "xyz"), 3);
+        assert_eq!(edit_distance("", "ab"), 2);
+        // Lengths 3 apart or more: the difference, which is a lower bound.
+        assert_eq!(edit_distance("a", "abcd"), 3);
+        let long = "x".repeat(100_000);
+        assert_eq!(edit_distance(&long, "channel"), 100_000 - 7);
+        assert!(lookup(&long, RecordType::Packet)
+            .unwrap_err()
+            .starts_with("unknown field"));
+    }
+
+    #[test]
+    fn a_game_field_is_made_once() {
+        let a = game_field("text.message").expect("a packet's field");
+        let b = game_field("text.message").expect("the same");
+        assert!(std::ptr::eq(a, b));
+        assert!(game_field("no_such_packet.x").is_none());
     }
 
     #[test]
