@@ -18,6 +18,7 @@ pub mod flow;
 pub mod login;
 pub mod names;
 pub mod packets;
+pub mod schema;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -1,0 +1,647 @@
+//! The interpreter: a packet's bytes walked by its compiled definition into
+//! a JSON tree, as bedrock-protocol's deserializer reads them (field names
+//! of the definitions; mapped names for mapped numbers; numbers as JSON
+//! numbers up to 2^53, decimal strings past; buffers as lowercase hex;
+//! UUIDs as strings; NBT as prismarine-nbt's `{type, value}` objects),
+//! with every count and length bounded by the bytes that remain.
+
+use serde_json::{Map, Value};
+
+use super::compile::{Compare, Compiled, Count, Node, NodeId, Num};
+
+/// Definitions (containers, arrays, switches, options ...) and NBT nested
+/// deeper than this are an error.
+pub const MAX_DEPTH: usize = 96;
+
+/// Where and why a packet did not decode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeError {
+    /// The field: `a.b[3].c` (empty for the packet itself).
+    pub field: String,
+    /// Offset in the packet body.
+    pub offset: usize,
+    pub what: String,
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let field = if self.field.is_empty() {
+            "the packet"
+        } else {
+            &self.field
+        };
+        write!(f, "{field} at byte {}: {}", self.offset, self.what)
+    }
+}
+
+/// Session state a layout depends on.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Session {
+    /// The shield's item id (StartGame's or ItemRegistry's item table):
+    /// items with it carry a blocking tick.
+    pub shield_item_id: Option<i64>,
+}
+
+/// Decode `body` as node `root` of `c`; all of it must be used.
+pub fn decode(c: &Compiled, root: NodeId, body: &[u8], s: Session) -> Result<Value, DecodeError> {
+    let mut d = Decoder {
+        c,
+        s,
+        b: body,
+        pos: 0,
+        end: body.len(),
+        scopes: Vec::new(),
+        path: Vec::new(),
+        depth: 0,
+    };
+    let v = d.value(root)?;
+    if d.pos != body.len() {
+        return Err(d.err(format!(
+            "{} bytes left after the last field",
+            body.len() - d.pos
+        )));
+    }
+    Ok(v)
+}
+
+struct Decoder<'a> {
+    c: &'a Compiled,
+    s: Session,
+    b: &'a [u8],
+    pos: usize,
+    /// The end of what the current field may read (an encapsulated length).
+    end: usize,
+    /// The containers being read, innermost last.
+    scopes: Vec<Map<String, Value>>,
+    /// The field being read, for errors.
+    path: Vec<String>,
+    /// Nodes being read, one inside the other.
+    depth: usize,
+}
+
+/// 2^53: JSON numbers are exact below it.
+const EXACT: u128 = 1 << 53;
+
+fn int(v: i128) -> Value {
+    if v.unsigned_abs() <= EXACT {
+        Value::from(v as i64)
+    } else {
+        Value::String(v.to_string())
+    }
+}
+
+fn float(v: f64) -> Value {
+    serde_json::Number::from_f64(v).map_or_else(|| Value::String(v.to_string()), Value::Number)
+}
+
+impl<'a> Decoder<'a> {
+    fn err(&self, what: String) -> DecodeError {
+        let mut field = String::new();
+        for p in &self.path {
+            if !field.is_empty() && !p.starts_with('[') {
+                field.push('.');
+            }
+            field.push_str(p);
+        }
+        DecodeError {
+            field,
+            offset: self.pos,
+            what,
+        }
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        if n > self.end - self.pos {
+            return Err(self.err(format!("{n} bytes wanted, {} left", self.end - self.pos)));
+        }
+        let s = &self.b[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    fn arr<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+        let s = self.take(N)?;
+        let mut a = [0; N];
+        a.copy_from_slice(s);
+        Ok(a)
+    }
+
+    fn leb(&mut self, bits: u32) -> Result<u128, DecodeError> {
+        let mut v: u128 = 0;
+        let mut shift = 0;
+        loop {
+            let b = self.take(1)?[0];
+            v |= u128::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+            shift += 7;
+            if shift >= bits {
+                return Err(self.err(format!("a varint longer than {bits} bits")));
+            }
+        }
+    }
+
+    /// A number as the wire has it.
+    fn num(&mut self, n: Num) -> Result<Value, DecodeError> {
+        use Num::*;
+        Ok(match n {
+            I8 => int(i128::from(self.arr::<1>()?[0] as i8)),
+            U8 => int(i128::from(self.arr::<1>()?[0])),
+            I16 => int(i128::from(i16::from_be_bytes(self.arr()?))),
+            U16 => int(i128::from(u16::from_be_bytes(self.arr()?))),
+            I32 => int(i128::from(i32::from_be_bytes(self.arr()?))),
+            U32 => int(i128::from(u32::from_be_bytes(self.arr()?))),
+            I64 => int(i128::from(i64::from_be_bytes(self.arr()?))),
+            U64 => int(i128::from(u64::from_be_bytes(self.arr()?))),
+            Li16 => int(i128::from(i16::from_le_bytes(self.arr()?))),
+            Lu16 => int(i128::from(u16::from_le_bytes(self.arr()?))),
+            Li32 => int(i128::from(i32::from_le_bytes(self.arr()?))),
+            Lu32 => int(i128::from(u32::from_le_bytes(self.arr()?))),
+            Li64 => int(i128::from(i64::from_le_bytes(self.arr()?))),
+            Lu64 => int(i128::from(u64::from_le_bytes(self.arr()?))),
+            F32 => float(f64::from(f32::from_be_bytes(self.arr()?))),
+            F64 => float(f64::from_be_bytes(self.arr()?)),
+            Lf32 => float(f64::from(f32::from_le_bytes(self.arr()?))),
+            Lf64 => float(f64::from_le_bytes(self.arr()?)),
+            Varint => int(self.leb(35)? as u32 as i128),
+            Varint64 => int(self.leb(70)? as u64 as i128),
+            Varint128 => {
+                let v = self.leb(133)?;
+                if v <= EXACT {
+                    Value::from(v as u64)
+                } else {
+                    Value::String(v.to_string())
+                }
+            }
+            Zigzag32 => {
+                let v = self.leb(35)? as u32;
+                int(i128::from((v >> 1) as i32 ^ -((v & 1) as i32)))
+            }
+            Zigzag64 => {
+                let v = self.leb(70)? as u64;
+                int(i128::from((v >> 1) as i64 ^ -((v & 1) as i64)))
+            }
+        })
+    }
+
+    /// A count or length: a non-negative integer.
+    fn count(&mut self, c: &Count) -> Result<usize, DecodeError> {
+        let v = match c {
+            Count::Fixed(n) => return Ok(*n),
+            Count::Prefix(id) => self.value(*id)?,
+            Count::Field(name) => self
+                .lookup(&[name.clone()])
+                .cloned()
+                .ok_or_else(|| self.err(format!("no field {name:?} to count by")))?,
+        };
+        match v.as_i64() {
+            Some(n) if n >= 0 => Ok(n as usize),
+            _ => Err(self.err(format!("a count of {v}"))),
+        }
+    }
+
+    /// `n` elements, each one byte at least (or a few of nothing).
+    fn check_count(&self, n: usize) -> Result<(), DecodeError> {
+        if n > 64 && n > self.end - self.pos {
+            return Err(self.err(format!(
+                "a count of {n}, more than the {} bytes left",
+                self.end - self.pos
+            )));
+        }
+        Ok(())
+    }
+
+    /// The value a `compareTo` names: the current container's field (or
+    /// an outer container's, `..` going up explicitly), then into objects.
+    fn lookup(&self, path: &[Box<str>]) -> Option<&Value> {
+        let mut top = self.scopes.len();
+        let mut i = 0;
+        while path.get(i).is_some_and(|p| &**p == "..") {
+            top = top.saturating_sub(1);
+            i += 1;
+        }
+        let first = path.get(i)?;
+        let mut v = self.scopes[..top]
+            .iter()
+            .rev()
+            .find_map(|s| s.get(&**first))?;
+        for p in &path[i + 1..] {
+            v = v.get(&**p)?;
+        }
+        Some(v)
+    }
+
+    fn switch_key(&self, compare: &Compare) -> String {
+        if compare.0.len() > 1 {
+            let any = compare.0.iter().any(|p| {
+                self.lookup(p)
+                    .is_some_and(|v| !matches!(v, Value::Bool(false) | Value::Null) && v != 0)
+            });
+            return any.to_string();
+        }
+        match compare.0.first().and_then(|p| self.lookup(p)) {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Number(n)) => n.to_string(),
+            Some(Value::Bool(b)) => b.to_string(),
+            Some(v) => v.to_string(),
+            None => "undefined".into(),
+        }
+    }
+
+    fn value(&mut self, id: NodeId) -> Result<Value, DecodeError> {
+        if self.depth >= MAX_DEPTH {
+            return Err(self.err("nested too deep".into()));
+        }
+        self.depth += 1;
+        let v = self.node(id);
+        self.depth -= 1;
+        v
+    }
+
+    fn node(&mut self, id: NodeId) -> Result<Value, DecodeError> {
+        let c = self.c;
+        Ok(match &c.nodes[id as usize] {
+            Node::Num(n) => self.num(*n)?,
+            Node::Bool => Value::Bool(self.take(1)?[0] != 0),
+            Node::Void => Value::Null,
+            Node::Uuid => {
+                let b = self.arr::<16>()?;
+                Value::String(uuid(&b))
+            }
+            Node::ByteRot => float(f64::from(self.take(1)?[0]) * (360.0 / 256.0)),
+            Node::PString(count) => {
+                let n = self.count(count)?;
+                let s = self.take(n)?;
+                Value::String(String::from_utf8_lossy(s).into_owned())
+            }
+            Node::Cstring => {
+                let rest = &self.b[self.pos..self.end];
+                let Some(n) = rest.iter().position(|&b| b == 0) else {
+                    return Err(self.err("a C string with no end".into()));
+                };
+                let s = String::from_utf8_lossy(&rest[..n]).into_owned();
+                self.pos += n + 1;
+                Value::String(s)
+            }
+            Node::Buffer(count) => {
+                let n = self.count(count)?;
+                Value::String(crate::wire::cursor::hex(self.take(n)?))
+            }
+            Node::RestBuffer => {
+                let n = self.end - self.pos;
+                Value::String(crate::wire::cursor::hex(self.take(n)?))
+            }
+            Node::Container(fields) => {
+                self.scopes.push(Map::new());
+                for (name, node) in fields {
+                    self.path.push(name.as_deref().unwrap_or("").to_string());
+                    let r = self.value(*node);
+                    self.path.pop();
+                    let v = match r {
+                        Ok(v) => v,
+                        Err(e) => {
+                            self.scopes.pop();
+                            return Err(e);
+                        }
+                    };
+                    let top = self.scopes.last_mut().expect("pushed above");
+                    match (name, v) {
+                        (Some(n), v) => {
+                            top.insert(n.to_string(), v);
+                        }
+                        (None, Value::Object(m)) => top.extend(m),
+                        (None, _) => {}
+                    }
+                }
+                Value::Object(self.scopes.pop().unwrap_or_default())
+            }
+            Node::Switch {
+                compare,
+                cases,
+                default,
+            } => {
+                let key = self.switch_key(compare);
+                let shield = self.s.shield_item_id.map(|s| s.to_string());
+                let case = cases
+                    .iter()
+                    .find(|(k, _)| match k.strip_prefix('/') {
+                        Some("ShieldItemID") => shield.as_deref() == Some(key.as_str()),
+                        _ => **k == *key,
+                    })
+                    .map(|(_, n)| *n)
+                    .or(*default);
+                match case {
+                    Some(n) => self.value(n)?,
+                    None => Value::Null,
+                }
+            }
+            Node::Array { count, of } => {
+                let n = self.count(count)?;
+                self.check_count(n)?;
+                let mut out = Vec::with_capacity(n.min(4096));
+                for i in 0..n {
+                    self.path.push(format!("[{i}]"));
+                    let v = self.value(*of);
+                    self.path.pop();
+                    out.push(v?);
+                }
+                Value::Array(out)
+            }
+            Node::MaybeIncompleteArray { count, of } => {
+                let n = self.value(*count)?;
+                let n = n.as_u64().unwrap_or(0);
+                let mut out = Vec::new();
+                let mut i = 0;
+                while i < n && self.pos < self.end {
+                    let at = self.pos;
+                    self.path.push(format!("[{i}]"));
+                    let v = self.value(*of);
+                    self.path.pop();
+                    match v {
+                        Ok(v) => out.push(v),
+                        Err(_) => {
+                            // A cut-short element ends the array (as
+                            // bedrock-protocol reads it).
+                            self.pos = at;
+                            break;
+                        }
+                    }
+                    i += 1;
+                }
+                Value::Array(out)
+            }
+            Node::Mapper { ty, map } => {
+                let v = self.value(*ty)?;
+                let key = match &v {
+                    Value::String(s) => s.clone(),
+                    v => v.to_string(),
+                };
+                match map.iter().find(|(k, _)| **k == *key) {
+                    Some((_, name)) => Value::String(name.to_string()),
+                    None => v,
+                }
+            }
+            Node::Bitfield(fields) => {
+                let bits: u32 = fields.iter().map(|f| u32::from(f.1)).sum();
+                if bits % 8 != 0 || bits > 128 {
+                    return Err(self.err(format!("a bitfield of {bits} bits")));
+                }
+                let bytes = self.take(bits as usize / 8)?;
+                let mut all: u128 = 0;
+                for &b in bytes {
+                    all = all << 8 | u128::from(b);
+                }
+                let mut m = Map::new();
+                let mut left = bits;
+                for (name, size, signed) in fields {
+                    let size = u32::from(*size);
+                    left -= size;
+                    let mask = if size >= 128 {
+                        u128::MAX
+                    } else {
+                        (1u128 << size) - 1
+                    };
+                    let raw = (all >> left) & mask;
+                    let v = if *signed && size > 0 && raw >> (size - 1) & 1 == 1 {
+                        raw as i128 - (1i128 << size)
+                    } else {
+                        raw as i128
+                    };
+                    m.insert(name.to_string(), int(v));
+                }
+                Value::Object(m)
+            }
+            Node::Option(inner) => {
+                if self.take(1)?[0] != 0 {
+                    self.value(*inner)?
+                } else {
+                    Value::Null
+                }
+            }
+            Node::Bitflags { ty, flags } => {
+                let v = self.value(*ty)?;
+                let n: u128 = match &v {
+                    Value::Number(n) => n
+                        .as_u64()
+                        .map(u128::from)
+                        .or_else(|| n.as_i64().map(|i| i as u64 as u128))
+                        .unwrap_or(0),
+                    Value::String(s) => s
+                        .parse::<u128>()
+                        .or_else(|_| s.parse::<i128>().map(|i| i as u64 as u128))
+                        .unwrap_or(0),
+                    _ => 0,
+                };
+                let mut m = Map::new();
+                m.insert("_value".into(), v);
+                for (name, mask) in flags {
+                    m.insert(
+                        name.to_string(),
+                        Value::Bool(*mask != 0 && n & mask == *mask),
+                    );
+                }
+                Value::Object(m)
+            }
+            Node::Encapsulated { len, inner } => {
+                let n = self.value(*len)?;
+                let n = n
+                    .as_u64()
+                    .ok_or_else(|| self.err(format!("a length of {n}")))?
+                    as usize;
+                if n == 0 {
+                    return Ok(Value::Null);
+                }
+                if n > self.end - self.pos {
+                    return Err(self.err(format!(
+                        "a length of {n}, more than the {} bytes left",
+                        self.end - self.pos
+                    )));
+                }
+                let (outer, stop) = (self.end, self.pos + n);
+                self.end = stop;
+                let v = self.value(*inner);
+                self.end = outer;
+                let v = v?;
+                self.pos = stop;
+                v
+            }
+            Node::OptionalOnRemaining(inner) => {
+                if self.pos >= self.end {
+                    Value::Null
+                } else {
+                    self.value(*inner)?
+                }
+            }
+            Node::EnumSize => {
+                let n = self
+                    .lookup(&["values_len".into()])
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0);
+                Value::String(
+                    match n {
+                        0..=0x100 => "byte",
+                        0x101..=0x10000 => "short",
+                        _ => "int",
+                    }
+                    .into(),
+                )
+            }
+            Node::Nbt { varint } => self.nbt(*varint, 0)?,
+            Node::NbtLoop => {
+                let mut out = Vec::new();
+                loop {
+                    if self.take(1)?[0] == 0 {
+                        break;
+                    }
+                    self.pos -= 1;
+                    out.push(self.nbt(true, 0)?);
+                }
+                Value::Array(out)
+            }
+            Node::Unknown(what) => {
+                return Err(self.err(format!("no decoder for the type {what}")));
+            }
+        })
+    }
+
+    /// One named NBT tag (`{type, name, value}`), as prismarine-nbt reads it.
+    fn nbt(&mut self, varint: bool, depth: usize) -> Result<Value, DecodeError> {
+        let tag = self.take(1)?[0];
+        let mut m = Map::new();
+        m.insert("type".into(), Value::String(tag_name(tag, self)?.into()));
+        if tag == 0 {
+            return Ok(Value::Object(m));
+        }
+        let name = self.nbt_string(varint)?;
+        m.insert("name".into(), Value::String(name));
+        m.insert("value".into(), self.nbt_payload(tag, varint, depth)?);
+        Ok(Value::Object(m))
+    }
+
+    fn nbt_string(&mut self, varint: bool) -> Result<String, DecodeError> {
+        let n = if varint {
+            self.leb(35)? as usize
+        } else {
+            usize::from(u16::from_le_bytes(self.arr()?))
+        };
+        Ok(String::from_utf8_lossy(self.take(n)?).into_owned())
+    }
+
+    fn nbt_len(&mut self, varint: bool) -> Result<usize, DecodeError> {
+        let n = if varint {
+            let v = self.leb(35)? as u32;
+            (v >> 1) as i32 ^ -((v & 1) as i32)
+        } else {
+            i32::from_le_bytes(self.arr()?)
+        };
+        let n = usize::try_from(n).map_err(|_| self.err(format!("an NBT length of {n}")))?;
+        self.check_count(n)?;
+        Ok(n)
+    }
+
+    fn nbt_payload(&mut self, tag: u8, varint: bool, depth: usize) -> Result<Value, DecodeError> {
+        if depth > MAX_DEPTH {
+            return Err(self.err("NBT nested too deep".into()));
+        }
+        use Num::*;
+        let (int32, int64) = if varint {
+            (Zigzag32, Zigzag64)
+        } else {
+            (Li32, Li64)
+        };
+        Ok(match tag {
+            1 => self.num(I8)?,
+            2 => self.num(Li16)?,
+            3 => self.num(int32)?,
+            4 => self.num(int64)?,
+            5 => self.num(Lf32)?,
+            6 => self.num(Lf64)?,
+            7 | 11 | 12 => {
+                let n = self.nbt_len(varint)?;
+                let kind = match tag {
+                    7 => I8,
+                    11 => Li32,
+                    _ => Li64,
+                };
+                let mut out = Vec::with_capacity(n.min(4096));
+                for _ in 0..n {
+                    out.push(self.num(kind)?);
+                }
+                Value::Array(out)
+            }
+            8 => Value::String(self.nbt_string(varint)?),
+            9 => {
+                let inner = self.take(1)?[0];
+                let name = tag_name(inner, self)?;
+                let n = self.nbt_len(varint)?;
+                let mut out = Vec::with_capacity(n.min(4096));
+                for _ in 0..n {
+                    out.push(self.nbt_payload(inner, varint, depth + 1)?);
+                }
+                let mut m = Map::new();
+                m.insert("type".into(), Value::String(name.into()));
+                m.insert("value".into(), Value::Array(out));
+                Value::Object(m)
+            }
+            10 => {
+                let mut m = Map::new();
+                loop {
+                    let t = self.take(1)?[0];
+                    if t == 0 {
+                        break;
+                    }
+                    let name = self.nbt_string(varint)?;
+                    let mut e = Map::new();
+                    e.insert("type".into(), Value::String(tag_name(t, self)?.into()));
+                    e.insert("value".into(), self.nbt_payload(t, varint, depth + 1)?);
+                    m.insert(name, Value::Object(e));
+                }
+                Value::Object(m)
+            }
+            0 => Value::Null,
+            t => return Err(self.err(format!("NBT tag type {t}"))),
+        })
+    }
+}
+
+fn tag_name(t: u8, d: &Decoder<'_>) -> Result<&'static str, DecodeError> {
+    Ok(match t {
+        0 => "end",
+        1 => "byte",
+        2 => "short",
+        3 => "int",
+        4 => "long",
+        5 => "float",
+        6 => "double",
+        7 => "byteArray",
+        8 => "string",
+        9 => "list",
+        10 => "compound",
+        11 => "intArray",
+        12 => "longArray",
+        t => return Err(d.err(format!("NBT tag type {t}"))),
+    })
+}
+
+/// A binary UUID: two little-endian 64-bit halves, most significant first
+/// (as the game writes them; see bedrock/body.rs).
+fn uuid(b: &[u8; 16]) -> String {
+    let mut msb = [0u8; 8];
+    let mut lsb = [0u8; 8];
+    msb.copy_from_slice(&b[..8]);
+    lsb.copy_from_slice(&b[8..]);
+    let h = format!(
+        "{:016x}{:016x}",
+        u64::from_le_bytes(msb),
+        u64::from_le_bytes(lsb)
+    );
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
+}

@@ -1,0 +1,182 @@
+//! Every field of every game packet, from minecraft-data's definitions.
+//!
+//! `schema.json.z` beside this module's parent is made by
+//! `scripts/bedrock-schema.py` from minecraft-data 3.119.0 (MIT: see
+//! `LICENSE-minecraft-data`): the `protocol.json` types of every version from
+//! 1.16.201, each distinct definition once, a table per version from type
+//! name to definition, zlib-compressed (323 KB for 55 versions). It is
+//! inflated and parsed on first use; each protocol's table is compiled
+//! ([`compile`]) when a flow of that protocol first needs it, and packets
+//! are walked by [`decode`].
+//!
+//! A protocol number the data does not know uses the nearest older one
+//! (the nearest newer one below the oldest), as packet names do.
+
+pub mod compile;
+pub mod decode;
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::Value;
+
+pub use compile::{Compiled, NodeId};
+pub use decode::{DecodeError, Session};
+
+/// The generated data, embedded.
+const DATA: &[u8] = include_bytes!("../schema.json.z");
+
+/// The parsed data.
+struct Schema {
+    defs: Vec<Value>,
+    tables: Vec<HashMap<String, usize>>,
+    /// Ascending protocol numbers and their table.
+    protocols: Vec<(u32, usize)>,
+}
+
+fn schema() -> &'static Schema {
+    static S: OnceLock<Schema> = OnceLock::new();
+    S.get_or_init(|| {
+        let mut text = Vec::new();
+        flate2::read::ZlibDecoder::new(DATA)
+            .read_to_end(&mut text)
+            .expect("the embedded definitions inflate");
+        let mut v: Value = serde_json::from_slice(&text).expect("the embedded definitions parse");
+        let defs = match v["defs"].take() {
+            Value::Array(a) => a,
+            _ => Vec::new(),
+        };
+        let tables = v["tables"]
+            .as_array()
+            .map(|ts| {
+                ts.iter()
+                    .map(|t| {
+                        t.as_object()
+                            .map(|m| {
+                                m.iter()
+                                    .map(|(k, i)| (k.clone(), i.as_u64().unwrap_or(0) as usize))
+                                    .collect()
+                            })
+                            .unwrap_or_default()
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let protocols = v["protocols"]
+            .as_array()
+            .map(|ps| {
+                ps.iter()
+                    .filter_map(|p| Some((p[0].as_u64()? as u32, p[1].as_u64()? as usize)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Schema {
+            defs,
+            tables,
+            protocols,
+        }
+    })
+}
+
+/// The protocol number whose definitions serve `protocol`: itself when
+/// known, else the nearest older (or, below all, the oldest).
+pub fn nearest(protocol: u32) -> u32 {
+    let ps = &schema().protocols;
+    match ps.binary_search_by_key(&protocol, |p| p.0) {
+        Ok(i) => ps[i].0,
+        Err(0) => ps.first().map_or(protocol, |p| p.0),
+        Err(i) => ps[i - 1].0,
+    }
+}
+
+/// One protocol's definitions, compiled.
+#[derive(Debug)]
+pub struct Definitions {
+    /// The protocol number they are minecraft-data's for.
+    pub protocol: u32,
+    compiled: Compiled,
+    /// Packet id → (name, its parameters' node).
+    packets: HashMap<u16, (String, NodeId)>,
+}
+
+struct Table<'a>(&'a Schema, usize);
+
+impl compile::Types for Table<'_> {
+    fn def(&self, name: &str) -> Option<&Value> {
+        self.0.tables[self.1].get(name).map(|&i| &self.0.defs[i])
+    }
+}
+
+/// The definitions for `protocol` (the nearest known), compiled once per
+/// process and shared.
+pub fn definitions(protocol: u32) -> Option<Arc<Definitions>> {
+    static MADE: OnceLock<Mutex<HashMap<usize, Arc<Definitions>>>> = OnceLock::new();
+    let s = schema();
+    let number = nearest(protocol);
+    let &(_, table) = s.protocols.iter().find(|p| p.0 == number)?;
+    let mut made = MADE.get_or_init(Default::default).lock().ok()?;
+    if let Some(d) = made.get(&table) {
+        return Some(Arc::clone(d));
+    }
+    let d = Arc::new(Definitions::compile(s, table, number));
+    made.insert(table, Arc::clone(&d));
+    Some(d)
+}
+
+impl Definitions {
+    fn compile(s: &Schema, table: usize, protocol: u32) -> Self {
+        let types = Table(s, table);
+        let mut compiled = Compiled::default();
+        let mut packets = HashMap::new();
+        // mcpe_packet: a `name` mapper (id → name), then a `params` switch
+        // (name → the parameters' type).
+        let fields = compile::Types::def(&types, "mcpe_packet")
+            .and_then(|d| d.get(1))
+            .and_then(Value::as_array);
+        let field =
+            |n: &str| fields.and_then(|fs| fs.iter().find(|f| f["name"] == n).map(|f| &f["type"]));
+        let ids = field("name").and_then(|t| t[1]["mappings"].as_object());
+        let params = field("params").and_then(|t| t[1]["fields"].as_object());
+        if let (Some(ids), Some(params)) = (ids, params) {
+            for (id, name) in ids {
+                let (Ok(id), Some(name)) = (id.parse::<u16>(), name.as_str()) else {
+                    continue;
+                };
+                if let Some(ty) = params.get(name).and_then(Value::as_str) {
+                    let node = compiled.named(ty, &types);
+                    packets.insert(id, (name.to_string(), node));
+                }
+            }
+        }
+        Definitions {
+            protocol,
+            compiled,
+            packets,
+        }
+    }
+
+    /// The name of packet `id` in these definitions.
+    pub fn name(&self, id: u16) -> Option<&str> {
+        self.packets.get(&id).map(|p| p.0.as_str())
+    }
+
+    /// Packet `id`'s fields from its body (the bytes after its header);
+    /// `None` when these definitions have no such packet.
+    pub fn decode(&self, id: u16, body: &[u8], s: Session) -> Option<Result<Value, DecodeError>> {
+        let &(_, node) = self.packets.get(&id)?;
+        Some(decode::decode(&self.compiled, node, body, s))
+    }
+
+    /// Packets these definitions have.
+    pub fn len(&self) -> usize {
+        self.packets.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.packets.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests;
