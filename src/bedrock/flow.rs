@@ -28,8 +28,12 @@ pub struct GamePacket {
     pub data: Vec<u8>,
     /// Whether its batch was encrypted on the wire.
     pub encrypted: bool,
-    /// Fields decoded by hand (the login packets).
+    /// Its fields: by the definitions (when the flow decodes them), with
+    /// what the hand decoders add (the login packets).
     pub fields: Option<Value>,
+    /// Why its fields stopped decoding (the field and offset), or that
+    /// another protocol's definitions were used (once per flow).
+    pub anomaly: Option<String>,
 }
 
 /// Why a batch shows no packets.
@@ -150,6 +154,9 @@ pub struct GameFlow {
     pub packets: [u64; 2],
     /// How far the game login got.
     pub login: LoginProgress,
+    /// Decode every packet's fields by the definitions (`None`: only the
+    /// hand decoders' fields).
+    pub fields: Option<super::fields::Fields>,
 }
 
 /// The steps of the game login seen, for the diagnosis.
@@ -181,6 +188,7 @@ impl GameFlow {
             keys,
             packets: [0; 2],
             login: LoginProgress::default(),
+            fields: None,
         }
     }
 
@@ -313,14 +321,18 @@ impl GameFlow {
             let salt = (header.id == login::SERVER_TO_CLIENT_HANDSHAKE)
                 .then(|| self.learned.salt.take())
                 .flatten();
-            let fields = login::decode(
+            let hand = login::decode(
                 header.id,
                 &rec[header.len..],
                 self.protocol(),
                 &mut self.learned,
             );
             self.after(dir, header.id, salt);
-            self.progress(dir, header.id, fields.as_ref());
+            self.progress(dir, header.id, hand.as_ref());
+            let (fields, anomaly) = match &mut self.fields {
+                Some(f) => f.decode(self.learned.protocol, header.id, &rec[header.len..], hand),
+                None => (hand, None),
+            };
             self.packets[d] += 1;
             out.push(GameEvent::Packet(GamePacket {
                 dir,
@@ -330,6 +342,7 @@ impl GameFlow {
                 data: rec.to_vec(),
                 encrypted,
                 fields,
+                anomaly,
             }));
         }
         out

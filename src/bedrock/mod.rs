@@ -14,6 +14,7 @@
 pub mod batch;
 mod body;
 pub mod crypto;
+pub mod fields;
 pub mod flow;
 pub mod login;
 pub mod names;
@@ -76,6 +77,9 @@ pub struct Game {
     /// Check the logins' signatures (on by default): off for the commands
     /// that only name and count packets.
     pub signatures: bool,
+    /// Decode every packet's fields by minecraft-data's definitions (on by
+    /// default): off for the commands that only name and count packets.
+    pub fields: bool,
 }
 
 impl Game {
@@ -89,6 +93,7 @@ impl Game {
             servers: HashMap::new(),
             untracked: 0,
             signatures: true,
+            fields: true,
         }
     }
 
@@ -97,6 +102,7 @@ impl Game {
     pub fn counting(detect: Detect, keys: Keys) -> Self {
         Game {
             signatures: false,
+            fields: false,
             ..Game::new(detect, keys)
         }
     }
@@ -152,10 +158,9 @@ impl Game {
                 self.untracked += 1;
                 return None;
             }
-            self.flows.insert(
-                m.flow,
-                GameFlow::new(raknet, Arc::clone(&self.keys), self.signatures),
-            );
+            let mut f = GameFlow::new(raknet, Arc::clone(&self.keys), self.signatures);
+            f.fields = self.fields.then(Default::default);
+            self.flows.insert(m.flow, f);
         }
         let f = self.flows.get_mut(&m.flow)?;
         Some(f.message(m.dir, &m.data))

@@ -1481,6 +1481,7 @@ mod tests {
                 serde_json::json!({"protocol": 2169, "display_name": "Steve",
                 "chain": {"verifies": true}}),
             ),
+            anomaly: None,
         });
         let values = |e: &GameEvent, name: &str| {
             let d = lookup(name, RecordType::Game).unwrap();

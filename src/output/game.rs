@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::bedrock::{GamePacket, Opaque};
-use crate::dissect::Dir;
+use crate::dissect::{Anomaly, Dir};
 use crate::mirror::Message;
 use crate::output::text::Palette;
 use crate::wire::cursor::hex_extend;
@@ -42,6 +42,9 @@ pub struct GameJson<'a> {
     pub data_truncated: bool,
     #[serde(skip)]
     pub fields: Option<&'a Value>,
+    /// Only when there is one: why the fields stopped decoding.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub anomalies: Vec<Anomaly>,
 }
 
 fn is_zero(v: &u8) -> bool {
@@ -70,6 +73,14 @@ impl<'a> GameJson<'a> {
             data: &p.data[..shown],
             data_truncated: shown < p.data.len(),
             fields: p.fields.as_ref(),
+            anomalies: p
+                .anomaly
+                .iter()
+                .map(|a| Anomaly {
+                    kind: "fields",
+                    detail: a.clone(),
+                })
+                .collect(),
         }
     }
 
@@ -363,6 +374,7 @@ mod tests {
             data: vec![2, 0, 0, 0, 1],
             encrypted: true,
             fields: Some(serde_json::json!({"status": 1, "status_name": "failed_client"})),
+            anomaly: None,
         };
         let m = Message {
             flow: 1,
