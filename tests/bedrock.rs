@@ -633,3 +633,132 @@ fn the_packet_vectors_are_bedrock_protocols() {
         "{out}"
     );
 }
+
+/// Issue 16's check: every game packet of the bundled real-peer sessions
+/// (1.26.45 and 1.19.1, decrypted with their key logs), decoded field by
+/// field by `game --json` and by bedrock-protocol's own deserializer
+/// (scripts/bedrock-fields.js); every field bedrock-protocol reads is ours
+/// with the same value, after the normalisation of docs/json.md (UUIDs
+/// read as two little-endian halves, floats as 32-bit, null for absent).
+/// Agreement is printed per packet type.
+#[test]
+fn fields_equal_bedrock_protocols_deserializer() {
+    if !peers_ready() {
+        return;
+    }
+    let mut per_type: std::collections::BTreeMap<String, (u32, u32)> = Default::default();
+    let mut failures = Vec::new();
+    for (sample, version) in [("bedrock-login", "1.26.45"), ("bedrock-1.19.1", "1.19.1")] {
+        let dir = common::root().join("samples");
+        let keylog = dir.join(format!("{sample}.keylog"));
+        let records: Vec<Value> = game(
+            &dir.join(format!("{sample}.pcap")),
+            &["--keylog", keylog.to_str().unwrap()],
+        )
+        .into_iter()
+        .filter(|r| r["type"] == "game")
+        .collect();
+        assert!(records.len() >= 20, "{sample}: {}", records.len());
+        let input: String = records
+            .iter()
+            .map(|r| format!("{{\"version\":\"{version}\",\"hex\":\"{}\"}}\n", r["data"].as_str().unwrap()))
+            .collect();
+        let theirs = node_fields(&input);
+        assert_eq!(theirs.len(), records.len());
+        for (ours, theirs) in records.iter().zip(&theirs) {
+            let name = ours["name"].as_str().unwrap_or("?").to_string();
+            let e = per_type.entry(format!("{version} {name}")).or_default();
+            e.1 += 1;
+            assert!(theirs.get("error").is_none(), "{sample} {name}: bedrock-protocol: {theirs}");
+            assert_eq!(theirs["name"], ours["name"]);
+            let mut why = Vec::new();
+            same_fields(&theirs["params"], &ours["fields"], &mut String::new(), &mut why);
+            if why.is_empty() && ours.get("anomalies").is_none() {
+                e.0 += 1;
+            } else {
+                failures.push(format!("{sample} {name}: {why:?} {:?}", ours.get("anomalies")));
+            }
+        }
+    }
+    for (t, (ok, n)) in &per_type {
+        println!("{t}: {ok}/{n}");
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// bedrock-protocol's deserializer on each line of `input`.
+fn node_fields(input: &str) -> Vec<Value> {
+    use std::io::Write;
+    let mut child = Command::new("node")
+        .arg(common::root().join("scripts/bedrock-fields.js"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("node runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success());
+    String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Each field of `theirs` (bedrock-protocol's) in `ours`, equal after the
+/// normalisation; disagreements pushed to `why` with their path.
+fn same_fields(theirs: &Value, ours: &Value, path: &mut String, why: &mut Vec<String>) {
+    match (theirs, ours) {
+        (Value::Object(t), Value::Object(o)) => {
+            for (k, tv) in t {
+                let len = path.len();
+                path.push('.');
+                path.push_str(k);
+                match o.get(k) {
+                    Some(ov) => same_fields(tv, ov, path, why),
+                    None if tv.is_null() => {}
+                    None => why.push(format!("{path}: missing")),
+                }
+                path.truncate(len);
+            }
+        }
+        (Value::Array(t), Value::Array(o)) if t.len() == o.len() => {
+            for (i, (a, b)) in t.iter().zip(o).enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                same_fields(a, b, path, why);
+                path.truncate(len);
+            }
+        }
+        (Value::Number(a), Value::Number(b)) => {
+            let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
+            if a != b && (a as f32) != (b as f32) {
+                why.push(format!("{path}: {a} vs {b}"));
+            }
+        }
+        (Value::String(a), Value::String(b)) if a != b => {
+            let turned = a.len() == 36 && a.as_bytes()[8] == b'-' && turn_uuid(a) == *b;
+            if !turned {
+                why.push(format!("{path}: {a:?} vs {b:?}"));
+            }
+        }
+        (t, o) if t != o => why.push(format!("{path}: {t} vs {o}")),
+        _ => {}
+    }
+}
+
+/// bedrock-protocol's UUID (bytes in order) as the game means it (two
+/// little-endian halves).
+fn turn_uuid(s: &str) -> String {
+    let h: Vec<u8> = s.bytes().filter(|c| *c != b'-').collect();
+    let mut pairs: Vec<&[u8]> = h.chunks(2).collect();
+    pairs[..8].reverse();
+    pairs[8..].reverse();
+    let h: String = pairs.concat().iter().map(|&b| b as char).collect();
+    format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
+}
