@@ -13,7 +13,6 @@ const path = require('path')
 const readline = require('readline')
 
 const root = process.env.BEDROCK_NODE || path.join(__dirname, '..', 'target', 'bedrock-node', 'node_modules')
-const { createDeserializer } = require(path.join(root, 'bedrock-protocol', 'src', 'transforms', 'serializer'))
 
 const EXACT = 2n ** 53n
 function big (b) {
@@ -37,13 +36,20 @@ function norm (v) {
   return v
 }
 
+module.exports = { norm }
+if (require.main !== module) return
+
 const deserializers = new Map()
 const rl = readline.createInterface({ input: process.stdin })
 rl.on('line', line => {
   if (!line.trim()) return
   const { version, hex } = JSON.parse(line)
   let d = deserializers.get(version)
-  if (!d) { d = createDeserializer(version); deserializers.set(version, d) }
+  if (!d) {
+    const { createDeserializer } = require(path.join(root, 'bedrock-protocol', 'src', 'transforms', 'serializer'))
+    d = createDeserializer(version)
+    deserializers.set(version, d)
+  }
   try {
     const { data } = d.parsePacketBuffer(Buffer.from(hex, 'hex'))
     process.stdout.write(JSON.stringify({ name: data.name, params: norm(data.params) }) + '\n')

@@ -161,8 +161,40 @@ function build () {
   return lines.join('\n') + '\n'
 }
 
+// Every packet type of three versions with zero-valued parameters
+// (bedrock_schema.js), as bedrock-protocol serialises it and as its own
+// deserializer reads it back (normalised as scripts/bedrock-fields.js does):
+// src/bedrock/testdata/every_packet.jsonl, for the schema decoder's tests.
+const EVERY_VERSIONS = ['1.16.201', '1.21.50', '1.26.45']
+function buildEveryPacket () {
+  const { createDeserializer } = require(path.join(root, 'bedrock-protocol', 'src', 'transforms', 'serializer'))
+  const { norm } = require('./bedrock-fields')
+  const lines = []
+  for (const version of EVERY_VERSIONS) {
+    const schema = schemaOf(version)
+    const serializer = createSerializer(version)
+    const deserializer = createDeserializer(version)
+    const protocol = mcData('bedrock_' + version).version.version
+    const types = mcData('bedrock_' + version).protocol.types
+    const names = Object.values(types.mcpe_packet[1].find(f => f.name === 'name').type[1].mappings)
+    for (const name of names.sort()) {
+      let hex, fields
+      try {
+        const buf = serializer.createPacketBuffer({ name, params: schema.params(name) })
+        hex = buf.toString('hex')
+        fields = norm(deserializer.parsePacketBuffer(buf).data.params)
+      } catch (e) {
+        continue // no zero value for one of its types (a native one), or it does not read back
+      }
+      lines.push(JSON.stringify({ version, protocol, name, hex, fields }))
+    }
+  }
+  return lines.join('\n') + '\n'
+}
+
 const outStartGame = path.join(path.dirname(out), 'start_game.jsonl')
-for (const [file, text] of [[out, build()], [outStartGame, buildStartGame()]]) {
+const outEvery = path.join(path.dirname(out), 'every_packet.jsonl')
+for (const [file, text] of [[out, build()], [outStartGame, buildStartGame()], [outEvery, buildEveryPacket()]]) {
   if (process.argv[2] === '--check') {
     const have = fs.readFileSync(file, 'utf8')
     if (have !== text) {

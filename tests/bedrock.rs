@@ -14,6 +14,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::{run_bin, Tcpdump, Work};
+use raknet_dissect::bedrock::schema::compare::differences;
 use serde_json::Value;
 
 /// bedrock-protocol under target/bedrock-node (scripts/bedrock-setup.sh).
@@ -629,7 +630,7 @@ fn the_packet_vectors_are_bedrock_protocols() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
-        out.contains("128 vectors") && out.contains("55 vectors"),
+        out.contains("128 vectors") && out.contains("55 vectors") && out.contains("616 vectors"),
         "{out}"
     );
 }
@@ -661,7 +662,12 @@ fn fields_equal_bedrock_protocols_deserializer() {
         assert!(records.len() >= 20, "{sample}: {}", records.len());
         let input: String = records
             .iter()
-            .map(|r| format!("{{\"version\":\"{version}\",\"hex\":\"{}\"}}\n", r["data"].as_str().unwrap()))
+            .map(|r| {
+                format!(
+                    "{{\"version\":\"{version}\",\"hex\":\"{}\"}}\n",
+                    r["data"].as_str().unwrap()
+                )
+            })
             .collect();
         let theirs = node_fields(&input);
         assert_eq!(theirs.len(), records.len());
@@ -669,14 +675,19 @@ fn fields_equal_bedrock_protocols_deserializer() {
             let name = ours["name"].as_str().unwrap_or("?").to_string();
             let e = per_type.entry(format!("{version} {name}")).or_default();
             e.1 += 1;
-            assert!(theirs.get("error").is_none(), "{sample} {name}: bedrock-protocol: {theirs}");
+            assert!(
+                theirs.get("error").is_none(),
+                "{sample} {name}: bedrock-protocol: {theirs}"
+            );
             assert_eq!(theirs["name"], ours["name"]);
-            let mut why = Vec::new();
-            same_fields(&theirs["params"], &ours["fields"], &mut String::new(), &mut why);
+            let why = differences(&theirs["params"], &ours["fields"]);
             if why.is_empty() && ours.get("anomalies").is_none() {
                 e.0 += 1;
             } else {
-                failures.push(format!("{sample} {name}: {why:?} {:?}", ours.get("anomalies")));
+                failures.push(format!(
+                    "{sample} {name}: {why:?} {:?}",
+                    ours.get("anomalies")
+                ));
             }
         }
     }
@@ -708,57 +719,4 @@ fn node_fields(input: &str) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
-}
-
-/// Each field of `theirs` (bedrock-protocol's) in `ours`, equal after the
-/// normalisation; disagreements pushed to `why` with their path.
-fn same_fields(theirs: &Value, ours: &Value, path: &mut String, why: &mut Vec<String>) {
-    match (theirs, ours) {
-        (Value::Object(t), Value::Object(o)) => {
-            for (k, tv) in t {
-                let len = path.len();
-                path.push('.');
-                path.push_str(k);
-                match o.get(k) {
-                    Some(ov) => same_fields(tv, ov, path, why),
-                    None if tv.is_null() => {}
-                    None => why.push(format!("{path}: missing")),
-                }
-                path.truncate(len);
-            }
-        }
-        (Value::Array(t), Value::Array(o)) if t.len() == o.len() => {
-            for (i, (a, b)) in t.iter().zip(o).enumerate() {
-                let len = path.len();
-                path.push_str(&format!("[{i}]"));
-                same_fields(a, b, path, why);
-                path.truncate(len);
-            }
-        }
-        (Value::Number(a), Value::Number(b)) => {
-            let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
-            if a != b && (a as f32) != (b as f32) {
-                why.push(format!("{path}: {a} vs {b}"));
-            }
-        }
-        (Value::String(a), Value::String(b)) if a != b => {
-            let turned = a.len() == 36 && a.as_bytes()[8] == b'-' && turn_uuid(a) == *b;
-            if !turned {
-                why.push(format!("{path}: {a:?} vs {b:?}"));
-            }
-        }
-        (t, o) if t != o => why.push(format!("{path}: {t} vs {o}")),
-        _ => {}
-    }
-}
-
-/// bedrock-protocol's UUID (bytes in order) as the game means it (two
-/// little-endian halves).
-fn turn_uuid(s: &str) -> String {
-    let h: Vec<u8> = s.bytes().filter(|c| *c != b'-').collect();
-    let mut pairs: Vec<&[u8]> = h.chunks(2).collect();
-    pairs[..8].reverse();
-    pairs[8..].reverse();
-    let h: String = pairs.concat().iter().map(|&b| b as char).collect();
-    format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
 }

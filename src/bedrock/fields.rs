@@ -105,15 +105,26 @@ mod tests {
     fn hand_fields_add_to_the_definitions_and_an_error_keeps_them() {
         let mut f = Fields::default();
         // play_status 2 (player_spawn) in protocol 2169.
-        let (v, note) = f.decode(Some(2169), 2, &[0, 0, 0, 3], Some(json!({"status": 3, "status_name": "player_spawn"})));
+        let (v, note) = f.decode(
+            Some(2169),
+            2,
+            &[0, 0, 0, 3],
+            Some(json!({"status": 3, "status_name": "player_spawn"})),
+        );
         assert_eq!(note, None);
         let v = v.unwrap();
         assert_eq!(v["status_name"], "player_spawn");
-        assert_eq!(v["status"], "player_spawn", "the definitions' mapper wins: {v}");
+        assert_eq!(
+            v["status"], "player_spawn",
+            "the definitions' mapper wins: {v}"
+        );
         // Cut short: the hand fields stay, the anomaly says where.
         let (v, note) = f.decode(Some(2169), 2, &[0, 0], Some(json!({"x": 1})));
         assert_eq!(v, Some(json!({"x": 1})));
-        assert_eq!(note.as_deref(), Some("fields: status at byte 0: 4 bytes wanted, 2 left"));
+        assert_eq!(
+            note.as_deref(),
+            Some("fields: status at byte 0: 4 bytes wanted, 2 left")
+        );
     }
 
     #[test]

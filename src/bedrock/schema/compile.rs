@@ -81,9 +81,11 @@ pub enum Node {
         count: Count,
         of: NodeId,
     },
+    /// Numbers to names: keys in decimal, values as ProtoDef reads them
+    /// (`"true"`/`"false"` booleans, numeric strings numbers).
     Mapper {
         ty: NodeId,
-        map: Vec<(Box<str>, Box<str>)>,
+        map: Vec<(Box<str>, Value)>,
     },
     Bitfield(Vec<(Box<str>, u8, bool)>),
     Option(NodeId),
@@ -256,7 +258,21 @@ impl Compiled {
                 let ty = self.node(t, types);
                 let map = m
                     .iter()
-                    .map(|(k, v)| (k.as_str().into(), v.as_str().unwrap_or("").into()))
+                    .map(|(k, v)| {
+                        let key = k
+                            .strip_prefix("0x")
+                            .and_then(|h| i64::from_str_radix(h, 16).ok())
+                            .map_or_else(|| k.as_str().into(), |n| n.to_string().into());
+                        let v = v.as_str().unwrap_or("");
+                        let value = match v {
+                            "true" => Value::Bool(true),
+                            "false" => Value::Bool(false),
+                            _ => v
+                                .parse::<i64>()
+                                .map_or_else(|_| Value::String(v.into()), Value::from),
+                        };
+                        (key, value)
+                    })
                     .collect();
                 Node::Mapper { ty, map }
             }

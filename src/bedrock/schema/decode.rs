@@ -378,7 +378,7 @@ impl<'a> Decoder<'a> {
                     v => v.to_string(),
                 };
                 match map.iter().find(|(k, _)| **k == *key) {
-                    Some((_, name)) => Value::String(name.to_string()),
+                    Some((_, name)) => name.clone(),
                     None => v,
                 }
             }

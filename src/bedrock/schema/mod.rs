@@ -12,6 +12,7 @@
 //! A protocol number the data does not know uses the nearest older one
 //! (the nearest newer one below the oldest), as packet names do.
 
+pub mod compare;
 pub mod compile;
 pub mod decode;
 
