@@ -6,7 +6,8 @@
 # /dev/null, median wall time of RUNS runs after a warm-up:
 #     raknet-dissect messages BIG --json                  (the mirror alone)
 #     raknet-dissect game BIG --json                      (+ the game layer, no key)
-#     raknet-dissect game BIG --json --keylog KEYLOG      (+ decryption)
+#     raknet-dissect game BIG --json --keylog KEYLOG --no-fields (+ decryption)
+#     raknet-dissect game BIG --json --keylog KEYLOG      (+ every packet's fields)
 # and prints MB/s of capture (file bytes / 10^6 / wall s) and the peak RSS.
 #
 # The session, SESSION=play (the default): a gameplay session of 1.26.45,
@@ -99,4 +100,5 @@ run() {
 echo "$BIG: $((bytes / 1000000)) MB ($SESSION session repeated), $RUNS runs each"
 run "messages --json" "$BIN" messages "$BIG" --json
 run "game --json (no key)" "$BIN" game "$BIG" --json
+run "game --json --keylog --no-fields" "$BIN" game "$BIG" --json --keylog "$KEYLOG" --no-fields
 run "game --json --keylog" "$BIN" game "$BIG" --json --keylog "$KEYLOG"

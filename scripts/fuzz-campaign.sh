@@ -34,7 +34,7 @@ for t in "${targets[@]}"; do
     server|session) max_len=16384 ;;
   esac
   case $t in
-    game) dict=fuzz/dict/bedrock.dict ;;
+    game|schema) dict=fuzz/dict/bedrock.dict ;;
     filter|parsers) dict=fuzz/dict/filter.dict ;;
     *) dict=fuzz/dict/raknet.dict ;;
   esac

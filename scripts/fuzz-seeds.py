@@ -67,7 +67,7 @@ def datagrams(sample):
 def main():
     if not os.path.exists(BIN):
         sys.exit(f"{BIN} missing: run `cargo build` first")
-    for t in ("wire", "dissect", "filter", "server", "session", "game", "parsers"):
+    for t in ("wire", "dissect", "filter", "server", "session", "game", "parsers", "schema"):
         d = os.path.join(OUT, t)
         if os.path.isdir(d):
             for f in os.listdir(d):
@@ -139,6 +139,28 @@ def main():
             if data[:1] == b"\xfe":
                 blob += chunk(0 if m["dir"] == "c2s" else 1, data[1:])
         write("game", sample, blob)
+
+    # schema: every packet type bedrock-protocol serialised (the schema
+    # tests' vectors): the protocol's index among those the definitions
+    # know, the packet id, the body after the header.
+    import zlib
+    with open(os.path.join(ROOT, "src", "bedrock", "schema.json.z"), "rb") as f:
+        protocols = [p for p, _ in json.loads(zlib.decompress(f.read()))["protocols"]]
+    every = os.path.join(ROOT, "src", "bedrock", "testdata", "every_packet.jsonl")
+    for line in open(every):
+        v = json.loads(line)
+        if v["version"] != "1.26.45":
+            continue
+        data = bytes.fromhex(v["hex"])
+        head, n = 0, 0
+        while True:
+            b = data[n]
+            head |= (b & 0x7F) << (7 * n)
+            n += 1
+            if not b & 0x80:
+                break
+        seed = struct.pack("<HH", protocols.index(v["protocol"]), head & 0x3FF) + data[n:]
+        write("schema", v["name"], seed)
 
     # parsers: a capture filter, then -e fields and -E options, cut at NULs.
     for i, text in enumerate([

@@ -36,6 +36,10 @@ pub struct GameArgs {
     /// message is a login or its pong is Minecraft's.
     #[arg(long)]
     pub bedrock: bool,
+    /// Only the login packets' fields (decoded by hand), not every
+    /// packet's from minecraft-data's definitions: faster.
+    #[arg(long)]
+    pub no_fields: bool,
 }
 
 /// `game`: a line (or record) per game packet, in delivery order.
@@ -48,6 +52,7 @@ pub fn run_game(a: &GameArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         (Err(code), _) | (_, Err(code)) => return Ok(code),
     };
     let mut game = Game::new(Detect::forced(a.bedrock), keys);
+    game.fields = !a.no_fields;
     let mut mirror = Mirror::new(mirror_config(&a.capture), false);
     let pal = palette(a.output.color, !shown.text());
     if !a.output.quiet {

@@ -191,7 +191,7 @@ impl<'a> Decoder<'a> {
             Count::Fixed(n) => return Ok(*n),
             Count::Prefix(id) => self.value(*id)?,
             Count::Field(name) => self
-                .lookup(&[name.clone()])
+                .lookup(std::slice::from_ref(name))
                 .cloned()
                 .ok_or_else(|| self.err(format!("no field {name:?} to count by")))?,
         };

@@ -15,6 +15,7 @@
 pub mod compare;
 pub mod compile;
 pub mod decode;
+pub mod encode;
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -89,6 +90,11 @@ pub fn nearest(protocol: u32) -> u32 {
         Err(0) => ps.first().map_or(protocol, |p| p.0),
         Err(i) => ps[i - 1].0,
     }
+}
+
+/// The protocol numbers the definitions are for, ascending.
+pub fn protocols() -> Vec<u32> {
+    schema().protocols.iter().map(|p| p.0).collect()
 }
 
 /// One protocol's definitions, compiled.
@@ -167,6 +173,18 @@ impl Definitions {
     pub fn decode(&self, id: u16, body: &[u8], s: Session) -> Option<Result<Value, DecodeError>> {
         let &(_, node) = self.packets.get(&id)?;
         Some(decode::decode(&self.compiled, node, body, s))
+    }
+
+    /// Packet `id`'s body (the bytes after its header) from its fields.
+    pub fn encode(
+        &self,
+        id: u16,
+        fields: &Value,
+        s: Session,
+    ) -> Option<Result<Vec<u8>, encode::EncodeError>> {
+        let &(_, node) = self.packets.get(&id)?;
+        let mut out = Vec::new();
+        Some(encode::encode(&self.compiled, node, fields, s, &mut out).map(|()| out))
     }
 
     /// Packets these definitions have.
