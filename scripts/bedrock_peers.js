@@ -10,7 +10,7 @@
 //        --out packets.jsonl --keylog session.keylog [--username Steve] [--timeout 20] [--skin bp|classic] \
 //        [--client-version V] [--ping 1] [--expect-refusal 1] \
 //        [--client-pem client.pem] [--server-pem server.pem] [--connect-host 127.0.0.2] \
-//        [--play N]
+//        [--play N] [--world 1]
 //
 // The session (the spawn sequence of bedrock-protocol's own examples and
 // tests, examples/server/server.js and test/internal.js, less what they
@@ -35,6 +35,11 @@
 //   of short runs from a fixed seed: about 2.5:1 under DEFLATE, like real
 //   terrain)
 //   + move_entity,
+//   with --world 1 (the schema decoder's tests): before the echo, the server
+//   sends a world's worth of packets: add_player, available_commands,
+//   inventory_content and level_chunk with values set, then one of every
+//   other packet the version has, zero-valued (those the client acts on,
+//   the login's and transfer, left out),
 //   c text (chat), s text (the chat echoed),
 //   c disconnect; then the client closes its RakNet connection (0x15).
 // The exact batching of the client's queued packets depends on timing.
@@ -96,6 +101,13 @@ const outPath = args.out || 'packets.jsonl'
 const root = process.env.BEDROCK_NODE || path.join(__dirname, '..', 'target', 'bedrock-node', 'node_modules')
 const CHAT = 'hello from raknet-dissect'
 const play = Number(args.play || 0)
+const world = Boolean(Number(args.world || 0))
+// --world: packets not sent (the login's, those bedrock-protocol's client
+// acts on, and those the server sends anyway).
+const NOT_WORLD = new Set(['login', 'play_status', 'server_to_client_handshake', 'client_to_server_handshake',
+  'disconnect', 'resource_packs_info', 'resource_pack_stack', 'resource_pack_client_response', 'text',
+  'start_game', 'network_settings', 'request_network_settings', 'transfer', 'level_chunk',
+  'chunk_radius_update', 'set_local_player_as_initialized', 'packet_violation_warning', 'server_to_client_handshake'])
 // A level_chunk payload for round i: runs of a few block ids (palette
 // indices), from a fixed seed, so a gameplay capture is the same each time.
 function chunkPayload (i) {
@@ -373,7 +385,32 @@ server.on('connect', player => {
     player.queue('level_chunk', P('level_chunk', { x, z, sub_chunk_count: 1, payload: chunkPayload(x) }))
     player.queue('move_entity', P('move_entity', { runtime_entity_id: 2n, flags: 0, position: { x: p.position.x + 2, y: 65, z: 0.5 }, rotation: { yaw: 0, pitch: 0, head_yaw: 0 } }))
   })
-  player.on('text', p => player.write('text', P('text', { type: 'chat', category: 'authored', source_name: p.source_name, message: p.message })))
+  // --world: a world's worth of packets before the echo.
+  const sendWorld = () => {
+    const id = 'c0ffee00-1234-4abc-8def-0123456789ab'
+    const item = { network_id: 0 }
+    const set = {
+      add_player: { uuid: id, username: 'Alex', runtime_id: 2n, platform_chat_id: '', position: { x: 2.5, y: 65, z: 0.5 }, pitch: 0, yaw: 90, head_yaw: 90, device_id: 'dev', device_os: 'Win10' },
+      available_commands: {
+        values_len: 2, enum_values: ['survival', 'creative'], chained_subcommand_values: [], suffixes: [],
+        enums: [{ name: 'GameMode', values: [0, 1] }], chained_subcommands: [],
+        command_data: [{ name: 'gamemode', description: 'Sets a game mode', flags: 0, permission_level: 'any', alias: -1, chained_subcommand_offsets: [], overloads: [] }],
+        dynamic_enums: [], enum_constraints: []
+      },
+      inventory_content: { window_id: 'inventory', input: [item, item] }
+    }
+    for (const name of serverSchema.names().sort()) {
+      if (NOT_WORLD.has(name) || !serverSchema.has(name)) continue
+      let params
+      try { params = P(name, set[name] || {}) } catch { continue }
+      try { player.queue(name, params) } catch { }
+    }
+    player.queue('level_chunk', P('level_chunk', { x: 0, z: 0, sub_chunk_count: 1, payload: chunkPayload(0) }))
+  }
+  player.on('text', p => {
+    if (world) sendWorld()
+    player.write('text', P('text', { type: 'chat', category: 'authored', source_name: p.source_name, message: p.message }))
+  })
   player.on('disconnect', p => stop(0, `the server got the client's disconnect: ${JSON.stringify(p.message)}`))
   player.on('close', () => args['expect-refusal']
     ? stop(0, 'refused as expected: the server closed the connection')

@@ -77,7 +77,8 @@ function schemaOf (ver) {
   return {
     has: name => types['packet_' + name] !== undefined,
     params: (name, set = {}) => zero(types['packet_' + name], null, set),
-    name: id => names[String(id)] || null
+    name: id => names[String(id)] || null,
+    names: () => Object.values(names)
   }
 }
   return { schemaOf }

@@ -647,54 +647,126 @@ fn fields_equal_bedrock_protocols_deserializer() {
     if !peers_ready() {
         return;
     }
-    let mut per_type: std::collections::BTreeMap<String, (u32, u32)> = Default::default();
+    let mut per_type = Default::default();
     let mut failures = Vec::new();
     for (sample, version) in [("bedrock-login", "1.26.45"), ("bedrock-1.19.1", "1.19.1")] {
         let dir = common::root().join("samples");
         let keylog = dir.join(format!("{sample}.keylog"));
-        let records: Vec<Value> = game(
-            &dir.join(format!("{sample}.pcap")),
-            &["--keylog", keylog.to_str().unwrap()],
-        )
-        .into_iter()
-        .filter(|r| r["type"] == "game")
-        .collect();
-        assert!(records.len() >= 20, "{sample}: {}", records.len());
-        let input: String = records
-            .iter()
-            .map(|r| {
-                format!(
-                    "{{\"version\":\"{version}\",\"hex\":\"{}\"}}\n",
-                    r["data"].as_str().unwrap()
-                )
-            })
-            .collect();
-        let theirs = node_fields(&input);
-        assert_eq!(theirs.len(), records.len());
-        for (ours, theirs) in records.iter().zip(&theirs) {
-            let name = ours["name"].as_str().unwrap_or("?").to_string();
-            let e = per_type.entry(format!("{version} {name}")).or_default();
-            e.1 += 1;
-            assert!(
-                theirs.get("error").is_none(),
-                "{sample} {name}: bedrock-protocol: {theirs}"
-            );
-            assert_eq!(theirs["name"], ours["name"]);
-            let why = differences(&theirs["params"], &ours["fields"]);
-            if why.is_empty() && ours.get("anomalies").is_none() {
-                e.0 += 1;
-            } else {
-                failures.push(format!(
-                    "{sample} {name}: {why:?} {:?}",
-                    ours.get("anomalies")
-                ));
-            }
-        }
+        let pcap = dir.join(format!("{sample}.pcap"));
+        let n = compare_fields(&pcap, &keylog, version, &mut per_type, &mut failures);
+        assert!(n >= 20, "{sample}: {n}");
     }
     for (t, (ok, n)) in &per_type {
         println!("{t}: {ok}/{n}");
     }
     assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// A world's worth of packets (bedrock_peers.js --world: every packet type
+/// the version has, add_player, available_commands, inventory_content and
+/// level_chunk with values) from bedrock-protocol's server to its client,
+/// captured in two versions: every packet's fields equal bedrock-protocol's
+/// deserializer's.
+#[test]
+fn a_worlds_worth_of_packets_as_bedrock_protocol_reads_them() {
+    if !peers_ready() {
+        return;
+    }
+    let mut per_type = Default::default();
+    let mut failures = Vec::new();
+    let mut total = 0;
+    for version in ["1.21.50", "1.26.45"] {
+        let work = Work::new(&format!("bedrock-world-{version}"));
+        let port = common::free_port_pair();
+        let pcap = work.file("world.pcap");
+        let keylog = work.file("world.keylog");
+        let dump = Tcpdump::start(&pcap, &format!("udp port {port}"));
+        let o = Command::new("node")
+            .arg(common::root().join("scripts/bedrock_peers.js"))
+            .args([
+                "--version",
+                version,
+                "--port",
+                &port.to_string(),
+                "--world",
+                "1",
+            ])
+            .arg("--out")
+            .arg(work.file("sent.jsonl"))
+            .arg("--keylog")
+            .arg(&keylog)
+            .output()
+            .expect("node runs");
+        dump.stop();
+        assert!(
+            o.status.success(),
+            "{version}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let n = compare_fields(&pcap, &keylog, version, &mut per_type, &mut failures);
+        assert!(n >= 150, "{version}: {n} packets");
+        total += n;
+    }
+    let types = per_type.len();
+    let whole = per_type.values().filter(|(ok, n)| ok == n).count();
+    println!(
+        "{total} packets, {} failed; {whole} of {types} packet types agree",
+        failures.len()
+    );
+    for (t, (ok, n)) in per_type.iter().filter(|(_, (ok, n))| ok != n) {
+        println!("{t}: {ok}/{n}");
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// `game --json` on `pcap` with `keylog`, each game packet compared with
+/// bedrock-protocol's deserializer of `version`: agreement counted per
+/// "version name" in `per_type` (agreeing, seen), disagreements pushed to
+/// `failures`. Returns the packets compared.
+fn compare_fields(
+    pcap: &Path,
+    keylog: &Path,
+    version: &str,
+    per_type: &mut std::collections::BTreeMap<String, (u32, u32)>,
+    failures: &mut Vec<String>,
+) -> usize {
+    let records: Vec<Value> = game(pcap, &["--keylog", keylog.to_str().unwrap()])
+        .into_iter()
+        .filter(|r| r["type"] == "game")
+        .collect();
+    let input: String = records
+        .iter()
+        .map(|r| {
+            format!(
+                "{{\"version\":\"{version}\",\"hex\":\"{}\"}}\n",
+                r["data"].as_str().unwrap()
+            )
+        })
+        .collect();
+    let theirs = node_fields(&input);
+    assert_eq!(theirs.len(), records.len());
+    for (ours, theirs) in records.iter().zip(&theirs) {
+        let name = ours["name"].as_str().unwrap_or("?").to_string();
+        let e = per_type.entry(format!("{version} {name}")).or_default();
+        e.1 += 1;
+        if let Some(err) = theirs.get("error") {
+            failures.push(format!(
+                "{version} {name}: bedrock-protocol cannot read it: {err}"
+            ));
+            continue;
+        }
+        assert_eq!(theirs["name"], ours["name"]);
+        let why = differences(&theirs["params"], &ours["fields"]);
+        if why.is_empty() && ours.get("anomalies").is_none() {
+            e.0 += 1;
+        } else {
+            failures.push(format!(
+                "{version} {name}: {why:?} {:?}",
+                ours.get("anomalies")
+            ));
+        }
+    }
+    records.len()
 }
 
 /// bedrock-protocol's deserializer on each line of `input`.
