@@ -705,6 +705,21 @@ fn a_worlds_worth_of_packets_as_bedrock_protocol_reads_them() {
         );
         let n = compare_fields(&pcap, &keylog, version, &mut per_type, &mut failures);
         assert!(n >= 150, "{version}: {n} packets");
+        // The filter: the server's zero-valued move_player is at y 0.
+        let moved = game(
+            &pcap,
+            &[
+                "--keylog",
+                keylog.to_str().unwrap(),
+                "-Y",
+                "game.name == \"move_player\" && game.move_player.position.y < 1",
+            ],
+        );
+        assert!(!moved.is_empty(), "{version}");
+        assert!(
+            moved.iter().all(|m| m["fields"]["position"]["y"] == 0.0),
+            "{version}: {moved:?}"
+        );
         total += n;
     }
     let types = per_type.len();
@@ -791,4 +806,68 @@ fn node_fields(input: &str) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
+}
+
+/// The decoded fields under -e, -Y and -V, on the bundled session (no
+/// peers needed).
+#[test]
+fn decoded_fields_in_filters_exports_and_trees() {
+    let dir = common::root().join("samples");
+    let (pcap, keylog) = (
+        dir.join("bedrock-login.pcap"),
+        dir.join("bedrock-login.keylog"),
+    );
+    let (pcap, keylog) = (pcap.to_str().unwrap(), keylog.to_str().unwrap());
+    let out = |args: &[&str]| {
+        let o = run_bin(args);
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let text = out(&[
+        "game",
+        pcap,
+        "--keylog",
+        keylog,
+        "-T",
+        "fields",
+        "-e",
+        "game.text.message",
+        "-Y",
+        "game.text",
+    ]);
+    assert_eq!(
+        text,
+        "hello from raknet-dissect\nhello from raknet-dissect\n"
+    );
+    let spawn = out(&["game", pcap, "--keylog", keylog, "-Y",
+        "game.name == \"start_game\" && game.start_game.player_position.y > 65 && game.start_game.player_position.y < 66"]);
+    assert_eq!(spawn.lines().count(), 1, "{spawn}");
+    assert!(spawn.contains("start_game"), "{spawn}");
+    // -V: the start_game's fields as a tree, nested objects indented.
+    let tree = out(&[
+        "game",
+        pcap,
+        "--keylog",
+        keylog,
+        "-V",
+        "-Y",
+        "game.start_game",
+    ]);
+    assert!(tree.contains("    player_position:"), "{tree}");
+    assert!(
+        tree.lines()
+            .any(|l| l.trim_start() == "y: 65.62000274658203"),
+        "{tree}"
+    );
+    // --no-fields: only the hand decoders' keys (set_time has none).
+    let records = game(Path::new(pcap), &["--keylog", keylog, "--no-fields"]);
+    let set_time = records.iter().find(|r| r["name"] == "set_time").unwrap();
+    assert!(set_time.get("fields").is_none(), "{set_time}");
+    let records = game(Path::new(pcap), &["--keylog", keylog]);
+    let set_time = records.iter().find(|r| r["name"] == "set_time").unwrap();
+    assert_eq!(set_time["fields"]["time"], 6000);
 }

@@ -11,7 +11,7 @@ use clap_complete::Shell;
 use clap_mangen::Man;
 
 use super::{Cli, EXIT_OK, EXIT_USAGE};
-use crate::output::man::{exit_status, section, Block, FILTERS};
+use crate::output::man::{extra_sections, section, Block};
 
 /// The binary's name, as completions and man pages spell it.
 const BIN: &str = "raknet-dissect";
@@ -97,15 +97,10 @@ fn render(cmd: &clap::Command, root: &clap::Command, out: &mut dyn Write) -> std
         man.render_subcommands_section(out)?;
     }
     let mut roff = String::new();
-    if takes_filter(cmd) {
-        section(&mut roff, "FILTERS", FILTERS);
-    }
     let which = (!std::ptr::eq(cmd, root)).then(|| cmd.get_name());
-    section(
-        &mut roff,
-        "EXIT STATUS",
-        &exit_status(which, takes_filter(cmd)),
-    );
+    for (title, blocks) in extra_sections(which, takes_filter(cmd)) {
+        section(&mut roff, title, &blocks);
+    }
     let see_also: Vec<String> = if std::ptr::eq(cmd, root) {
         subcommands(root)
             .map(|c| format!("{BIN}-{}(1)", c.get_name()))
@@ -136,6 +131,12 @@ mod tests {
             let title = title.trim_end_matches(".1");
             assert!(page.contains(&format!("\n.TH {title} 1 ")), "{page}");
             assert!(page.contains(".SH \"EXIT STATUS\""), "{title}");
+            let game = matches!(cmd.get_name(), "game" | "raknet-dissect");
+            assert_eq!(
+                page.contains("Permission is hereby granted"),
+                game,
+                "{title}"
+            );
             assert_eq!(
                 page.contains(".SH \"FILTERS\""),
                 takes_filter(cmd),

@@ -42,6 +42,48 @@ pub fn section(roff: &mut String, title: &str, blocks: &[Block]) {
     }
 }
 
+/// The sections a page has after clap's: FILTERS (for a command that takes
+/// `-Y`), EXIT STATUS, and COPYRIGHT where embedded data carries a licence
+/// (the top page and `game`: minecraft-data's packet names and
+/// definitions). `name` is the command, `None` for the top page.
+pub fn extra_sections(
+    name: Option<&str>,
+    filter: bool,
+) -> Vec<(&'static str, Vec<Block<'static>>)> {
+    let mut out = Vec::new();
+    if filter {
+        out.push(("FILTERS", FILTERS.iter().map(Block::copy).collect()));
+    }
+    out.push(("EXIT STATUS", exit_status(name, filter)));
+    if matches!(name, None | Some("game")) {
+        out.push((
+            "COPYRIGHT",
+            vec![
+                Block::Para(
+                    "The Bedrock packet names and definitions embedded in this program are \
+                     generated from the npm package minecraft-data 3.119.0, under this licence:",
+                ),
+                Block::Pre(MINECRAFT_DATA_LICENSE),
+            ],
+        ));
+    }
+    out
+}
+
+/// minecraft-data's licence notice, as `src/bedrock/LICENSE-minecraft-data`
+/// gives it.
+pub const MINECRAFT_DATA_LICENSE: &str = include_str!("../bedrock/LICENSE-minecraft-data");
+
+impl Block<'_> {
+    fn copy(&self) -> Block<'_> {
+        match *self {
+            Block::Para(t) => Block::Para(t),
+            Block::Pre(t) => Block::Pre(t),
+            Block::Item(a, b) => Block::Item(a, b),
+        }
+    }
+}
+
 /// The commands an exit code applies to.
 enum Applies {
     All,
