@@ -48,7 +48,9 @@ fn delivered(name: &str) -> Vec<Message> {
 
 /// The game layer: every 0xFE message to game packets (decrypted with the
 /// sample's key log, decompressed, split, the login decoded and its
-/// signatures checked), then each `game` record written as `--json` does.
+/// signatures checked, every packet's fields decoded by the definitions,
+/// or with `--no-fields` only the login's), then each `game` record written
+/// as `--json` does.
 fn bench_game(c: &mut Criterion) {
     let messages = delivered("bedrock-login.pcap");
     let keylog = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/bedrock-login.keylog");
@@ -60,6 +62,15 @@ fn bench_game(c: &mut Criterion) {
         g.bench_function(format!("{name}: packets"), |b| {
             b.iter(|| {
                 let mut game = Game::new(Detect::Auto, keys.clone());
+                for m in &messages {
+                    black_box(game.message(m));
+                }
+            })
+        });
+        g.bench_function(format!("{name}: packets, --no-fields"), |b| {
+            b.iter(|| {
+                let mut game = Game::new(Detect::Auto, keys.clone());
+                game.fields = false;
                 for m in &messages {
                     black_box(game.message(m));
                 }

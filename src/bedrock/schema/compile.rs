@@ -125,7 +125,7 @@ pub struct Compiled {
 
 /// A named type's definition, or none.
 pub trait Types {
-    fn def(&self, name: &str) -> Option<&Value>;
+    fn def(&self, name: &str) -> Option<Value>;
 }
 
 impl Compiled {
@@ -140,6 +140,7 @@ impl Compiled {
         let Some(def) = types.def(name) else {
             return self.push_named(name, Node::Unknown(name.into()));
         };
+        let def = &def;
         if def.as_str() == Some("native") {
             return self.push_named(name, Node::Unknown(name.into()));
         }
@@ -417,8 +418,8 @@ mod tests {
 
     struct T(serde_json::Map<String, Value>);
     impl Types for T {
-        fn def(&self, name: &str) -> Option<&Value> {
-            self.0.get(name)
+        fn def(&self, name: &str) -> Option<Value> {
+            self.0.get(name).cloned()
         }
     }
 

@@ -29,11 +29,19 @@ pub use decode::{DecodeError, Session};
 /// The generated data, embedded.
 const DATA: &[u8] = include_bytes!("../schema.json.z");
 
-/// The parsed data.
+/// The parsed data: each definition kept as its JSON text, parsed when a
+/// protocol's table is compiled.
 struct Schema {
-    defs: Vec<Value>,
+    defs: Vec<Box<serde_json::value::RawValue>>,
     tables: Vec<HashMap<String, usize>>,
     /// Ascending protocol numbers and their table.
+    protocols: Vec<(u32, usize)>,
+}
+
+#[derive(serde::Deserialize)]
+struct Data {
+    defs: Vec<Box<serde_json::value::RawValue>>,
+    tables: Vec<HashMap<String, usize>>,
     protocols: Vec<(u32, usize)>,
 }
 
@@ -44,39 +52,11 @@ fn schema() -> &'static Schema {
         flate2::read::ZlibDecoder::new(DATA)
             .read_to_end(&mut text)
             .expect("the embedded definitions inflate");
-        let mut v: Value = serde_json::from_slice(&text).expect("the embedded definitions parse");
-        let defs = match v["defs"].take() {
-            Value::Array(a) => a,
-            _ => Vec::new(),
-        };
-        let tables = v["tables"]
-            .as_array()
-            .map(|ts| {
-                ts.iter()
-                    .map(|t| {
-                        t.as_object()
-                            .map(|m| {
-                                m.iter()
-                                    .map(|(k, i)| (k.clone(), i.as_u64().unwrap_or(0) as usize))
-                                    .collect()
-                            })
-                            .unwrap_or_default()
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let protocols = v["protocols"]
-            .as_array()
-            .map(|ps| {
-                ps.iter()
-                    .filter_map(|p| Some((p[0].as_u64()? as u32, p[1].as_u64()? as usize)))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let d: Data = serde_json::from_slice(&text).expect("the embedded definitions parse");
         Schema {
-            defs,
-            tables,
-            protocols,
+            defs: d.defs,
+            tables: d.tables,
+            protocols: d.protocols,
         }
     })
 }
@@ -110,8 +90,9 @@ pub struct Definitions {
 struct Table<'a>(&'a Schema, usize);
 
 impl compile::Types for Table<'_> {
-    fn def(&self, name: &str) -> Option<&Value> {
-        self.0.tables[self.1].get(name).map(|&i| &self.0.defs[i])
+    fn def(&self, name: &str) -> Option<Value> {
+        let raw = self.0.defs.get(*self.0.tables[self.1].get(name)?)?;
+        serde_json::from_str(raw.get()).ok()
     }
 }
 
@@ -138,7 +119,9 @@ impl Definitions {
         let mut packets = HashMap::new();
         // mcpe_packet: a `name` mapper (id → name), then a `params` switch
         // (name → the parameters' type).
-        let fields = compile::Types::def(&types, "mcpe_packet")
+        let packet = compile::Types::def(&types, "mcpe_packet");
+        let fields = packet
+            .as_ref()
             .and_then(|d| d.get(1))
             .and_then(Value::as_array);
         let field =

@@ -6,8 +6,8 @@ use crate::bedrock::batch::Header;
 
 struct T(serde_json::Map<String, Value>);
 impl Types for T {
-    fn def(&self, name: &str) -> Option<&Value> {
-        self.0.get(name)
+    fn def(&self, name: &str) -> Option<Value> {
+        self.0.get(name).cloned()
     }
 }
 
