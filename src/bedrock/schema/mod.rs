@@ -16,6 +16,7 @@ pub mod compare;
 pub mod compile;
 pub mod decode;
 pub mod encode;
+pub mod zero;
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -168,6 +169,35 @@ impl Definitions {
         let &(_, node) = self.packets.get(&id)?;
         let mut out = Vec::new();
         Some(encode::encode(&self.compiled, node, fields, s, &mut out).map(|()| out))
+    }
+
+    /// The id of the packet named `name`.
+    pub fn id(&self, name: &str) -> Option<u16> {
+        self.packets
+            .iter()
+            .find(|(_, (n, _))| n == name)
+            .map(|(&id, _)| id)
+    }
+
+    /// Packet `name`'s zero value ([`zero`]): every field, set to nothing.
+    pub fn zero(&self, name: &str) -> Option<Value> {
+        let &(_, node) = self.packets.get(&self.id(name)?)?;
+        Some(zero::zero(&self.compiled, node))
+    }
+
+    /// Packet `name` from its fields, header (sub-clients 0) included.
+    pub fn packet(&self, name: &str, fields: &Value, s: Session) -> Result<Vec<u8>, String> {
+        let id = self
+            .id(name)
+            .ok_or_else(|| format!("protocol {} has no packet {name}", self.protocol))?;
+        let body = self
+            .encode(id, fields, s)
+            .ok_or_else(|| format!("protocol {} has no packet {name}", self.protocol))?
+            .map_err(|e| format!("{name}: {e}"))?;
+        let mut out = Vec::with_capacity(body.len() + 2);
+        crate::bedrock::batch::write_varu32(&mut out, u32::from(id));
+        out.extend(body);
+        Ok(out)
     }
 
     /// Packets these definitions have.
