@@ -13,9 +13,11 @@
 
 pub mod batch;
 mod body;
+pub mod codec;
 pub mod crypto;
 pub mod fields;
 pub mod flow;
+pub mod identity;
 pub mod login;
 pub mod names;
 pub mod packets;

@@ -1,0 +1,226 @@
+//! The keys and tokens a Bedrock peer makes: a fresh P-384 key, ES384 JWTs
+//! signed with it (header `x5u`: the public key, base64 DER), the offline
+//! Login of each generation (BEDROCK.md section 4.1: a self-signed chain up
+//! to 1.21.80, inside the Certificate/Token object from 1.21.90, a
+//! self-signed token from 1.26.10 as bedrock-protocol makes it), and the
+//! server's handshake JWT with its salt.
+
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use base64::Engine;
+use p384::ecdsa::signature::Signer;
+use p384::pkcs8::EncodePublicKey;
+use serde_json::{json, Value};
+
+/// Random bytes from the operating system.
+pub fn random<const N: usize>() -> [u8; N] {
+    use std::io::Read;
+    let mut b = [0u8; N];
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+        if f.read_exact(&mut b).is_ok() {
+            return b;
+        }
+    }
+    // No /dev/urandom: the time and the process, hashed (never for keys
+    // that matter: this only happens off Linux-like systems).
+    use sha2::{Digest, Sha256};
+    let mut out = [0u8; N];
+    let mut counter = 0u64;
+    for chunk in out.chunks_mut(32) {
+        let mut h = Sha256::new();
+        h.update(format!(
+            "{:?}{}{counter}",
+            std::time::SystemTime::now(),
+            std::process::id()
+        ));
+        chunk.copy_from_slice(&h.finalize()[..chunk.len()]);
+        counter += 1;
+    }
+    out
+}
+
+/// A P-384 key and its public half as Bedrock writes it.
+pub struct KeyPair {
+    pub secret: p384::SecretKey,
+    /// Base64 of the DER SubjectPublicKeyInfo (`MHYwEAYHKoZIzj0CAQYFK4EEACIDYgAE…`).
+    pub public: String,
+}
+
+impl KeyPair {
+    /// A fresh key.
+    pub fn generate() -> Self {
+        loop {
+            if let Ok(secret) = p384::SecretKey::from_slice(&random::<48>()) {
+                return KeyPair::from_secret(secret);
+            }
+        }
+    }
+
+    pub fn from_secret(secret: p384::SecretKey) -> Self {
+        let public = secret
+            .public_key()
+            .to_public_key_der()
+            .map(|d| STANDARD.encode(d.as_bytes()))
+            .unwrap_or_default();
+        KeyPair { secret, public }
+    }
+
+    /// An ES384 JWT of `claims`, header `x5u` this key.
+    pub fn jwt(&self, claims: &Value) -> String {
+        let header = json!({"alg": "ES384", "x5u": self.public});
+        let signing = format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(header.to_string()),
+            URL_SAFE_NO_PAD.encode(claims.to_string())
+        );
+        let key = p384::ecdsa::SigningKey::from(&self.secret);
+        let sig: p384::ecdsa::Signature = key.sign(signing.as_bytes());
+        format!("{signing}.{}", URL_SAFE_NO_PAD.encode(sig.to_bytes()))
+    }
+
+    /// The PEM (PKCS#8) of the secret key, for `--key`.
+    pub fn pem(&self) -> String {
+        use p384::pkcs8::EncodePrivateKey;
+        self.secret
+            .to_pkcs8_pem(p384::pkcs8::LineEnding::LF)
+            .map(|p| p.to_string())
+            .unwrap_or_default()
+    }
+}
+
+/// A random version-4 UUID, as text.
+pub fn uuid4() -> String {
+    let mut b = random::<16>();
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h = crate::wire::cursor::hex(&b);
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
+}
+
+/// Seconds since the Unix epoch.
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// An offline player: a name, a UUID and a fresh key.
+pub struct Player {
+    pub name: String,
+    pub uuid: String,
+    pub key: KeyPair,
+}
+
+impl Player {
+    pub fn new(name: &str) -> Self {
+        Player {
+            name: name.to_string(),
+            uuid: uuid4(),
+            key: KeyPair::generate(),
+        }
+    }
+
+    /// The Login's two strings for `protocol`: the identity (chain, or
+    /// Certificate/Token) and the client-data JWT of `game_version`.
+    pub fn login_tokens(
+        &self,
+        protocol: u32,
+        game_version: &str,
+        server: &str,
+    ) -> (String, String) {
+        let t = now();
+        let chain = || {
+            let jwt = self.key.jwt(&json!({
+                "extraData": {"displayName": self.name, "identity": self.uuid, "titleId": "89692877", "XUID": "0"},
+                "certificateAuthority": true,
+                "identityPublicKey": self.key.public,
+                "nbf": t - 60, "exp": t + 3600, "iss": "self",
+            }));
+            json!({"chain": [jwt]}).to_string()
+        };
+        let identity = if protocol < 818 {
+            chain()
+        } else if protocol < 944 {
+            json!({"AuthenticationType": 2, "Certificate": chain(), "Token": ""}).to_string()
+        } else {
+            let token = self.key.jwt(&json!({
+                "cpk": self.key.public, "xid": "0", "xname": self.name, "identity": self.uuid,
+                "nbf": t - 60, "exp": t + 3600, "iss": "self",
+                "aud": "api://auth-minecraft-services/multiplayer",
+            }));
+            // bedrock-protocol's offline client: an empty chain token.
+            json!({"AuthenticationType": 2, "Certificate": json!({"chain": [""]}).to_string(), "Token": token})
+                .to_string()
+        };
+        let mut data = json!({
+            "ClientRandomId": i64::from_le_bytes(random::<8>()) & i64::MAX,
+            "CurrentInputMode": 1, "DefaultInputMode": 1,
+            "DeviceId": uuid4(), "DeviceModel": "raknet-dissect", "DeviceOS": 7,
+            "GameVersion": game_version, "GuiScale": -1, "LanguageCode": "en_GB", "GraphicsMode": 1,
+            "PlatformOfflineId": "", "PlatformOnlineId": "", "PlayFabId": "",
+            "SelfSignedId": uuid4(), "ServerAddress": server, "ThirdPartyName": self.name,
+            "ThirdPartyNameOnly": false, "UIProfile": 0, "IsEditorMode": false,
+            "TrustedSkin": false, "OverrideSkin": false, "CompatibleWithClientSideChunkGen": false,
+            "MaxViewDistance": 0, "MemoryTier": 0, "PlatformType": 0,
+        });
+        let skin = json!({
+            "SkinId": "raknet-dissect", "SkinData": STANDARD.encode(vec![0u8; 64 * 64 * 4]),
+            "SkinImageWidth": 64, "SkinImageHeight": 64,
+            "SkinResourcePatch": STANDARD.encode(r#"{"geometry":{"default":"geometry.humanoid.custom"}}"#),
+            "SkinGeometryData": "", "SkinGeometryDataEngineVersion": "", "SkinAnimationData": "",
+            "CapeId": "", "CapeData": "", "CapeImageWidth": 0, "CapeImageHeight": 0,
+            "CapeOnClassicSkin": false, "AnimatedImageData": [], "PersonaPieces": [],
+            "PieceTintColors": [], "ArmSize": "wide", "SkinColor": "#0", "PersonaSkin": false,
+            "PremiumSkin": false, "PlayFabIdSkin": "",
+        });
+        if let (Some(d), Value::Object(s)) = (data.as_object_mut(), skin) {
+            d.extend(s);
+        }
+        let client = self.key.jwt(&data);
+        (identity, client)
+    }
+}
+
+/// The server's handshake: a JWT with a fresh 16-byte salt, signed by the
+/// server's key (header `x5u`). Returns it and the salt.
+pub fn server_handshake(key: &KeyPair) -> (String, [u8; 16]) {
+    let salt = random::<16>();
+    (key.jwt(&json!({"salt": STANDARD.encode(salt)})), salt)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bedrock::login::{chain_verifies, jwt_parts, jwt_verifies};
+
+    #[test]
+    fn tokens_verify_by_their_keys() {
+        let p = Player::new("Steve");
+        assert!(p.key.public.starts_with("MHYwEAYHKoZIzj0CAQYFK4EEACIDYgAE"));
+        let (identity, client) = p.login_tokens(2169, "1.26.45", "127.0.0.1:19132");
+        assert!(jwt_verifies(&client, &p.key.public));
+        let v: Value = serde_json::from_str(&identity).unwrap();
+        let token = v["Token"].as_str().unwrap();
+        assert!(jwt_verifies(token, &p.key.public));
+        assert_eq!(jwt_parts(token).unwrap().1["xname"], "Steve");
+        let (identity, _) = p.login_tokens(527, "1.19.1", "h:1");
+        let v: Value = serde_json::from_str(&identity).unwrap();
+        let chain: Vec<&str> = v["chain"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| j.as_str().unwrap())
+            .collect();
+        assert_eq!(chain_verifies(&chain), (true, false));
+        let (h, s) = server_handshake(&p.key);
+        assert!(jwt_verifies(&h, &p.key.public));
+        assert_eq!(jwt_parts(&h).unwrap().1["salt"], STANDARD.encode(s));
+        assert_ne!(uuid4(), uuid4());
+    }
+}
