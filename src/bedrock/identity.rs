@@ -24,8 +24,7 @@ pub fn random<const N: usize>() -> [u8; N] {
     // that matter: this only happens off Linux-like systems).
     use sha2::{Digest, Sha256};
     let mut out = [0u8; N];
-    let mut counter = 0u64;
-    for chunk in out.chunks_mut(32) {
+    for (counter, chunk) in out.chunks_mut(32).enumerate() {
         let mut h = Sha256::new();
         h.update(format!(
             "{:?}{}{counter}",
@@ -33,7 +32,6 @@ pub fn random<const N: usize>() -> [u8; N] {
             std::process::id()
         ));
         chunk.copy_from_slice(&h.finalize()[..chunk.len()]);
-        counter += 1;
     }
     out
 }
