@@ -13,6 +13,7 @@
 
 pub mod batch;
 mod body;
+pub mod client;
 pub mod codec;
 pub mod crypto;
 pub mod fields;
@@ -22,6 +23,8 @@ pub mod login;
 pub mod names;
 pub mod packets;
 pub mod schema;
+pub mod server;
+pub mod speak;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -228,3 +231,6 @@ impl Game {
         self.flows.iter().map(|(k, v)| (*k, v))
     }
 }
+
+#[cfg(test)]
+mod login_tests;

@@ -1,0 +1,221 @@
+//! What a Bedrock client and server share (sans-IO, like `session/`): the
+//! definitions of their version, the framing ([`Codec`]), packets built
+//! from zero values with the fields meant set, a queue of 0xFE messages to
+//! hand to RakNet (reliable ordered, channel 0) and of events for the
+//! application. [`super::client::GameClient`] and
+//! [`super::server::GameServer`] drive the login on top.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::batch::Header;
+use super::codec::Codec;
+use super::schema::{self, Definitions, Session};
+
+/// What a Bedrock session tells its application.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionEvent {
+    /// A game packet from the peer, with its fields.
+    Packet { name: String, fields: Value },
+    /// The connection's key, as a key-log line (`BEDROCK_SALT_KEY salt key`,
+    /// BEDROCK.md section 8).
+    KeyLog(String),
+    /// The login went through (PlayStatus login_success).
+    LoggedIn,
+    /// The player spawned (client: PlayStatus player_spawn; server: the
+    /// client's SetLocalPlayerAsInitialized).
+    Spawned,
+    /// The login was refused: why, in words.
+    Refused(String),
+    /// The peer disconnected, with its message.
+    Disconnected(String),
+    /// Something the peer sent cannot be read or used.
+    Error(String),
+}
+
+/// The protocol number of game version `v` ("1.26.45").
+pub fn protocol_of(version: &str) -> Option<u32> {
+    super::names::protocols().find(|&p| super::names::versions(p).contains(&version))
+}
+
+/// The newest game version the definitions know.
+pub fn newest_version() -> &'static str {
+    let p = super::names::protocols().max().unwrap_or(0);
+    super::names::versions(p).last().copied().unwrap_or("")
+}
+
+/// `set`'s keys over `base`'s, objects merged key by key. A name where the
+/// version has a plain number (a field mapped in one version and not in
+/// another: `permission_level`) keeps the number: one set of fields serves
+/// every version.
+pub fn merge(base: &mut Value, set: &Value) {
+    match (base, set) {
+        (Value::Number(_), Value::String(s)) if s.parse::<f64>().is_err() => {}
+        (Value::Object(b), Value::Object(s)) => {
+            for (k, v) in s {
+                match b.get_mut(k) {
+                    Some(old) => merge(old, v),
+                    None => {
+                        b.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        (b, s) => *b = s.clone(),
+    }
+}
+
+/// The state one end of a Bedrock connection keeps.
+pub struct Speaker {
+    pub version: String,
+    pub protocol: u32,
+    pub defs: Arc<Definitions>,
+    pub codec: Codec,
+    pub session: Session,
+    pending: Vec<Vec<u8>>,
+    out: VecDeque<Vec<u8>>,
+    events: VecDeque<SessionEvent>,
+}
+
+impl Speaker {
+    /// For game `version`; an error names the versions known.
+    pub fn new(version: &str) -> Result<Self, String> {
+        let protocol = protocol_of(version).ok_or_else(|| {
+            format!(
+                "no Bedrock version {version:?}: the definitions have {} to {}",
+                super::names::versions(super::names::protocols().min().unwrap_or(0))
+                    .first()
+                    .unwrap_or(&""),
+                newest_version()
+            )
+        })?;
+        let defs = schema::definitions(protocol).ok_or("no definitions")?;
+        Ok(Speaker {
+            version: version.to_string(),
+            protocol,
+            defs,
+            codec: Codec::new(protocol),
+            session: Session::default(),
+            pending: Vec::new(),
+            out: VecDeque::new(),
+            events: VecDeque::new(),
+        })
+    }
+
+    /// Packet `name`: its zero value with `set` over it, encoded.
+    pub fn build(&self, name: &str, set: &Value) -> Result<Vec<u8>, String> {
+        let mut fields = self
+            .defs
+            .zero(name)
+            .ok_or_else(|| format!("{} has no packet {name}", self.version))?;
+        merge(&mut fields, set);
+        self.defs.packet(name, &fields, self.session)
+    }
+
+    /// Queue packet `name` for the next batch.
+    pub fn queue(&mut self, name: &str, set: Value) -> Result<(), String> {
+        let p = self.build(name, &set)?;
+        self.pending.push(p);
+        Ok(())
+    }
+
+    /// Queue an already encoded packet (header included).
+    pub fn queue_raw(&mut self, packet: Vec<u8>) {
+        self.pending.push(packet);
+    }
+
+    /// The queued packets as one batch, framed as things stand now.
+    pub fn flush(&mut self) {
+        if !self.pending.is_empty() {
+            let batch = std::mem::take(&mut self.pending);
+            let m = self.codec.encode(&batch);
+            self.out.push_back(m);
+        }
+    }
+
+    pub fn event(&mut self, e: SessionEvent) {
+        self.events.push_back(e);
+    }
+
+    /// A delivered 0xFE message's packets: name and fields (an error event
+    /// for what does not read).
+    pub fn receive(&mut self, message: &[u8]) -> Vec<(String, Value)> {
+        let packets = match self.codec.decode(message) {
+            Ok(p) => p,
+            Err(e) => {
+                self.event(SessionEvent::Error(format!("a batch from the peer: {e}")));
+                return Vec::new();
+            }
+        };
+        let mut out = Vec::with_capacity(packets.len());
+        for p in packets {
+            let Some(h) = Header::parse(&p) else {
+                self.event(SessionEvent::Error(
+                    "a packet header that does not parse".into(),
+                ));
+                continue;
+            };
+            let name = self
+                .defs
+                .name(h.id)
+                .map_or_else(|| format!("unknown({:#x})", h.id), str::to_string);
+            let fields = match self.defs.decode(h.id, &p[h.len..], self.session) {
+                Some(Ok(v)) => v,
+                Some(Err(e)) => {
+                    self.event(SessionEvent::Error(format!("{name}: {e}")));
+                    Value::Null
+                }
+                None => Value::Null,
+            };
+            self.event(SessionEvent::Packet {
+                name: name.clone(),
+                fields: fields.clone(),
+            });
+            out.push((name, fields));
+        }
+        out
+    }
+
+    /// The next 0xFE message to send.
+    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+        self.out.pop_front()
+    }
+
+    pub fn poll_event(&mut self) -> Option<SessionEvent> {
+        self.events.pop_front()
+    }
+}
+
+/// The key-log line of a connection.
+pub fn key_log_line(salt: &[u8], key: &[u8; 32]) -> String {
+    format!(
+        "BEDROCK_SALT_KEY {} {}",
+        crate::wire::cursor::hex(salt),
+        crate::wire::cursor::hex(key)
+    )
+}
+
+/// A PlayStatus refusal in words, with both protocols.
+pub fn refusal(status: &str, ours: u32, theirs: Option<u32>) -> String {
+    let names = |p: u32| {
+        super::names::versions(p)
+            .last()
+            .map_or(format!("protocol {p}"), |v| format!("protocol {p} ({v})"))
+    };
+    let what = match status {
+        "failed_client" => "the server refused the client as too old (outdated client)",
+        "failed_spawn" => "the server refused the client as too new (outdated server)",
+        "failed_server_full" => "the server is full",
+        other => return format!("the server refused the login: {other}"),
+    };
+    match theirs {
+        Some(t) => format!(
+            "{what}: the client speaks {}, the server {}",
+            names(ours),
+            names(t)
+        ),
+        None => format!("{what}: the client speaks {}", names(ours)),
+    }
+}
