@@ -10,7 +10,7 @@
 //        --out packets.jsonl --keylog session.keylog [--username Steve] [--timeout 20] [--skin bp|classic] \
 //        [--client-version V] [--ping 1] [--expect-refusal 1] \
 //        [--client-pem client.pem] [--server-pem server.pem] [--connect-host 127.0.0.2] \
-//        [--play N] [--world 1]
+//        [--play N] [--world 1] [--server-only 1]
 //
 // The session (the spawn sequence of bedrock-protocol's own examples and
 // tests, examples/server/server.js and test/internal.js, less what they
@@ -101,6 +101,10 @@ const outPath = args.out || 'packets.jsonl'
 const root = process.env.BEDROCK_NODE || path.join(__dirname, '..', 'target', 'bedrock-node', 'node_modules')
 const CHAT = 'hello from raknet-dissect'
 const play = Number(args.play || 0)
+// --server-only: no client of ours; the server waits (up to twice
+// --timeout) for one, such as `raknet-dissect connect --bedrock`, and ends
+// at its Disconnect.
+const serverOnly = Boolean(Number(args['server-only'] || 0))
 const world = Boolean(Number(args.world || 0))
 // --world: packets not sent (the login's, those bedrock-protocol's client
 // acts on, and those the server sends anyway).
@@ -475,4 +479,9 @@ async function start () {
     : stop(4, 'the client\'s connection closed before its disconnect'))
   client.on('error', e => fail(3, `client error: ${e.stack || e}`))
 }
-start()
+if (serverOnly) {
+  clearTimeout(loginTimer)
+  console.error(`bedrock_peers: a ${version} server on 127.0.0.1:${port}, waiting for a client`)
+} else {
+  start()
+}

@@ -12,6 +12,7 @@ mod common;
 
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 use common::{run_bin, Tcpdump, Work};
 use raknet_dissect::bedrock::schema::compare::differences;
@@ -870,4 +871,127 @@ fn decoded_fields_in_filters_exports_and_trees() {
     let records = game(Path::new(pcap), &["--keylog", keylog]);
     let set_time = records.iter().find(|r| r["name"] == "set_time").unwrap();
     assert_eq!(set_time["fields"]["time"], 6000);
+}
+
+/// A bedrock-protocol server (scripts/bedrock_peers.js --server-only) on
+/// `port` speaking `version`, waiting for one client.
+fn bedrock_protocol_server(version: &str, port: u16, work: &Work) -> common::Proc {
+    let mut cmd = Command::new("node");
+    cmd.arg(common::root().join("scripts/bedrock_peers.js"))
+        .args([
+            "--version",
+            version,
+            "--port",
+            &port.to_string(),
+            "--server-only",
+            "1",
+            "--timeout",
+            "15",
+        ])
+        .arg("--out")
+        .arg(work.file("server-sent.jsonl"))
+        .arg("--keylog")
+        .arg(work.file("unused.keylog"))
+        .stderr(std::process::Stdio::piped());
+    let mut p = common::Proc::spawn(&mut cmd, "bedrock_peers.js --server-only");
+    // It says when it listens.
+    let mut err = std::io::BufReader::new(p.child.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+    assert!(line.contains("waiting for a client"), "{line}");
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    p
+}
+
+/// Issue 17: our client (`connect --bedrock`) logs in to bedrock-protocol's
+/// server in three generations, prints the StartGame and the spawn, writes
+/// the key log, and the capture of its session decrypts with that key log,
+/// every packet; against a server of another version it is refused in
+/// words naming both, exit 10.
+#[test]
+fn our_client_logs_in_to_bedrock_protocols_server() {
+    if !peers_ready() {
+        return;
+    }
+    for version in ["1.26.45", "1.21.50", "1.19.1"] {
+        let work = Work::new(&format!("bedrock-connect-{version}"));
+        let port = common::free_port_pair();
+        let pcap = work.file("connect.pcap");
+        let keylog = work.file("connect.keylog");
+        let dump = Tcpdump::start(&pcap, &format!("udp port {port}"));
+        let mut server = bedrock_protocol_server(version, port, &work);
+        let target = format!("127.0.0.1:{port}");
+        let o = run_bin(&[
+            "connect",
+            &target,
+            "--bedrock",
+            "--protocol",
+            "10",
+            "--version",
+            version,
+            "--duration",
+            "2",
+            "--name",
+            "Alex",
+            "--keylog-out",
+            keylog.to_str().unwrap(),
+        ]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{version}: {out}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(out.contains("s2c start_game"), "{version}: {out}");
+        assert!(
+            out.contains("game login: spawned: as Alex"),
+            "{version}: {out}"
+        );
+        assert_eq!(
+            server.exit_code(Duration::from_secs(10)),
+            Some(0),
+            "{version}: the server saw our disconnect"
+        );
+        dump.stop();
+        let records = game(&pcap, &["--keylog", keylog.to_str().unwrap()]);
+        let opaque = records
+            .iter()
+            .filter(|r| r["type"] == "game_opaque")
+            .count();
+        assert_eq!(opaque, 0, "{version}: every batch decrypts");
+        let names: Vec<&str> = records.iter().filter_map(|r| r["name"].as_str()).collect();
+        for want in [
+            "login",
+            "start_game",
+            "set_local_player_as_initialized",
+            "disconnect",
+        ] {
+            assert!(names.contains(&want), "{version}: {want} in {names:?}");
+        }
+        let login = records.iter().find(|r| r["name"] == "login").unwrap();
+        assert_eq!(login["fields"]["display_name"], "Alex", "{version}");
+    }
+    // Refused: the server speaks 1.21.50, the client 1.26.45.
+    let work = Work::new("bedrock-connect-refused");
+    let port = common::free_port_pair();
+    let _server = bedrock_protocol_server("1.21.50", port, &work);
+    let target = format!("127.0.0.1:{port}");
+    let o = run_bin(&[
+        "connect",
+        &target,
+        "--bedrock",
+        "--protocol",
+        "10",
+        "--version",
+        "1.26.45",
+        "--duration",
+        "3",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(10), "{out}");
+    assert!(
+        out.contains("refused: the server refused the client as too new (outdated server): the client speaks protocol 2169 (1.26.45), the server protocol 766 (1.21.50)"),
+        "{out}"
+    );
 }

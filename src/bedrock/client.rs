@@ -22,6 +22,8 @@ pub struct GameClient {
     server: String,
     runtime_id: Value,
     pub spawned: bool,
+    /// The PlayStatus that refused the login (`failed_client`, ...).
+    pub refused: Option<String>,
 }
 
 impl GameClient {
@@ -33,6 +35,7 @@ impl GameClient {
             server: server.to_string(),
             runtime_id: Value::from(0),
             spawned: false,
+            refused: None,
         })
     }
 
@@ -121,6 +124,7 @@ impl GameClient {
                 }
                 other => {
                     let why = refusal(other, s.protocol, None);
+                    self.refused = Some(other.to_string());
                     s.event(SessionEvent::Refused(why));
                 }
             },

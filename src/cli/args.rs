@@ -14,7 +14,6 @@ use crate::output::ColorChoice;
 use crate::peer::printer::Printer;
 use crate::pipeline::PipelineOptions;
 use crate::session::receive::Reassembly;
-use crate::wire::Reliability;
 
 /// `--json`, `--color`, `-q`: every command that prints.
 #[derive(Args, Debug, Default, Clone)]
@@ -235,25 +234,8 @@ pub enum DirArg {
     S2c,
 }
 
-/// `-d` ([`crate::dissect::parse_decode_as`]).
-pub fn parse_decode_as(s: &str) -> Result<u16, String> {
-    crate::dissect::parse_decode_as(s)
-}
-
-pub use crate::output::text::parse_seconds;
+pub use crate::dissect::parse_decode_as;
+pub use crate::output::text::{parse_interval, parse_seconds, parse_speed};
+pub use crate::peer::run::resolve as parse_target;
+pub use crate::wire::cursor::parse_hex;
 pub use crate::wire::ids::parse_id;
-
-/// Bytes in hex ([`crate::wire::cursor::parse_hex`]).
-pub fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
-    crate::wire::cursor::parse_hex(s)
-}
-
-/// A reliability by name or number ([`Reliability::parse`]).
-pub fn parse_reliability(s: &str) -> Result<Reliability, String> {
-    Reliability::parse(s)
-}
-
-/// A server address: `HOST:PORT`, `[V6]:PORT`, or a host alone (port 19132).
-pub fn parse_target(s: &str) -> Result<std::net::SocketAddr, String> {
-    crate::peer::run::resolve(s)
-}

@@ -37,14 +37,16 @@ pub const EXIT_MALFORMED: u8 = 9;
 /// No connection could be made: no pong, a refused or unanswered
 /// handshake, nothing listening (the diagnosis is printed).
 pub const EXIT_NO_CONNECTION: u8 = 6;
+/// `connect --bedrock`: connected, but the game login did not reach the spawn.
+pub const EXIT_LOGIN_FAILED: u8 = 10;
 
 /// The exit code of a live command's outcome.
 fn exit_code(o: crate::peer::run::Outcome) -> u8 {
-    let connected = o == crate::peer::run::Outcome::Done;
-    if connected {
-        EXIT_OK
-    } else {
-        EXIT_NO_CONNECTION
+    use crate::peer::run::Outcome;
+    match o {
+        Outcome::Done => EXIT_OK,
+        Outcome::NoConnection => EXIT_NO_CONNECTION,
+        Outcome::LoginFailed => EXIT_LOGIN_FAILED,
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
-use super::args::{parse_hex, parse_reliability, parse_seconds, parse_target, OutputArgs};
+use super::args::{parse_hex, parse_seconds, parse_target, OutputArgs};
 use super::exit_code;
 use super::{EXIT_ERROR, EXIT_USAGE};
 use crate::peer::run::{self, ConnectPlan, ServePlan};
@@ -78,7 +78,7 @@ pub struct ConnectArgs {
     #[arg(long, default_value = "1", value_name = "N")]
     pub repeat: u64,
     /// Reliability of the messages sent: a name (reliable-ordered, unreliable, ...) or 0 to 7.
-    #[arg(long, default_value = "reliable-ordered", value_name = "R", value_parser = parse_reliability)]
+    #[arg(long, default_value = "reliable-ordered", value_name = "R", value_parser = Reliability::parse)]
     pub reliability: Reliability,
     /// Ordering channel (0 to 31).
     #[arg(long, default_value = "0", value_name = "C", value_parser = clap::value_parser!(u8).range(0..32))]
@@ -92,7 +92,34 @@ pub struct ConnectArgs {
     #[command(flatten)]
     pub dialect: DialectArgs,
     #[command(flatten)]
+    pub game: BedrockArgs,
+    #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// `connect --bedrock`: the Minecraft Bedrock game login on the connection.
+#[derive(Args, Debug, Clone, Default)]
+pub struct BedrockArgs {
+    /// Log in to a Minecraft Bedrock server (an offline identity), print the game packets it sends.
+    #[arg(long)]
+    pub bedrock: bool,
+    /// With --bedrock: the player's name.
+    #[arg(
+        long,
+        default_value = "raknet-dissect",
+        value_name = "NAME",
+        requires = "bedrock"
+    )]
+    pub name: String,
+    /// With --bedrock: the game version (default: the newest the definitions know).
+    #[arg(long = "version", value_name = "V", requires = "bedrock")]
+    pub game_version: Option<String>,
+    /// With --bedrock: seconds to stay connected.
+    #[arg(long, default_value = "10", value_name = "SECONDS", value_parser = parse_seconds, requires = "bedrock")]
+    pub duration: Duration,
+    /// Append each connection's key to this key log (default: $BEDROCK_KEYLOG_FILE).
+    #[arg(long, value_name = "FILE", requires = "bedrock")]
+    pub keylog_out: Option<std::path::PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -154,6 +181,17 @@ pub fn run_ping(a: &PingArgs, out: &mut impl Write) -> anyhow::Result<u8> {
 }
 
 pub fn run_connect(a: &ConnectArgs, out: &mut impl Write) -> anyhow::Result<u8> {
+    if a.game.bedrock {
+        let g = &a.game;
+        let version = g.game_version.clone();
+        let plan = crate::peer::bedrock::plan(version, &g.name, g.duration, g.keylog_out.clone());
+        let cfg =
+            crate::peer::bedrock::dialect(&plan, a.dialect.protocol, a.dialect.addresses, a.mtu);
+        let mut p = a.output.printer(out);
+        return Ok(exit_code(crate::peer::bedrock::connect_bedrock(
+            a.target, cfg, &plan, &mut p,
+        )?));
+    }
     let plan = match run::messages_to_send(&a.send, a.reliability, a.channel, io::stdin().lock()) {
         Ok(messages) => ConnectPlan {
             messages,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::args::{parse_decode_as, parse_seconds, parse_target, OutputArgs};
+use super::args::{parse_decode_as, parse_seconds, parse_speed, parse_target, OutputArgs};
 use super::EXIT_NO_CONNECTION;
 use super::{EXIT_BAD_FILE, EXIT_ERROR, EXIT_OK, EXIT_USAGE};
 use crate::peer::record::Recorder;
@@ -56,14 +56,6 @@ pub struct ReplayArgs {
     pub decode_as: Vec<u16>,
     #[command(flatten)]
     pub output: OutputArgs,
-}
-
-/// `--speed`: 0.001 to 1,000,000 times the captured pace.
-fn parse_speed(s: &str) -> Result<f64, String> {
-    s.parse::<f64>()
-        .ok()
-        .filter(|v| (0.001..=1e6).contains(v))
-        .ok_or_else(|| format!("{s:?} is not a speed from 0.001 to 1000000"))
 }
 
 /// A session out of capture files; `Err` is the exit code, after one line.

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::args::parse_seconds;
+use super::args::parse_interval;
 use super::{
     drive_items, mirror_config, terminal_width, CaptureArgs, Next, EXIT_BAD_FILE, EXIT_USAGE,
 };
@@ -31,14 +31,6 @@ pub struct StatsArgs {
     // `stats_interval` records, then one `stats` record.
     #[command(flatten)]
     pub output: super::OutputArgs,
-}
-
-/// `--interval`: seconds as [`parse_seconds`] reads them, more than 0 (at least 1 ns).
-fn parse_interval(s: &str) -> Result<Duration, String> {
-    parse_seconds(s)
-        .ok()
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| format!("{s:?} is not an interval: seconds, more than 0, at most 1000000"))
 }
 
 /// `stats`: count the capture, then print the tables or the records.
@@ -79,22 +71,4 @@ pub fn run_stats(args: &StatsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         write_text(&st, only, terminal_width(), out)?;
     }
     Ok(code)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn s(secs: f64) -> Duration {
-        Duration::from_secs_f64(secs)
-    }
-
-    #[test]
-    fn interval_argument() {
-        assert_eq!(parse_interval("0.25"), Ok(s(0.25)));
-        assert_eq!(parse_interval("1"), Ok(s(1.0)));
-        for bad in ["0", "-1", "NaN", "inf", "1e9", "1e-12", "x", ""] {
-            assert!(parse_interval(bad).is_err(), "{bad}");
-        }
-    }
 }

@@ -144,7 +144,7 @@ impl<'a> GameOpaqueJson<'a> {
 }
 
 /// The key fields of a decoded packet, `key=value` each, for its line.
-fn key_fields(fields: &Value) -> String {
+pub fn key_fields(fields: &Value) -> String {
     const KEYS: &[&str] = &[
         "client_protocol",
         "protocol",
@@ -153,6 +153,7 @@ fn key_fields(fields: &Value) -> String {
         "device_os_name",
         "compression",
         "compression_threshold",
+        "status",
         "status_name",
         "response_status_name",
         "entity_id",
@@ -168,6 +169,13 @@ fn key_fields(fields: &Value) -> String {
     ];
     let mut s = String::new();
     for k in KEYS {
+        // A name the definitions already give (`status` is mapped).
+        let same = k
+            .strip_suffix("_name")
+            .is_some_and(|base| fields.get(base).is_some() && fields.get(base) == fields.get(*k));
+        if same {
+            continue;
+        }
         match fields.get(*k) {
             Some(Value::String(v)) => {
                 let _ = write!(s, " {k}={}", super::text::quoted(v.as_bytes(), 60));

@@ -36,6 +36,35 @@ pub enum PeerRecord {
     Step(ProbeStepJson),
     Probe(ProbeJson),
     Replay(ReplayJson),
+    /// A Bedrock game packet a live peer received (`connect --bedrock`).
+    Game(PeerGameJson),
+    /// A step of a live Bedrock login (`connect --bedrock`).
+    Login(PeerLoginJson),
+}
+
+/// A game packet received by a live Bedrock peer.
+#[derive(Serialize)]
+pub struct PeerGameJson {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub peer: String,
+    pub dir: &'static str,
+    pub ts: f64,
+    pub name: String,
+    pub fields: serde_json::Value,
+}
+
+/// A step of a live Bedrock login: `key_log` (detail: the key-log line),
+/// `logged_in`, `spawned`, `refused`, `disconnected`, `error`, `no_answer`.
+#[derive(Serialize)]
+pub struct PeerLoginJson {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub peer: String,
+    pub ts: f64,
+    pub event: &'static str,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub detail: String,
 }
 
 impl PeerRecord {
@@ -55,12 +84,28 @@ impl PeerRecord {
             PeerRecord::Step(r) => format!("{:>+11.6}  {:<30} {}", r.t, r.step, r.detail),
             PeerRecord::Probe(r) => format!("outcome: {} ({})", r.outcome, r.diagnosis),
             PeerRecord::Replay(r) => r.lines(),
+            PeerRecord::Game(r) => {
+                let keys = crate::output::game::key_fields(&r.fields);
+                format!("{:>11.6} {} {} {}{keys}", r.ts, r.peer, r.dir, r.name)
+            }
+            PeerRecord::Login(r) if r.detail.is_empty() => {
+                format!("{:>11.6} {} game login: {}", r.ts, r.peer, r.event)
+            }
+            PeerRecord::Login(r) => {
+                format!(
+                    "{:>11.6} {} game login: {}: {}",
+                    r.ts, r.peer, r.event, r.detail
+                )
+            }
         }
     }
 
     /// Per-message records, left out by `-q`.
     pub fn is_per_message(&self) -> bool {
-        matches!(self, PeerRecord::Message(_) | PeerRecord::Step(_))
+        matches!(
+            self,
+            PeerRecord::Message(_) | PeerRecord::Step(_) | PeerRecord::Game(_)
+        )
     }
 }
 

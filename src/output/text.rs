@@ -689,9 +689,38 @@ pub fn parse_seconds(s: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("{s:?} is not a number of seconds from 0 to 1000000"))
 }
 
+/// `stats --interval`: seconds as [`parse_seconds`] reads them, more than 0
+/// (at least 1 ns).
+pub fn parse_interval(s: &str) -> Result<Duration, String> {
+    parse_seconds(s)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("{s:?} is not an interval: seconds, more than 0, at most 1000000"))
+}
+
+/// `replay --speed`: 0.001 to 1,000,000 times the captured pace.
+pub fn parse_speed(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|v| (0.001..=1e6).contains(v))
+        .ok_or_else(|| format!("{s:?} is not a speed from 0.001 to 1000000"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn interval_argument() {
+        let s = Duration::from_secs_f64;
+        assert_eq!(parse_interval("0.25"), Ok(s(0.25)));
+        assert_eq!(parse_interval("1"), Ok(s(1.0)));
+        for bad in ["0", "-1", "NaN", "inf", "1e9", "1e-12", "x", ""] {
+            assert!(parse_interval(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_speed("2"), Ok(2.0));
+        assert!(parse_speed("0").is_err() && parse_speed("NaN").is_err());
+    }
 
     #[test]
     fn seconds_never_panic_on_odd_input() {

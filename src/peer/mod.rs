@@ -8,6 +8,7 @@ pub mod record {
     pub use crate::capture::write::Recorder;
 }
 
+pub mod bedrock;
 pub mod printer;
 pub mod run;
 

@@ -44,6 +44,9 @@ pub enum Outcome {
     /// No pong, a refused or unanswered handshake, nothing listening, a
     /// peer that timed out.
     NoConnection,
+    /// Connected, but the Bedrock game login did not reach the spawn:
+    /// refused (PlayStatus), disconnected, or never answered.
+    LoginFailed,
 }
 
 /// `HOST:PORT`, `[V6]:PORT`, or a host alone (port [`DEFAULT_PORT`]).

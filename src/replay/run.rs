@@ -15,7 +15,7 @@ use crate::output::peer::{ms, Divergence, IdCount, PeerMessageJson, PeerRecord, 
 use crate::peer::record::Recorder;
 use crate::peer::run::{
     addresses_for, connect_client, connected_record, mtus_from, new_guid, pump, pump_until,
-    Outcome, Outgoing, Pumped, Report, ServerScript, QUEUE_AHEAD,
+    Outgoing, Pumped, Report, ServerScript, QUEUE_AHEAD,
 };
 use crate::pipeline::{Input, Item, Next, Pipeline, PipelineOptions};
 use crate::session::{ClientConfig, CloseReason, Event};
@@ -160,7 +160,7 @@ pub fn replay(
     let target = o.target;
     let mut client = match connect_client(target, cfg, recorder, report)? {
         Ok(c) => c,
-        Err(Outcome::NoConnection | Outcome::Done) => return Ok(ReplayOutcome::NoConnection),
+        Err(_) => return Ok(ReplayOutcome::NoConnection),
     };
     let text = format!(
         "replaying flow {} of {} ({} client {}) to {target}: connected, MTU {}, protocol {protocol}, handshake {:.3} ms",

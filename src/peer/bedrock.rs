@@ -1,0 +1,230 @@
+//! `connect --bedrock`: our RakNet client carrying the Bedrock game login
+//! ([`crate::bedrock::client::GameClient`]): every game packet the server
+//! sends is a `game` record, each step of the login a `login` record, the
+//! connection's key appended to a key log; it stays until the duration is
+//! over and leaves with a Disconnect.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::run::{connect_client, connected_record, pump, Outcome, Pumped, Report};
+use crate::bedrock::client::GameClient;
+use crate::bedrock::speak::{refusal, SessionEvent};
+use crate::output::peer::{PeerGameJson, PeerLoginJson, PeerRecord};
+use crate::session::{ClientConfig, Event};
+use crate::wire::Reliability;
+
+/// What `connect --bedrock` does.
+#[derive(Debug, Clone)]
+pub struct BedrockPlan {
+    /// Game version ("1.26.45").
+    pub version: String,
+    /// The player's name.
+    pub name: String,
+    /// How long to stay after connecting.
+    pub duration: Duration,
+    /// Append the connection's key here (`--keylog-out`, or the
+    /// environment's `BEDROCK_KEYLOG_FILE`).
+    pub keylog_out: Option<PathBuf>,
+}
+
+/// The plan of `connect --bedrock`: `version` or the newest, the key log
+/// given or `$BEDROCK_KEYLOG_FILE`.
+pub fn plan(
+    version: Option<String>,
+    name: &str,
+    duration: Duration,
+    keylog: Option<PathBuf>,
+) -> BedrockPlan {
+    BedrockPlan {
+        version: version.unwrap_or_else(|| crate::bedrock::speak::newest_version().to_string()),
+        name: name.to_string(),
+        duration,
+        keylog_out: keylog.or_else(|| std::env::var_os("BEDROCK_KEYLOG_FILE").map(PathBuf::from)),
+    }
+}
+
+/// The RakNet client of a Bedrock login: the Minecraft dialect, protocol 11
+/// from 1.19.30 (10 before), unless `protocol` is given.
+pub fn dialect(
+    plan: &BedrockPlan,
+    protocol: Option<u8>,
+    addresses: Option<usize>,
+    mtu: Option<u16>,
+) -> ClientConfig {
+    let game = crate::bedrock::speak::protocol_of(&plan.version).unwrap_or(0);
+    let raknet = if game >= crate::bedrock::codec::NEGOTIATED_FROM {
+        11
+    } else {
+        10
+    };
+    super::run::Dialect {
+        minecraft: true,
+        protocol: Some(protocol.unwrap_or(raknet)),
+        addresses,
+    }
+    .client(mtu)
+}
+
+/// The game protocol a Minecraft server's pong names.
+fn server_protocol(target: SocketAddr) -> Option<u32> {
+    let pong = super::ping(target, super::run::new_guid(), Duration::from_millis(500)).ok()??;
+    let motd = crate::wire::Motd::parse(&pong.payload)?;
+    motd.fields
+        .iter()
+        .find(|(k, _)| *k == "protocol_version")
+        .and_then(|(_, v)| v.parse().ok())
+}
+
+/// How a game login ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Login {
+    Pending,
+    Spawned,
+    /// Refused, disconnected before the spawn, or an error.
+    Failed,
+}
+
+/// Append `line` to the key log at `path`.
+pub fn append_key_log(path: &std::path::Path, line: &str) -> std::io::Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    writeln!(f, "{line}")
+}
+
+/// `connect --bedrock`: log in, print what the server sends, stay for the
+/// plan's duration, leave. `Outcome::LoginFailed` when the login did not
+/// reach the spawn (refused, disconnected, no answer).
+pub fn connect_bedrock(
+    target: SocketAddr,
+    cfg: ClientConfig,
+    plan: &BedrockPlan,
+    report: &mut dyn Report,
+) -> anyhow::Result<Outcome> {
+    let mut game = GameClient::new(&plan.version, &plan.name, &target.to_string())
+        .map_err(|e| anyhow::anyhow!(e))?;
+    let mut client = match connect_client(target, cfg, None, report)? {
+        Ok(c) => c,
+        Err(o) => return Ok(o),
+    };
+    report.record(PeerRecord::Connected(connected_record(&client, None)))?;
+    let peer = target.to_string();
+    let start = client.now();
+    let deadline = start + plan.duration;
+    game.start().map_err(|e| anyhow::anyhow!(e))?;
+    let mut login = Login::Pending;
+    let mut closed = None;
+    while closed.is_none() && client.now() < deadline && login != Login::Failed {
+        while let Some(m) = game.poll_transmit() {
+            client.send(&m, Reliability::RELIABLE_ORDERED, 0, None);
+        }
+        let until = (client.now() + Duration::from_millis(20)).min(deadline);
+        let mut on_event = |e: Event, _: &mut dyn Report| {
+            if let Event::Message(m) = e {
+                if m.data.first() == Some(&0xfe) {
+                    game.handle(&m.data);
+                }
+            }
+            Ok(())
+        };
+        match pump(&mut client, until, report, &mut on_event)? {
+            None => {}
+            Some(Pumped::Closed(r)) => closed = Some(r),
+            Some(Pumped::Failed) => break,
+        }
+        let ts = (client.now() - start).as_secs_f64();
+        while let Some(e) = game.poll_event() {
+            let (event, detail) = match e {
+                SessionEvent::Packet { name, fields } => {
+                    report.record(PeerRecord::Game(PeerGameJson {
+                        kind: "game",
+                        peer: peer.clone(),
+                        dir: "s2c",
+                        ts,
+                        name,
+                        fields,
+                    }))?;
+                    continue;
+                }
+                SessionEvent::KeyLog(line) => {
+                    if let Some(path) = &plan.keylog_out {
+                        if let Err(e) = append_key_log(path, &line) {
+                            report
+                                .warn(&format!("cannot write the key log {}: {e}", path.display()));
+                        }
+                    }
+                    ("key_log", line)
+                }
+                SessionEvent::LoggedIn => ("logged_in", String::new()),
+                SessionEvent::Spawned => {
+                    login = Login::Spawned;
+                    ("spawned", format!("as {}", plan.name))
+                }
+                SessionEvent::Refused(w) => {
+                    login = Login::Failed;
+                    // The server's protocol from its pong, when it has one.
+                    let theirs = server_protocol(target);
+                    match (&game.refused, theirs) {
+                        (Some(status), Some(t)) => {
+                            ("refused", refusal(status, game.speaker.protocol, Some(t)))
+                        }
+                        _ => ("refused", w),
+                    }
+                }
+                SessionEvent::Disconnected(m) => {
+                    if login != Login::Spawned {
+                        login = Login::Failed;
+                    }
+                    ("disconnected", format!("the server disconnected: {m:?}"))
+                }
+                SessionEvent::Error(w) => ("error", w),
+            };
+            report.record(PeerRecord::Login(PeerLoginJson {
+                kind: "login",
+                peer: peer.clone(),
+                ts,
+                event,
+                detail,
+            }))?;
+        }
+    }
+    if login == Login::Pending {
+        let ts = (client.now() - start).as_secs_f64();
+        let detail = if closed.is_some() {
+            "the connection closed before the spawn".to_string()
+        } else {
+            format!(
+                "no spawn within {} s (the server never answered the login, or sent no StartGame)",
+                plan.duration.as_secs_f64()
+            )
+        };
+        report.record(PeerRecord::Login(PeerLoginJson {
+            kind: "login",
+            peer: peer.clone(),
+            ts,
+            event: "no_answer",
+            detail,
+        }))?;
+    }
+    if closed.is_none() {
+        if login == Login::Spawned {
+            let _ = game.send("disconnect", json!({"message": "raknet-dissect: bye"}));
+            while let Some(m) = game.poll_transmit() {
+                client.send(&m, Reliability::RELIABLE_ORDERED, 0, None);
+            }
+            let until = client.now() + Duration::from_millis(200);
+            let _ = pump(&mut client, until, report, &mut |_, _| Ok(()))?;
+        }
+        let _ = client.close();
+    }
+    Ok(match login {
+        Login::Spawned => Outcome::Done,
+        _ => Outcome::LoginFailed,
+    })
+}
