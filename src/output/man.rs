@@ -127,6 +127,11 @@ const EXIT_STATUS: &[(&str, &str, Applies)] = &[
         "The capture is malformed past some point (a block that cannot be read past, not the end of the file): everything before it was printed, then a warning.",
         Applies::To(&["read", "messages", "flows", "handshake", "game", "stats", "plot"]),
     ),
+    (
+        "10",
+        "connect --bedrock: connected, but the game login did not reach the spawn: refused by PlayStatus (outdated client or server, server full: one line names both protocols), disconnected, or never answered.",
+        Applies::To(&["connect"]),
+    ),
 ];
 
 /// The FILTERS section: the -Y grammar (src/display/filter.rs) for people.
