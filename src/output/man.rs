@@ -269,8 +269,9 @@ mod tests {
                 })
                 .collect()
         };
-        assert_eq!(codes(None, false).len(), 10);
+        assert_eq!(codes(None, false).len(), 11);
         assert_eq!(codes(Some("ping"), false), ["0", "1", "2", "6"]);
+        assert_eq!(codes(Some("connect"), false), ["0", "1", "2", "6", "10"]);
         assert_eq!(
             codes(Some("read"), true),
             ["0", "1", "2", "3", "4", "5", "9"]
