@@ -175,7 +175,7 @@ pub fn key_fields(fields: &Value) -> String {
             .is_some_and(|base| fields.get(base).is_some() && fields.get(base) == fields.get(*k));
         // The hand decoder's number beside its name (`--no-fields`).
         let number_named = fields.get(*k).is_some_and(Value::is_number)
-            && fields.get(&format!("{k}_name")).is_some();
+            && fields.get(format!("{k}_name")).is_some();
         if same || number_named {
             continue;
         }
