@@ -210,7 +210,15 @@ pub fn is_packet_name(name: &str) -> bool {
 /// Every name of every table (a name in several tables comes once for
 /// each).
 pub fn all_names() -> impl Iterator<Item = &'static str> {
-    names().tables.iter().flatten().map(|&(_, n)| n)
+    static ALL: OnceLock<Vec<&'static str>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        let mut all: Vec<&'static str> = names().tables.iter().flatten().map(|&(_, n)| n).collect();
+        all.sort_unstable();
+        all.dedup();
+        all
+    })
+    .iter()
+    .copied()
 }
 
 /// Every known protocol number, ascending.

@@ -867,13 +867,14 @@ pub fn lookup(name: &str, record: RecordType) -> Result<&'static FieldDef, Strin
 /// Why there is no field `name` in `record`s, with the nearest of their
 /// names and of `more` when one is close.
 fn unknown<'n>(name: &str, record: RecordType, more: impl Iterator<Item = &'n str>) -> String {
-    let near = FIELDS
-        .iter()
-        .filter(|d| d.in_record(record))
-        .map(|d| d.name)
-        .chain(more)
-        .min_by_key(|n| edit_distance(n, name))
-        .filter(|n| edit_distance(n, name) <= 2);
+    let near = nearest(
+        name,
+        FIELDS
+            .iter()
+            .filter(|d| d.in_record(record))
+            .map(|d| d.name)
+            .chain(more),
+    );
     match near {
         Some(n) => format!("unknown field {name:?} (did you mean {n}?)"),
         None => format!("unknown field {name:?} (`raknet-dissect fields` lists them)"),
@@ -903,10 +904,7 @@ fn game_lookup(full: &str) -> Result<&'static FieldDef, String> {
     }
     let packets = crate::bedrock::names::all_names();
     Err(if name.contains('.') && head != "fields" {
-        match packets
-            .min_by_key(|n| edit_distance(n, head))
-            .filter(|n| edit_distance(n, head) <= 2)
-        {
+        match nearest(head, packets) {
             Some(n) => format!("unknown game packet {head:?} in {full:?} (did you mean {n}?)"),
             None => format!("unknown game packet {head:?} in {full:?}"),
         }
@@ -957,22 +955,39 @@ impl FieldDef {
 /// most; otherwise that difference, a lower bound (suggestions only take
 /// names within 2, and a long mistyped name costs no quadratic work).
 fn edit_distance(a: &str, b: &str) -> usize {
+    if a.is_ascii() && b.is_ascii() {
+        return levenshtein(a.as_bytes(), b.as_bytes());
+    }
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let gap = a.chars().count().abs_diff(b.len());
+    levenshtein(&a, &b)
+}
+
+fn levenshtein<T: PartialEq>(a: &[T], b: &[T]) -> usize {
+    let gap = a.len().abs_diff(b.len());
     if gap > 2 {
         return gap;
     }
     let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
+    for (i, ca) in a.iter().enumerate() {
         let mut prev = row[0];
         row[0] = i + 1;
         for (j, cb) in b.iter().enumerate() {
             let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
             prev = cur;
         }
     }
     row[b.len()]
+}
+
+/// The name of `names` nearest `name`, within an edit distance of 2.
+fn nearest<'n>(name: &str, names: impl Iterator<Item = &'n str>) -> Option<&'n str> {
+    names
+        .map(|n| (edit_distance(n, name), n))
+        .filter(|&(d, _)| d <= 2)
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, n)| n)
 }
 
 /// One occurrence of a field.
