@@ -10,7 +10,7 @@
 //        --out packets.jsonl --keylog session.keylog [--username Steve] [--timeout 20] [--skin bp|classic] \
 //        [--client-version V] [--ping 1] [--expect-refusal 1] \
 //        [--client-pem client.pem] [--server-pem server.pem] [--connect-host 127.0.0.2] \
-//        [--play N] [--world 1] [--server-only 1]
+//        [--play N] [--world 1] [--server-only 1] [--client-only 1]
 //
 // The session (the spawn sequence of bedrock-protocol's own examples and
 // tests, examples/server/server.js and test/internal.js, less what they
@@ -105,6 +105,10 @@ const play = Number(args.play || 0)
 // --timeout) for one, such as `raknet-dissect connect --bedrock`, and ends
 // at its Disconnect.
 const serverOnly = Boolean(Number(args['server-only'] || 0))
+// --client-only: no server of ours; the client logs in to the one on
+// --port (such as `raknet-dissect serve --bedrock`), chats once the player
+// spawned, and leaves with a Disconnect half a second later.
+const clientOnly = Boolean(Number(args['client-only'] || 0))
 const world = Boolean(Number(args.world || 0))
 // --world: packets not sent (the login's, those bedrock-protocol's client
 // acts on, and those the server sends anyway).
@@ -326,7 +330,9 @@ const loginTimer = setTimeout(() => {
 const sessionTime = 2 * loginTimeout + 100 * play
 const sessionTimer = setTimeout(() => fail(2, `the session did not finish within ${sessionTime / 1000} s`), sessionTime)
 
-const server = bp.createServer({ host: '127.0.0.1', port, version, offline: true, raknetBackend: 'jsp-raknet' })
+const server = clientOnly
+  ? { on () {}, serverTimer: true }
+  : bp.createServer({ host: '127.0.0.1', port, version, offline: true, raknetBackend: 'jsp-raknet' })
 let serverKey = null
 server.on('connect', player => {
   watchDecrypted(player)
@@ -461,7 +467,16 @@ async function start () {
     runtime_id: 1, position: { x: 16 * round + 0.5, y: 65.62, z: 0.5 }, pitch: 0, yaw: 90, head_yaw: 90, mode: 'normal', on_ground: true, tick: BigInt(round)
   }))
   client.on('level_chunk', () => ++round < play ? move() : chat())
-  client.on('spawn', () => play > 0 ? move() : chat())
+  client.on('spawn', () => {
+    if (clientOnly) {
+      chat()
+      setTimeout(() => {
+        client.write('disconnect', clientSchema.params('disconnect', { message: 'bye from the test client' }))
+        setTimeout(() => stop(0, 'client-only: the player spawned, chatted and left'), 500)
+      }, 500)
+    } else if (play > 0) move()
+    else chat()
+  })
   // bedrock-protocol's Client.disconnect() writes the packet and closes the
   // RakNet connection at once; jsp-raknet's client then sends its 0x15 but
   // drops the game packet still in its send queue. So the same packet, and

@@ -995,3 +995,105 @@ fn our_client_logs_in_to_bedrock_protocols_server() {
         "{out}"
     );
 }
+
+/// Issue 17: bedrock-protocol's client (bedrock_peers.js --client-only)
+/// logs in to our `serve --bedrock` in three generations, spawns, chats and
+/// leaves; we print what it sent, and the capture decrypts with the key log
+/// our server wrote.
+#[test]
+fn a_bedrock_protocol_client_logs_in_to_our_server() {
+    if !peers_ready() {
+        return;
+    }
+    for version in ["1.26.45", "1.21.50", "1.19.1"] {
+        let work = Work::new(&format!("bedrock-serve-{version}"));
+        let port = common::free_port_pair();
+        let pcap = work.file("serve.pcap");
+        let keylog = work.file("serve.keylog");
+        let dump = Tcpdump::start(&pcap, &format!("udp port {port}"));
+        let listen = format!("127.0.0.1:{port}");
+        let mut ours = common::Proc::spawn(
+            common::bin()
+                .args([
+                    "serve",
+                    "--listen",
+                    &listen,
+                    "--bedrock",
+                    "--version",
+                    version,
+                ])
+                .args([
+                    "--dialect",
+                    "minecraft",
+                    "--protocol",
+                    "10",
+                    "--once",
+                    "--json",
+                ])
+                .arg("--keylog-out")
+                .arg(&keylog)
+                // A file, not a pipe nobody reads until the end (the
+                // Login's record alone is tens of KB).
+                .stdout(std::fs::File::create(work.file("serve.out")).unwrap()),
+            "serve --bedrock",
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        let o = Command::new("node")
+            .arg(common::root().join("scripts/bedrock_peers.js"))
+            .args([
+                "--version",
+                version,
+                "--port",
+                &port.to_string(),
+                "--client-only",
+                "1",
+            ])
+            .arg("--out")
+            .arg(work.file("client-sent.jsonl"))
+            .arg("--keylog")
+            .arg(work.file("client.keylog"))
+            .output()
+            .expect("node runs");
+        assert!(
+            o.status.success(),
+            "{version}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(
+            ours.exit_code(Duration::from_secs(10)),
+            Some(0),
+            "{version}: serve --once ends"
+        );
+        dump.stop();
+        let out = std::fs::read_to_string(work.file("serve.out")).unwrap();
+        let records: Vec<Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let events: Vec<&str> = records.iter().filter_map(|r| r["event"].as_str()).collect();
+        for want in ["key_log", "logged_in", "spawned", "disconnected"] {
+            assert!(events.contains(&want), "{version}: {want} in {events:?}");
+        }
+        let chat = records
+            .iter()
+            .find(|r| r["type"] == "game" && r["name"] == "text")
+            .expect("the chat");
+        assert_eq!(
+            chat["fields"]["message"], "hello from raknet-dissect",
+            "{version}"
+        );
+        // Our server's key log is the client's.
+        let ours_log = std::fs::read_to_string(&keylog).unwrap();
+        let theirs_log = std::fs::read_to_string(work.file("client.keylog")).unwrap();
+        assert_eq!(ours_log.trim(), theirs_log.trim(), "{version}");
+        let game_records = game(&pcap, &["--keylog", keylog.to_str().unwrap()]);
+        assert!(
+            game_records.iter().all(|r| r["type"] == "game"),
+            "{version}: every batch decrypts"
+        );
+        assert!(
+            game_records.iter().any(|r| r["name"] == "start_game"),
+            "{version}"
+        );
+    }
+}

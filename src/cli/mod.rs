@@ -161,7 +161,7 @@ pub fn main() -> ExitCode {
     };
     let code = match result {
         Ok(code) => code,
-        Err(e) if is_broken_pipe(&e) => EXIT_OK,
+        Err(e) if crate::output::is_broken_pipe(&e) => EXIT_OK,
         Err(e) => {
             let _ = out.flush();
             eprintln!("raknet-dissect: {e:#}");
@@ -172,13 +172,6 @@ pub fn main() -> ExitCode {
         Err(e) if e.kind() != io::ErrorKind::BrokenPipe => ExitCode::from(EXIT_ERROR),
         _ => ExitCode::from(code),
     }
-}
-
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<io::Error>()
-            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
-    })
 }
 
 #[cfg(test)]

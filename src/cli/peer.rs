@@ -11,7 +11,6 @@ use super::args::{parse_hex, parse_seconds, parse_target, OutputArgs};
 use super::exit_code;
 use super::{EXIT_ERROR, EXIT_USAGE};
 use crate::peer::run::{self, ConnectPlan, ServePlan};
-use crate::peer::Server;
 use crate::wire::Reliability;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -158,7 +157,23 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub dialect: DialectArgs,
     #[command(flatten)]
+    pub game: ServeBedrockArgs,
+    #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// `serve --bedrock`: Minecraft Bedrock game logins on the connections.
+#[derive(Args, Debug, Clone, Default)]
+pub struct ServeBedrockArgs {
+    /// Log in offline-mode Minecraft Bedrock clients, print the game packets they send.
+    #[arg(long)]
+    pub bedrock: bool,
+    /// With --bedrock: the game version (default: the newest the definitions know).
+    #[arg(long = "version", value_name = "V", requires = "bedrock")]
+    pub version: Option<String>,
+    /// Append each connection's key to this key log (default: $BEDROCK_KEYLOG_FILE).
+    #[arg(long, value_name = "FILE", requires = "bedrock")]
+    pub keylog_out: Option<std::path::PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -213,7 +228,6 @@ pub fn run_connect(a: &ConnectArgs, out: &mut impl Write) -> anyhow::Result<u8> 
 }
 
 pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
-    let guid = run::new_guid();
     let session = match &a.replay {
         Some(path) => match super::replay::load(std::slice::from_ref(path), a.flow, &[]) {
             Ok(s) => Some(s),
@@ -221,37 +235,36 @@ pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         },
         None => None,
     };
-    // The captured server's protocol, unless told otherwise.
-    let captured = session.as_ref().and_then(|s| s.protocol);
-    let mut cfg = a.dialect.get().server(captured);
-    cfg.guid = guid;
-    cfg.max_clients = a.max_clients;
-    cfg.max_mtu = a.mtu.clamp(576, 1492);
-    let mut server = match Server::bind(a.listen, cfg) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("raknet-dissect: cannot listen on {}: {e}", a.listen);
-            return Ok(EXIT_ERROR);
-        }
-    };
-    let port = server.local_addr()?.port();
-    server.set_pong(match (&a.motd, &a.pong_hex) {
-        (Some(text), _) => run::minecraft_pong(text, guid, port, a.max_clients),
-        (None, Some(h)) => h.clone(),
-        (None, None) => session
-            .as_ref()
-            .and_then(|s| s.pong.clone())
-            .unwrap_or_else(|| b"raknet-dissect".to_vec()),
-    });
-    let plan = ServePlan {
-        echo: a.echo,
-        once: a.once,
-        script: session
-            .as_ref()
-            .map(|s| crate::replay::run::server_script(s, a.asap)),
+    let g = &a.game;
+    let bedrock = g
+        .bedrock
+        .then(|| crate::peer::bedrock::serve_plan(g.version.clone(), a.once, g.keylog_out.clone()));
+    let setup = run::ServeSetup {
+        listen: a.listen,
+        dialect: a.dialect.get(),
+        max_clients: a.max_clients,
+        mtu: a.mtu,
+        motd: a.motd.clone(),
+        pong_hex: a.pong_hex.clone(),
+        captured_pong: session.as_ref().and_then(|s| s.pong.clone()),
+        captured_protocol: session.as_ref().and_then(|s| s.protocol),
+        plan: ServePlan {
+            echo: a.echo,
+            once: a.once,
+            script: session
+                .as_ref()
+                .map(|s| crate::replay::run::server_script(s, a.asap)),
+        },
+        bedrock,
     };
     let mut p = a.output.printer(out);
-    Ok(exit_code(run::serve(&mut server, &plan, &mut p)?))
+    match run::serve_setup(setup, &mut p)? {
+        Ok(o) => Ok(exit_code(o)),
+        Err(why) => {
+            eprintln!("raknet-dissect: {why}");
+            Ok(EXIT_ERROR)
+        }
+    }
 }
 
 /// `probe`: the handshake steps performed live, one line each as it

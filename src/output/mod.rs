@@ -38,3 +38,12 @@ impl ColorChoice {
         }
     }
 }
+
+/// Whether `e` is the reader of the output going away (`| head`): not an
+/// error for a command that prints.
+pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

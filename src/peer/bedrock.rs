@@ -44,7 +44,25 @@ pub fn plan(
         version: version.unwrap_or_else(|| crate::bedrock::speak::newest_version().to_string()),
         name: name.to_string(),
         duration,
-        keylog_out: keylog.or_else(|| std::env::var_os("BEDROCK_KEYLOG_FILE").map(PathBuf::from)),
+        keylog_out: keylog_path(keylog),
+    }
+}
+
+/// The key log given, or the file `BEDROCK_KEYLOG_FILE` names.
+pub fn keylog_path(given: Option<PathBuf>) -> Option<PathBuf> {
+    given.or_else(|| std::env::var_os("BEDROCK_KEYLOG_FILE").map(PathBuf::from))
+}
+
+/// The plan of `serve --bedrock`: `version` or the newest.
+pub fn serve_plan(
+    version: Option<String>,
+    once: bool,
+    keylog: Option<PathBuf>,
+) -> BedrockServePlan {
+    BedrockServePlan {
+        version: version.unwrap_or_else(|| crate::bedrock::speak::newest_version().to_string()),
+        once,
+        keylog_out: keylog_path(keylog),
     }
 }
 
@@ -227,4 +245,158 @@ pub fn connect_bedrock(
         Login::Spawned => Outcome::Done,
         _ => Outcome::LoginFailed,
     })
+}
+
+/// What `serve --bedrock` does.
+#[derive(Debug, Clone)]
+pub struct BedrockServePlan {
+    /// Game version ("1.26.45").
+    pub version: String,
+    /// End when the first client's connection ends.
+    pub once: bool,
+    /// Append each connection's key here.
+    pub keylog_out: Option<PathBuf>,
+}
+
+/// A Minecraft pong naming `version` and its protocol.
+pub fn bedrock_pong(version: &str, guid: u64, port: u16, max_clients: usize) -> Vec<u8> {
+    let protocol = crate::bedrock::speak::protocol_of(version).unwrap_or(0);
+    let values = [
+        "MCPE".to_string(),
+        "raknet-dissect".into(),
+        protocol.to_string(),
+        version.to_string(),
+        "0".into(),
+        max_clients.to_string(),
+        guid.to_string(),
+        "raknet-dissect".into(),
+        "Creative".into(),
+        "1".into(),
+        port.to_string(),
+        port.to_string(),
+    ];
+    let motd = crate::wire::Motd {
+        fields: crate::wire::motd::MOTD_FIELDS
+            .iter()
+            .copied()
+            .zip(values)
+            .collect(),
+    };
+    let mut out = Vec::new();
+    motd.emit(&mut out);
+    out
+}
+
+/// `serve --bedrock`: log in each offline-mode client
+/// ([`crate::bedrock::server::GameServer`]), print the game packets it
+/// sends (`game` records, `c2s`) and the steps of its login.
+pub fn serve_bedrock(
+    server: &mut super::Server,
+    plan: &BedrockServePlan,
+    report: &mut dyn Report,
+) -> anyhow::Result<Outcome> {
+    use crate::bedrock::server::GameServer;
+    use crate::output::peer::{guid_hex, ConnectedJson, ListeningJson};
+    let bound = server.local_addr()?;
+    let l = server.listener();
+    report.record(PeerRecord::Listening(ListeningJson {
+        kind: "listening",
+        address: bound.to_string(),
+        guid: guid_hex(l.config().guid),
+        protocol: l.config().protocol,
+    }))?;
+    let mut games: Vec<(SocketAddr, GameServer)> = Vec::new();
+    loop {
+        let until = server.now() + Duration::from_millis(20);
+        server.step(until)?;
+        let ts = server.now().as_secs_f64();
+        let mut done = false;
+        while let Some((peer, e)) = server.poll_event() {
+            match e {
+                Event::Connected => {
+                    let c = server.listener().connection(peer);
+                    report.record(PeerRecord::Connected(ConnectedJson {
+                        kind: "connected",
+                        peer: peer.to_string(),
+                        guid: c.and_then(|c| c.peer_guid).map(guid_hex),
+                        mtu: c.map_or(0, |c| c.mtu()),
+                        handshake_ms: None,
+                        text: None,
+                    }))?;
+                    let g = GameServer::new(&plan.version).map_err(|e| anyhow::anyhow!(e))?;
+                    games.retain(|(p, _)| *p != peer);
+                    games.push((peer, g));
+                }
+                Event::Message(m) if m.data.first() == Some(&0xfe) => {
+                    if let Some((_, g)) = games.iter_mut().find(|(p, _)| *p == peer) {
+                        g.handle(&m.data);
+                    }
+                }
+                Event::Closed(_) => {
+                    games.retain(|(p, _)| *p != peer);
+                    report.record(PeerRecord::Login(PeerLoginJson {
+                        kind: "login",
+                        peer: peer.to_string(),
+                        ts,
+                        event: "closed",
+                        detail: String::new(),
+                    }))?;
+                    done |= plan.once;
+                }
+                _ => {}
+            }
+        }
+        for (peer, g) in &mut games {
+            while let Some(m) = g.poll_transmit() {
+                server.send(*peer, &m, Reliability::RELIABLE_ORDERED, 0);
+            }
+            while let Some(e) = g.poll_event() {
+                let (event, detail) = match e {
+                    SessionEvent::Packet { name, fields } => {
+                        report.record(PeerRecord::Game(PeerGameJson {
+                            kind: "game",
+                            peer: peer.to_string(),
+                            dir: "c2s",
+                            ts,
+                            name,
+                            fields,
+                        }))?;
+                        continue;
+                    }
+                    SessionEvent::KeyLog(line) => {
+                        if let Some(path) = &plan.keylog_out {
+                            if let Err(e) = append_key_log(path, &line) {
+                                report.warn(&format!(
+                                    "cannot write the key log {}: {e}",
+                                    path.display()
+                                ));
+                            }
+                        }
+                        ("key_log", line)
+                    }
+                    SessionEvent::LoggedIn => ("logged_in", g.player.clone().unwrap_or_default()),
+                    SessionEvent::Spawned => ("spawned", g.player.clone().unwrap_or_default()),
+                    SessionEvent::Refused(w) => ("refused", w),
+                    SessionEvent::Disconnected(m) => {
+                        ("disconnected", format!("the client disconnected: {m:?}"))
+                    }
+                    SessionEvent::Error(w) => ("error", w),
+                };
+                report.record(PeerRecord::Login(PeerLoginJson {
+                    kind: "login",
+                    peer: peer.to_string(),
+                    ts,
+                    event,
+                    detail,
+                }))?;
+            }
+        }
+        if done {
+            let until = server.now() + Duration::from_millis(50);
+            while server.now() < until {
+                server.step(until)?;
+            }
+            return Ok(Outcome::Done);
+        }
+    }
 }
