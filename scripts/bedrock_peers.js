@@ -10,7 +10,8 @@
 //        --out packets.jsonl --keylog session.keylog [--username Steve] [--timeout 20] [--skin bp|classic] \
 //        [--client-version V] [--ping 1] [--expect-refusal 1] \
 //        [--client-pem client.pem] [--server-pem server.pem] [--connect-host 127.0.0.2] \
-//        [--play N] [--world 1] [--server-only 1] [--client-only 1]
+//        [--play N] [--world 1] [--server-only 1] [--client-only 1] [--received FILE]
+//        [--silent-moves 1]
 //
 // The session (the spawn sequence of bedrock-protocol's own examples and
 // tests, examples/server/server.js and test/internal.js, less what they
@@ -109,6 +110,9 @@ const serverOnly = Boolean(Number(args['server-only'] || 0))
 // --port (such as `raknet-dissect serve --bedrock`), chats once the player
 // spawned, and leaves with a Disconnect half a second later.
 const clientOnly = Boolean(Number(args['client-only'] || 0))
+// --silent-moves: the server does not answer move_player (a server changed
+// to answer differently, for the replay's divergence report).
+const silentMoves = Boolean(Number(args['silent-moves'] || 0))
 const world = Boolean(Number(args.world || 0))
 // --world: packets not sent (the login's, those bedrock-protocol's client
 // acts on, and those the server sends anyway).
@@ -290,7 +294,30 @@ function writeOut () {
     return JSON.stringify(rec) + '\n'
   })
   fs.writeFileSync(outPath, lines.join(''))
+  // --received: every packet each side's bedrock-protocol decoded, in the
+  // order it got them: {"side": the receiver, "dir", "name", "hex"}.
+  if (args.received) {
+    const rec = []
+    for (const s of state.values()) {
+      const schema = s.side === 'client' ? clientSchema : serverSchema
+      for (const g of s.got) {
+        const h = readHeader(Buffer.from(g.hex, 'hex'))
+        rec.push(JSON.stringify({ side: s.side, dir: s.side === 'client' ? 's2c' : 'c2s', name: schema.name(h & 0x3ff), hex: g.hex }) + '\n')
+      }
+    }
+    fs.writeFileSync(args.received, rec.join(''))
+  }
   return mismatch
+}
+
+// The header varint of a packet.
+function readHeader (buf) {
+  let v = 0
+  for (let i = 0, shift = 0; i < 5 && i < buf.length; i++, shift += 7) {
+    v |= (buf[i] & 0x7f) << shift
+    if (!(buf[i] & 0x80)) break
+  }
+  return v >>> 0
 }
 
 function finish (message) {
@@ -390,6 +417,7 @@ server.on('connect', player => {
   })
   player.on('request_chunk_radius', p => { radius = Math.min(p.chunk_radius, 8); spawn() })
   player.on('move_player', p => {
+    if (silentMoves) return
     const x = Math.floor(p.position.x / 16)
     const z = Math.floor(p.position.z / 16)
     player.queue('level_chunk', P('level_chunk', { x, z, sub_chunk_count: 1, payload: chunkPayload(x) }))

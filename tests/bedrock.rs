@@ -1097,3 +1097,158 @@ fn a_bedrock_protocol_client_logs_in_to_our_server() {
         );
     }
 }
+
+/// Issue 17's game replay: a bedrock-protocol client's scripted session
+/// (three moves, a chat) captured; `replay --bedrock` plays the client's
+/// packets after the spawn to a fresh bedrock-protocol server in a new
+/// login: the server application receives the same game packets, byte for
+/// byte (none of these carries a per-session field), in the same order, and
+/// the report finds the same answers; a server changed to leave moves
+/// unanswered shows the first divergence.
+#[test]
+fn a_captured_game_session_replays_to_a_fresh_server() {
+    if !peers_ready() {
+        return;
+    }
+    let version = "1.26.45";
+    let work = Work::new("bedrock-game-replay");
+    // The original session, captured.
+    let port = common::free_port_pair();
+    let pcap = work.file("original.pcap");
+    let keylog = work.file("original.keylog");
+    let dump = Tcpdump::start(&pcap, &format!("udp port {port}"));
+    let o = Command::new("node")
+        .arg(common::root().join("scripts/bedrock_peers.js"))
+        .args([
+            "--version",
+            version,
+            "--port",
+            &port.to_string(),
+            "--play",
+            "3",
+        ])
+        .arg("--out")
+        .arg(work.file("original.jsonl"))
+        .arg("--keylog")
+        .arg(&keylog)
+        .output()
+        .expect("node runs");
+    dump.stop();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The client's packets after its spawn, as the original server got them.
+    let after_spawn = |file: &Path, key: &str| -> Vec<(String, String)> {
+        let text = std::fs::read_to_string(file).unwrap();
+        let rs: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let c2s: Vec<(String, String)> = rs
+            .iter()
+            .filter(|r| r["dir"] == "c2s" && r.get(key).is_none_or(|v| v == true))
+            .map(|r| {
+                (
+                    r["name"].as_str().unwrap().to_string(),
+                    r["hex"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        let spawn = c2s
+            .iter()
+            .position(|(n, _)| n == "set_local_player_as_initialized")
+            .expect("the spawn");
+        c2s[spawn + 1..].to_vec()
+    };
+    let original = after_spawn(&work.file("original.jsonl"), "received");
+    let names: Vec<&str> = original.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "move_player",
+            "move_player",
+            "move_player",
+            "text",
+            "disconnect"
+        ]
+    );
+    for (silent, same) in [(false, true), (true, false)] {
+        let port = common::free_port_pair();
+        let received = work.file(&format!("received-{silent}.jsonl"));
+        let mut server = {
+            let mut cmd = Command::new("node");
+            cmd.arg(common::root().join("scripts/bedrock_peers.js"))
+                .args([
+                    "--version",
+                    version,
+                    "--port",
+                    &port.to_string(),
+                    "--server-only",
+                    "1",
+                ])
+                .args(["--silent-moves", if silent { "1" } else { "0" }])
+                .arg("--out")
+                .arg(work.file("fresh.jsonl"))
+                .arg("--keylog")
+                .arg(work.file("fresh.keylog"))
+                .arg("--received")
+                .arg(&received)
+                .stderr(std::process::Stdio::piped());
+            let mut p = common::Proc::spawn(&mut cmd, "bedrock_peers.js --server-only");
+            let mut err = std::io::BufReader::new(p.child.stderr.take().unwrap());
+            let mut line = String::new();
+            std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+            assert!(line.contains("waiting for a client"), "{line}");
+            std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+            p
+        };
+        let target = format!("127.0.0.1:{port}");
+        let o = run_bin(&[
+            "replay",
+            pcap.to_str().unwrap(),
+            "--bedrock",
+            "--keylog",
+            keylog.to_str().unwrap(),
+            "--target",
+            &target,
+            "--protocol",
+            "10",
+            "--json",
+        ]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{out}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(
+            server.exit_code(Duration::from_secs(10)),
+            Some(0),
+            "the server got the captured disconnect"
+        );
+        let report: Value = out
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|r| r["type"] == "game_replay")
+            .expect("the report");
+        assert_eq!(
+            (report["sent"].clone(), report["packets"].clone()),
+            (Value::from(5), Value::from(5))
+        );
+        let now = after_spawn(&received, "none");
+        assert_eq!(
+            now, original,
+            "silent {silent}: the server got what the original one got"
+        );
+        if same {
+            assert!(report.get("first_divergence").is_none(), "{report}");
+            assert_eq!(report["captured"], report["now"]);
+        } else {
+            assert_eq!(report["first_divergence"]["index"], 0, "{report}");
+            assert_eq!(
+                report["first_divergence"]["captured"], "level_chunk",
+                "{report}"
+            );
+            assert_eq!(report["now"].get("level_chunk"), None, "{report}");
+        }
+    }
+}

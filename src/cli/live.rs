@@ -17,9 +17,6 @@ use crate::capture::CaptureReader;
 use crate::display::print::{FlowPrinter, Shown};
 use crate::mirror::FlowMirror;
 
-/// Exit code when live capture is not permitted (root or CAP_NET_RAW needed).
-pub const EXIT_NO_PERMISSION: u8 = 8;
-
 #[derive(Args, Debug)]
 pub struct LiveArgs {
     /// The interface to capture on; `any` for all of them.
@@ -94,7 +91,7 @@ pub fn run_live(a: &LiveArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         Ok(r) => r,
         Err(e @ LiveError::Permission { .. }) => {
             eprintln!("raknet-dissect: {e}");
-            return Ok(EXIT_NO_PERMISSION);
+            return Ok(super::EXIT_NO_PERMISSION);
         }
         Err(e @ (LiveError::NoInterface(_) | LiveError::Filter(_))) => {
             eprintln!("raknet-dissect: {e}");

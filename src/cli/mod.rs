@@ -26,29 +26,7 @@ pub use args::{CaptureArgs, ColorArg, DisplayArgs, OutputArgs};
 pub(crate) use capture::{drive, drive_items, mirror_config, palette, Next};
 pub use capture::{FlowsArgs, MessagesArgs, ReadArgs};
 
-pub const EXIT_OK: u8 = 0;
-pub const EXIT_ERROR: u8 = 1;
-pub const EXIT_USAGE: u8 = 2;
-pub const EXIT_BAD_FILE: u8 = 3;
-pub const EXIT_BAD_FILTER: u8 = 4;
-pub const EXIT_CUT_SHORT: u8 = 5;
-/// A capture malformed past some point (everything before it was printed).
-pub const EXIT_MALFORMED: u8 = 9;
-/// No connection could be made: no pong, a refused or unanswered
-/// handshake, nothing listening (the diagnosis is printed).
-pub const EXIT_NO_CONNECTION: u8 = 6;
-/// `connect --bedrock`: connected, but the game login did not reach the spawn.
-pub const EXIT_LOGIN_FAILED: u8 = 10;
-
-/// The exit code of a live command's outcome.
-fn exit_code(o: crate::peer::run::Outcome) -> u8 {
-    use crate::peer::run::Outcome;
-    match o {
-        Outcome::Done => EXIT_OK,
-        Outcome::NoConnection => EXIT_NO_CONNECTION,
-        Outcome::LoginFailed => EXIT_LOGIN_FAILED,
-    }
-}
+pub use crate::output::exit::*;
 
 #[derive(Parser, Debug)]
 #[command(

@@ -8,7 +8,6 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 
 use super::args::{parse_hex, parse_seconds, parse_target, OutputArgs};
-use super::exit_code;
 use super::{EXIT_ERROR, EXIT_USAGE};
 use crate::peer::run::{self, ConnectPlan, ServePlan};
 use crate::wire::Reliability;
@@ -192,7 +191,7 @@ pub struct ProbeArgs {
 
 pub fn run_ping(a: &PingArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let mut p = a.output.printer(out);
-    Ok(exit_code(run::ping(a.target, a.count, a.timeout, &mut p)?))
+    Ok(run::ping(a.target, a.count, a.timeout, &mut p)?.exit_code())
 }
 
 pub fn run_connect(a: &ConnectArgs, out: &mut impl Write) -> anyhow::Result<u8> {
@@ -200,12 +199,16 @@ pub fn run_connect(a: &ConnectArgs, out: &mut impl Write) -> anyhow::Result<u8> 
         let g = &a.game;
         let version = g.game_version.clone();
         let plan = crate::peer::bedrock::plan(version, &g.name, g.duration, g.keylog_out.clone());
-        let cfg =
-            crate::peer::bedrock::dialect(&plan, a.dialect.protocol, a.dialect.addresses, a.mtu);
+        let cfg = crate::peer::bedrock::game_dialect(
+            &plan.version,
+            a.dialect.protocol,
+            a.dialect.addresses,
+            a.mtu,
+        );
         let mut p = a.output.printer(out);
-        return Ok(exit_code(crate::peer::bedrock::connect_bedrock(
-            a.target, cfg, &plan, &mut p,
-        )?));
+        return Ok(
+            crate::peer::bedrock::connect_bedrock(a.target, cfg, &plan, &mut p)?.exit_code(),
+        );
     }
     let plan = match run::messages_to_send(&a.send, a.reliability, a.channel, io::stdin().lock()) {
         Ok(messages) => ConnectPlan {
@@ -219,12 +222,7 @@ pub fn run_connect(a: &ConnectArgs, out: &mut impl Write) -> anyhow::Result<u8> 
         }
     };
     let mut p = a.output.printer(out);
-    Ok(exit_code(run::connect(
-        a.target,
-        a.dialect.get().client(a.mtu),
-        &plan,
-        &mut p,
-    )?))
+    Ok(run::connect(a.target, a.dialect.get().client(a.mtu), &plan, &mut p)?.exit_code())
 }
 
 pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
@@ -239,7 +237,7 @@ pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let bedrock = g
         .bedrock
         .then(|| crate::peer::bedrock::serve_plan(g.version.clone(), a.once, g.keylog_out.clone()));
-    let setup = run::ServeSetup {
+    let setup = crate::peer::serve::ServeSetup {
         listen: a.listen,
         dialect: a.dialect.get(),
         max_clients: a.max_clients,
@@ -258,8 +256,8 @@ pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         bedrock,
     };
     let mut p = a.output.printer(out);
-    match run::serve_setup(setup, &mut p)? {
-        Ok(o) => Ok(exit_code(o)),
+    match crate::peer::serve::serve_setup(setup, &mut p)? {
+        Ok(o) => Ok(o.exit_code()),
         Err(why) => {
             eprintln!("raknet-dissect: {why}");
             Ok(EXIT_ERROR)
@@ -271,9 +269,5 @@ pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
 /// happens, then the outcome and a diagnosis, in the words of `handshake`.
 pub fn run_probe(a: &ProbeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let mut p = a.output.printer(out);
-    Ok(exit_code(run::probe(
-        a.target,
-        a.dialect.get().client(a.mtu),
-        &mut p,
-    )?))
+    Ok(run::probe(a.target, a.dialect.get().client(a.mtu), &mut p)?.exit_code())
 }

@@ -8,16 +8,12 @@ use std::time::Duration;
 use clap::Args;
 
 use super::args::{parse_decode_as, parse_seconds, parse_speed, parse_target, OutputArgs};
-use super::EXIT_NO_CONNECTION;
 use super::{EXIT_BAD_FILE, EXIT_ERROR, EXIT_OK, EXIT_USAGE};
+use super::{EXIT_NO_CONNECTION, EXIT_REPLAY_CUT};
 use crate::peer::record::Recorder;
 use crate::pipeline::PipelineOptions;
 use crate::replay::run::{self, LoadError, ReplayOptions, ReplayOutcome};
 use crate::replay::CapturedSession;
-
-/// Exit code of a replay the server cut short (it disconnected, or went
-/// silent) before every message was sent and acknowledged.
-pub const EXIT_REPLAY_CUT: u8 = 7;
 
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
@@ -55,7 +51,22 @@ pub struct ReplayArgs {
     #[arg(short = 'd', long = "decode-as", value_name = "PORT", value_parser = parse_decode_as)]
     pub decode_as: Vec<u16>,
     #[command(flatten)]
+    pub game: ReplayBedrockArgs,
+    #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// `replay --bedrock`: the captured client's game packets in a fresh login, the answers compared.
+#[derive(Args, Debug, Clone, Default)]
+pub struct ReplayBedrockArgs {
+    /// Replay the captured Bedrock client's game packets after its spawn (decrypted: --keylog, --key).
+    #[arg(long)]
+    pub bedrock: bool,
+    #[command(flatten)]
+    pub keys: super::args::KeyArgs,
+    /// Append the new session's key to this key log (default: $BEDROCK_KEYLOG_FILE).
+    #[arg(long, value_name = "FILE", requires = "bedrock")]
+    pub keylog_out: Option<PathBuf>,
 }
 
 /// A session out of capture files; `Err` is the exit code, after one line.
@@ -78,6 +89,32 @@ pub(super) fn load(
 }
 
 pub fn run_replay(a: &ReplayArgs, out: &mut impl Write) -> anyhow::Result<u8> {
+    if a.game.bedrock {
+        let keys = match a.game.keys.load() {
+            Ok(k) => k,
+            Err(code) => return Ok(code),
+        };
+        let script =
+            match crate::replay::bedrock::load_game(std::slice::from_ref(&a.file), a.flow, keys) {
+                Ok(s) => s,
+                Err(why) => {
+                    eprintln!("raknet-dissect: {}: {why}", a.file.display());
+                    return Ok(EXIT_BAD_FILE);
+                }
+            };
+        let o = crate::replay::bedrock::GameReplayOptions {
+            file: a.file.display().to_string(),
+            target: a.target,
+            asap: a.asap,
+            speed: a.speed,
+            wait: a.wait,
+            keylog_out: crate::peer::bedrock::keylog_path(a.game.keylog_out.clone()),
+        };
+        let cfg =
+            crate::peer::bedrock::game_dialect(&script.version, a.protocol, a.addresses, a.mtu);
+        let mut p = a.output.printer(out);
+        return Ok(crate::replay::bedrock::replay_game(&script, cfg, &o, &mut p)?.exit_code());
+    }
     let session = match load(std::slice::from_ref(&a.file), a.flow, &a.decode_as) {
         Ok(s) => s,
         Err(code) => return Ok(code),

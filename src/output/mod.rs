@@ -1,5 +1,6 @@
 //! Formatters that only format: summary lines, the `-V` tree, hex, NDJSON.
 
+pub mod exit;
 pub mod file;
 pub mod game;
 pub mod handshake;

@@ -40,6 +40,93 @@ pub enum PeerRecord {
     Game(PeerGameJson),
     /// A step of a live Bedrock login (`connect --bedrock`).
     Login(PeerLoginJson),
+    /// The end of a game replay: the server's answers then and now.
+    GameReplay(GameReplayJson),
+}
+
+/// `replay --bedrock`'s summary: what was sent, and the server's packets
+/// after the spawn in the capture and now, by name, with the first place
+/// their sequences part.
+#[derive(Serialize)]
+pub struct GameReplayJson {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub file: String,
+    pub flow: u32,
+    pub version: String,
+    /// The captured client's packets sent, of how many.
+    pub sent: usize,
+    pub packets: usize,
+    /// Server packets after the spawn, by name: in the capture, now.
+    pub captured: std::collections::BTreeMap<String, usize>,
+    pub now: std::collections::BTreeMap<String, usize>,
+    /// The first index where the two sequences differ, with each side's
+    /// packet there (null past its end); absent when they are the same.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_divergence: Option<serde_json::Value>,
+}
+
+impl GameReplayJson {
+    pub fn new(
+        file: &str,
+        flow: u32,
+        version: &str,
+        (sent, packets): (usize, usize),
+        captured: &[String],
+        now: &[String],
+    ) -> Self {
+        let count = |v: &[String]| {
+            let mut m = std::collections::BTreeMap::new();
+            for n in v {
+                *m.entry(n.clone()).or_insert(0) += 1;
+            }
+            m
+        };
+        let first_divergence = (0..captured.len().max(now.len()))
+            .find(|&i| captured.get(i) != now.get(i))
+            .map(
+                |i| serde_json::json!({"index": i, "captured": captured.get(i), "now": now.get(i)}),
+            );
+        GameReplayJson {
+            kind: "game_replay",
+            file: file.to_string(),
+            flow,
+            version: version.to_string(),
+            sent,
+            packets,
+            captured: count(captured),
+            now: count(now),
+            first_divergence,
+        }
+    }
+
+    pub fn lines(&self) -> String {
+        let mut s = format!(
+            "replayed flow {} of {} (Bedrock {}): {} of {} client packets sent after the spawn\n",
+            self.flow, self.file, self.version, self.sent, self.packets
+        );
+        s.push_str("server packets after the spawn   captured   now\n");
+        let names: std::collections::BTreeSet<&String> =
+            self.captured.keys().chain(self.now.keys()).collect();
+        for n in names {
+            let (c, w) = (
+                self.captured.get(n).copied().unwrap_or(0),
+                self.now.get(n).copied().unwrap_or(0),
+            );
+            let mark = if c == w { "" } else { "  *" };
+            s.push_str(&format!("  {n:<30} {c:>8} {w:>5}{mark}\n"));
+        }
+        match &self.first_divergence {
+            None => s.push_str("the same packets in the same order"),
+            Some(d) => s.push_str(&format!(
+                "first divergence at server packet {}: captured {}, now {}",
+                d["index"],
+                d["captured"].as_str().unwrap_or("(none)"),
+                d["now"].as_str().unwrap_or("(none)")
+            )),
+        }
+        s
+    }
 }
 
 /// A game packet received by a live Bedrock peer.
@@ -97,6 +184,7 @@ impl PeerRecord {
                     r.ts, r.peer, r.event, r.detail
                 )
             }
+            PeerRecord::GameReplay(r) => r.lines(),
         }
     }
 

@@ -68,13 +68,13 @@ pub fn serve_plan(
 
 /// The RakNet client of a Bedrock login: the Minecraft dialect, protocol 11
 /// from 1.19.30 (10 before), unless `protocol` is given.
-pub fn dialect(
-    plan: &BedrockPlan,
+pub fn game_dialect(
+    version: &str,
     protocol: Option<u8>,
     addresses: Option<usize>,
     mtu: Option<u16>,
 ) -> ClientConfig {
-    let game = crate::bedrock::speak::protocol_of(&plan.version).unwrap_or(0);
+    let game = crate::bedrock::speak::protocol_of(version).unwrap_or(0);
     let raknet = if game >= crate::bedrock::codec::NEGOTIATED_FROM {
         11
     } else {

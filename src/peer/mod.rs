@@ -11,6 +11,7 @@ pub mod record {
 pub mod bedrock;
 pub mod printer;
 pub mod run;
+pub mod serve;
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};

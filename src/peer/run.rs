@@ -47,6 +47,22 @@ pub enum Outcome {
     /// Connected, but the Bedrock game login did not reach the spawn:
     /// refused (PlayStatus), disconnected, or never answered.
     LoginFailed,
+    /// A replay the server cut short: it disconnected or went silent
+    /// before everything was sent.
+    ReplayCut,
+}
+
+impl Outcome {
+    /// The command line's exit code for it.
+    pub fn exit_code(self) -> u8 {
+        use crate::output::exit::*;
+        match self {
+            Outcome::Done => EXIT_OK,
+            Outcome::NoConnection => EXIT_NO_CONNECTION,
+            Outcome::LoginFailed => EXIT_LOGIN_FAILED,
+            Outcome::ReplayCut => EXIT_REPLAY_CUT,
+        }
+    }
 }
 
 /// `HOST:PORT`, `[V6]:PORT`, or a host alone (port [`DEFAULT_PORT`]).
@@ -467,57 +483,6 @@ pub struct ServePlan {
     /// Return when the first client's connection ends.
     pub once: bool,
     pub script: Option<ServerScript>,
-}
-
-/// Everything `serve` is told: where, how, and what to play.
-pub struct ServeSetup {
-    pub listen: SocketAddr,
-    pub dialect: Dialect,
-    pub max_clients: usize,
-    pub mtu: u16,
-    /// `--motd`: a Minecraft pong with this text.
-    pub motd: Option<String>,
-    /// `--pong-hex`: these bytes.
-    pub pong_hex: Option<Vec<u8>>,
-    /// The captured server's pong and protocol (`--replay`).
-    pub captured_pong: Option<Vec<u8>>,
-    pub captured_protocol: Option<u8>,
-    pub plan: ServePlan,
-    /// `--bedrock`: log clients in to the game.
-    pub bedrock: Option<super::bedrock::BedrockServePlan>,
-}
-
-/// `serve`: bind, set the pong, serve. `Err` when the address cannot be
-/// bound (in words).
-pub fn serve_setup(
-    s: ServeSetup,
-    report: &mut dyn Report,
-) -> anyhow::Result<Result<Outcome, String>> {
-    let guid = new_guid();
-    let mut cfg = s.dialect.server(s.captured_protocol);
-    cfg.guid = guid;
-    cfg.max_clients = s.max_clients;
-    cfg.max_mtu = s.mtu.clamp(576, 1492);
-    let mut server = match Server::bind(s.listen, cfg) {
-        Ok(server) => server,
-        Err(e) => return Ok(Err(format!("cannot listen on {}: {e}", s.listen))),
-    };
-    let port = server.local_addr()?.port();
-    server.set_pong(match (&s.motd, &s.pong_hex, &s.bedrock) {
-        (Some(text), _, _) => minecraft_pong(text, guid, port, s.max_clients),
-        (None, Some(h), _) => h.clone(),
-        (None, None, Some(b)) => {
-            super::bedrock::bedrock_pong(&b.version, guid, port, s.max_clients)
-        }
-        (None, None, None) => s
-            .captured_pong
-            .clone()
-            .unwrap_or_else(|| b"raknet-dissect".to_vec()),
-    });
-    Ok(Ok(match &s.bedrock {
-        Some(b) => super::bedrock::serve_bedrock(&mut server, b, report)?,
-        None => serve(&mut server, &s.plan, report)?,
-    }))
 }
 
 /// A Minecraft pong (MOTD) carrying `text`.

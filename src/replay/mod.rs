@@ -16,6 +16,7 @@ use crate::dissect::{Body, Dir, Packet};
 use crate::mirror::{FlowMirror, Message};
 use crate::wire::{Offline, Reliability};
 
+pub mod bedrock;
 pub mod run;
 
 /// One application message of the capture.

@@ -1,0 +1,58 @@
+//! `serve`'s setup: the server bound with its pong, then RakNet (echo,
+//! replay) or Bedrock serving.
+
+use std::net::SocketAddr;
+
+use super::run::{Dialect, Outcome, Report, ServePlan};
+use super::Server;
+
+/// Everything `serve` is told: where, how, and what to play.
+pub struct ServeSetup {
+    pub listen: SocketAddr,
+    pub dialect: Dialect,
+    pub max_clients: usize,
+    pub mtu: u16,
+    /// `--motd`: a Minecraft pong with this text.
+    pub motd: Option<String>,
+    /// `--pong-hex`: these bytes.
+    pub pong_hex: Option<Vec<u8>>,
+    /// The captured server's pong and protocol (`--replay`).
+    pub captured_pong: Option<Vec<u8>>,
+    pub captured_protocol: Option<u8>,
+    pub plan: ServePlan,
+    /// `--bedrock`: log clients in to the game.
+    pub bedrock: Option<crate::peer::bedrock::BedrockServePlan>,
+}
+
+/// `serve`: bind, set the pong, serve. `Err` when the address cannot be
+/// bound (in words).
+pub fn serve_setup(
+    s: ServeSetup,
+    report: &mut dyn Report,
+) -> anyhow::Result<Result<Outcome, String>> {
+    let guid = super::run::new_guid();
+    let mut cfg = s.dialect.server(s.captured_protocol);
+    cfg.guid = guid;
+    cfg.max_clients = s.max_clients;
+    cfg.max_mtu = s.mtu.clamp(576, 1492);
+    let mut server = match Server::bind(s.listen, cfg) {
+        Ok(server) => server,
+        Err(e) => return Ok(Err(format!("cannot listen on {}: {e}", s.listen))),
+    };
+    let port = server.local_addr()?.port();
+    server.set_pong(match (&s.motd, &s.pong_hex, &s.bedrock) {
+        (Some(text), _, _) => super::run::minecraft_pong(text, guid, port, s.max_clients),
+        (None, Some(h), _) => h.clone(),
+        (None, None, Some(b)) => {
+            crate::peer::bedrock::bedrock_pong(&b.version, guid, port, s.max_clients)
+        }
+        (None, None, None) => s
+            .captured_pong
+            .clone()
+            .unwrap_or_else(|| b"raknet-dissect".to_vec()),
+    });
+    Ok(Ok(match &s.bedrock {
+        Some(b) => crate::peer::bedrock::serve_bedrock(&mut server, b, report)?,
+        None => super::run::serve(&mut server, &s.plan, report)?,
+    }))
+}

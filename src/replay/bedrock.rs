@@ -1,0 +1,277 @@
+//! `replay --bedrock`: a captured Bedrock client's game packets after its
+//! spawn, decrypted from the capture with the key material given, sent to
+//! a live server in a fresh session: our client logs in anew (new keys, its
+//! own login packets), then plays the captured packets, re-framed and
+//! re-encrypted for the new session, in order and with their spacing (or at
+//! once). The server's answers now are set beside those in the capture:
+//! counts by name and the first divergence.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::bedrock::client::GameClient;
+use crate::bedrock::crypto::Keys;
+use crate::bedrock::speak::SessionEvent;
+use crate::bedrock::{Detect, Game, GameEvent};
+use crate::dissect::Dir;
+use crate::mirror::{Mirror, MirrorConfig};
+use crate::output::peer::{GameReplayJson, PeerGameJson, PeerLoginJson, PeerRecord};
+use crate::peer::run::{connect_client, connected_record, pump, Outcome, Pumped, Report};
+use crate::pipeline::{Input, Item, Next, Pipeline, PipelineOptions};
+use crate::session::{ClientConfig, Event};
+use crate::wire::Reliability;
+
+/// A captured Bedrock session, as the game replay plays it.
+#[derive(Debug, Clone, Default)]
+pub struct GameScript {
+    pub flow: u32,
+    /// The game version of the session's protocol.
+    pub version: String,
+    /// The client's packets after its spawn (SetLocalPlayerAsInitialized
+    /// excluded): time after the spawn, name, bytes (header included).
+    pub c2s: Vec<(Duration, String, Vec<u8>)>,
+    /// The names of the server's packets after the spawn.
+    pub s2c: Vec<String>,
+}
+
+#[derive(Default)]
+struct Collect {
+    spawned: Option<Duration>,
+    script: GameScript,
+    opaque: u64,
+}
+
+/// The game session of flow `flow` (default: the first whose client
+/// spawned) of `files`, decrypted with `keys`.
+pub fn load_game(files: &[PathBuf], flow: Option<u32>, keys: Keys) -> Result<GameScript, String> {
+    let mut mirror = Mirror::new(MirrorConfig::default(), true);
+    let mut game = Game::new(Detect::Auto, keys);
+    game.fields = false;
+    let mut flows: BTreeMap<u32, Collect> = BTreeMap::new();
+    let mut pipeline = Pipeline::new(PipelineOptions::default());
+    let ended = pipeline
+        .run(Input::Files(files.to_vec()), &mut mirror, |item| {
+            if let Item::Packet { obs, .. } = item {
+                for m in &obs.messages {
+                    if flow.is_some_and(|f| f != m.flow) {
+                        continue;
+                    }
+                    for e in game.message(m).unwrap_or_default() {
+                        let c = flows.entry(m.flow).or_default();
+                        c.script.flow = m.flow;
+                        match e {
+                            GameEvent::Packet(p) => {
+                                let name = p.name.unwrap_or("?").to_string();
+                                match (p.dir, c.spawned) {
+                                    (Dir::C2s, None)
+                                        if name == "set_local_player_as_initialized" =>
+                                    {
+                                        c.spawned = Some(m.ts)
+                                    }
+                                    (Dir::C2s, Some(t0)) => {
+                                        c.script.c2s.push((m.ts.saturating_sub(t0), name, p.data))
+                                    }
+                                    (Dir::S2c, Some(_)) => c.script.s2c.push(name),
+                                    _ => {}
+                                }
+                            }
+                            GameEvent::Opaque(_) => c.opaque += 1,
+                        }
+                    }
+                    if let (Some(c), Some(f)) = (flows.get_mut(&m.flow), game.flow(m.flow)) {
+                        if let Some(v) = f
+                            .protocol()
+                            .and_then(|p| crate::bedrock::names::versions(p).last())
+                        {
+                            c.script.version = v.to_string();
+                        }
+                    }
+                }
+            }
+            Ok::<_, std::convert::Infallible>(Next::Continue)
+        })
+        .unwrap_or_else(|e| match e {});
+    if let Some(e) = ended.unreadable.into_iter().next() {
+        return Err(e.error.to_string());
+    }
+    let Some((_, c)) = flows.into_iter().find(|(_, c)| c.spawned.is_some()) else {
+        return Err(match flow {
+            Some(f) => format!("flow {f} has no Bedrock player that spawned (is the key log the capture's?)"),
+            None => "no Bedrock flow whose player spawned: nothing to replay (is the key log the capture's?)".into(),
+        });
+    };
+    if c.script.version.is_empty() {
+        return Err(format!(
+            "flow {}: the game version was not seen",
+            c.script.flow
+        ));
+    }
+    Ok(c.script)
+}
+
+/// How the game replay runs.
+#[derive(Debug, Clone)]
+pub struct GameReplayOptions {
+    pub file: String,
+    pub target: SocketAddr,
+    /// Send at once instead of with the captured spacing.
+    pub asap: bool,
+    /// The captured spacing divided by this.
+    pub speed: f64,
+    /// Keep receiving this long after the last packet.
+    pub wait: Duration,
+    /// Append the new session's key here.
+    pub keylog_out: Option<PathBuf>,
+}
+
+/// Play `script` to `o.target` in a fresh session.
+pub fn replay_game(
+    script: &GameScript,
+    cfg: ClientConfig,
+    o: &GameReplayOptions,
+    report: &mut dyn Report,
+) -> anyhow::Result<Outcome> {
+    let target = o.target;
+    let mut game = GameClient::new(&script.version, "raknet-dissect", &target.to_string())
+        .map_err(|e| anyhow::anyhow!(e))?;
+    let mut client = match connect_client(target, cfg, None, report)? {
+        Ok(c) => c,
+        Err(out) => return Ok(out),
+    };
+    report.record(PeerRecord::Connected(connected_record(&client, None)))?;
+    let peer = target.to_string();
+    let start = client.now();
+    game.start().map_err(|e| anyhow::anyhow!(e))?;
+    let login_deadline = start + Duration::from_secs(15);
+    let mut spawned_at: Option<Duration> = None;
+    let mut failed = false;
+    let mut closed = false;
+    let mut next = 0;
+    let mut now_s2c: Vec<String> = Vec::new();
+    let mut end: Option<Duration> = None;
+    loop {
+        let now = client.now();
+        if let Some(t0) = spawned_at {
+            while let Some((at, _, bytes)) = script.c2s.get(next) {
+                let due = if o.asap {
+                    t0
+                } else {
+                    t0 + at.div_f64(o.speed.max(1e-3))
+                };
+                if due > now {
+                    break;
+                }
+                game.speaker.queue_raw(bytes.clone());
+                game.speaker.flush();
+                next += 1;
+            }
+            if next == script.c2s.len() && end.is_none() {
+                end = Some(now + o.wait);
+            }
+        }
+        while let Some(m) = game.poll_transmit() {
+            client.send(&m, Reliability::RELIABLE_ORDERED, 0, None);
+        }
+        if closed
+            || failed
+            || end.is_some_and(|e| now >= e)
+            || (spawned_at.is_none() && now >= login_deadline)
+        {
+            break;
+        }
+        let until = client.now() + Duration::from_millis(10);
+        let mut on_event = |e: Event, _: &mut dyn Report| {
+            if let Event::Message(m) = e {
+                if m.data.first() == Some(&0xfe) {
+                    game.handle(&m.data);
+                }
+            }
+            Ok(())
+        };
+        match pump(&mut client, until, report, &mut on_event)? {
+            None => {}
+            Some(Pumped::Closed(_)) => closed = true,
+            Some(Pumped::Failed) => failed = true,
+        }
+        let ts = (client.now() - start).as_secs_f64();
+        while let Some(e) = game.poll_event() {
+            let (event, detail) = match e {
+                SessionEvent::Packet { name, fields } => {
+                    if spawned_at.is_some() {
+                        now_s2c.push(name.clone());
+                    }
+                    report.record(PeerRecord::Game(PeerGameJson {
+                        kind: "game",
+                        peer: peer.clone(),
+                        dir: "s2c",
+                        ts,
+                        name,
+                        fields,
+                    }))?;
+                    continue;
+                }
+                SessionEvent::Spawned => {
+                    spawned_at = Some(client.now());
+                    ("spawned", String::new())
+                }
+                SessionEvent::KeyLog(line) => {
+                    if let Some(path) = &o.keylog_out {
+                        if let Err(e) = crate::peer::bedrock::append_key_log(path, &line) {
+                            report
+                                .warn(&format!("cannot write the key log {}: {e}", path.display()));
+                        }
+                    }
+                    ("key_log", line)
+                }
+                SessionEvent::LoggedIn => ("logged_in", String::new()),
+                SessionEvent::Refused(w) => {
+                    failed = true;
+                    ("refused", w)
+                }
+                SessionEvent::Disconnected(m) => {
+                    closed = true;
+                    ("disconnected", format!("the server disconnected: {m:?}"))
+                }
+                SessionEvent::Error(w) => ("error", w),
+            };
+            report.record(PeerRecord::Login(PeerLoginJson {
+                kind: "login",
+                peer: peer.clone(),
+                ts,
+                event,
+                detail,
+            }))?;
+        }
+    }
+    // Leave, unless the captured client's own Disconnect was played.
+    let played_disconnect = script.c2s[..next].iter().any(|(_, n, _)| n == "disconnect");
+    if !closed && spawned_at.is_some() && !played_disconnect {
+        let _ = game.send(
+            "disconnect",
+            json!({"message": "raknet-dissect: replay over"}),
+        );
+        while let Some(m) = game.poll_transmit() {
+            client.send(&m, Reliability::RELIABLE_ORDERED, 0, None);
+        }
+        let until = client.now() + Duration::from_millis(200);
+        let _ = pump(&mut client, until, report, &mut |_, _| Ok(()))?;
+    }
+    let _ = client.close();
+    report.record(PeerRecord::GameReplay(GameReplayJson::new(
+        &o.file,
+        script.flow,
+        &script.version,
+        (next, script.c2s.len()),
+        &script.s2c,
+        &now_s2c,
+    )))?;
+    Ok(match (spawned_at, next == script.c2s.len()) {
+        (None, _) => Outcome::LoginFailed,
+        (Some(_), true) => Outcome::Done,
+        (Some(_), false) => Outcome::ReplayCut,
+    })
+}
