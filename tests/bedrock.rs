@@ -1252,3 +1252,85 @@ fn a_captured_game_session_replays_to_a_fresh_server() {
         }
     }
 }
+
+/// Issue 17 under loss: our client's login and a game replay through the
+/// seeded relay (2% loss, 5% duplicates, 5% reordering each way) to
+/// bedrock-protocol's server still reach the spawn and the end.
+#[test]
+fn login_and_game_replay_through_a_lossy_relay() {
+    if !peers_ready() || !common::require_tool("python3") {
+        return;
+    }
+    let version = "1.26.45";
+    let work = Work::new("bedrock-lossy-speak");
+    let relay = |port: u16, seed: &str| {
+        let mut cmd = Command::new("python3");
+        cmd.arg(common::root().join("scripts/relay.py"))
+            .args(["--listen", &format!("127.0.0.2:{port}")])
+            .args(["--target", &format!("127.0.0.1:{port}")])
+            .args([
+                "--seed",
+                seed,
+                "--loss",
+                "0.02",
+                "--dup",
+                "0.05",
+                "--reorder",
+                "0.05",
+            ])
+            .args(["--duration", "30"]);
+        let p = common::Proc::spawn(&mut cmd, "relay.py");
+        std::thread::sleep(Duration::from_millis(300));
+        p
+    };
+    // The login.
+    let port = common::free_port_pair();
+    let mut server = bedrock_protocol_server(version, port, &work);
+    let _relay = relay(port, "21");
+    let target = format!("127.0.0.2:{port}");
+    let o = run_bin(&[
+        "connect",
+        &target,
+        "--bedrock",
+        "--protocol",
+        "10",
+        "--version",
+        version,
+        "--duration",
+        "3",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("game login: spawned"), "{out}");
+    assert_eq!(server.exit_code(Duration::from_secs(10)), Some(0));
+    // A replay of a captured session (the bundled one).
+    let port = common::free_port_pair();
+    let mut server = bedrock_protocol_server(version, port, &work);
+    let _relay = relay(port, "22");
+    let dir = common::root().join("samples");
+    let target = format!("127.0.0.2:{port}");
+    let o = run_bin(&[
+        "replay",
+        dir.join("bedrock-login.pcap").to_str().unwrap(),
+        "--bedrock",
+        "--keylog",
+        dir.join("bedrock-login.keylog").to_str().unwrap(),
+        "--target",
+        &target,
+        "--protocol",
+        "10",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        out.contains("2 of 2 client packets sent after the spawn"),
+        "{out}"
+    );
+    assert!(out.contains("the same packets in the same order"), "{out}");
+    assert_eq!(server.exit_code(Duration::from_secs(10)), Some(0));
+}
