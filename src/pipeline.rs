@@ -88,6 +88,14 @@ pub enum Item<'p, 'a> {
     Counted(Counted),
 }
 
+/// The file names records carry: none for one file.
+pub fn file_names(paths: &[PathBuf]) -> Vec<String> {
+    if paths.len() < 2 {
+        return Vec::new();
+    }
+    paths.iter().map(|p| p.display().to_string()).collect()
+}
+
 /// A file that could not be read to its end.
 #[derive(Debug)]
 pub struct FileError {
@@ -172,6 +180,22 @@ impl Ended {
             }
         }
         lines
+    }
+
+    /// The command line's exit code for how the files were read: 3 for a
+    /// file that could not be read, 9 for one malformed past a point, 5 for
+    /// one cut short, else 0.
+    pub fn exit_code(&self) -> u8 {
+        use crate::output::exit::*;
+        if !self.unreadable.is_empty() {
+            EXIT_BAD_FILE
+        } else if self.malformed() {
+            EXIT_MALFORMED
+        } else if !self.cut_short.is_empty() {
+            EXIT_CUT_SHORT
+        } else {
+            EXIT_OK
+        }
     }
 
     /// Whether a file stopped at a block that cannot be read past (not

@@ -11,7 +11,7 @@ use clap::Args;
 use super::args::{
     parse_id, CaptureArgs, ColorArg, DirArg, DisplayArgs, FormatArg, OutputArgs, TimeArgs,
 };
-use super::{EXIT_BAD_FILE, EXIT_BAD_FILTER, EXIT_CUT_SHORT, EXIT_OK, EXIT_USAGE};
+use super::{EXIT_BAD_FILE, EXIT_BAD_FILTER, EXIT_OK, EXIT_USAGE};
 use crate::bedrock::{Detect, Game, GameEvent, Keys};
 use crate::capture::write::Recorder;
 use crate::capture::CaptureReader;
@@ -186,21 +186,9 @@ pub(crate) fn drive_items(
             ended.summary(pipeline.dissect_stats())
         );
     }
-    if !ended.unreadable.is_empty() {
-        return Ok(EXIT_BAD_FILE);
-    }
-    if ended.malformed() {
-        return Ok(super::EXIT_MALFORMED);
-    }
-    if !ended.cut_short.is_empty() {
-        return Ok(EXIT_CUT_SHORT);
-    }
-    match pipeline.no_such_flow(cap.flow) {
-        Some(why) => {
-            eprintln!("raknet-dissect: {why}");
-            Ok(EXIT_USAGE)
-        }
-        None => Ok(EXIT_OK),
+    match (ended.exit_code(), pipeline.no_such_flow(cap.flow)) {
+        (EXIT_OK, Some(why)) => Ok(super::say(&why, EXIT_USAGE)),
+        (code, _) => Ok(code),
     }
 }
 
@@ -223,15 +211,6 @@ pub(crate) fn drive(
         } => each(packet, obs, since, out),
         _ => Ok(Next::Continue),
     })
-}
-
-/// The file names records carry: none for one file.
-pub(crate) fn file_names(cap: &CaptureArgs) -> Vec<String> {
-    let paths = cap.paths();
-    if paths.len() < 2 {
-        return Vec::new();
-    }
-    paths.iter().map(|p| p.display().to_string()).collect()
 }
 
 /// `read`: one line (or tree, or JSON record) per RakNet packet.
@@ -301,7 +280,7 @@ pub(crate) fn read_packets(
         summary_only: quiet,
         ..args.capture.clone()
     };
-    let files = file_names(&args.capture);
+    let files = crate::pipeline::file_names(&args.capture.paths());
     let mut printer = PacketPrinter::new(shown, pal, args.time.time_format, files);
     (printer.verbose, printer.hex, printer.quiet) = (args.verbose, args.hex, quiet);
     (printer.only, printer.writer) = (cap.flow, writer);
@@ -369,7 +348,12 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
         shown.write_header(out)?;
     }
     let time = args.time.time_format;
-    let mut printer = MessagePrinter::new(shown, pal, time, file_names(&args.capture));
+    let mut printer = MessagePrinter::new(
+        shown,
+        pal,
+        time,
+        crate::pipeline::file_names(&args.capture.paths()),
+    );
     printer.data_limit = args.data_limit;
     // Bedrock flows' 0xFE messages are named by the game packets inside.
     let mut game = Game::counting(Detect::Auto, Keys::default());

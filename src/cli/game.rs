@@ -6,7 +6,7 @@ use std::io::Write;
 use clap::Args;
 
 use super::args::{CaptureArgs, KeyArgs, OutputArgs};
-use super::capture::{drive_messages, file_names, mirror_config, palette};
+use super::capture::{drive_messages, mirror_config, palette};
 use crate::bedrock::{Detect, Game};
 use crate::display::print::GamePrinter;
 use crate::display::RecordType;
@@ -58,7 +58,7 @@ pub fn run_game(a: &GameArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     if !a.output.quiet {
         shown.write_header(out)?;
     }
-    let mut printer = GamePrinter::new(shown, pal, file_names(&a.capture));
+    let mut printer = GamePrinter::new(shown, pal, crate::pipeline::file_names(&a.capture.paths()));
     (printer.verbose, printer.hex, printer.data_limit) = (a.verbose, a.hex, a.data_limit);
     let only = a.capture.flow;
     drive_messages(

@@ -28,6 +28,12 @@ pub use capture::{FlowsArgs, MessagesArgs, ReadArgs};
 
 pub use crate::output::exit::*;
 
+/// One line on standard error, and `code`.
+fn say(line: &str, code: u8) -> u8 {
+    eprintln!("raknet-dissect: {line}");
+    code
+}
+
 #[derive(Parser, Debug)]
 #[command(
     name = "raknet-dissect",

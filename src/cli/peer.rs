@@ -173,6 +173,9 @@ pub struct ServeBedrockArgs {
     /// Append each connection's key to this key log (default: $BEDROCK_KEYLOG_FILE).
     #[arg(long, value_name = "FILE", requires = "bedrock")]
     pub keylog_out: Option<std::path::PathBuf>,
+    /// With --bedrock --replay: the capture's key material.
+    #[command(flatten)]
+    pub keys: super::args::KeyArgs,
 }
 
 #[derive(Args, Debug)]
@@ -226,17 +229,24 @@ pub fn run_connect(a: &ConnectArgs, out: &mut impl Write) -> anyhow::Result<u8> 
 }
 
 pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
-    let session = match &a.replay {
-        Some(path) => match super::replay::load(std::slice::from_ref(path), a.flow, &[]) {
+    let (g, file) = (&a.game, a.replay.as_ref().map(std::slice::from_ref));
+    let session = match file.filter(|_| !g.bedrock) {
+        Some(f) => match super::replay::load(f, a.flow, &[]) {
             Ok(s) => Some(s),
             Err(code) => return Ok(code),
         },
         None => None,
     };
-    let g = &a.game;
-    let bedrock = g
-        .bedrock
-        .then(|| crate::peer::bedrock::serve_plan(g.version.clone(), a.once, g.keylog_out.clone()));
+    let game = match a.replay.as_ref().filter(|_| g.bedrock) {
+        Some(f) => match super::replay::load_game(f, a.flow, &g.keys) {
+            Ok(s) => Some((s.version, s.s2c_packets, a.asap)),
+            Err(code) => return Ok(code),
+        },
+        None => None,
+    };
+    let bedrock = g.bedrock.then(|| {
+        crate::peer::bedrock::serve_plan(g.version.clone(), a.once, g.keylog_out.clone(), game)
+    });
     let setup = crate::peer::serve::ServeSetup {
         listen: a.listen,
         dialect: a.dialect.get(),

@@ -8,11 +8,10 @@ use std::time::Duration;
 use clap::Args;
 
 use super::args::{parse_decode_as, parse_seconds, parse_speed, parse_target, OutputArgs};
-use super::{EXIT_BAD_FILE, EXIT_ERROR, EXIT_OK, EXIT_USAGE};
+use super::{EXIT_BAD_FILE, EXIT_ERROR, EXIT_OK};
 use super::{EXIT_NO_CONNECTION, EXIT_REPLAY_CUT};
 use crate::peer::record::Recorder;
-use crate::pipeline::PipelineOptions;
-use crate::replay::run::{self, LoadError, ReplayOptions, ReplayOutcome};
+use crate::replay::run::{self, ReplayOptions, ReplayOutcome};
 use crate::replay::CapturedSession;
 
 #[derive(Args, Debug)]
@@ -75,33 +74,30 @@ pub(super) fn load(
     flow: Option<u32>,
     ports: &[u16],
 ) -> Result<CapturedSession, u8> {
-    let opts = PipelineOptions {
-        decode_as: ports.to_vec(),
-        ..PipelineOptions::default()
-    };
-    run::load(files, flow, opts).map_err(|e| {
+    run::load_ports(files, flow, ports).map_err(|e| {
         eprintln!("raknet-dissect: {e}");
-        match e {
-            LoadError::NoSession { why, .. } if why.starts_with("no RakNet flow ") => EXIT_USAGE,
-            _ => EXIT_BAD_FILE,
-        }
+        e.exit_code()
     })
+}
+
+/// The game session of a capture (`--bedrock`); `Err` is the exit code,
+/// after one line.
+pub(super) fn load_game(
+    file: &std::path::Path,
+    flow: Option<u32>,
+    keys: &super::args::KeyArgs,
+) -> Result<crate::replay::bedrock::GameScript, u8> {
+    let keys = keys.load()?;
+    crate::replay::bedrock::load_game(&[file.to_path_buf()], flow, keys)
+        .map_err(|why| super::say(&format!("{}: {why}", file.display()), EXIT_BAD_FILE))
 }
 
 pub fn run_replay(a: &ReplayArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     if a.game.bedrock {
-        let keys = match a.game.keys.load() {
-            Ok(k) => k,
+        let script = match load_game(&a.file, a.flow, &a.game.keys) {
+            Ok(s) => s,
             Err(code) => return Ok(code),
         };
-        let script =
-            match crate::replay::bedrock::load_game(std::slice::from_ref(&a.file), a.flow, keys) {
-                Ok(s) => s,
-                Err(why) => {
-                    eprintln!("raknet-dissect: {}: {why}", a.file.display());
-                    return Ok(EXIT_BAD_FILE);
-                }
-            };
         let o = crate::replay::bedrock::GameReplayOptions {
             file: a.file.display().to_string(),
             target: a.target,

@@ -53,16 +53,25 @@ pub fn keylog_path(given: Option<PathBuf>) -> Option<PathBuf> {
     given.or_else(|| std::env::var_os("BEDROCK_KEYLOG_FILE").map(PathBuf::from))
 }
 
-/// The plan of `serve --bedrock`: `version` or the newest.
+/// The plan of `serve --bedrock`: `version` or the newest, with a
+/// captured server's packets to play (`(version, script)`: the capture's
+/// version comes first).
 pub fn serve_plan(
     version: Option<String>,
     once: bool,
     keylog: Option<PathBuf>,
+    replay: Option<(String, Vec<(Duration, Vec<u8>)>, bool)>,
 ) -> BedrockServePlan {
+    let (captured, script, asap) = replay.unwrap_or_default();
+    let newest = || crate::bedrock::speak::newest_version().to_string();
     BedrockServePlan {
-        version: version.unwrap_or_else(|| crate::bedrock::speak::newest_version().to_string()),
+        version: version
+            .or((!captured.is_empty()).then_some(captured))
+            .unwrap_or_else(newest),
         once,
         keylog_out: keylog_path(keylog),
+        script,
+        asap,
     }
 }
 
@@ -256,6 +265,10 @@ pub struct BedrockServePlan {
     pub once: bool,
     /// Append each connection's key here.
     pub keylog_out: Option<PathBuf>,
+    /// `--replay`: a captured server's game packets after the spawn, played
+    /// to each client from its spawn on (times after it; at once with asap).
+    pub script: Vec<(Duration, Vec<u8>)>,
+    pub asap: bool,
 }
 
 /// A Minecraft pong naming `version` and its protocol.
@@ -305,8 +318,27 @@ pub fn serve_bedrock(
         guid: guid_hex(l.config().guid),
         protocol: l.config().protocol,
     }))?;
+    // Each client's game, and from its spawn the time and the next
+    // scripted packet.
     let mut games: Vec<(SocketAddr, GameServer)> = Vec::new();
+    let mut playing: Vec<(SocketAddr, Duration, usize)> = Vec::new();
     loop {
+        let now = server.now();
+        for (peer, t0, next) in &mut playing {
+            let Some((_, g)) = games.iter_mut().find(|(p, _)| p == peer) else {
+                continue;
+            };
+            while let Some((at, bytes)) = plan.script.get(*next) {
+                if !plan.asap && *t0 + *at > now {
+                    break;
+                }
+                g.speaker.queue_raw(bytes.clone());
+                g.speaker.flush();
+                *next += 1;
+            }
+        }
+        playing
+            .retain(|(p, _, next)| *next < plan.script.len() && games.iter().any(|(q, _)| q == p));
         let until = server.now() + Duration::from_millis(20);
         server.step(until)?;
         let ts = server.now().as_secs_f64();
@@ -375,7 +407,12 @@ pub fn serve_bedrock(
                         ("key_log", line)
                     }
                     SessionEvent::LoggedIn => ("logged_in", g.player.clone().unwrap_or_default()),
-                    SessionEvent::Spawned => ("spawned", g.player.clone().unwrap_or_default()),
+                    SessionEvent::Spawned => {
+                        if !plan.script.is_empty() {
+                            playing.push((*peer, server.now(), 0));
+                        }
+                        ("spawned", g.player.clone().unwrap_or_default())
+                    }
                     SessionEvent::Refused(w) => ("refused", w),
                     SessionEvent::Disconnected(m) => {
                         ("disconnected", format!("the client disconnected: {m:?}"))

@@ -36,6 +36,9 @@ pub struct GameScript {
     pub c2s: Vec<(Duration, String, Vec<u8>)>,
     /// The names of the server's packets after the spawn.
     pub s2c: Vec<String>,
+    /// The server's packets after the spawn: time after it, bytes (header
+    /// included), for `serve --bedrock --replay`.
+    pub s2c_packets: Vec<(Duration, Vec<u8>)>,
 }
 
 #[derive(Default)]
@@ -75,7 +78,12 @@ pub fn load_game(files: &[PathBuf], flow: Option<u32>, keys: Keys) -> Result<Gam
                                     (Dir::C2s, Some(t0)) => {
                                         c.script.c2s.push((m.ts.saturating_sub(t0), name, p.data))
                                     }
-                                    (Dir::S2c, Some(_)) => c.script.s2c.push(name),
+                                    (Dir::S2c, Some(t0)) => {
+                                        c.script.s2c.push(name);
+                                        c.script
+                                            .s2c_packets
+                                            .push((m.ts.saturating_sub(t0), p.data));
+                                    }
                                     _ => {}
                                 }
                             }

@@ -30,6 +30,32 @@ pub enum LoadError {
     NoSession { file: String, why: String },
 }
 
+impl LoadError {
+    /// The command line's exit code: 2 for a flow the capture does not
+    /// have, 3 for a file that cannot be read or holds no session.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            LoadError::NoSession { why, .. } if why.starts_with("no RakNet flow ") => {
+                crate::output::exit::EXIT_USAGE
+            }
+            _ => crate::output::exit::EXIT_BAD_FILE,
+        }
+    }
+}
+
+/// [`load`] of `files`, decoding `ports` as RakNet.
+pub fn load_ports(
+    files: &[PathBuf],
+    flow: Option<u32>,
+    ports: &[u16],
+) -> Result<CapturedSession, LoadError> {
+    let opts = PipelineOptions {
+        decode_as: ports.to_vec(),
+        ..PipelineOptions::default()
+    };
+    load(files, flow, opts)
+}
+
 /// Flow `flow` of the capture files (or the first whose client sent
 /// messages), through the dissector and the mirror as every command reads
 /// it. A file cut short still gives the sessions before the cut.
