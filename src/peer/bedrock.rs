@@ -53,6 +53,9 @@ pub fn keylog_path(given: Option<PathBuf>) -> Option<PathBuf> {
     given.or_else(|| std::env::var_os("BEDROCK_KEYLOG_FILE").map(PathBuf::from))
 }
 
+/// Packets to play, each at a time after a start (header included).
+pub type Script = Vec<(Duration, Vec<u8>)>;
+
 /// The plan of `serve --bedrock`: `version` or the newest, with a
 /// captured server's packets to play (`(version, script)`: the capture's
 /// version comes first).
@@ -60,7 +63,7 @@ pub fn serve_plan(
     version: Option<String>,
     once: bool,
     keylog: Option<PathBuf>,
-    replay: Option<(String, Vec<(Duration, Vec<u8>)>, bool)>,
+    replay: Option<(String, Script, bool)>,
 ) -> BedrockServePlan {
     let (captured, script, asap) = replay.unwrap_or_default();
     let newest = || crate::bedrock::speak::newest_version().to_string();
@@ -267,7 +270,7 @@ pub struct BedrockServePlan {
     pub keylog_out: Option<PathBuf>,
     /// `--replay`: a captured server's game packets after the spawn, played
     /// to each client from its spawn on (times after it; at once with asap).
-    pub script: Vec<(Duration, Vec<u8>)>,
+    pub script: Script,
     pub asap: bool,
 }
 
