@@ -31,10 +31,11 @@ for t in "${targets[@]}"; do
   case $t in
     capture|pipeline) seeds+=(samples); max_len=65536 ;;
     game) max_len=65536 ;;
+    speak) max_len=16384 ;;
     server|session) max_len=16384 ;;
   esac
   case $t in
-    game|schema) dict=fuzz/dict/bedrock.dict ;;
+    game|schema|speak) dict=fuzz/dict/bedrock.dict ;;
     filter|parsers) dict=fuzz/dict/filter.dict ;;
     *) dict=fuzz/dict/raknet.dict ;;
   esac

@@ -29,9 +29,15 @@ pub struct GameClient {
 impl GameClient {
     /// A client of game `version` logging in as `name` to `server`.
     pub fn new(version: &str, name: &str, server: &str) -> Result<Self, String> {
+        GameClient::with_player(version, Player::new(name), server)
+    }
+
+    /// A client of game `version` logging in as `player` (its key made
+    /// before: a test or a fuzz target reuses one).
+    pub fn with_player(version: &str, player: Player, server: &str) -> Result<Self, String> {
         Ok(GameClient {
             speaker: Speaker::new(version)?,
-            player: Player::new(name),
+            player,
             server: server.to_string(),
             runtime_id: Value::from(0),
             spawned: false,

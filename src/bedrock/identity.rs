@@ -37,6 +37,7 @@ pub fn random<const N: usize>() -> [u8; N] {
 }
 
 /// A P-384 key and its public half as Bedrock writes it.
+#[derive(Clone)]
 pub struct KeyPair {
     pub secret: p384::SecretKey,
     /// Base64 of the DER SubjectPublicKeyInfo (`MHYwEAYHKoZIzj0CAQYFK4EEACIDYgAE…`).
@@ -109,6 +110,7 @@ fn now() -> i64 {
 }
 
 /// An offline player: a name, a UUID and a fresh key.
+#[derive(Clone)]
 pub struct Player {
     pub name: String,
     pub uuid: String,

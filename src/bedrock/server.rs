@@ -29,9 +29,15 @@ pub struct GameServer {
 
 impl GameServer {
     pub fn new(version: &str) -> Result<Self, String> {
+        GameServer::with_key(version, KeyPair::generate())
+    }
+
+    /// A server of game `version` whose handshakes are signed with `key`
+    /// (made before: a test or a fuzz target reuses one).
+    pub fn with_key(version: &str, key: KeyPair) -> Result<Self, String> {
         Ok(GameServer {
             speaker: Speaker::new(version)?,
-            key: KeyPair::generate(),
+            key,
             player: None,
             spawned: false,
             started: false,
