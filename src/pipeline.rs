@@ -88,6 +88,44 @@ pub enum Item<'p, 'a> {
     Counted(Counted),
 }
 
+/// Capture files: each path as given, a directory as the capture files in
+/// it and its subdirectories (`.pcap`, `.pcapng`, `.cap`; 8 levels deep at
+/// most), in name order. A directory with none stays as it is (and is then
+/// a file that cannot be read, said so).
+pub fn expand_paths(paths: impl IntoIterator<Item = PathBuf>) -> Vec<PathBuf> {
+    fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() {
+                if depth < 8 {
+                    walk(&p, depth + 1, out);
+                }
+            } else if p.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+                matches!(e.to_ascii_lowercase().as_str(), "pcap" | "pcapng" | "cap")
+            }) {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let before = out.len();
+            walk(&p, 0, &mut out);
+            if out.len() == before {
+                out.push(p);
+            }
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
 /// The file names records carry: none for one file.
 pub fn file_names(paths: &[PathBuf]) -> Vec<String> {
     if paths.len() < 2 {

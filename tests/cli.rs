@@ -858,3 +858,31 @@ fn dropped_frames_are_warned_of() {
     let last: serde_json::Value = serde_json::from_str(stats.lines().last().unwrap()).unwrap();
     assert_eq!(last["capture"]["bad_records"], 2, "{stats}");
 }
+
+/// A directory stands for the capture files in it and its subdirectories,
+/// in name order: the same records as naming them, each with its `file`.
+#[test]
+fn a_directory_is_its_captures() {
+    let dir = std::env::temp_dir().join(format!("raknet-dissect-dir-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("b")).unwrap();
+    let samples = common::root().join("samples");
+    std::fs::copy(samples.join("handshake.pcap"), dir.join("a.pcap")).unwrap();
+    std::fs::copy(samples.join("lossy.pcap"), dir.join("b/c.pcap")).unwrap();
+    std::fs::write(dir.join("notes.txt"), "not a capture").unwrap();
+    let d = dir.to_string_lossy().into_owned();
+    let by_dir = stdout(&run(&["messages", &d, "--json"]));
+    let (a, c) = (dir.join("a.pcap"), dir.join("b/c.pcap"));
+    let by_name = stdout(&run(&[
+        "messages",
+        &a.to_string_lossy(),
+        &c.to_string_lossy(),
+        "--json",
+    ]));
+    assert_eq!(by_dir, by_name);
+    assert!(
+        by_dir.contains(&format!("\"file\":\"{}\"", c.display())),
+        "{by_dir}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

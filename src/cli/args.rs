@@ -116,7 +116,7 @@ pub struct CaptureArgs {
 impl CaptureArgs {
     /// The files to read: the FILE arguments, then the -r ones.
     pub fn paths(&self) -> Vec<PathBuf> {
-        self.files.iter().chain(&self.read_file).cloned().collect()
+        crate::pipeline::expand_paths(self.files.iter().chain(&self.read_file).cloned())
     }
 
     /// These arguments, for a command that prints only once the capture is
