@@ -201,7 +201,9 @@ pub fn run_connect(a: &ConnectArgs, out: &mut impl Write) -> anyhow::Result<u8> 
     if a.game.bedrock {
         let g = &a.game;
         let version = g.game_version.clone();
-        let plan = crate::peer::bedrock::plan(version, &g.name, g.duration, g.keylog_out.clone());
+        let mut plan =
+            crate::peer::bedrock::plan(version, &g.name, g.duration, g.keylog_out.clone());
+        plan.retry_protocol = a.dialect.protocol.is_none();
         let cfg = crate::peer::bedrock::game_dialect(
             &plan.version,
             a.dialect.protocol,

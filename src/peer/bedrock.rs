@@ -30,6 +30,10 @@ pub struct BedrockPlan {
     /// Append the connection's key here (`--keylog-out`, or the
     /// environment's `BEDROCK_KEYLOG_FILE`).
     pub keylog_out: Option<PathBuf>,
+    /// The RakNet protocol was not given: a server that names another one
+    /// (ID_INCOMPATIBLE_PROTOCOL_VERSION: jsp-raknet takes only 10) is
+    /// tried again with it.
+    pub retry_protocol: bool,
 }
 
 /// The plan of `connect --bedrock`: `version` or the newest, the key log
@@ -45,6 +49,7 @@ pub fn plan(
         name: name.to_string(),
         duration,
         keylog_out: keylog_path(keylog),
+        retry_protocol: true,
     }
 }
 
@@ -139,9 +144,29 @@ pub fn connect_bedrock(
 ) -> anyhow::Result<Outcome> {
     let mut game = GameClient::new(&plan.version, &plan.name, &target.to_string())
         .map_err(|e| anyhow::anyhow!(e))?;
-    let mut client = match connect_client(target, cfg, None, report)? {
+    let mut client = match super::Client::connect_recorded(target, cfg.clone(), None, |t, e| {
+        report.handshake_step(t, e)
+    }) {
         Ok(c) => c,
-        Err(o) => return Ok(o),
+        Err(super::PeerError::Handshake(
+            crate::session::handshake::HandshakeError::IncompatibleProtocol { ours, server },
+        )) if plan.retry_protocol && server != ours => {
+            report.warn(&format!(
+                "{target} speaks RakNet protocol {server}, not {ours}: trying again with {server}"
+            ));
+            let cfg = ClientConfig {
+                protocol: server,
+                ..cfg
+            };
+            match connect_client(target, cfg, None, report)? {
+                Ok(c) => c,
+                Err(o) => return Ok(o),
+            }
+        }
+        Err(e) => {
+            report.record(super::run::failed(target, &e))?;
+            return Ok(Outcome::NoConnection);
+        }
     };
     report.record(PeerRecord::Connected(connected_record(&client, None)))?;
     let peer = target.to_string();

@@ -163,7 +163,8 @@ pub fn ping(
     })
 }
 
-fn failed(target: SocketAddr, e: &PeerError) -> PeerRecord {
+/// The `failed` record of a connection that could not be made.
+pub fn failed(target: SocketAddr, e: &PeerError) -> PeerRecord {
     PeerRecord::Failed(FailedJson {
         kind: "failed",
         target: target.to_string(),
