@@ -6,6 +6,7 @@ pub mod game;
 pub mod handshake;
 pub mod json;
 pub mod man;
+pub mod manpages;
 pub mod peer;
 pub mod stats;
 pub mod svg;
