@@ -27,6 +27,8 @@ fn wanted(sub: &str) -> Vec<&'static str> {
         "read" | "messages" => &[OUTPUT, CAPTURE, DISPLAY, &["-t"]],
         "flows" | "handshake" => &[OUTPUT, CAPTURE, DISPLAY],
         "stats" | "plot" | "game" => &[OUTPUT, CAPTURE],
+        // export writes files: the capture flags, the key material.
+        "export" => &[CAPTURE, &["--out", "--keylog", "--key"]],
         "live" => &[OUTPUT, DISPLAY, &["-d", "--flow", "-c", "-t"]],
         "ping" => &[OUTPUT, &["-c"]],
         "connect" | "serve" | "probe" | "fields" => &[OUTPUT],
@@ -80,6 +82,7 @@ fn every_subcommand_takes_the_shared_flags_it_should() {
         "game",
         "stats",
         "plot",
+        "export",
         "fields",
         "completions",
         "man",

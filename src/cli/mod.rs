@@ -13,6 +13,7 @@ use crate::display::RecordType;
 pub mod args;
 mod capture;
 mod docs;
+mod export;
 mod game;
 mod handshake;
 mod live;
@@ -88,6 +89,8 @@ pub enum Command {
     Stats(stats::StatsArgs),
     /// Draw each flow as an SVG: throughput each way, RTT, loss and resends over time.
     Plot(plot::PlotArgs),
+    /// Write Parquet tables (packets, messages, flows, handshakes, game) of the --json records.
+    Export(export::ExportArgs),
     /// List the field names of -Y and -e: the NDJSON keys of packet, message, flow, handshake and game records.
     Fields {
         #[command(flatten)]
@@ -137,6 +140,7 @@ pub fn main() -> ExitCode {
         Some(Command::Game(a)) => game::run_game(&a, &mut out),
         Some(Command::Stats(a)) => stats::run_stats(&a, &mut out),
         Some(Command::Plot(a)) => plot::run_plot(&a, &mut out),
+        Some(Command::Export(a)) => export::run_export(&a, &mut out),
         Some(Command::Completions { shell }) => docs::completions(shell, &mut out),
         Some(Command::Fields { output }) => capture::print_fields(&output, &mut out),
         Some(Command::Man { command, all }) => {

@@ -101,6 +101,8 @@ const READERS: &[&str] = &[
     "stats",
     "plot",
     "replay",
+    "game",
+    "export",
 ];
 
 /// Every exit code (`cli`'s module doc), with the commands it applies to.
@@ -113,7 +115,7 @@ const EXIT_STATUS: &[(&str, &str, Applies)] = &[
     (
         "5",
         "The capture is cut short: everything before the cut was printed, then a warning.",
-        Applies::To(&["read", "messages", "flows", "handshake", "game", "stats", "plot"]),
+        Applies::To(&["read", "messages", "flows", "handshake", "game", "stats", "plot", "export"]),
     ),
     (
         "6",
@@ -125,7 +127,7 @@ const EXIT_STATUS: &[(&str, &str, Applies)] = &[
     (
         "9",
         "The capture is malformed past some point (a block that cannot be read past, not the end of the file): everything before it was printed, then a warning.",
-        Applies::To(&["read", "messages", "flows", "handshake", "game", "stats", "plot"]),
+        Applies::To(&["read", "messages", "flows", "handshake", "game", "stats", "plot", "export"]),
     ),
     (
         "10",

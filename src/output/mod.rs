@@ -7,6 +7,7 @@ pub mod handshake;
 pub mod json;
 pub mod man;
 pub mod manpages;
+pub mod parquet;
 pub mod peer;
 pub mod stats;
 pub mod svg;

@@ -1,0 +1,105 @@
+//! `export CAPTURE... --out DIR`: Parquet tables of the records `--json`
+//! prints: `read` (packets), `messages`, `flows`, `handshake` (handshakes)
+//! and `game`, each command run as typed with `--json`, its records
+//! written as rows by [`crate::output::parquet`].
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Args, Parser};
+
+use super::args::{CaptureArgs, KeyArgs, ReassemblyArg};
+use super::{Cli, Command, EXIT_ERROR, EXIT_OK};
+use crate::output::parquet::{NdjsonToParquet, TableWriter};
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub capture: CaptureArgs,
+    /// The directory the tables go to: packets.parquet, messages.parquet,
+    /// flows.parquet, handshakes.parquet, game.parquet (made if missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Key material for the game table (and the game names of the others).
+    #[command(flatten)]
+    pub keys: KeyArgs,
+}
+
+/// The tables: file stem, command.
+const TABLES: [(&str, &str); 5] = [
+    ("packets", "read"),
+    ("messages", "messages"),
+    ("flows", "flows"),
+    ("handshakes", "handshake"),
+    ("game", "game"),
+];
+
+/// The command line of `command` that gives a table's records.
+fn argv(command: &str, a: &ExportArgs) -> Vec<OsString> {
+    let mut v: Vec<OsString> = ["raknet-dissect", command, "--json"].map(Into::into).into();
+    v.extend(a.capture.paths().into_iter().map(Into::into));
+    let mut opt = |k: &str, val: String| v.extend([k.into(), val.into()]);
+    a.capture
+        .decode
+        .decode_as
+        .iter()
+        .for_each(|p| opt("-d", p.to_string()));
+    if let Some(f) = a.capture.flow {
+        opt("--flow", f.to_string());
+    }
+    if let Some(c) = a.capture.count {
+        opt("-c", c.to_string());
+    }
+    if a.capture.decode.reassembly == ReassemblyArg::Arrival {
+        opt("--reassembly", "arrival".into());
+    }
+    if command != "messages" {
+        a.keys
+            .keylog
+            .iter()
+            .for_each(|k| opt("--keylog", k.display().to_string()));
+        a.keys
+            .key
+            .iter()
+            .for_each(|k| opt("--key", k.display().to_string()));
+    }
+    if a.capture.decode.no_heuristics {
+        v.push("--no-heuristics".into());
+    }
+    v
+}
+
+/// `export`: each table in turn; a table with no rows is left out.
+pub fn run_export(a: &ExportArgs, out: &mut impl Write) -> anyhow::Result<u8> {
+    if let Err(e) = std::fs::create_dir_all(&a.out) {
+        return Ok(super::say(
+            &format!("cannot make {}: {e}", a.out.display()),
+            EXIT_ERROR,
+        ));
+    }
+    let mut code = EXIT_OK;
+    for (table, command) in TABLES {
+        let path = a.out.join(format!("{table}.parquet"));
+        let mut sink = NdjsonToParquet::new(TableWriter::create(&path)?);
+        let cli = Cli::try_parse_from(argv(command, a))?;
+        let c = match cli.command {
+            Some(Command::Read(r)) => super::capture::run_read(&r, &mut sink)?,
+            Some(Command::Messages(m)) => super::capture::run_messages(&m, &mut sink)?,
+            Some(Command::Flows(f)) => super::capture::run_flows(&f, &mut sink)?,
+            Some(Command::Handshake(h)) => super::handshake::run_handshake(&h, &mut sink)?,
+            Some(Command::Game(g)) => super::game::run_game(&g, &mut sink)?,
+            _ => EXIT_ERROR,
+        };
+        let rows = sink.finish()?;
+        if rows == 0 {
+            std::fs::remove_file(&path)?;
+        } else {
+            writeln!(out, "{}: {rows} rows", path.display())?;
+        }
+        if code == EXIT_OK {
+            code = c;
+        }
+    }
+    Ok(code)
+}
