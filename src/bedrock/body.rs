@@ -86,17 +86,7 @@ impl<'a> Body<'a> {
     /// CloudburstMC read them (bedrock-protocol takes the bytes in their
     /// order, so its UUIDs show here with each half reversed).
     pub(super) fn uuid(&mut self) -> Option<String> {
-        let mut b: [u8; 16] = self.take(16)?.try_into().expect("16 bytes");
-        b[..8].reverse();
-        b[8..].reverse();
-        let h = crate::wire::cursor::hex(&b);
-        Some(format!(
-            "{}-{}-{}-{}-{}",
-            &h[..8],
-            &h[8..12],
-            &h[12..16],
-            &h[16..20],
-            &h[20..]
-        ))
+        let b: [u8; 16] = self.take(16)?.try_into().ok()?;
+        Some(crate::wire::cursor::uuid_le_halves(&b))
     }
 }

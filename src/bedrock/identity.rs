@@ -91,15 +91,7 @@ pub fn uuid4() -> String {
     let mut b = random::<16>();
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
-    let h = crate::wire::cursor::hex(&b);
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..]
-    )
+    crate::wire::cursor::uuid_text(&b)
 }
 
 /// Seconds since the Unix epoch.

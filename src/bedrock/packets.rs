@@ -575,20 +575,7 @@ mod tests {
     /// bedrock-protocol wrote (in the order of the string, where the game
     /// writes two little-endian halves): each half reversed.
     fn from_bp(uuid: &str) -> String {
-        let mut h: Vec<u8> = uuid.bytes().filter(|c| *c != b'-').collect();
-        for half in h.chunks_mut(16) {
-            let bytes: Vec<[u8; 2]> = half.chunks(2).rev().map(|c| [c[0], c[1]]).collect();
-            half.copy_from_slice(&bytes.concat());
-        }
-        let h = String::from_utf8(h).unwrap();
-        format!(
-            "{}-{}-{}-{}-{}",
-            &h[..8],
-            &h[8..12],
-            &h[12..16],
-            &h[16..20],
-            &h[20..]
-        )
+        crate::wire::cursor::uuid_turned(uuid).expect("a UUID")
     }
 
     #[test]

@@ -343,6 +343,41 @@ pub fn hex_extend(out: &mut Vec<u8>, b: &[u8]) {
 }
 
 /// Lowercase hex of `b`.
+/// 16 bytes as a UUID's text in the order given: `8-4-4-4-12` lowercase hex.
+pub fn uuid_text(b: &[u8; 16]) -> String {
+    let h = hex(b);
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
+}
+
+/// A binary UUID as the game, gophertunnel, PocketMine and CloudburstMC
+/// write it (two little-endian 64-bit halves, most significant first), as
+/// text.
+pub fn uuid_le_halves(b: &[u8; 16]) -> String {
+    let mut x = *b;
+    x[..8].reverse();
+    x[8..].reverse();
+    uuid_text(&x)
+}
+
+/// A UUID's text read in byte order (as bedrock-protocol reads a binary
+/// UUID) turned into the game's reading (each half reversed), or the other
+/// way; `None` when `s` is not a UUID.
+pub fn uuid_turned(s: &str) -> Option<String> {
+    if s.len() != 36 || s.as_bytes()[8] != b'-' {
+        return None;
+    }
+    let h: String = s.chars().filter(|c| *c != '-').collect();
+    let b: [u8; 16] = parse_hex(&h).ok()?.try_into().ok()?;
+    Some(uuid_le_halves(&b))
+}
+
 pub fn hex(b: &[u8]) -> String {
     let mut v = Vec::with_capacity(2 * b.len());
     hex_extend(&mut v, b);
@@ -406,6 +441,20 @@ impl WriteExt for Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn uuids_as_text_in_both_readings() {
+        let b: [u8; 16] = std::array::from_fn(|i| i as u8);
+        assert_eq!(uuid_text(&b), "00010203-0405-0607-0809-0a0b0c0d0e0f");
+        assert_eq!(uuid_le_halves(&b), "07060504-0302-0100-0f0e-0d0c0b0a0908");
+        let t = uuid_text(&b);
+        assert_eq!(
+            uuid_turned(&t).as_deref(),
+            Some("07060504-0302-0100-0f0e-0d0c0b0a0908")
+        );
+        assert_eq!(uuid_turned(&uuid_turned(&t).unwrap()), Some(t));
+        assert_eq!(uuid_turned("not a uuid"), None);
+    }
+
     #[test]
     fn hex_parses_back_and_never_panics_on_odd_input() {
         assert_eq!(super::parse_hex("86 aa:BB"), Ok(vec![0x86, 0xaa, 0xbb]));

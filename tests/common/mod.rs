@@ -196,31 +196,20 @@ pub fn require_root() -> bool {
     is_root
 }
 
-/// A Python with the PyPI package `duckdb`: $RAKNET_PYTHON, target/venv,
-/// python3 (`.ci/run` installs it into target/venv).
-pub fn duckdb_python() -> Option<String> {
-    let candidates = [
-        std::env::var("RAKNET_PYTHON").ok(),
-        Some(
-            root()
-                .join("target/venv/bin/python")
-                .to_string_lossy()
-                .into_owned(),
-        ),
-        Some("python3".to_string()),
-    ];
-    candidates.into_iter().flatten().find(|py| {
-        Command::new(py)
-            .args(["-c", "import duckdb"])
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    })
-}
-
 /// A Python with the PyPI package `raknet`: $RAKNET_PYTHON, target/venv, python3.
 pub fn raknet_python() -> Option<String> {
     fresh_skip_records();
+    python_with("raknet")
+}
+
+/// A Python with the PyPI package `duckdb` (`.ci/run` installs it into
+/// target/venv).
+pub fn duckdb_python() -> Option<String> {
+    python_with("duckdb")
+}
+
+/// The first of $RAKNET_PYTHON, target/venv's and python3 that imports `module`.
+fn python_with(module: &str) -> Option<String> {
     let candidates = [
         std::env::var("RAKNET_PYTHON").ok(),
         Some(
@@ -233,7 +222,7 @@ pub fn raknet_python() -> Option<String> {
     ];
     candidates.into_iter().flatten().find(|py| {
         Command::new(py)
-            .args(["-c", "import raknet"])
+            .args(["-c", &format!("import {module}")])
             .stderr(Stdio::null())
             .status()
             .is_ok_and(|s| s.success())

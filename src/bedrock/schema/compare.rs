@@ -50,7 +50,9 @@ fn walk(theirs: &Value, ours: &Value, path: &mut String, why: &mut Vec<String>) 
                 why.push(format!("{path}: {a} vs {b}"));
             }
         }
-        (Value::String(a), Value::String(b)) if a != b && turn_uuid(a).as_deref() != Some(b) => {
+        (Value::String(a), Value::String(b))
+            if a != b && crate::wire::cursor::uuid_turned(a).as_deref() != Some(b) =>
+        {
             why.push(format!("{path}: {a:?} vs {b:?}"));
         }
         (Value::Null, Value::Null) | (Value::String(_), Value::String(_)) => {}
@@ -58,26 +60,6 @@ fn walk(theirs: &Value, ours: &Value, path: &mut String, why: &mut Vec<String>) 
         (t, o) if t != o => why.push(format!("{path}: {t} vs {o}")),
         _ => {}
     }
-}
-
-/// A UUID read in byte order, as two little-endian halves.
-fn turn_uuid(s: &str) -> Option<String> {
-    if s.len() != 36 || s.as_bytes()[8] != b'-' {
-        return None;
-    }
-    let h: String = s.chars().filter(|c| *c != '-').collect();
-    let mut b = crate::wire::cursor::parse_hex(&h).ok()?;
-    b[..8].reverse();
-    b[8..].reverse();
-    let h = crate::wire::cursor::hex(&b);
-    Some(format!(
-        "{}-{}-{}-{}-{}",
-        &h[..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..]
-    ))
 }
 
 #[cfg(test)]

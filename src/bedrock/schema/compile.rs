@@ -346,6 +346,48 @@ impl Compiled {
     }
 }
 
+/// The value `path` names among `scopes` (the containers being read or
+/// written, innermost last): `..` goes up one explicitly, then the first
+/// scope outward that has the name, then into its objects.
+pub fn lookup<'a, S: std::borrow::Borrow<serde_json::Map<String, Value>>>(
+    scopes: &'a [S],
+    path: &[Box<str>],
+) -> Option<&'a Value> {
+    let mut top = scopes.len();
+    let mut i = 0;
+    while path.get(i).is_some_and(|p| &**p == "..") {
+        top = top.saturating_sub(1);
+        i += 1;
+    }
+    let first = path.get(i)?;
+    let mut v = scopes[..top]
+        .iter()
+        .rev()
+        .find_map(|s| s.borrow().get(&**first))?;
+    for p in &path[i + 1..] {
+        v = v.get(&**p)?;
+    }
+    Some(v)
+}
+
+impl Compare {
+    /// The case a switch takes, as ProtoDef compares: the named value as
+    /// text (`"undefined"` when absent); for `a || b`, whether any is set.
+    pub fn key<'a>(&self, find: impl Fn(&[Box<str>]) -> Option<&'a Value>) -> String {
+        if self.0.len() > 1 {
+            let any = self.0.iter().any(|p| {
+                find(p).is_some_and(|v| !matches!(v, Value::Bool(false) | Value::Null) && v != 0)
+            });
+            return any.to_string();
+        }
+        match self.0.first().and_then(|p| find(p)) {
+            Some(Value::String(s)) => s.clone(),
+            Some(v) => v.to_string(),
+            None => "undefined".into(),
+        }
+    }
+}
+
 /// `compareTo`: `a`, `../a`, `a.b`, `a.b || c.d`.
 fn parse_compare(s: &str) -> Compare {
     Compare(

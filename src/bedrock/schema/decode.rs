@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value};
 
-use super::compile::{Compare, Compiled, Count, Node, NodeId, Num};
+use super::compile::{Compiled, Count, Node, NodeId, Num};
 
 /// Definitions (containers, arrays, switches, options ...) and NBT nested
 /// deeper than this are an error.
@@ -212,41 +212,8 @@ impl<'a> Decoder<'a> {
         Ok(())
     }
 
-    /// The value a `compareTo` names: the current container's field (or
-    /// an outer container's, `..` going up explicitly), then into objects.
     fn lookup(&self, path: &[Box<str>]) -> Option<&Value> {
-        let mut top = self.scopes.len();
-        let mut i = 0;
-        while path.get(i).is_some_and(|p| &**p == "..") {
-            top = top.saturating_sub(1);
-            i += 1;
-        }
-        let first = path.get(i)?;
-        let mut v = self.scopes[..top]
-            .iter()
-            .rev()
-            .find_map(|s| s.get(&**first))?;
-        for p in &path[i + 1..] {
-            v = v.get(&**p)?;
-        }
-        Some(v)
-    }
-
-    fn switch_key(&self, compare: &Compare) -> String {
-        if compare.0.len() > 1 {
-            let any = compare.0.iter().any(|p| {
-                self.lookup(p)
-                    .is_some_and(|v| !matches!(v, Value::Bool(false) | Value::Null) && v != 0)
-            });
-            return any.to_string();
-        }
-        match compare.0.first().and_then(|p| self.lookup(p)) {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Number(n)) => n.to_string(),
-            Some(Value::Bool(b)) => b.to_string(),
-            Some(v) => v.to_string(),
-            None => "undefined".into(),
-        }
+        super::compile::lookup(&self.scopes, path)
     }
 
     fn value(&mut self, id: NodeId) -> Result<Value, DecodeError> {
@@ -321,7 +288,7 @@ impl<'a> Decoder<'a> {
                 cases,
                 default,
             } => {
-                let key = self.switch_key(compare);
+                let key = compare.key(|p| self.lookup(p));
                 let shield = self.s.shield_item_id.map(|s| s.to_string());
                 let case = cases
                     .iter()
@@ -627,21 +594,5 @@ fn tag_name(t: u8, d: &Decoder<'_>) -> Result<&'static str, DecodeError> {
 /// A binary UUID: two little-endian 64-bit halves, most significant first
 /// (as the game writes them; see bedrock/body.rs).
 fn uuid(b: &[u8; 16]) -> String {
-    let mut msb = [0u8; 8];
-    let mut lsb = [0u8; 8];
-    msb.copy_from_slice(&b[..8]);
-    lsb.copy_from_slice(&b[8..]);
-    let h = format!(
-        "{:016x}{:016x}",
-        u64::from_le_bytes(msb),
-        u64::from_le_bytes(lsb)
-    );
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..]
-    )
+    crate::wire::cursor::uuid_le_halves(b)
 }

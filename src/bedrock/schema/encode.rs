@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value};
 
-use super::compile::{Compare, Compiled, Count, Node, NodeId, Num};
+use super::compile::{Compiled, Count, Node, NodeId, Num};
 use super::decode::{Session, MAX_DEPTH};
 
 /// Why fields could not be written.
@@ -131,39 +131,8 @@ impl<'a, 'v> Encoder<'a, 'v> {
         Ok(())
     }
 
-    fn lookup(&self, path: &[Box<str>]) -> Option<&'v Value> {
-        let mut top = self.scopes.len();
-        let mut i = 0;
-        while path.get(i).is_some_and(|p| &**p == "..") {
-            top = top.saturating_sub(1);
-            i += 1;
-        }
-        let first = path.get(i)?;
-        let mut v = self.scopes[..top]
-            .iter()
-            .rev()
-            .find_map(|s| s.get(&**first))?;
-        for p in &path[i + 1..] {
-            v = v.get(&**p)?;
-        }
-        Some(v)
-    }
-
-    fn switch_key(&self, compare: &Compare) -> String {
-        if compare.0.len() > 1 {
-            let any = compare.0.iter().any(|p| {
-                self.lookup(p)
-                    .is_some_and(|v| !matches!(v, Value::Bool(false) | Value::Null) && v != 0)
-            });
-            return any.to_string();
-        }
-        match compare.0.first().and_then(|p| self.lookup(p)) {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Number(n)) => n.to_string(),
-            Some(Value::Bool(b)) => b.to_string(),
-            Some(v) => v.to_string(),
-            None => "undefined".into(),
-        }
+    fn lookup(&self, path: &[Box<str>]) -> Option<&Value> {
+        super::compile::lookup(&self.scopes, path)
     }
 
     /// A count written before its elements (none when the count is a
@@ -251,7 +220,7 @@ impl<'a, 'v> Encoder<'a, 'v> {
                 cases,
                 default,
             } => {
-                let key = self.switch_key(compare);
+                let key = compare.key(|p| self.lookup(p));
                 let shield = self.s.shield_item_id.map(|s| s.to_string());
                 let case = cases
                     .iter()

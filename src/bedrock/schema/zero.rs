@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value};
 
-use super::compile::{Compare, Compiled, Count, Node, NodeId};
+use super::compile::{Compiled, Count, Node, NodeId};
 use super::decode::MAX_DEPTH;
 
 /// The zero value of node `id` of `c`.
@@ -26,34 +26,6 @@ struct Zero<'a> {
 }
 
 impl Zero<'_> {
-    fn key(&self, compare: &Compare) -> String {
-        let path = match compare.0.first() {
-            Some(p) if compare.0.len() == 1 => p,
-            _ => return "false".into(),
-        };
-        let mut top = self.scopes.len();
-        let mut i = 0;
-        while path.get(i).is_some_and(|p| &**p == "..") {
-            top = top.saturating_sub(1);
-            i += 1;
-        }
-        let Some(first) = path.get(i) else {
-            return "undefined".into();
-        };
-        let mut v = self.scopes[..top]
-            .iter()
-            .rev()
-            .find_map(|s| s.get(&**first));
-        for p in &path[i + 1..] {
-            v = v.and_then(|v| v.get(&**p));
-        }
-        match v {
-            Some(Value::String(s)) => s.clone(),
-            Some(v) => v.to_string(),
-            None => "undefined".into(),
-        }
-    }
-
     fn value(&mut self, id: NodeId) -> Value {
         if self.depth >= MAX_DEPTH {
             return Value::Null;
@@ -96,7 +68,7 @@ impl Zero<'_> {
                 cases,
                 default,
             } => {
-                let key = self.key(compare);
+                let key = compare.key(|p| super::compile::lookup(&self.scopes, p));
                 match cases
                     .iter()
                     .find(|(k, _)| **k == *key)
