@@ -133,6 +133,57 @@ pub fn append_key_log(path: &std::path::Path, line: &str) -> std::io::Result<()>
     writeln!(f, "{line}")
 }
 
+/// A session event recorded: a game packet as a `game` record (`dir`: the
+/// way it went), anything else as a `login` record whose detail is
+/// `detail` or the event's own words; a key-log line also appended to
+/// `keylog` (a failure warned of).
+pub fn record_event(
+    report: &mut dyn Report,
+    peer: &str,
+    dir: &'static str,
+    ts: f64,
+    e: SessionEvent,
+    keylog: Option<&std::path::Path>,
+    detail: Option<String>,
+) -> std::io::Result<()> {
+    let (event, own) = match e {
+        SessionEvent::Packet { name, fields } => {
+            let (kind, peer) = ("game", peer.to_string());
+            return report.record(PeerRecord::Game(PeerGameJson {
+                kind,
+                peer,
+                dir,
+                ts,
+                name,
+                fields,
+            }));
+        }
+        SessionEvent::KeyLog(line) => {
+            if let Some(path) = keylog {
+                if let Err(e) = append_key_log(path, &line) {
+                    report.warn(&format!("cannot write the key log {}: {e}", path.display()));
+                }
+            }
+            ("key_log", line)
+        }
+        SessionEvent::LoggedIn => ("logged_in", String::new()),
+        SessionEvent::Spawned => ("spawned", String::new()),
+        SessionEvent::Refused(w) => ("refused", w),
+        SessionEvent::Disconnected(m) => {
+            let who = if dir == "s2c" { "server" } else { "client" };
+            ("disconnected", format!("the {who} disconnected: {m:?}"))
+        }
+        SessionEvent::Error(w) => ("error", w),
+    };
+    report.record(PeerRecord::Login(PeerLoginJson {
+        kind: "login",
+        peer: peer.to_string(),
+        ts,
+        event,
+        detail: detail.unwrap_or(own),
+    }))
+}
+
 /// `connect --bedrock`: log in, print what the server sends, stay for the
 /// plan's duration, leave. `Outcome::LoginFailed` when the login did not
 /// reach the spawn (refused, disconnected, no answer).
@@ -195,58 +246,35 @@ pub fn connect_bedrock(
         }
         let ts = (client.now() - start).as_secs_f64();
         while let Some(e) = game.poll_event() {
-            let (event, detail) = match e {
-                SessionEvent::Packet { name, fields } => {
-                    report.record(PeerRecord::Game(PeerGameJson {
-                        kind: "game",
-                        peer: peer.clone(),
-                        dir: "s2c",
-                        ts,
-                        name,
-                        fields,
-                    }))?;
-                    continue;
-                }
-                SessionEvent::KeyLog(line) => {
-                    if let Some(path) = &plan.keylog_out {
-                        if let Err(e) = append_key_log(path, &line) {
-                            report
-                                .warn(&format!("cannot write the key log {}: {e}", path.display()));
-                        }
-                    }
-                    ("key_log", line)
-                }
-                SessionEvent::LoggedIn => ("logged_in", String::new()),
+            let detail = match &e {
                 SessionEvent::Spawned => {
                     login = Login::Spawned;
-                    ("spawned", format!("as {}", plan.name))
+                    Some(format!("as {}", plan.name))
                 }
-                SessionEvent::Refused(w) => {
+                SessionEvent::Refused(_) => {
                     login = Login::Failed;
                     // The server's protocol from its pong, when it has one.
                     let theirs = server_protocol(target);
-                    match (&game.refused, theirs) {
-                        (Some(status), Some(t)) => {
-                            ("refused", refusal(status, game.speaker.protocol, Some(t)))
-                        }
-                        _ => ("refused", w),
-                    }
+                    game.refused
+                        .as_ref()
+                        .zip(theirs)
+                        .map(|(status, t)| refusal(status, game.speaker.protocol, Some(t)))
                 }
-                SessionEvent::Disconnected(m) => {
-                    if login != Login::Spawned {
-                        login = Login::Failed;
-                    }
-                    ("disconnected", format!("the server disconnected: {m:?}"))
+                SessionEvent::Disconnected(_) if login != Login::Spawned => {
+                    login = Login::Failed;
+                    None
                 }
-                SessionEvent::Error(w) => ("error", w),
+                _ => None,
             };
-            report.record(PeerRecord::Login(PeerLoginJson {
-                kind: "login",
-                peer: peer.clone(),
+            record_event(
+                report,
+                &peer,
+                "s2c",
                 ts,
-                event,
+                e,
+                plan.keylog_out.as_deref(),
                 detail,
-            }))?;
+            )?;
         }
     }
     if login == Login::Pending {
@@ -411,49 +439,24 @@ pub fn serve_bedrock(
                 server.send(*peer, &m, Reliability::RELIABLE_ORDERED, 0);
             }
             while let Some(e) = g.poll_event() {
-                let (event, detail) = match e {
-                    SessionEvent::Packet { name, fields } => {
-                        report.record(PeerRecord::Game(PeerGameJson {
-                            kind: "game",
-                            peer: peer.to_string(),
-                            dir: "c2s",
-                            ts,
-                            name,
-                            fields,
-                        }))?;
-                        continue;
+                let detail = match &e {
+                    SessionEvent::Spawned if !plan.script.is_empty() => {
+                        playing.push((*peer, server.now(), 0));
+                        g.player.clone()
                     }
-                    SessionEvent::KeyLog(line) => {
-                        if let Some(path) = &plan.keylog_out {
-                            if let Err(e) = append_key_log(path, &line) {
-                                report.warn(&format!(
-                                    "cannot write the key log {}: {e}",
-                                    path.display()
-                                ));
-                            }
-                        }
-                        ("key_log", line)
-                    }
-                    SessionEvent::LoggedIn => ("logged_in", g.player.clone().unwrap_or_default()),
-                    SessionEvent::Spawned => {
-                        if !plan.script.is_empty() {
-                            playing.push((*peer, server.now(), 0));
-                        }
-                        ("spawned", g.player.clone().unwrap_or_default())
-                    }
-                    SessionEvent::Refused(w) => ("refused", w),
-                    SessionEvent::Disconnected(m) => {
-                        ("disconnected", format!("the client disconnected: {m:?}"))
-                    }
-                    SessionEvent::Error(w) => ("error", w),
+                    SessionEvent::LoggedIn | SessionEvent::Spawned => g.player.clone(),
+                    _ => None,
                 };
-                report.record(PeerRecord::Login(PeerLoginJson {
-                    kind: "login",
-                    peer: peer.to_string(),
+                let peer = peer.to_string();
+                record_event(
+                    report,
+                    &peer,
+                    "c2s",
                     ts,
-                    event,
+                    e,
+                    plan.keylog_out.as_deref(),
                     detail,
-                }))?;
+                )?;
             }
         }
         if done {

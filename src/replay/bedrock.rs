@@ -19,7 +19,8 @@ use crate::bedrock::speak::SessionEvent;
 use crate::bedrock::{Detect, Game, GameEvent};
 use crate::dissect::Dir;
 use crate::mirror::{Mirror, MirrorConfig};
-use crate::output::peer::{GameReplayJson, PeerGameJson, PeerLoginJson, PeerRecord};
+use crate::output::peer::{GameReplayJson, PeerRecord};
+use crate::peer::bedrock::record_event;
 use crate::peer::run::{connect_client, connected_record, pump, Outcome, Pumped, Report};
 use crate::pipeline::{Input, Item, Next, Pipeline, PipelineOptions};
 use crate::session::{ClientConfig, Event};
@@ -207,52 +208,16 @@ pub fn replay_game(
         }
         let ts = (client.now() - start).as_secs_f64();
         while let Some(e) = game.poll_event() {
-            let (event, detail) = match e {
-                SessionEvent::Packet { name, fields } => {
-                    if spawned_at.is_some() {
-                        now_s2c.push(name.clone());
-                    }
-                    report.record(PeerRecord::Game(PeerGameJson {
-                        kind: "game",
-                        peer: peer.clone(),
-                        dir: "s2c",
-                        ts,
-                        name,
-                        fields,
-                    }))?;
-                    continue;
+            match &e {
+                SessionEvent::Packet { name, .. } if spawned_at.is_some() => {
+                    now_s2c.push(name.clone())
                 }
-                SessionEvent::Spawned => {
-                    spawned_at = Some(client.now());
-                    ("spawned", String::new())
-                }
-                SessionEvent::KeyLog(line) => {
-                    if let Some(path) = &o.keylog_out {
-                        if let Err(e) = crate::peer::bedrock::append_key_log(path, &line) {
-                            report
-                                .warn(&format!("cannot write the key log {}: {e}", path.display()));
-                        }
-                    }
-                    ("key_log", line)
-                }
-                SessionEvent::LoggedIn => ("logged_in", String::new()),
-                SessionEvent::Refused(w) => {
-                    failed = true;
-                    ("refused", w)
-                }
-                SessionEvent::Disconnected(m) => {
-                    closed = true;
-                    ("disconnected", format!("the server disconnected: {m:?}"))
-                }
-                SessionEvent::Error(w) => ("error", w),
-            };
-            report.record(PeerRecord::Login(PeerLoginJson {
-                kind: "login",
-                peer: peer.clone(),
-                ts,
-                event,
-                detail,
-            }))?;
+                SessionEvent::Spawned => spawned_at = Some(client.now()),
+                SessionEvent::Refused(_) => failed = true,
+                SessionEvent::Disconnected(_) => closed = true,
+                _ => {}
+            }
+            record_event(report, &peer, "s2c", ts, e, o.keylog_out.as_deref(), None)?;
         }
     }
     // Leave, unless the captured client's own Disconnect was played.
