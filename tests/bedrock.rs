@@ -876,6 +876,16 @@ fn decoded_fields_in_filters_exports_and_trees() {
 /// A bedrock-protocol server (scripts/bedrock_peers.js --server-only) on
 /// `port` speaking `version`, waiting for one client.
 fn bedrock_protocol_server(version: &str, port: u16, work: &Work) -> common::Proc {
+    bedrock_protocol_server_with(version, port, work, &[])
+}
+
+/// [`bedrock_protocol_server`] with more of bedrock_peers.js's options.
+fn bedrock_protocol_server_with(
+    version: &str,
+    port: u16,
+    work: &Work,
+    extra: &[&str],
+) -> common::Proc {
     let mut cmd = Command::new("node");
     cmd.arg(common::root().join("scripts/bedrock_peers.js"))
         .args([
@@ -892,6 +902,7 @@ fn bedrock_protocol_server(version: &str, port: u16, work: &Work) -> common::Pro
         .arg(work.file("server-sent.jsonl"))
         .arg("--keylog")
         .arg(work.file("unused.keylog"))
+        .args(extra)
         .stderr(std::process::Stdio::piped());
     let mut p = common::Proc::spawn(&mut cmd, "bedrock_peers.js --server-only");
     // It says when it listens.
@@ -1047,22 +1058,7 @@ fn a_bedrock_protocol_client_logs_in_to_our_server() {
             "serve --bedrock",
         );
         std::thread::sleep(Duration::from_millis(300));
-        let o = Command::new("node")
-            .arg(common::root().join("scripts/bedrock_peers.js"))
-            .args([
-                "--version",
-                version,
-                "--port",
-                &port.to_string(),
-                "--client-only",
-                "1",
-            ])
-            .arg("--out")
-            .arg(work.file("client-sent.jsonl"))
-            .arg("--keylog")
-            .arg(work.file("client.keylog"))
-            .output()
-            .expect("node runs");
+        let o = bedrock_protocol_client(version, port, &work, None);
         assert!(
             o.status.success(),
             "{version}: {}",
@@ -1182,33 +1178,14 @@ fn a_captured_game_session_replays_to_a_fresh_server() {
     for (silent, same) in [(false, true), (true, false)] {
         let port = common::free_port_pair();
         let received = work.file(&format!("received-{silent}.jsonl"));
-        let mut server = {
-            let mut cmd = Command::new("node");
-            cmd.arg(common::root().join("scripts/bedrock_peers.js"))
-                .args([
-                    "--version",
-                    version,
-                    "--port",
-                    &port.to_string(),
-                    "--server-only",
-                    "1",
-                ])
-                .args(["--silent-moves", if silent { "1" } else { "0" }])
-                .arg("--out")
-                .arg(work.file("fresh.jsonl"))
-                .arg("--keylog")
-                .arg(work.file("fresh.keylog"))
-                .arg("--received")
-                .arg(&received)
-                .stderr(std::process::Stdio::piped());
-            let mut p = common::Proc::spawn(&mut cmd, "bedrock_peers.js --server-only");
-            let mut err = std::io::BufReader::new(p.child.stderr.take().unwrap());
-            let mut line = String::new();
-            std::io::BufRead::read_line(&mut err, &mut line).unwrap();
-            assert!(line.contains("waiting for a client"), "{line}");
-            std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-            p
-        };
+        let silent = if silent { "1" } else { "0" };
+        let r = received.to_str().unwrap();
+        let mut server = bedrock_protocol_server_with(
+            version,
+            port,
+            &work,
+            &["--silent-moves", silent, "--received", r],
+        );
         let target = format!("127.0.0.1:{port}");
         let o = run_bin(&[
             "replay",
@@ -1315,24 +1292,7 @@ fn a_captured_game_session_replays_to_a_fresh_server() {
     );
     std::thread::sleep(Duration::from_millis(300));
     let got = work.file("client-received.jsonl");
-    let o = Command::new("node")
-        .arg(common::root().join("scripts/bedrock_peers.js"))
-        .args([
-            "--version",
-            version,
-            "--port",
-            &port.to_string(),
-            "--client-only",
-            "1",
-        ])
-        .arg("--out")
-        .arg(work.file("client.jsonl"))
-        .arg("--keylog")
-        .arg(work.file("client.keylog"))
-        .arg("--received")
-        .arg(&got)
-        .output()
-        .expect("node runs");
+    let o = bedrock_protocol_client(version, port, &work, Some(&got));
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(ours.exit_code(Duration::from_secs(10)), Some(0));
     assert_eq!(
@@ -1422,4 +1382,32 @@ fn login_and_game_replay_through_a_lossy_relay() {
     );
     assert!(out.contains("the same packets in the same order"), "{out}");
     assert_eq!(server.exit_code(Duration::from_secs(10)), Some(0));
+}
+
+/// bedrock-protocol's client (bedrock_peers.js --client-only) logging in to
+/// the server on `port`; what it received goes to `received` when given.
+fn bedrock_protocol_client(
+    version: &str,
+    port: u16,
+    work: &Work,
+    received: Option<&Path>,
+) -> std::process::Output {
+    let mut cmd = Command::new("node");
+    cmd.arg(common::root().join("scripts/bedrock_peers.js"))
+        .args([
+            "--version",
+            version,
+            "--port",
+            &port.to_string(),
+            "--client-only",
+            "1",
+        ])
+        .arg("--out")
+        .arg(work.file("client-sent.jsonl"))
+        .arg("--keylog")
+        .arg(work.file("client.keylog"));
+    if let Some(r) = received {
+        cmd.arg("--received").arg(r);
+    }
+    cmd.output().expect("node runs")
 }
