@@ -330,30 +330,14 @@ pub struct BedrockServePlan {
 /// A Minecraft pong naming `version` and its protocol.
 pub fn bedrock_pong(version: &str, guid: u64, port: u16, max_clients: usize) -> Vec<u8> {
     let protocol = crate::bedrock::speak::protocol_of(version).unwrap_or(0);
-    let values = [
-        "MCPE".to_string(),
-        "raknet-dissect".into(),
-        protocol.to_string(),
-        version.to_string(),
-        "0".into(),
-        max_clients.to_string(),
-        guid.to_string(),
-        "raknet-dissect".into(),
-        "Creative".into(),
-        "1".into(),
-        port.to_string(),
-        port.to_string(),
-    ];
-    let motd = crate::wire::Motd {
-        fields: crate::wire::motd::MOTD_FIELDS
-            .iter()
-            .copied()
-            .zip(values)
-            .collect(),
-    };
-    let mut out = Vec::new();
-    motd.emit(&mut out);
-    out
+    super::run::motd_pong(
+        "raknet-dissect",
+        (protocol, version),
+        "Creative",
+        guid,
+        port,
+        max_clients,
+    )
 }
 
 /// `serve --bedrock`: log in each offline-mode client

@@ -488,16 +488,29 @@ pub struct ServePlan {
 
 /// A Minecraft pong (MOTD) carrying `text`.
 pub fn minecraft_pong(text: &str, guid: u64, port: u16, max_clients: usize) -> Vec<u8> {
+    motd_pong(text, (800, "1.21.80"), "Survival", guid, port, max_clients)
+}
+
+/// A Minecraft pong: `text`, the game protocol and version it names, its
+/// game mode, the server's GUID and port, its player limit.
+pub fn motd_pong(
+    text: &str,
+    (protocol, version): (u32, &str),
+    mode: &str,
+    guid: u64,
+    port: u16,
+    max_clients: usize,
+) -> Vec<u8> {
     let values = [
         "MCPE".to_string(),
         text.replace(';', "\\;"),
-        "800".into(),
-        "1.21.80".into(),
+        protocol.to_string(),
+        version.to_string(),
         "0".into(),
         max_clients.to_string(),
         guid.to_string(),
         "raknet-dissect".into(),
-        "Survival".into(),
+        mode.to_string(),
         "1".into(),
         port.to_string(),
         port.to_string(),
