@@ -9,6 +9,8 @@
 # the coverage and the time, as docs/fuzzing.md records them.
 #   scripts/fuzz-campaign.sh [TARGET ...]          10,000,000 runs each (1,000,000 for pipeline)
 #   scripts/fuzz-campaign.sh --smoke 15 [TARGET ...]  15 s each (CI)
+#   RUNS=8000000 scripts/fuzz-campaign.sh session     another count (a campaign
+#                                                     resumed on its corpus)
 # Needs cargo-fuzz (`cargo install cargo-fuzz`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,6 +43,8 @@ for t in "${targets[@]}"; do
   esac
   if [ -n "$smoke" ]; then
     limit=(-max_total_time="$smoke")
+  elif [ -n "${RUNS:-}" ]; then
+    limit=(-runs="$RUNS")
   elif [ "$t" = pipeline ]; then
     limit=(-runs=1000000)
   else

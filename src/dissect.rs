@@ -22,9 +22,12 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::capture::UdpDatagram;
+
+mod owned;
 use crate::wire::datagram::FLAG_VALID;
 use crate::wire::ids::*;
 use crate::wire::{Connected, Datagram, Offline, Reader, Reliability, Spare, Trace, WireError};
+pub use owned::{OwnedPacket, Shell, SpentPackets};
 
 /// Which way a packet goes, relative to the client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -29,8 +29,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::capture::{CaptureError, CaptureReader};
-use crate::dissect::{Counted, Dir, DissectStats, Dissector, IcmpNote, Options, Packet};
+use crate::dissect::{
+    Counted, Dir, DissectStats, Dissector, IcmpNote, Options, OwnedPacket, Packet, Shell,
+    SpentPackets,
+};
 use crate::mirror::{Mirror, Observation};
+
+pub mod ordered;
+
+/// Owned packets' allocations kept for reuse, at most (more than the
+/// printing threads hold in flight).
+const MAX_SHELLS: usize = 1 << 14;
 
 /// Whether to read on after an item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +74,9 @@ pub struct PipelineOptions {
     pub trace: bool,
     /// Bytes read from the files so far are added here (for a progress bar).
     pub consumed: Option<Arc<AtomicU64>>,
+    /// Hand packets out as [`Item::Owned`] (for another thread), not
+    /// [`Item::Packet`]; those given back here are reused.
+    pub owned: Option<SpentPackets>,
 }
 
 /// One thing the pipeline hands out.
@@ -77,6 +89,14 @@ pub enum Item<'p, 'a> {
         /// The time lines are counted from (the first datagram's).
         since: Duration,
         /// Index of the file in [`Input::Files`] (0 for a reader).
+        file: usize,
+    },
+    /// A RakNet packet as [`Item::Packet`], owning its datagram (with
+    /// [`PipelineOptions::owned`]).
+    Owned {
+        packet: OwnedPacket,
+        obs: &'p mut Observation,
+        since: Duration,
         file: usize,
     },
     /// An ICMP error quoting a datagram of a RakNet flow.
@@ -124,6 +144,17 @@ pub fn expand_paths(paths: impl IntoIterator<Item = PathBuf>) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// The printing threads of a run ([`ordered`]): those asked for
+/// (`--threads`), else the cores available; one when standard input is
+/// read (`-`), whose lines come as they arrive.
+pub fn threads(asked: Option<u16>, paths: &[PathBuf]) -> usize {
+    if paths.iter().any(|p| p.as_os_str() == "-") {
+        return 1;
+    }
+    let cores = || std::thread::available_parallelism().map_or(1, |n| n.get());
+    asked.map_or_else(cores, usize::from)
 }
 
 /// The file names records carry: none for one file.
@@ -278,6 +309,8 @@ impl Ended {
 pub struct Pipeline {
     opts: PipelineOptions,
     dissector: Dissector,
+    /// Allocations of owned packets given back, for the next ones.
+    shells: Vec<Shell>,
 }
 
 impl Pipeline {
@@ -288,7 +321,11 @@ impl Pipeline {
             trace: opts.trace,
             ..Options::default()
         });
-        Pipeline { opts, dissector }
+        Pipeline {
+            opts,
+            dissector,
+            shells: Vec::new(),
+        }
     }
 
     /// The dissector's counters (RakNet packets, flows, other UDP).
@@ -413,6 +450,37 @@ impl Pipeline {
                 }
                 reader.recycle(d);
                 if stop {
+                    break;
+                }
+                continue;
+            }
+            if let Some(spent) = &self.opts.owned {
+                if d.frame % 64 == 0 {
+                    for p in spent.take() {
+                        let (d, shell) = p.recycle(&mut self.dissector);
+                        reader.recycle(d);
+                        if self.shells.len() < MAX_SHELLS {
+                            self.shells.push(shell);
+                        }
+                    }
+                }
+                let packet = match OwnedPacket::dissect(&mut self.dissector, d, &mut self.shells) {
+                    Ok(p) => p,
+                    Err(d) => {
+                        reader.recycle(d);
+                        continue;
+                    }
+                };
+                let (dissector, p) = (&self.dissector, packet.get());
+                mirror.observe(p, || dissector.flow(p.src, p.dst), obs);
+                let item = Item::Owned {
+                    packet,
+                    obs,
+                    since,
+                    file,
+                };
+                if each(item)? == Next::Stop {
+                    stop = true;
                     break;
                 }
                 continue;

@@ -494,3 +494,33 @@ fn the_readme_flows_table_is_true() {
     let want: Vec<&str> = block.lines().collect();
     assert_eq!(got, want);
 }
+
+/// The parser's shapes: clap's own consistency checks, a bare capture is
+/// `read`, and a subcommand's options land in its arguments.
+#[test]
+fn cli_shapes() {
+    use clap::{CommandFactory, Parser};
+    use raknet_dissect::cli::{Cli, Command, MessagesArgs};
+    Cli::command().debug_assert();
+    let c = Cli::try_parse_from(["raknet-dissect", "f.pcap", "-V"]).unwrap();
+    assert!(c.command.is_none() && c.read.verbose);
+    let argv = [
+        "raknet-dissect",
+        "messages",
+        "f.pcap",
+        "--dir",
+        "c2s",
+        "--id",
+        "0x86",
+    ];
+    let c = Cli::try_parse_from(argv).unwrap();
+    assert!(matches!(
+        c.command,
+        Some(Command::Messages(MessagesArgs { id: Some(0x86), .. }))
+    ));
+    let c = Cli::try_parse_from(["raknet-dissect", "read", "-r", "f.pcap"]).unwrap();
+    assert!(matches!(c.command, Some(Command::Read(_))));
+    let c = Cli::try_parse_from(["raknet-dissect", "stats", "f.pcap", "--threads", "3"]).unwrap();
+    assert!(matches!(c.command, Some(Command::Stats(_))));
+    assert!(Cli::try_parse_from(["raknet-dissect", "f.pcap", "--threads", "0"]).is_err());
+}

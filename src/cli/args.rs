@@ -111,6 +111,15 @@ pub struct CaptureArgs {
     /// terminal with standard output.
     #[arg(skip)]
     pub summary_only: bool,
+    /// Threads that print (lines, records, field rows) while one reads and
+    /// dissects: the cores available unless given; 1 runs all on one
+    /// thread. The output is the same whatever the number.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
+    /// Set by `read`: packets handed out owned, for the printing threads,
+    /// and given back here.
+    #[arg(skip)]
+    pub owned: Option<crate::dissect::SpentPackets>,
 }
 
 impl CaptureArgs {
@@ -134,7 +143,12 @@ impl CaptureArgs {
             no_heuristics: self.decode.no_heuristics,
             trace,
             consumed: None,
+            owned: self.owned.clone(),
         }
+    }
+
+    pub fn threads(&self) -> usize {
+        crate::pipeline::threads(self.threads, &self.paths())
     }
 }
 

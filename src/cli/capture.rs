@@ -3,7 +3,7 @@
 
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clap::Args;
@@ -12,19 +12,20 @@ use super::args::{
     parse_id, CaptureArgs, ColorArg, DirArg, DisplayArgs, FormatArg, OutputArgs, TimeArgs,
 };
 use super::{EXIT_BAD_FILE, EXIT_BAD_FILTER, EXIT_OK, EXIT_USAGE};
-use crate::bedrock::{Detect, Game, GameEvent, Keys};
+use crate::bedrock::{event_names, Detect, Game, GameEvent, Keys};
 use crate::capture::write::Recorder;
 use crate::capture::CaptureReader;
 use crate::display::print::{
-    Choice, FlowPrinter, Format, MessagePrinter, PacketPrinter, ShowError, Shown, MAX_TABLE_ROWS,
+    Choice, FlowPrinter, Format, MessagePrinter, PacketPrinter, ShowError, Shown,
 };
+use crate::display::records::{Clock, MessageChoice, MessageItem, PacketItem, PacketRecords};
 use crate::display::RecordType;
-use crate::dissect::{Dir, Packet};
+use crate::dissect::{Dir, Packet, SpentPackets};
 use crate::mirror::{FlowMirror, Message, Mirror, MirrorConfig, Observation};
 use crate::output::terminal::{terminal_width, Progress};
 use crate::output::text::Palette;
 use crate::output::ColorChoice;
-use crate::pipeline::{Input, Item, Pipeline};
+use crate::pipeline::{file_names, ordered, Input, Item, Pipeline};
 
 pub use crate::pipeline::Next;
 
@@ -131,9 +132,7 @@ pub(crate) fn palette(color: ColorArg, json: bool) -> Palette {
 }
 
 pub(crate) fn mirror_config(cap: &CaptureArgs) -> MirrorConfig {
-    let mut cfg = MirrorConfig::default();
-    cfg.receive.reassembly = cap.decode.reassembly();
-    cfg
+    MirrorConfig::reassembling(cap.decode.reassembly())
 }
 
 /// Run the pipeline over the capture files of `cap` (or `live`), handing
@@ -168,7 +167,7 @@ pub(crate) fn drive_items(
     let mut pipeline = Pipeline::new(opts);
     let mut packets = 0u64;
     let ended = pipeline.run(input, mirror, |item| {
-        let last = matches!(item, Item::Packet { .. }) && {
+        let last = matches!(item, Item::Packet { .. } | Item::Owned { .. }) && {
             packets += 1;
             cap.count.is_some_and(|n| packets >= n)
         };
@@ -240,7 +239,8 @@ pub fn run_read(args: &ReadArgs, out: &mut impl Write) -> anyhow::Result<u8> {
 }
 
 /// `read`, over a live reader when given; `flows` collects the flows as
-/// they end (and at the end), for a table after the packets.
+/// they end (and at the end), for a table after the packets. Printed on
+/// `--threads` threads (one for a live capture and with `-w`).
 pub(crate) fn read_packets(
     args: &ReadArgs,
     live: Option<CaptureReader>,
@@ -254,9 +254,8 @@ pub(crate) fn read_packets(
         (Ok(s), Ok(k)) => (s, k),
         (Err(code), _) | (_, Err(code)) => return Ok(code),
     };
-    let json = shown.json;
     let quiet = args.output.quiet;
-    let pal = palette(args.output.color, json || shown.export.is_some());
+    let pal = palette(args.output.color, shown.json || shown.export.is_some());
     let writer = match args.write.as_deref().map(Recorder::create).transpose() {
         Ok(w) => w,
         Err(e) => {
@@ -270,61 +269,61 @@ pub(crate) fn read_packets(
     // messages' bytes (the lines of Bedrock flows name the game packets).
     cfg.receive.keep_only = Some(crate::bedrock::GAME_MESSAGE);
     let mut mirror = Mirror::new(cfg, flows.is_some());
-    let mut game = Game::counting(Detect::Auto, keys);
-    let mut read = 0u64;
     let trace = args.verbose && shown.text();
     if !quiet {
         shown.write_header(out)?;
     }
     let cap = CaptureArgs {
         summary_only: quiet,
+        owned: Some(SpentPackets::default()),
         ..args.capture.clone()
     };
-    let files = crate::pipeline::file_names(&args.capture.paths());
-    let mut printer = PacketPrinter::new(shown, pal, args.time.time_format, files);
-    (printer.verbose, printer.hex, printer.quiet) = (args.verbose, args.hex, quiet);
-    (printer.only, printer.writer) = (cap.flow, writer);
-    let code = drive_items(live, &cap, trace, &mut mirror, out, |item, out| {
-        match item {
-            Item::File { path, .. } => printer.file(path, out)?,
-            Item::Icmp { note, file } => printer.icmp(&note, file, out)?,
-            Item::Packet {
-                packet: p,
-                obs,
-                since,
-                file,
-            } => {
-                p.anomalies.append(&mut obs.anomalies);
-                if let Some(f) = flows.as_deref_mut() {
-                    let room = MAX_TABLE_ROWS.saturating_sub(f.len());
-                    f.extend(obs.closed.drain(..).take(room));
-                }
-                read += 1;
-                printer.game = game.delivered(p, obs);
-                printer.read(p, since, file, out)?;
-            }
-            Item::Counted(_) => {}
+    let (files, clock) = (
+        file_names(&args.capture.paths()),
+        Clock::new(args.time.time_format),
+    );
+    let parallel = clock.parallel() && live.is_none() && writer.is_none();
+    let writer = Mutex::new(writer);
+    let printer = || {
+        let shown = args
+            .display
+            .compile(RecordType::Packet, args.output.json)
+            .expect("compiled");
+        let mut printer = PacketPrinter::new(shown, pal, args.time.time_format, files.clone());
+        (printer.verbose, printer.hex, printer.quiet) = (args.verbose, args.hex, quiet);
+        (printer.only, printer.writer) = (cap.flow, writer.lock().ok().and_then(|mut w| w.take()));
+        printer
+    };
+    let threads = if parallel { cap.threads() } else { 1 };
+    let spent = cap.owned.clone().unwrap_or_default();
+    let print = |p: &mut PacketPrinter, item: &mut _, out: &mut dyn Write| p.print(item, out);
+    let mut records = PacketRecords::new(clock, Game::counting(Detect::Auto, keys));
+    let recycle = |item: PacketItem| item.recycle(&spent);
+    ordered::run(threads, out, printer, print, recycle, |sink| {
+        let null = &mut io::sink();
+        let code = drive_items(live, &cap, trace, &mut mirror, null, |item, _| {
+            let r = records.record(item, flows.as_deref_mut());
+            Ok(r.map_or(Ok(()), |r| sink.push(r))
+                .map(|()| Next::Continue)?)
+        })?;
+        // What the receivers still held at the end (incomplete splits,
+        // messages waiting in ordering heaps) belongs to no packet: a line
+        // each, unless a filter or a field export chose what to print.
+        let end = mirror.finish();
+        let stopped = args.capture.count.is_some_and(|n| records.read >= n);
+        sink.push(PacketItem::End {
+            anomalies: end.anomalies,
+            stopped,
+        })?;
+        if let Some(f) = flows {
+            f.extend(end.closed);
         }
-        Ok(Next::Continue)
-    })?;
-    if let Some(mut w) = printer.writer.take() {
-        w.flush()?;
-    }
-    // What the receivers still held at the end (incomplete splits, messages
-    // waiting in ordering heaps) belongs to no packet: a line each, unless
-    // a filter or a field export chose what to print.
-    let end = mirror.finish();
-    let stopped = args.capture.count.is_some_and(|n| read >= n);
-    if printer.plain() && !stopped {
-        printer.end(&end.anomalies, out)?;
-    }
-    if let Some(f) = flows {
-        f.extend(end.closed);
-    }
-    Ok(code)
+        Ok(code)
+    })
 }
 
-/// `messages`: what each application received, in delivery order.
+/// `messages`: what each application received, in delivery order, printed
+/// on `--threads` threads.
 pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let shown = match args.display.compile(RecordType::Message, args.output.json) {
         Ok(s) => s,
@@ -332,44 +331,50 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
     };
     let pal = palette(args.output.color, shown.json || shown.export.is_some());
     let mut mirror = Mirror::new(mirror_config(&args.capture), false);
-    let want = |m: &Message| {
-        args.capture.flow.is_none_or(|f| f == m.flow)
-            && args.dir.is_none_or(|d| {
-                m.dir
-                    == match d {
-                        DirArg::C2s => Dir::C2s,
-                        DirArg::S2c => Dir::S2c,
-                    }
-            })
-            && args.channel.is_none_or(|c| m.channel == Some(c))
-            && args.id.is_none_or(|i| m.data.first() == Some(&i))
+    let choice = MessageChoice {
+        quiet: args.output.quiet,
+        flow: args.capture.flow,
+        dir: args
+            .dir
+            .map(|d| if d == DirArg::C2s { Dir::C2s } else { Dir::S2c }),
+        channel: args.channel,
+        id: args.id,
     };
     if !args.output.quiet {
         shown.write_header(out)?;
     }
     let time = args.time.time_format;
-    let mut printer = MessagePrinter::new(
-        shown,
-        pal,
-        time,
-        crate::pipeline::file_names(&args.capture.paths()),
-    );
-    printer.data_limit = args.data_limit;
+    let files = file_names(&args.capture.paths());
+    let printer = || {
+        let shown = args.display.compile(RecordType::Message, args.output.json);
+        let mut printer =
+            MessagePrinter::new(shown.expect("compiled before"), pal, time, files.clone());
+        printer.data_limit = args.data_limit;
+        printer
+    };
+    let mut clock = Clock::new(time);
+    let threads = if clock.parallel() {
+        args.capture.threads()
+    } else {
+        1
+    };
+    let print = |p: &mut MessagePrinter, m: &mut _, out: &mut dyn Write| p.print(m, &choice, out);
     // Bedrock flows' 0xFE messages are named by the game packets inside.
     let mut game = Game::counting(Detect::Auto, Keys::default());
-    drive_messages(
-        &args.capture,
-        &mut mirror,
-        &mut game,
-        out,
-        |m, ev, since, file, out| {
-            printer.game = ev.map(crate::bedrock::event_names);
-            if printer.wants(m, since) && want(m) && !args.output.quiet {
-                printer.message(m, since, file, out)?;
-            }
-            Ok(())
-        },
-    )
+    ordered::run(threads, out, printer, print, drop, |sink| {
+        let (cap, null) = (&args.capture, &mut io::sink());
+        drive_messages(
+            cap,
+            &mut mirror,
+            &mut game,
+            null,
+            |message, ev, since, file, _| {
+                let (time, game) = (clock.tick(message.ts), ev.map(event_names));
+                let m = MessageItem::new(message, game, since, file, time);
+                Ok(sink.push(m)?)
+            },
+        )
+    })
 }
 
 /// [`drive_items`] for the commands that print delivered messages: `each`
@@ -382,7 +387,7 @@ pub(crate) fn drive_messages(
     game: &mut Game,
     out: &mut impl Write,
     mut each: impl FnMut(
-        &Message,
+        Message,
         Option<&[GameEvent]>,
         Duration,
         usize,
@@ -390,8 +395,8 @@ pub(crate) fn drive_messages(
     ) -> anyhow::Result<()>,
 ) -> anyhow::Result<u8> {
     let (mut first, mut last_file) = (None, 0);
-    let mut on = |game: &mut Game, m: &Message, since, file, out: &mut dyn Write| {
-        let ev = game.message(m);
+    let mut on = |game: &mut Game, m: Message, since, file, out: &mut dyn Write| {
+        let ev = game.message(&m);
         each(m, ev.as_deref(), since, file, out)
     };
     let code = drive_items(None, cap, false, mirror, out, |item, out| {
@@ -404,14 +409,14 @@ pub(crate) fn drive_messages(
         {
             (first, last_file) = (Some(since), file);
             game.packet(packet);
-            for m in &obs.messages {
+            for m in obs.messages.drain(..) {
                 on(game, m, since, file, out)?;
             }
             obs.ended.iter().for_each(|&f| drop(game.close(f)));
         }
         Ok(Next::Continue)
     })?;
-    for m in &mirror.finish().messages {
+    for m in mirror.finish().messages {
         on(game, m, first.unwrap_or_default(), last_file, out)?;
     }
     Ok(code)

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser};
 
 use super::args::{CaptureArgs, KeyArgs, ReassemblyArg};
-use super::{Cli, Command, EXIT_ERROR, EXIT_OK};
+use super::{Cli, EXIT_ERROR, EXIT_OK};
 use crate::output::parquet::{NdjsonToParquet, TableWriter};
 
 #[derive(Args, Debug)]
@@ -37,7 +37,9 @@ const TABLES: [(&str, &str); 5] = [
 
 /// The command line of `command` that gives a table's records.
 fn argv(command: &str, a: &ExportArgs) -> Vec<OsString> {
-    let mut v: Vec<OsString> = ["raknet-dissect", command, "--json"].map(Into::into).into();
+    let mut v: Vec<OsString> = ["raknet-dissect", command, "--json", "--threads", "1"]
+        .map(Into::into)
+        .into();
     v.extend(a.capture.paths().into_iter().map(Into::into));
     let mut opt = |k: &str, val: String| v.extend([k.into(), val.into()]);
     a.capture
@@ -78,20 +80,18 @@ pub fn run_export(a: &ExportArgs, out: &mut impl Write) -> anyhow::Result<u8> {
             EXIT_ERROR,
         ));
     }
-    let mut code = EXIT_OK;
-    for (table, command) in TABLES {
+    // The tables at once, a thread each (each pass then prints on one).
+    let threads = a.capture.threads();
+    let each = |&(table, command): &(&str, &str)| {
         let path = a.out.join(format!("{table}.parquet"));
         let mut sink = NdjsonToParquet::new(TableWriter::create(&path)?);
         let cli = Cli::try_parse_from(argv(command, a))?;
-        let c = match cli.command {
-            Some(Command::Read(r)) => super::capture::run_read(&r, &mut sink)?,
-            Some(Command::Messages(m)) => super::capture::run_messages(&m, &mut sink)?,
-            Some(Command::Flows(f)) => super::capture::run_flows(&f, &mut sink)?,
-            Some(Command::Handshake(h)) => super::handshake::run_handshake(&h, &mut sink)?,
-            Some(Command::Game(g)) => super::game::run_game(&g, &mut sink)?,
-            _ => EXIT_ERROR,
-        };
-        let rows = sink.finish()?;
+        let c = super::run(cli.command, &cli.read, &mut sink)?;
+        anyhow::Ok((path, sink.finish()?, c))
+    };
+    let mut code = EXIT_OK;
+    for done in crate::pipeline::ordered::map(threads, &TABLES, each) {
+        let (path, rows, c) = done?;
         if rows == 0 {
             std::fs::remove_file(&path)?;
         } else {

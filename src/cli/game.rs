@@ -68,7 +68,7 @@ pub fn run_game(a: &GameArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         out,
         |m, ev, since, file, out| match ev {
             Some(ev) if !a.output.quiet && only.is_none_or(|f| f == m.flow) => {
-                Ok(printer.events(ev, m, since, file, out)?)
+                Ok(printer.events(ev, &m, since, file, out)?)
             }
             _ => Ok(()),
         },

@@ -69,7 +69,7 @@ pub fn run_handshake(args: &HandshakeArgs, out: &mut impl Write) -> anyhow::Resu
                 // out: a flow past its bounded attempts goes on.
                 obs.ended.iter().for_each(|&f| drop(game.close(f)));
             }
-            Item::File { .. } | Item::Counted(_) => {}
+            Item::File { .. } | Item::Counted(_) | Item::Owned { .. } => {}
         }
         Ok(Next::Continue)
     })?;

@@ -113,6 +113,31 @@ pub enum Command {
     },
 }
 
+/// Run `command` (`read` when none), printing to `out`.
+fn run(command: Option<Command>, read: &ReadArgs, mut out: &mut dyn Write) -> anyhow::Result<u8> {
+    let out = &mut out;
+    match command {
+        Some(Command::Read(a)) => capture::run_read(&a, out),
+        None => capture::run_read(read, out),
+        Some(Command::Messages(a)) => capture::run_messages(&a, out),
+        Some(Command::Flows(a)) => capture::run_flows(&a, out),
+        Some(Command::Handshake(a)) => handshake::run_handshake(&a, out),
+        Some(Command::Ping(a)) => peer::run_ping(&a, out),
+        Some(Command::Connect(a)) => peer::run_connect(&a, out),
+        Some(Command::Serve(a)) => peer::run_serve(&a, out),
+        Some(Command::Probe(a)) => peer::run_probe(&a, out),
+        Some(Command::Replay(a)) => replay::run_replay(&a, out),
+        Some(Command::Live(a)) => live::run_live(&a, out),
+        Some(Command::Game(a)) => game::run_game(&a, out),
+        Some(Command::Stats(a)) => stats::run_stats(&a, out),
+        Some(Command::Plot(a)) => plot::run_plot(&a, out),
+        Some(Command::Export(a)) => export::run_export(&a, out),
+        Some(Command::Completions { shell }) => docs::completions(shell, out),
+        Some(Command::Fields { output }) => capture::print_fields(&output, out),
+        Some(Command::Man { command, all }) => docs::man(command.as_deref(), all.as_deref(), out),
+    }
+}
+
 /// Run the command line; returns the process exit code.
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -125,28 +150,7 @@ pub fn main() -> ExitCode {
     };
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
-    let result = match cli.command {
-        Some(Command::Read(a)) => capture::run_read(&a, &mut out),
-        None => capture::run_read(&cli.read, &mut out),
-        Some(Command::Messages(a)) => capture::run_messages(&a, &mut out),
-        Some(Command::Flows(a)) => capture::run_flows(&a, &mut out),
-        Some(Command::Handshake(a)) => handshake::run_handshake(&a, &mut out),
-        Some(Command::Ping(a)) => peer::run_ping(&a, &mut out),
-        Some(Command::Connect(a)) => peer::run_connect(&a, &mut out),
-        Some(Command::Serve(a)) => peer::run_serve(&a, &mut out),
-        Some(Command::Probe(a)) => peer::run_probe(&a, &mut out),
-        Some(Command::Replay(a)) => replay::run_replay(&a, &mut out),
-        Some(Command::Live(a)) => live::run_live(&a, &mut out),
-        Some(Command::Game(a)) => game::run_game(&a, &mut out),
-        Some(Command::Stats(a)) => stats::run_stats(&a, &mut out),
-        Some(Command::Plot(a)) => plot::run_plot(&a, &mut out),
-        Some(Command::Export(a)) => export::run_export(&a, &mut out),
-        Some(Command::Completions { shell }) => docs::completions(shell, &mut out),
-        Some(Command::Fields { output }) => capture::print_fields(&output, &mut out),
-        Some(Command::Man { command, all }) => {
-            docs::man(command.as_deref(), all.as_deref(), &mut out)
-        }
-    };
+    let result = run(cli.command, &cli.read, &mut out);
     let code = match result {
         Ok(code) => code,
         Err(e) if crate::output::is_broken_pipe(&e) => EXIT_OK,
@@ -159,39 +163,5 @@ pub fn main() -> ExitCode {
     match out.flush() {
         Err(e) if e.kind() != io::ErrorKind::BrokenPipe => ExitCode::from(EXIT_ERROR),
         _ => ExitCode::from(code),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cli_shapes() {
-        Cli::command_for_test().debug_assert();
-        let c = Cli::try_parse_from(["raknet-dissect", "f.pcap", "-V"]).unwrap();
-        assert!(c.command.is_none() && c.read.verbose);
-        let c = Cli::try_parse_from([
-            "raknet-dissect",
-            "messages",
-            "f.pcap",
-            "--dir",
-            "c2s",
-            "--id",
-            "0x86",
-        ])
-        .unwrap();
-        assert!(matches!(
-            c.command,
-            Some(Command::Messages(MessagesArgs { id: Some(0x86), .. }))
-        ));
-        let c = Cli::try_parse_from(["raknet-dissect", "read", "-r", "f.pcap"]).unwrap();
-        assert!(matches!(c.command, Some(Command::Read(_))));
-    }
-
-    impl Cli {
-        fn command_for_test() -> clap::Command {
-            <Cli as clap::CommandFactory>::command()
-        }
     }
 }

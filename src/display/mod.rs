@@ -7,6 +7,7 @@ pub mod export;
 pub mod fields;
 pub mod filter;
 pub mod print;
+pub mod records;
 
 pub use export::FieldExport;
 pub use fields::{JsonRecord, MessageRecord, Record, RecordType, Since, FIELDS};

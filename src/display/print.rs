@@ -193,6 +193,12 @@ impl PacketPrinter {
         self.lines.seen(ts);
     }
 
+    /// The time column as it stood before the next record (see
+    /// [`crate::display::records`]).
+    pub fn set_time(&mut self, time: TimeColumn) {
+        self.lines.set_time(time);
+    }
+
     /// Whether packet `p` passes the filter (`since`: the capture's first
     /// datagram).
     pub fn wants(&self, p: &Packet<'_>, since: Duration) -> bool {
@@ -349,6 +355,12 @@ impl MessagePrinter {
             time: TimeColumn::new(time),
             row: String::new(),
         }
+    }
+
+    /// The time column as it stood before the next message (see
+    /// [`crate::display::records`]).
+    pub fn set_time(&mut self, time: TimeColumn) {
+        self.time = time;
     }
 
     /// Message `m` was delivered: whether it passes the filter (`since`:

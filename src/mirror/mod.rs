@@ -38,6 +38,15 @@ pub struct MirrorConfig {
     pub memory_budget: usize,
 }
 
+impl MirrorConfig {
+    /// The defaults, with split packets reassembled as `reassembly` says.
+    pub fn reassembling(reassembly: crate::session::receive::Reassembly) -> MirrorConfig {
+        let mut cfg = MirrorConfig::default();
+        cfg.receive.reassembly = reassembly;
+        cfg
+    }
+}
+
 impl Default for MirrorConfig {
     fn default() -> Self {
         MirrorConfig {

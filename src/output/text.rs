@@ -342,6 +342,12 @@ impl TimeColumn {
         }
     }
 
+    /// Whether the column depends on which lines were shown (`-t dd`),
+    /// which only the printer knows, not on the records read.
+    pub fn follows_shown(&self) -> bool {
+        self.format == TimeFormat::DeltaDisplayed
+    }
+
     /// A record was read at `ts`, whether it will be shown or not: what
     /// [`TimeFormat::Delta`] counts from. Call it for every record, before
     /// [`TimeColumn::push`].
@@ -464,6 +470,11 @@ impl LineFormatter {
     /// ([`TimeColumn::seen`]).
     pub fn seen(&mut self, ts: Duration) {
         self.time.seen(ts);
+    }
+
+    /// The time column as another thread left it (for the next line's delta).
+    pub fn set_time(&mut self, time: TimeColumn) {
+        self.time = time;
     }
 
     fn addr(&mut self, a: SocketAddr) -> &str {

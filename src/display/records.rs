@@ -1,0 +1,267 @@
+//! What `read` and `messages` hand their printers: owned records, so that
+//! the printing can run on the formatting workers of
+//! [`crate::pipeline::ordered`] while the capture is read, dissected and
+//! mirrored in order on one thread. A record carries what its line depends
+//! on besides itself: the time column as the records before it left it
+//! ([`Clock`]), and what the game layer made of it.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::print::{MessagePrinter, PacketPrinter, MAX_TABLE_ROWS};
+use crate::bedrock::{Game, GameEvent};
+use crate::dissect::{Anomaly, Dir, IcmpNote, OwnedPacket, SpentPackets};
+use crate::mirror::{FlowMirror, Message};
+use crate::output::text::{TimeColumn, TimeFormat};
+use crate::pipeline::Item;
+
+/// The time column followed on the producing thread: every record read,
+/// shown or not, moves it. Not when the column depends on which lines were
+/// shown (`-t dd`): only the printer knows that, so such a run stays on
+/// one thread ([`Clock::parallel`]) and the printer keeps its own column.
+#[derive(Debug, Clone)]
+pub struct Clock(TimeColumn);
+
+impl Clock {
+    pub fn new(format: TimeFormat) -> Clock {
+        Clock(TimeColumn::new(format))
+    }
+
+    /// Whether records can be printed on other threads.
+    pub fn parallel(&self) -> bool {
+        !self.0.follows_shown()
+    }
+
+    /// A record read at `ts`: the column as it stood before it.
+    pub fn tick(&mut self, ts: Duration) -> Option<TimeColumn> {
+        let before = self.parallel().then(|| self.0.clone());
+        self.0.seen(ts);
+        before
+    }
+}
+
+/// One thing `read` prints (or not, as the filter decides).
+pub enum PacketItem {
+    /// The next capture file starts.
+    File(PathBuf),
+    Icmp {
+        note: IcmpNote,
+        file: usize,
+        time: Option<TimeColumn>,
+    },
+    Packet {
+        packet: OwnedPacket,
+        since: Duration,
+        file: usize,
+        /// The game packets inside the messages it delivered (a Bedrock flow).
+        game: Option<Vec<GameEvent>>,
+        time: Option<TimeColumn>,
+    },
+    /// The capture was read: what the receivers still held, and whether
+    /// `-c` stopped the run (then that is not shown).
+    End {
+        anomalies: Vec<Anomaly>,
+        stopped: bool,
+    },
+}
+
+/// What `read` keeps while it turns the pipeline's items into records:
+/// the clock, the game layer (which names the game packets of Bedrock
+/// flows), and the packets read.
+pub struct PacketRecords {
+    pub clock: Clock,
+    pub game: Game,
+    pub read: u64,
+}
+
+impl PacketRecords {
+    pub fn new(clock: Clock, game: Game) -> PacketRecords {
+        PacketRecords {
+            clock,
+            game,
+            read: 0,
+        }
+    }
+
+    /// The record of `item` (with [`crate::pipeline::PipelineOptions::owned`]);
+    /// none for the run's counts. The flows that ended go to `flows`, at
+    /// most [`MAX_TABLE_ROWS`].
+    pub fn record(
+        &mut self,
+        item: Item<'_, '_>,
+        flows: Option<&mut Vec<FlowMirror>>,
+    ) -> Option<PacketItem> {
+        Some(match item {
+            Item::File { path, .. } => PacketItem::File(path.to_owned()),
+            Item::Icmp { note, file } => PacketItem::Icmp {
+                time: self.clock.tick(note.ts),
+                note,
+                file,
+            },
+            Item::Owned {
+                mut packet,
+                obs,
+                since,
+                file,
+            } => {
+                packet.anomalies_mut().append(&mut obs.anomalies);
+                if let Some(f) = flows {
+                    let room = MAX_TABLE_ROWS.saturating_sub(f.len());
+                    f.extend(obs.closed.drain(..).take(room));
+                }
+                self.read += 1;
+                let game = self.game.delivered(packet.get(), obs);
+                PacketItem::Packet {
+                    time: self.clock.tick(packet.get().ts),
+                    packet,
+                    since,
+                    file,
+                    game,
+                }
+            }
+            Item::Packet { .. } | Item::Counted(_) => return None,
+        })
+    }
+}
+
+impl PacketItem {
+    /// Printed: its packet goes back to the pipeline through `spent`.
+    pub fn recycle(self, spent: &SpentPackets) {
+        if let PacketItem::Packet { packet, .. } = self {
+            spent.give(packet);
+        }
+    }
+}
+
+impl PacketPrinter {
+    /// Print `item` as [`PacketPrinter::read`] and its siblings do.
+    pub fn print(&mut self, item: &mut PacketItem, out: &mut dyn Write) -> io::Result<()> {
+        match item {
+            PacketItem::File(path) => self.file(path, out),
+            PacketItem::Icmp { note, file, time } => {
+                if let Some(t) = time.take() {
+                    self.set_time(t);
+                }
+                self.icmp(note, *file, out)
+            }
+            PacketItem::Packet {
+                packet,
+                since,
+                file,
+                game,
+                time,
+            } => {
+                if let Some(t) = time.take() {
+                    self.set_time(t);
+                }
+                self.game = game.take();
+                self.read(packet.get(), *since, *file, out)
+            }
+            PacketItem::End { anomalies, stopped } => {
+                if let Some(w) = self.writer.as_mut() {
+                    w.flush()?;
+                }
+                if self.plain() && !*stopped {
+                    self.end(anomalies, out)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// One message delivered, for `messages`.
+pub struct MessageItem {
+    pub message: Message,
+    /// The game packets inside it, by name (a Bedrock flow's 0xFE message).
+    pub game: Option<Vec<String>>,
+    pub since: Duration,
+    pub file: usize,
+    pub time: Option<TimeColumn>,
+}
+
+impl MessageItem {
+    pub fn new(
+        message: Message,
+        game: Option<Vec<String>>,
+        since: Duration,
+        file: usize,
+        time: Option<TimeColumn>,
+    ) -> MessageItem {
+        MessageItem {
+            message,
+            game,
+            since,
+            file,
+            time,
+        }
+    }
+}
+
+/// `messages`' own choice of messages: `--flow`, `--dir`, `--channel`,
+/// `--id`; none with `-q`.
+#[derive(Debug, Clone, Default)]
+pub struct MessageChoice {
+    pub quiet: bool,
+    pub flow: Option<u32>,
+    pub dir: Option<Dir>,
+    pub channel: Option<u8>,
+    pub id: Option<u8>,
+}
+
+impl MessageChoice {
+    pub fn wants(&self, m: &Message) -> bool {
+        !self.quiet
+            && self.flow.is_none_or(|f| f == m.flow)
+            && self.dir.is_none_or(|d| d == m.dir)
+            && self.channel.is_none_or(|c| m.channel == Some(c))
+            && self.id.is_none_or(|i| m.data.first() == Some(&i))
+    }
+}
+
+impl MessagePrinter {
+    /// Print `m` when it passes the filter and `choice`, as
+    /// [`MessagePrinter::wants`] and [`MessagePrinter::message`] do.
+    pub fn print(
+        &mut self,
+        m: &mut MessageItem,
+        choice: &MessageChoice,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
+        if let Some(t) = m.time.take() {
+            self.set_time(t);
+        }
+        self.game = m.game.take();
+        if self.wants(&m.message, m.since) && choice.wants(&m.message) {
+            self.message(&m.message, m.since, m.file, out)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_clock_gives_the_column_before_each_record() {
+        let mut dd = Clock::new(TimeFormat::DeltaDisplayed);
+        assert!(!dd.parallel() && dd.tick(Duration::ZERO).is_none());
+        let mut clock = Clock::new(TimeFormat::Delta);
+        let mut column = TimeColumn::new(TimeFormat::Delta);
+        let (a, b) = (Duration::from_millis(1500), Duration::from_millis(1750));
+        column.seen(a);
+        clock.tick(a);
+        let mut before_b = clock.tick(b).unwrap();
+        // Printing b on another thread from the column before it gives
+        // what the one column, having seen a then b, gives.
+        column.seen(b);
+        before_b.seen(b);
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        column.push(&mut x, b, a);
+        before_b.push(&mut y, b, a);
+        assert_eq!(String::from_utf8(x).unwrap().trim(), "0.250000");
+        assert_eq!(String::from_utf8(y).unwrap().trim(), "0.250000");
+    }
+}

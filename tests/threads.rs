@@ -1,0 +1,134 @@
+//! `--threads`: every capture command prints the same bytes, and exits
+//! the same, whatever the number of threads, on every bundled capture, on
+//! all of them read as one capture, and with the options that keep a run
+//! on one thread (`-t dd`, `-w`) or cut it short (`-c`).
+
+mod common;
+
+use std::path::Path;
+
+use common::{bin, sample, sample_captures};
+
+/// The output and exit code of `args` with `--threads n`.
+fn with_threads(args: &[&str], n: u32) -> (Vec<u8>, Option<i32>) {
+    let o = bin()
+        .args(args)
+        .args(["--threads", &n.to_string()])
+        .output()
+        .unwrap();
+    (o.stdout, o.status.code())
+}
+
+fn same_for_every_count(args: &[&str]) {
+    let one = with_threads(args, 1);
+    for n in [2, 3] {
+        let other = with_threads(args, n);
+        assert!(
+            one == other,
+            "{args:?}: --threads {n} printed {} bytes (exit {:?}), --threads 1 {} (exit {:?})",
+            other.0.len(),
+            other.1,
+            one.0.len(),
+            one.1
+        );
+    }
+}
+
+/// The commands, with the options that change what each prints.
+const COMMANDS: &[&[&str]] = &[
+    &["read"],
+    &["read", "--json"],
+    &["read", "-V"],
+    &["read", "-x"],
+    &["read", "-t", "d"],
+    &["read", "-t", "dd"],
+    &[
+        "read", "-T", "fields", "-e", "frame", "-e", "kind", "-e", "flow",
+    ],
+    &["read", "-Y", "kind == \"data\" && len > 100"],
+    &["read", "--flow", "1", "--json"],
+    &["read", "-c", "7"],
+    &["messages"],
+    &["messages", "--json"],
+    &["messages", "-t", "d"],
+    &["messages", "-Y", "len > 50", "--json"],
+    &["messages", "--dir", "s2c"],
+    &["flows", "--json"],
+    &["stats", "--json"],
+    &["handshake", "--json"],
+    &["game", "--json"],
+    &["plot", "--json"],
+];
+
+#[test]
+fn every_command_prints_the_same_whatever_the_threads() {
+    let captures = sample_captures();
+    assert!(captures.len() >= 10, "the bundled captures: {captures:?}");
+    let mut runs = 0;
+    for capture in &captures {
+        let capture = capture.to_str().unwrap();
+        for cmd in COMMANDS {
+            let mut args = cmd.to_vec();
+            args.push(capture);
+            same_for_every_count(&args);
+            runs += 1;
+        }
+    }
+    // All of them as one capture (records name their file).
+    let all: Vec<&str> = captures.iter().map(|p| p.to_str().unwrap()).collect();
+    for cmd in COMMANDS {
+        let mut args = cmd.to_vec();
+        args.extend(&all);
+        same_for_every_count(&args);
+        runs += 1;
+    }
+    println!("{runs} runs, each the same with 1, 2 and 3 threads");
+}
+
+#[test]
+fn a_large_capture_goes_through_many_batches_in_order() {
+    // The lossy sample read 40 times as one capture: thousands of packets,
+    // so every worker formats many batches (256 records each).
+    let lossy = sample("lossy.pcap");
+    let lossy = lossy.to_str().unwrap();
+    for cmd in [&["read", "--json"][..], &["messages", "--json"], &["read"]] {
+        let mut args = cmd.to_vec();
+        args.extend(std::iter::repeat_n(lossy, 40));
+        let (out, code) = with_threads(&args, 1);
+        assert_eq!(code, Some(0));
+        let lines = out.iter().filter(|&&b| b == b'\n').count();
+        assert!(lines > 10 * 256, "{cmd:?}: {lines} lines");
+        assert_eq!(with_threads(&args, 2), (out.clone(), code), "{cmd:?}");
+        assert_eq!(with_threads(&args, 4), (out, code), "{cmd:?}");
+    }
+}
+
+#[test]
+fn write_keeps_the_same_packets_with_threads() {
+    let dir = common::TempDir::new("threads-write");
+    let capture = sample("lossy.pcap");
+    let mut files = Vec::new();
+    for n in [1, 2] {
+        let out = dir.path().join(format!("{n}.pcapng"));
+        let (printed, code) = with_threads(
+            &[
+                "read",
+                capture.to_str().unwrap(),
+                "-Y",
+                "kind == \"ack\"",
+                "-w",
+                out.to_str().unwrap(),
+            ],
+            n,
+        );
+        assert_eq!(code, Some(0));
+        files.push((printed, read_back(&out)));
+    }
+    assert!(!files[0].1.is_empty());
+    assert_eq!(files[0], files[1]);
+}
+
+/// The lines `read` prints of a written file.
+fn read_back(p: &Path) -> Vec<u8> {
+    with_threads(&["read", p.to_str().unwrap()], 1).0
+}
