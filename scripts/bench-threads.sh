@@ -55,7 +55,8 @@ time_it() {
         times+=("$(echo "$e - $s" | bc -l)")
     done
     T=$(printf '%s\n' "${times[@]}" | median)
-    rss=$( { /usr/bin/time -f %M "$@" > /dev/null 2>/dev/null; } 2>&1 | tail -1)
+    /usr/bin/time -o "$DIR/rss.txt" -f %M "$@" > /dev/null 2>&1
+    rss=$(tail -1 "$DIR/rss.txt")
     printf '%-34s %8.3f s %9.1f MB/s %8s KB peak RSS\n' "$name" "$T" \
         "$(echo "$bytes / 1000000 / $T" | bc -l)" "$rss"
 }

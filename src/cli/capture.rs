@@ -369,9 +369,10 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
             &mut game,
             null,
             |message, ev, since, file, _| {
-                let (time, game) = (clock.tick(message.ts), ev.map(event_names));
+                let (time, game) = (clock.tick(message.ts), ev.as_deref().map(event_names));
+                let bytes = message.data.len();
                 let m = MessageItem::new(message, game, since, file, time);
-                Ok(sink.push(m)?)
+                Ok(sink.push_weighing(m, bytes)?)
             },
         )
     })
@@ -388,7 +389,7 @@ pub(crate) fn drive_messages(
     out: &mut impl Write,
     mut each: impl FnMut(
         Message,
-        Option<&[GameEvent]>,
+        Option<Vec<GameEvent>>,
         Duration,
         usize,
         &mut dyn Write,
@@ -397,7 +398,7 @@ pub(crate) fn drive_messages(
     let (mut first, mut last_file) = (None, 0);
     let mut on = |game: &mut Game, m: Message, since, file, out: &mut dyn Write| {
         let ev = game.message(&m);
-        each(m, ev.as_deref(), since, file, out)
+        each(m, ev, since, file, out)
     };
     let code = drive_items(None, cap, false, mirror, out, |item, out| {
         if let Item::Packet {

@@ -9,8 +9,10 @@ use super::args::{CaptureArgs, KeyArgs, OutputArgs};
 use super::capture::{drive_messages, mirror_config, palette};
 use crate::bedrock::{Detect, Game};
 use crate::display::print::GamePrinter;
+use crate::display::records::GameItem;
 use crate::display::RecordType;
 use crate::mirror::Mirror;
+use crate::pipeline::ordered;
 
 #[derive(Args, Debug, Default)]
 pub struct GameArgs {
@@ -58,19 +60,34 @@ pub fn run_game(a: &GameArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     if !a.output.quiet {
         shown.write_header(out)?;
     }
-    let mut printer = GamePrinter::new(shown, pal, crate::pipeline::file_names(&a.capture.paths()));
-    (printer.verbose, printer.hex, printer.data_limit) = (a.verbose, a.hex, a.data_limit);
-    let only = a.capture.flow;
-    drive_messages(
-        &a.capture,
-        &mut mirror,
-        &mut game,
-        out,
-        |m, ev, since, file, out| match ev {
-            Some(ev) if !a.output.quiet && only.is_none_or(|f| f == m.flow) => {
-                Ok(printer.events(ev, &m, since, file, out)?)
-            }
-            _ => Ok(()),
-        },
-    )
+    let files = crate::pipeline::file_names(&a.capture.paths());
+    let printer = || {
+        let shown = a.display.compile(RecordType::Game, a.output.json);
+        let mut p = GamePrinter::new(shown.expect("compiled"), pal, files.clone());
+        (p.verbose, p.hex, p.data_limit) = (a.verbose, a.hex, a.data_limit);
+        p
+    };
+    let print = |p: &mut GamePrinter, g: &mut _, out: &mut dyn Write| p.print(g, out);
+    let (cap, only, null) = (&a.capture, a.capture.flow, &mut std::io::sink());
+    ordered::run(cap.threads(), out, printer, print, drop, |sink| {
+        drive_messages(
+            cap,
+            &mut mirror,
+            &mut game,
+            null,
+            |message, ev, since, file, _| match ev {
+                Some(events) if !a.output.quiet && only.is_none_or(|f| f == message.flow) => {
+                    let bytes = message.data.len() * 4;
+                    let item = GameItem {
+                        events,
+                        message,
+                        since,
+                        file,
+                    };
+                    Ok(sink.push_weighing(item, bytes)?)
+                }
+                _ => Ok(()),
+            },
+        )
+    })
 }

@@ -9,7 +9,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::print::{MessagePrinter, PacketPrinter, MAX_TABLE_ROWS};
+use super::print::{GamePrinter, MessagePrinter, PacketPrinter, MAX_TABLE_ROWS};
 use crate::bedrock::{Game, GameEvent};
 use crate::dissect::{Anomaly, Dir, IcmpNote, OwnedPacket, SpentPackets};
 use crate::mirror::{FlowMirror, Message};
@@ -237,6 +237,21 @@ impl MessagePrinter {
             self.message(&m.message, m.since, m.file, out)?;
         }
         Ok(())
+    }
+}
+
+/// One 0xFE message's game packets, for `game`.
+pub struct GameItem {
+    pub events: Vec<GameEvent>,
+    pub message: Message,
+    pub since: Duration,
+    pub file: usize,
+}
+
+impl GamePrinter {
+    /// Print `g` as [`GamePrinter::events`] does.
+    pub fn print(&mut self, g: &mut GameItem, out: &mut dyn Write) -> io::Result<()> {
+        self.events(&g.events, &g.message, g.since, g.file, out)
     }
 }
 

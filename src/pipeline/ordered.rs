@@ -38,6 +38,11 @@ use std::sync::Mutex;
 /// formatting, few enough that workers stay busy to the end.
 pub const BATCH: usize = 1024;
 
+/// The bytes a batch's records may hold (as [`Sink::push_weighing`] is
+/// told), at most: a batch of large records goes early, so that memory
+/// stays flat whatever they carry.
+pub const BATCH_BYTES: usize = 1 << 20;
+
 /// Batches in flight (queued, being formatted, or formatted and waiting
 /// for an earlier one) per worker, at most.
 pub const AHEAD: usize = 4;
@@ -59,6 +64,8 @@ pub struct Sink<'o, R> {
     /// Each record once formatted, on this thread.
     spent: Box<dyn FnMut(R) + 'o>,
     batch: Vec<R>,
+    /// The bytes the batch's records hold, as the producer said.
+    weight: usize,
     /// Emptied batches, for the next records.
     batches: Vec<Vec<R>>,
     jobs: Option<SyncSender<Job<R>>>,
@@ -75,14 +82,20 @@ pub struct Sink<'o, R> {
 
 impl<R> Sink<'_, R> {
     /// The next record, after every one pushed before it.
-    pub fn push(&mut self, mut r: R) -> io::Result<()> {
+    pub fn push(&mut self, r: R) -> io::Result<()> {
+        self.push_weighing(r, 0)
+    }
+
+    /// [`Sink::push`] for a record that holds about `bytes` bytes.
+    pub fn push_weighing(&mut self, mut r: R, bytes: usize) -> io::Result<()> {
         if let Some(format) = self.inline.as_mut() {
             format(&mut r, &mut *self.out)?;
             (self.spent)(r);
             return Ok(());
         }
         self.batch.push(r);
-        if self.batch.len() >= BATCH {
+        self.weight += bytes;
+        if self.batch.len() >= BATCH || self.weight >= BATCH_BYTES {
             self.send()?;
         }
         Ok(())
@@ -92,6 +105,7 @@ impl<R> Sink<'_, R> {
         if self.batch.is_empty() {
             return Ok(());
         }
+        self.weight = 0;
         let next = self
             .batches
             .pop()
@@ -182,6 +196,7 @@ where
             })),
             spent: Box::new(spent),
             batch: Vec::new(),
+            weight: 0,
             batches: Vec::new(),
             jobs: None,
             spare: Vec::new(),
@@ -226,6 +241,7 @@ where
             inline: None,
             spent: Box::new(spent),
             batch: Vec::with_capacity(BATCH),
+            weight: 0,
             batches: Vec::new(),
             jobs: Some(jobs_tx),
             spare: Vec::new(),
@@ -305,6 +321,32 @@ mod tests {
             spent.sort_unstable();
             assert_eq!(spent, (0..n).collect::<Vec<_>>());
         }
+    }
+
+    #[test]
+    fn heavy_records_go_in_smaller_batches() {
+        let (mut out, mut sizes) = (Vec::new(), Vec::new());
+        run(
+            2,
+            &mut out,
+            || (),
+            |_, i: &mut usize, out: &mut dyn Write| writeln!(out, "{i}"),
+            drop,
+            |sink| {
+                for i in 0..100 {
+                    sink.push_weighing(i, BATCH_BYTES / 10 + 1)?;
+                    sizes.push(sink.batch.len());
+                }
+                io::Result::Ok(())
+            },
+        )
+        .unwrap();
+        // Ten records of a tenth of the budget fill a batch; the weight
+        // starts again with each.
+        assert_eq!(sizes.iter().max(), Some(&9));
+        assert_eq!(sizes.iter().filter(|&&n| n == 0).count(), 10);
+        let want: String = (0..100).map(|i| format!("{i}\n")).collect();
+        assert_eq!(String::from_utf8(out).unwrap(), want);
     }
 
     #[test]
