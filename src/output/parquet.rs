@@ -66,23 +66,26 @@ fn unify(a: Option<Kind>, b: Option<Kind>) -> Option<Kind> {
 }
 
 /// `record`'s leaves: `prefix.key` for nested objects, arrays as JSON text.
-fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, Value)>) {
+/// The leaves are moved, not copied (a message's data is most of a row).
+fn flatten(prefix: &str, v: Value, out: &mut Vec<(String, Value)>) {
     match v {
         Value::Object(m) => {
             for (k, x) in m {
                 let name = if prefix.is_empty() {
-                    k.clone()
+                    k
                 } else {
                     format!("{prefix}.{k}")
                 };
                 match x {
-                    Value::Object(inner) if !inner.is_empty() => flatten(&name, x, out),
+                    Value::Object(inner) if !inner.is_empty() => {
+                        flatten(&name, Value::Object(inner), out)
+                    }
                     Value::Object(_) => out.push((name, Value::Null)),
-                    _ => out.push((name, x.clone())),
+                    x => out.push((name, x)),
                 }
             }
         }
-        other => out.push((prefix.to_string(), other.clone())),
+        other => out.push((prefix.to_string(), other)),
     }
 }
 
@@ -109,7 +112,7 @@ impl TableWriter {
     }
 
     /// One record (a JSON object).
-    pub fn push(&mut self, record: &Value) -> io::Result<()> {
+    pub fn push(&mut self, record: Value) -> io::Result<()> {
         let mut row = Vec::new();
         flatten("", record, &mut row);
         self.rows.push(row);
@@ -291,7 +294,7 @@ impl NdjsonToParquet {
             return Ok(());
         }
         let v: Value = serde_json::from_slice(line).map_err(io::Error::other)?;
-        self.table.push(&v)
+        self.table.push(v)
     }
 }
 
@@ -303,8 +306,11 @@ impl Write for NdjsonToParquet {
                 self.line(&rest[..i])?;
             } else {
                 self.pending.extend_from_slice(&rest[..i]);
-                let line = std::mem::take(&mut self.pending);
+                let mut line = std::mem::take(&mut self.pending);
                 self.line(&line)?;
+                // The buffer kept for the next piece.
+                line.clear();
+                self.pending = line;
             }
             rest = &rest[i + 1..];
         }
@@ -385,9 +391,9 @@ mod tests {
         let path =
             std::env::temp_dir().join(format!("rd-parquet-x-{}.parquet", std::process::id()));
         let mut t = TableWriter::create(&path).unwrap();
-        t.push(&json!({"a": 1})).unwrap();
+        t.push(json!({"a": 1})).unwrap();
         t.flush().unwrap();
-        t.push(&json!({"a": "text", "b": true})).unwrap();
+        t.push(json!({"a": "text", "b": true})).unwrap();
         assert_eq!(t.finish().unwrap(), 2);
         let reader = SerializedFileReader::new(File::open(&path).unwrap()).unwrap();
         let rows: Vec<String> = reader
