@@ -29,6 +29,8 @@ for t in "${targets[@]}"; do
   # and dictionary of each target.
   seeds=()
   [ -d "fuzz/seeds/$t" ] && seeds=("fuzz/seeds/$t")
+  # Inputs that once failed, kept by hand (fuzz-seeds.py remakes seeds/).
+  [ -d "fuzz/regressions/$t" ] && seeds+=("fuzz/regressions/$t")
   max_len=4096
   case $t in
     capture|pipeline) seeds+=(samples); max_len=65536 ;;

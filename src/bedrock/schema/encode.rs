@@ -72,7 +72,9 @@ impl<'a, 'v> Encoder<'a, 'v> {
         EncodeError { field, what }
     }
 
-    /// An integer from a JSON number or a decimal string.
+    /// An integer from a JSON number or a decimal string. A varint128
+    /// past `i128::MAX` (the decoder writes it as a decimal string) comes
+    /// back as the `i128` of the same bits, which encodes to it again.
     fn int(&self, v: &Value) -> Result<i128, EncodeError> {
         match v {
             Value::Number(n) => n
@@ -80,7 +82,10 @@ impl<'a, 'v> Encoder<'a, 'v> {
                 .map(i128::from)
                 .or_else(|| n.as_u64().map(i128::from))
                 .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i128)),
-            Value::String(s) => s.parse().ok(),
+            Value::String(s) => s
+                .parse()
+                .ok()
+                .or_else(|| s.parse::<u128>().ok().map(|u| u as i128)),
             Value::Bool(b) => Some(i128::from(*b)),
             _ => None,
         }

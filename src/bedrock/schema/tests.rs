@@ -402,3 +402,30 @@ fn zero_values_encode_and_decode() {
     assert!(bad.iter().all(|b| b.contains("MapInfo")), "{bad:#?}");
     assert!(bad.len() <= 4, "{bad:#?}");
 }
+
+/// A varint128 past `i128::MAX` decodes to a decimal string and encodes
+/// back to its bytes (the `schema` fuzz target found it did not).
+#[test]
+fn the_largest_varint128_round_trips() {
+    let types = json!({"root": ["container", [{"name": "v", "type": "varint128"}]]});
+    let t = T(types.as_object().cloned().unwrap());
+    let mut c = Compiled::default();
+    let id = c.named("root", &t);
+    for v in [u128::MAX, 1 << 127, (1 << 127) - 1, 1 << 53, (1 << 53) + 1] {
+        let mut bytes = Vec::new();
+        let mut x = v;
+        loop {
+            let b = (x & 0x7f) as u8;
+            x >>= 7;
+            bytes.push(if x == 0 { b } else { b | 0x80 });
+            if x == 0 {
+                break;
+            }
+        }
+        let got = decode::decode(&c, id, &bytes, Session::default()).unwrap();
+        assert_eq!(got["v"].to_string().trim_matches('"'), v.to_string());
+        let mut back = Vec::new();
+        encode::encode(&c, id, &got, Session::default(), &mut back).unwrap();
+        assert_eq!(back, bytes, "{v}");
+    }
+}
