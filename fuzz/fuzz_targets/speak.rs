@@ -13,32 +13,42 @@ use raknet_dissect::bedrock::client::GameClient;
 use raknet_dissect::bedrock::identity::{KeyPair, Player};
 use raknet_dissect::bedrock::server::GameServer;
 
-/// The keys, made once: key generation would be most of each execution.
-static KEYS: LazyLock<(Player, KeyPair)> = LazyLock::new(|| (Player::new("Steve"), KeyPair::generate()));
+/// The peers before the login, made once: key generation would be most of
+/// each execution.
+static FRESH: LazyLock<(GameClient, GameServer)> = LazyLock::new(|| {
+    let c = GameClient::with_player("1.26.45", Player::new("Steve"), "127.0.0.1:19132")
+        .expect("the client is made");
+    let s = GameServer::with_key("1.26.45", KeyPair::generate()).expect("the server is made");
+    (c, s)
+});
+
+/// The same peers logged in to each other (ECDH, signatures, encryption
+/// on), made once and copied for each input: a login costs milliseconds.
+static LOGGED_IN: LazyLock<(GameClient, GameServer)> = LazyLock::new(|| {
+    let (mut c, mut s) = FRESH.clone();
+    c.start().expect("the client starts");
+    for _ in 0..20 {
+        while let Some(m) = c.poll_transmit() {
+            s.handle(&m);
+        }
+        while let Some(m) = s.poll_transmit() {
+            c.handle(&m);
+        }
+    }
+    assert!(c.spawned && s.spawned, "the in-memory login spawns");
+    while s.poll_event().is_some() {}
+    while c.poll_event().is_some() {}
+    (c, s)
+});
 
 fuzz_target!(|data: &[u8]| {
-    let (player, key) = KEYS.clone();
-    let Ok(mut c) = GameClient::with_player("1.26.45", player, "127.0.0.1:19132") else {
-        return;
+    // Logged in when the first byte is 0xff; else the input meets peers
+    // before the login.
+    let (mut c, mut s) = if data.first() == Some(&0xff) {
+        LOGGED_IN.clone()
+    } else {
+        FRESH.clone()
     };
-    let Ok(mut s) = GameServer::with_key("1.26.45", key) else {
-        return;
-    };
-    // The login when the first byte is 0xff (it costs key generation, ECDH
-    // and signatures: a few ms); else the input meets peers before it.
-    let login = data.first() == Some(&0xff);
-    if login {
-        c.start().expect("the client starts");
-        for _ in 0..20 {
-            while let Some(m) = c.poll_transmit() {
-                s.handle(&m);
-            }
-            while let Some(m) = s.poll_transmit() {
-                c.handle(&m);
-            }
-        }
-        assert!(c.spawned && s.spawned, "the in-memory login spawns");
-    }
     let mut rest = data.get(1..).unwrap_or(&[]);
     while let [head, lo, hi, tail @ ..] = rest {
         let n = usize::from(u16::from_le_bytes([*lo, *hi])).min(tail.len());

@@ -15,6 +15,7 @@ use super::login::{jwt_parts, jwt_verifies};
 use super::speak::{key_log_line, refusal, SessionEvent, Speaker};
 
 /// One client connection's game login.
+#[derive(Clone)]
 pub struct GameClient {
     pub speaker: Speaker,
     pub player: Player,

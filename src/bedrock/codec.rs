@@ -35,6 +35,7 @@ impl std::fmt::Display for CodecError {
 }
 
 /// The framing state of one connection at one end.
+#[derive(Clone)]
 pub struct Codec {
     pub protocol: u32,
     /// Compression and threshold once NetworkSettings went by.

@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use aes::cipher::{BlockModeDecrypt, KeyIvInit, StreamCipher};
+use aes::cipher::{BlockModeDecrypt, KeyIvInit, StreamCipher, StreamCipherSeek};
 use base64::Engine;
 use sha2::{Digest, Sha256};
 
@@ -232,6 +232,38 @@ pub struct Decryptor {
     stream: Stream,
     /// Batches decrypted so far (the checksum's counter).
     pub counter: u64,
+    /// Where the stream stands, so that a copy can be made (the RustCrypto
+    /// stream types are not `Clone`): bytes through CTR, CFB8's register.
+    at: StreamPosition,
+}
+
+/// How far a stream has gone: CTR's byte offset, and CFB8's shift register
+/// (the IV, then the last 16 ciphertext bytes), from which a copy restarts.
+#[derive(Clone, Copy)]
+struct StreamPosition {
+    bytes: u64,
+    register: [u8; 16],
+}
+
+impl StreamPosition {
+    fn new(iv: [u8; 16]) -> Self {
+        StreamPosition {
+            bytes: 0,
+            register: iv,
+        }
+    }
+
+    /// `ciphertext` went through the stream.
+    fn advance(&mut self, ciphertext: &[u8]) {
+        self.bytes += ciphertext.len() as u64;
+        let n = ciphertext.len();
+        if n >= 16 {
+            self.register.copy_from_slice(&ciphertext[n - 16..]);
+        } else {
+            self.register.copy_within(n.., 0);
+            self.register[16 - n..].copy_from_slice(ciphertext);
+        }
+    }
 }
 
 enum Stream {
@@ -241,21 +273,33 @@ enum Stream {
 
 impl Decryptor {
     pub fn new(key: [u8; 32], mode: Mode) -> Self {
-        let iv = iv(&key, mode).into();
+        Decryptor::at(key, mode, StreamPosition::new(iv(&key, mode)), 0)
+    }
+
+    fn at(key: [u8; 32], mode: Mode, at: StreamPosition, counter: u64) -> Self {
         let stream = match mode {
-            Mode::Ctr => Stream::Ctr(Box::new(ctr::Ctr128BE::new(&key.into(), &iv))),
-            Mode::Cfb8 => Stream::Cfb8(Box::new(cfb8::Decryptor::new(&key.into(), &iv))),
+            Mode::Ctr => {
+                let mut c = ctr::Ctr128BE::new(&key.into(), &iv(&key, mode).into());
+                c.seek(at.bytes);
+                Stream::Ctr(Box::new(c))
+            }
+            Mode::Cfb8 => Stream::Cfb8(Box::new(cfb8::Decryptor::new(
+                &key.into(),
+                &at.register.into(),
+            ))),
         };
         Decryptor {
             key,
             mode,
             stream,
-            counter: 0,
+            counter,
+            at,
         }
     }
 
     /// Decrypts `data` (a batch after its 0xFE) in place.
     fn apply(&mut self, data: &mut [u8]) {
+        self.at.advance(data);
         match &mut self.stream {
             Stream::Ctr(c) => c.apply_keystream(data),
             Stream::Cfb8(c) => {
@@ -304,12 +348,28 @@ pub fn checksum(counter: u64, plaintext: &[u8], key: &[u8; 32]) -> [u8; CHECKSUM
     out
 }
 
+impl Clone for Decryptor {
+    /// The same key, mode, counter and stream position.
+    fn clone(&self) -> Self {
+        Decryptor::at(self.key, self.mode, self.at, self.counter)
+    }
+}
+
 /// One direction's encryption, as a peer does it: the stream and the
 /// checksum counter (for tests, and for peers that speak Bedrock).
 pub struct Encryptor {
     key: [u8; 32],
+    mode: Mode,
     stream: EncStream,
     counter: u64,
+    at: StreamPosition,
+}
+
+impl Clone for Encryptor {
+    /// The same key, mode, counter and stream position.
+    fn clone(&self) -> Self {
+        Encryptor::at(self.key, self.mode, self.at, self.counter)
+    }
 }
 
 enum EncStream {
@@ -319,15 +379,27 @@ enum EncStream {
 
 impl Encryptor {
     pub fn new(key: [u8; 32], mode: Mode) -> Self {
-        let iv = iv(&key, mode).into();
+        Encryptor::at(key, mode, StreamPosition::new(iv(&key, mode)), 0)
+    }
+
+    fn at(key: [u8; 32], mode: Mode, at: StreamPosition, counter: u64) -> Self {
         let stream = match mode {
-            Mode::Ctr => EncStream::Ctr(Box::new(ctr::Ctr128BE::new(&key.into(), &iv))),
-            Mode::Cfb8 => EncStream::Cfb8(Box::new(cfb8::Encryptor::new(&key.into(), &iv))),
+            Mode::Ctr => {
+                let mut c = ctr::Ctr128BE::new(&key.into(), &iv(&key, mode).into());
+                c.seek(at.bytes);
+                EncStream::Ctr(Box::new(c))
+            }
+            Mode::Cfb8 => EncStream::Cfb8(Box::new(cfb8::Encryptor::new(
+                &key.into(),
+                &at.register.into(),
+            ))),
         };
         Encryptor {
             key,
+            mode,
             stream,
-            counter: 0,
+            counter,
+            at,
         }
     }
 
@@ -347,6 +419,7 @@ impl Encryptor {
                 }
             }
         }
+        self.at.advance(&buf);
         buf
     }
 }
@@ -357,6 +430,23 @@ mod tests {
 
     fn key() -> [u8; 32] {
         core::array::from_fn(|i| i as u8)
+    }
+
+    #[test]
+    fn a_copy_goes_on_where_the_stream_stood() {
+        for mode in [Mode::Ctr, Mode::Cfb8] {
+            let mut e = Encryptor::new(key(), mode);
+            let mut d = Decryptor::new(key(), mode);
+            // Batches shorter and longer than CFB8's 16-byte register.
+            for (i, n) in [3usize, 40, 7, 16, 1, 33].into_iter().enumerate() {
+                let plain: Vec<u8> = (0..n).map(|j| (i * 31 + j) as u8).collect();
+                let (mut e2, mut d2) = (e.clone(), d.clone());
+                let sealed = e.seal(&plain);
+                assert_eq!(e2.seal(&plain), sealed, "{mode:?} batch {i}");
+                assert_eq!(d2.decrypt(&sealed).as_deref(), Some(&plain[..]));
+                assert_eq!(d.decrypt(&sealed).as_deref(), Some(&plain[..]));
+            }
+        }
     }
 
     #[test]

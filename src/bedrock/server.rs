@@ -18,6 +18,7 @@ use super::speak::{key_log_line, SessionEvent, Speaker};
 pub const COMPRESSION_THRESHOLD: usize = 512;
 
 /// One client connection at the server.
+#[derive(Clone)]
 pub struct GameServer {
     pub speaker: Speaker,
     key: KeyPair,

@@ -68,6 +68,7 @@ pub fn merge(base: &mut Value, set: &Value) {
 }
 
 /// The state one end of a Bedrock connection keeps.
+#[derive(Clone)]
 pub struct Speaker {
     pub version: String,
     pub protocol: u32,
