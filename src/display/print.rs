@@ -342,6 +342,8 @@ pub struct MessagePrinter {
     pal: Palette,
     time: TimeColumn,
     row: String,
+    /// A record's line, built before it is written.
+    line: Vec<u8>,
 }
 
 impl MessagePrinter {
@@ -354,6 +356,7 @@ impl MessagePrinter {
             pal,
             time: TimeColumn::new(time),
             row: String::new(),
+            line: Vec::new(),
         }
     }
 
@@ -406,7 +409,9 @@ impl MessagePrinter {
             let mut j = MessageJson::new(m, self.data_limit);
             j.file = self.files.get(file).cloned();
             j.game = self.game.take();
-            return json_line(out, &j);
+            self.line.clear();
+            j.write_line(&mut self.line)?;
+            return out.write_all(&self.line);
         }
         let mut line = text::message_line(m, since, &mut self.time, self.pal);
         if let Some(names) = self.game.take() {
