@@ -313,6 +313,14 @@ pub struct Pipeline {
     shells: Vec<Shell>,
 }
 
+/// Files up to this size are read without a reading thread.
+const SMALL_FILE: u64 = 1 << 20;
+
+/// A regular file of at most [`SMALL_FILE`] bytes.
+fn is_small(path: &std::path::Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() <= SMALL_FILE)
+}
+
 impl Pipeline {
     pub fn new(opts: PipelineOptions) -> Pipeline {
         let dissector = Dissector::new(Options {
@@ -371,6 +379,11 @@ impl Pipeline {
                 for (index, path) in paths.iter().enumerate() {
                     let reader = match CaptureReader::open_counted(path, self.opts.consumed.clone())
                     {
+                        // A small file is read on this thread: a reading
+                        // thread's start and handoffs would cost more than
+                        // the overlap gains (a fleet of captures of a few
+                        // kilobytes each).
+                        Ok(r) if is_small(path) => r,
                         Ok(r) => r.in_background(),
                         Err(error) => {
                             ended.unreadable.push(FileError { file: index, error });

@@ -214,5 +214,17 @@ mod tests {
         assert!(jwt_verifies(&h, &p.key.public));
         assert_eq!(jwt_parts(&h).unwrap().1["salt"], STANDARD.encode(s));
         assert_ne!(uuid4(), uuid4());
+        // Asked again (the answers are remembered): the same answers, and
+        // another key, or a token changed by a byte, still fails.
+        let other = Player::new("Alex");
+        for _ in 0..2 {
+            assert!(jwt_verifies(&client, &p.key.public));
+            assert!(!jwt_verifies(&client, &other.key.public));
+            let mut forged = client.clone().into_bytes();
+            let i = forged.len() / 3;
+            forged[i] = if forged[i] == b'A' { b'B' } else { b'A' };
+            let forged = String::from_utf8(forged).unwrap();
+            assert!(!jwt_verifies(&forged, &p.key.public));
+        }
     }
 }

@@ -79,9 +79,42 @@ pub fn device_os_name(v: i64) -> Option<&'static str> {
 /// Login is signed by it (base64 DER SubjectPublicKeyInfo, P-384).
 pub const MOJANG_ROOT_KEY: &str = "MHYwEAYHKoZIzj0CAQYFK4EEACIDYgAECRXueJeTDqNRRgJi/vlRufByu/2G0i2Ebt6YMar5QX/R0DIIyrJMcUpruK4QveTfJSTp3Shlq4Gk34cD/4GUWwkv0DVuzeuB+tXija7HBxii03NHDbPAD0AKnLr2wdAp";
 
+/// Signature checks remembered, at most (then forgotten all at once).
+const VERIFIED_CACHE: usize = 4096;
+
 /// Whether `token` (a JWT) carries a valid ES384 signature by `key` (base64
 /// DER SubjectPublicKeyInfo).
+///
+/// A check costs about half a millisecond, and the same token is met again
+/// and again: by each pass of `export` over the same captures, in every
+/// Login of a player who reconnects with the day's chain. The answers are
+/// remembered for the process, by the SHA-256 of token and key.
 pub fn jwt_verifies(token: &str, key: &str) -> bool {
+    use sha2::{Digest, Sha256};
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static KNOWN: OnceLock<Mutex<HashMap<[u8; 32], bool>>> = OnceLock::new();
+    let mut h = Sha256::new();
+    h.update((token.len() as u64).to_le_bytes());
+    h.update(token);
+    h.update(key);
+    let id: [u8; 32] = h.finalize().into();
+    let known = KNOWN.get_or_init(Default::default);
+    if let Some(&ok) = known.lock().ok().as_ref().and_then(|m| m.get(&id)) {
+        return ok;
+    }
+    let ok = check_jwt(token, key);
+    if let Ok(mut m) = known.lock() {
+        if m.len() >= VERIFIED_CACHE {
+            m.clear();
+        }
+        m.insert(id, ok);
+    }
+    ok
+}
+
+/// [`jwt_verifies`] without the memory: the ES384 check itself.
+fn check_jwt(token: &str, key: &str) -> bool {
     use p384::ecdsa::{signature::Verifier, Signature, VerifyingKey};
     use p384::pkcs8::DecodePublicKey;
     let Some((signed, sig)) = token.rsplit_once('.') else {
