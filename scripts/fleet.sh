@@ -12,7 +12,8 @@
 #               sending every reliability, through scripts/relay.py seeded
 #               with i, loss (i % 11) %, 5% duplicates and reordering
 # Then every capture is exported into DIR/out/NAME/ (its key log given for
-# the Bedrock ones), one after the other, and the whole is timed; with
+# the Bedrock ones), one after the other, and the whole is timed; then all
+# of them in one run into DIR/all/ (every key log at once), timed; with
 # DuckDB (the test virtualenv's python), a query over all of them runs last.
 # Needs root (tcpdump), the venv of .ci/run (target/venv: raknet, duckdb),
 # node and npm (scripts/bedrock-setup.sh).
@@ -66,7 +67,17 @@ for f in "$DIR/captures"/*.pcap; do
     "$BIN" export "$f" "${keys[@]}" --out "$DIR/out/$name" >/dev/null
 done
 t1=$(date +%s.%N)
-printf 'fleet: export of %s captures: %.2f s, %s bytes of Parquet\n' "$made" "$(echo "$t1 - $t0" | bc -l)" "$(du -sb "$DIR/out" | cut -f1)"
+printf 'fleet: export of %s captures, one process each: %.2f s (%.1f MB/s), %s bytes of Parquet\n' "$made" \
+    "$(echo "$t1 - $t0" | bc -l)" "$(echo "$bytes / 1000000 / ($t1 - $t0)" | bc -l)" "$(du -sb "$DIR/out" | cut -f1)"
+# The same captures in one run: one table each with a `file` column, every
+# key log given at once (each connection tries them all).
+cat "$DIR/captures"/*.keylog > "$DIR/all.keylog" 2>/dev/null || : > "$DIR/all.keylog"
+rm -rf "$DIR/all"
+t0=$(date +%s.%N)
+"$BIN" export "$DIR/captures" --keylog "$DIR/all.keylog" --out "$DIR/all" >/dev/null
+t1=$(date +%s.%N)
+printf 'fleet: export of %s captures in one run: %.2f s (%.1f MB/s), %s bytes of Parquet\n' "$made" \
+    "$(echo "$t1 - $t0" | bc -l)" "$(echo "$bytes / 1000000 / ($t1 - $t0)" | bc -l)" "$(du -sb "$DIR/all" | cut -f1)"
 if "$PY" -c 'import duckdb' 2>/dev/null; then
     "$PY" - "$DIR/out" <<'EOF'
 import sys, time, duckdb
