@@ -77,6 +77,9 @@ pub struct PipelineOptions {
     /// Hand packets out as [`Item::Owned`] (for another thread), not
     /// [`Item::Packet`]; those given back here are reused.
     pub owned: Option<SpentPackets>,
+    /// Read the files on the caller's thread (`--threads 1`: one thread
+    /// does all the work), not on a reading thread of their own.
+    pub one_thread: bool,
 }
 
 /// One thing the pipeline hands out.
@@ -383,7 +386,7 @@ impl Pipeline {
                         // thread's start and handoffs would cost more than
                         // the overlap gains (a fleet of captures of a few
                         // kilobytes each).
-                        Ok(r) if is_small(path) => r,
+                        Ok(r) if self.opts.one_thread || is_small(path) => r,
                         Ok(r) => r.in_background(),
                         Err(error) => {
                             ended.unreadable.push(FileError { file: index, error });

@@ -112,8 +112,9 @@ pub struct CaptureArgs {
     #[arg(skip)]
     pub summary_only: bool,
     /// Threads that print (lines, records, field rows) while one reads and
-    /// dissects: the cores available unless given; 1 runs all on one
-    /// thread. The output is the same whatever the number.
+    /// another dissects: the cores available unless given; 1 runs all on
+    /// one thread, the reading too. The output is the same whatever the
+    /// number.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
     /// Set by `read`: packets handed out owned, for the printing threads,
@@ -144,6 +145,7 @@ impl CaptureArgs {
             trace,
             consumed: None,
             owned: self.owned.clone(),
+            one_thread: self.threads() == 1,
         }
     }
 
