@@ -70,6 +70,16 @@ fn duckdb_reads_the_rows_json_prints() {
         String::from_utf8_lossy(&o.stderr)
     );
     let said = String::from_utf8_lossy(&o.stdout);
+    // A line a table, in this order, whichever pass ended first.
+    let tables: Vec<&str> = said
+        .lines()
+        .map(|l| l.rsplit('/').next().unwrap().split('.').next().unwrap())
+        .collect();
+    assert_eq!(
+        tables,
+        ["packets", "messages", "flows", "handshakes", "game"],
+        "{said}"
+    );
     for (table, command) in [
         ("packets", "read"),
         ("messages", "messages"),
