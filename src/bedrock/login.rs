@@ -91,15 +91,12 @@ const VERIFIED_CACHE: usize = 4096;
 /// remembered for the process, by the SHA-256 of token and key.
 pub fn jwt_verifies(token: &str, key: &str) -> bool {
     use sha2::{Digest, Sha256};
-    use std::collections::HashMap;
-    use std::sync::{Mutex, OnceLock};
-    static KNOWN: OnceLock<Mutex<HashMap<[u8; 32], bool>>> = OnceLock::new();
     let mut h = Sha256::new();
     h.update((token.len() as u64).to_le_bytes());
     h.update(token);
     h.update(key);
     let id: [u8; 32] = h.finalize().into();
-    let known = KNOWN.get_or_init(Default::default);
+    let known = verified();
     if let Some(&ok) = known.lock().ok().as_ref().and_then(|m| m.get(&id)) {
         return ok;
     }
@@ -111,6 +108,21 @@ pub fn jwt_verifies(token: &str, key: &str) -> bool {
         m.insert(id, ok);
     }
     ok
+}
+
+/// The checks [`jwt_verifies`] remembers.
+fn verified() -> &'static std::sync::Mutex<std::collections::HashMap<[u8; 32], bool>> {
+    static KNOWN: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<[u8; 32], bool>>> =
+        std::sync::OnceLock::new();
+    KNOWN.get_or_init(Default::default)
+}
+
+/// Forgets the checks [`jwt_verifies`] remembered: a benchmark that
+/// measures a capture's first reading calls it between iterations.
+pub fn forget_verified() {
+    if let Ok(mut m) = verified().lock() {
+        m.clear();
+    }
 }
 
 /// [`jwt_verifies`] without the memory: the ES384 check itself.
