@@ -206,7 +206,7 @@ pub struct MessageJson<'a> {
     pub frame: u64,
     pub ts: f64,
     pub id: Option<u8>,
-    pub name: Option<String>,
+    pub name: Option<std::borrow::Cow<'static, str>>,
     pub len: usize,
     pub reliability: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -236,7 +236,7 @@ impl<'a> MessageJson<'a> {
             frame: m.frame,
             ts: m.ts.as_secs_f64(),
             id,
-            name: id.map(|i| crate::wire::message_name(i).into_owned()),
+            name: id.map(crate::wire::message_name),
             len: m.data.len(),
             reliability: m.reliability.name(),
             channel: m.channel,

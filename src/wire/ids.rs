@@ -33,8 +33,19 @@ pub const USER_PACKET_ENUM: u8 = 0x86;
 pub fn message_name(id: u8) -> Cow<'static, str> {
     match MESSAGE_NAMES.get(id as usize) {
         Some(n) => Cow::Borrowed(n),
-        None => Cow::Owned(format!("ID_USER_PACKET_ENUM+{}", id - USER_PACKET_ENUM)),
+        None => Cow::Borrowed(user_names()[usize::from(id - USER_PACKET_ENUM)].as_str()),
     }
+}
+
+/// `ID_USER_PACKET_ENUM+N` for every user id, made once: a capture of
+/// application messages names millions of them.
+fn user_names() -> &'static [String] {
+    static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        (0..=u8::MAX - USER_PACKET_ENUM)
+            .map(|n| format!("ID_USER_PACKET_ENUM+{n}"))
+            .collect()
+    })
 }
 
 /// `ID_*` names of MessageIdentifiers.h (RakNet 4.081), indexed by id.
