@@ -11,6 +11,8 @@
 #   scripts/fuzz-campaign.sh --smoke 15 [TARGET ...]  15 s each (CI)
 #   RUNS=8000000 scripts/fuzz-campaign.sh session     another count (a campaign
 #                                                     resumed on its corpus)
+#   MAX_LEN=1024 scripts/fuzz-campaign.sh speak       shorter inputs than the
+#                                                     target's default
 # Needs cargo-fuzz (`cargo install cargo-fuzz`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +40,7 @@ for t in "${targets[@]}"; do
     speak) max_len=16384 ;;
     server|session) max_len=16384 ;;
   esac
+  max_len=${MAX_LEN:-$max_len}
   case $t in
     game|schema|speak) dict=fuzz/dict/bedrock.dict ;;
     filter|parsers) dict=fuzz/dict/filter.dict ;;
