@@ -89,17 +89,10 @@ pub fn run_export(a: &ExportArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         let c = super::run(cli.command, &cli.read, &mut sink)?;
         anyhow::Ok((path, sink.finish()?, c))
     };
-    // The longest passes first, so that the short ones fill the threads at
-    // the end: the game table (inflating, decrypting, the logins' P-384
-    // checks) and the messages; the lines come out in the tables' order.
-    let order = [4, 1, 0, 2, 3].map(|i| TABLES[i]);
-    let mut results: Vec<_> = crate::pipeline::ordered::map(threads, &order, each)
-        .into_iter()
-        .zip(order)
-        .collect();
-    results.sort_by_key(|(_, t)| TABLES.iter().position(|x| x == t));
+    // The longest passes first (the game table: inflating, decrypting, the
+    // logins' P-384 checks; the messages), the short ones fill in.
     let mut code = EXIT_OK;
-    for (done, _) in results {
+    for done in crate::pipeline::ordered::map_starting(threads, &TABLES, &[4, 1], each) {
         let (path, rows, c) = done?;
         if rows == 0 {
             std::fs::remove_file(&path)?;

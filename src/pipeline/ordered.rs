@@ -265,14 +265,33 @@ where
 /// turn), in the items' order: for a few long independent jobs, such as
 /// the tables of `export`.
 pub fn map<T: Sync, R: Send>(threads: usize, items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    map_starting(threads, items, &[], f)
+}
+
+/// [`map`], the items at the indices of `first` started first (the longest
+/// jobs, so that the short ones fill the threads at the end), then the
+/// others in order; the results still in the items' order.
+pub fn map_starting<T: Sync, R: Send>(
+    threads: usize,
+    items: &[T],
+    first: &[usize],
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
     use std::sync::atomic::{AtomicUsize, Ordering};
+    let start: Vec<usize> = first
+        .iter()
+        .copied()
+        .filter(|&i| i < items.len())
+        .chain((0..items.len()).filter(|i| !first.contains(i)))
+        .collect();
     let next = AtomicUsize::new(0);
     let done: Vec<Mutex<Option<R>>> = items.iter().map(|_| Mutex::new(None)).collect();
     let work = || loop {
-        let i = next.fetch_add(1, Ordering::Relaxed);
-        let Some(item) = items.get(i) else {
+        let k = next.fetch_add(1, Ordering::Relaxed);
+        let Some(&i) = start.get(k) else {
             break;
         };
+        let item = &items[i];
         let r = f(item);
         if let Ok(mut slot) = done[i].lock() {
             *slot = Some(r);
@@ -292,6 +311,24 @@ pub fn map<T: Sync, R: Send>(threads: usize, items: &[T], f: impl Fn(&T) -> R + 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn map_starts_the_first_given_and_answers_in_order() {
+        use std::sync::Mutex;
+        for threads in [1, 2, 3] {
+            let started = Mutex::new(Vec::new());
+            let r = map_starting(threads, &[10, 11, 12, 13, 14], &[4, 1], |&x| {
+                started.lock().unwrap().push(x);
+                x * 2
+            });
+            assert_eq!(r, [20, 22, 24, 26, 28]);
+            let started = started.into_inner().unwrap();
+            assert_eq!(started.len(), 5);
+            if threads == 1 {
+                assert_eq!(started, [14, 11, 10, 12, 13]);
+            }
+        }
+    }
 
     #[test]
     fn order_is_kept_whatever_the_workers_take() {
