@@ -253,6 +253,13 @@ impl StreamPosition {
         }
     }
 
+    /// The CTR stream of `key` at this position (the same both ways).
+    fn ctr(&self, key: &[u8; 32]) -> Box<ctr::Ctr128BE<aes::Aes256>> {
+        let mut c = ctr::Ctr128BE::new(&(*key).into(), &iv(key, Mode::Ctr).into());
+        c.seek(self.bytes);
+        Box::new(c)
+    }
+
     /// `ciphertext` went through the stream.
     fn advance(&mut self, ciphertext: &[u8]) {
         self.bytes += ciphertext.len() as u64;
@@ -278,11 +285,7 @@ impl Decryptor {
 
     fn at(key: [u8; 32], mode: Mode, at: StreamPosition, counter: u64) -> Self {
         let stream = match mode {
-            Mode::Ctr => {
-                let mut c = ctr::Ctr128BE::new(&key.into(), &iv(&key, mode).into());
-                c.seek(at.bytes);
-                Stream::Ctr(Box::new(c))
-            }
+            Mode::Ctr => Stream::Ctr(at.ctr(&key)),
             Mode::Cfb8 => Stream::Cfb8(Box::new(cfb8::Decryptor::new(
                 &key.into(),
                 &at.register.into(),
@@ -384,11 +387,7 @@ impl Encryptor {
 
     fn at(key: [u8; 32], mode: Mode, at: StreamPosition, counter: u64) -> Self {
         let stream = match mode {
-            Mode::Ctr => {
-                let mut c = ctr::Ctr128BE::new(&key.into(), &iv(&key, mode).into());
-                c.seek(at.bytes);
-                EncStream::Ctr(Box::new(c))
-            }
+            Mode::Ctr => EncStream::Ctr(at.ctr(&key)),
             Mode::Cfb8 => EncStream::Cfb8(Box::new(cfb8::Encryptor::new(
                 &key.into(),
                 &at.register.into(),
