@@ -658,6 +658,25 @@ impl Ours {
         }
     }
 
+    /// How many records with `"type": t` came (already seen or new),
+    /// waiting at most `limit` for `n` of them.
+    pub fn wait_records(&mut self, t: &str, n: usize, limit: Duration) -> usize {
+        let deadline = Instant::now() + limit;
+        loop {
+            let seen = self.records.iter().filter(|r| r["type"] == t).count();
+            if seen >= n {
+                return seen;
+            }
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                return seen;
+            };
+            match self.rx.recv_timeout(left) {
+                Ok(v) => self.records.push(v),
+                Err(_) => return self.records.iter().filter(|r| r["type"] == t).count(),
+            }
+        }
+    }
+
     /// Wait at most `limit` for it to exit (panics after killing it if not);
     /// all its records and its stderr.
     pub fn finish(mut self, limit: Duration) -> Finished {
