@@ -148,8 +148,7 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut out = io::BufWriter::with_capacity(1 << 16, crate::output::stdout_writer());
     let result = run(cli.command, &cli.read, &mut out);
     let code = match result {
         Ok(code) => code,

@@ -101,11 +101,23 @@ impl<'a> GameJson<'a> {
         if self.data_truncated {
             out.write_all(b",\"data_truncated\":true")?;
         }
-        if let Some(f) = self.fields {
-            out.write_all(b",\"fields\":")?;
-            serde_json::to_writer(&mut *out, f)?;
+        let Some(f) = self.fields else {
+            return out.write_all(b"}\n");
+        };
+        thread_local! {
+            static LINE_END: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
         }
-        out.write_all(b"}\n")
+        LINE_END.with_borrow_mut(|buf| {
+            buf.clear();
+            buf.extend_from_slice(b",\"fields\":");
+            super::value::write_value(buf, f);
+            buf.extend_from_slice(b"}\n");
+            let r = out.write_all(buf);
+            // A chunk's fields can be megabytes: keep no more than 1 MiB.
+            buf.truncate(0);
+            buf.shrink_to(1 << 20);
+            r
+        })
     }
 }
 
