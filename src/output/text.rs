@@ -722,6 +722,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn decimals_as_display_writes_them() {
+        let mut powers: Vec<u64> = (0..20).map(|k| 10u64.pow(k)).collect();
+        powers.extend(powers.clone().iter().map(|p| p - 1));
+        powers.extend([u64::MAX, 99, 100, 101, 12_345, 65_535]);
+        for v in powers.into_iter().chain((0..5000).map(|k| k * 7919)) {
+            let mut s = b"x".to_vec();
+            push_uint(&mut s, v);
+            assert_eq!(s, format!("x{v}").into_bytes());
+        }
+    }
+
+    #[test]
     fn interval_argument() {
         let s = Duration::from_secs_f64;
         assert_eq!(parse_interval("0.25"), Ok(s(0.25)));
