@@ -140,20 +140,10 @@ impl Shown {
 
 /// `value` as one NDJSON line.
 fn json_line(out: &mut dyn Write, value: &impl serde::Serialize) -> io::Result<()> {
-    // Made in memory, written at once: serde_json writes a record a token
-    // at a time, each a call through `out`.
-    thread_local! {
-        static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-    }
-    LINE.with_borrow_mut(|line| {
-        line.clear();
+    crate::output::write_line_once(out, |line| {
         serde_json::to_writer(&mut *line, value)?;
         line.push(b'\n');
-        let r = out.write_all(line);
-        // A record can be megabytes (a Login's): keep no more than 1 MiB.
-        line.truncate(0);
-        line.shrink_to(1 << 20);
-        r
+        Ok(())
     })
 }
 

@@ -104,19 +104,11 @@ impl<'a> GameJson<'a> {
         let Some(f) = self.fields else {
             return out.write_all(b"}\n");
         };
-        thread_local! {
-            static LINE_END: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-        }
-        LINE_END.with_borrow_mut(|buf| {
-            buf.clear();
+        super::write_line_once(out, |buf| {
             buf.extend_from_slice(b",\"fields\":");
             super::value::write_value(buf, f);
             buf.extend_from_slice(b"}\n");
-            let r = out.write_all(buf);
-            // A chunk's fields can be megabytes: keep no more than 1 MiB.
-            buf.truncate(0);
-            buf.shrink_to(1 << 20);
-            r
+            Ok(())
         })
     }
 }

@@ -57,6 +57,26 @@ pub fn stdout_writer() -> Box<dyn std::io::Write> {
     }
 }
 
+/// A record made by `make` in this thread's line buffer, then written to
+/// `out` at once (serde_json and the hand writers put out a record a token
+/// at a time: through `out` each would be a call). The buffer keeps at
+/// most 1 MiB between records, as one can be megabytes (a Login's).
+pub fn write_line_once(
+    out: &mut dyn std::io::Write,
+    make: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    thread_local! {
+        static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    LINE.with_borrow_mut(|line| {
+        line.clear();
+        let r = make(line).and_then(|()| out.write_all(line));
+        line.clear();
+        line.shrink_to(1 << 20);
+        r
+    })
+}
+
 /// Whether `e` is the reader of the output going away (`| head`): not an
 /// error for a command that prints.
 pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
