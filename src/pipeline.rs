@@ -35,7 +35,9 @@ use crate::dissect::{
 };
 use crate::mirror::{Mirror, Observation};
 
+pub mod drive;
 pub mod ordered;
+pub mod separate;
 
 /// Owned packets' allocations kept for reuse, at most (more than the
 /// printing threads hold in flight).

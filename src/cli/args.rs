@@ -12,6 +12,7 @@ use clap::{Args, ValueEnum};
 use crate::output::text::TimeFormat;
 use crate::output::ColorChoice;
 use crate::peer::printer::Printer;
+use crate::pipeline::drive::Reading;
 use crate::pipeline::PipelineOptions;
 use crate::session::receive::Reassembly;
 
@@ -121,6 +122,14 @@ pub struct CaptureArgs {
     /// and given back here.
     #[arg(skip)]
     pub owned: Option<crate::dissect::SpentPackets>,
+    /// Each file is a capture of its own (its own flows, flow numbers and
+    /// times), not a part of one: the files are read in parallel (--threads)
+    /// and printed one after the other, every record naming its file.
+    #[arg(long)]
+    pub separate: bool,
+    /// Set on the run of one file of a `--separate` run.
+    #[arg(skip)]
+    pub part: Option<crate::pipeline::separate::Part>,
 }
 
 impl CaptureArgs {
@@ -138,15 +147,41 @@ impl CaptureArgs {
         }
     }
 
-    pub fn pipeline(&self, trace: bool) -> PipelineOptions {
-        PipelineOptions {
+    /// What the pipeline reads, and how (`trace`: the `-V` field trees).
+    pub fn reading(&self, trace: bool) -> Reading {
+        let options = PipelineOptions {
             decode_as: self.decode.decode_as.clone(),
             no_heuristics: self.decode.no_heuristics,
             trace,
             consumed: None,
             owned: self.owned.clone(),
             one_thread: self.threads() == 1,
+        };
+        let (summary_only, count, flow, part) =
+            (self.summary_only, self.count, self.flow, self.part.clone());
+        let paths = self.paths();
+        Reading {
+            paths,
+            options,
+            summary_only,
+            count,
+            flow,
+            part,
         }
+    }
+
+    /// The names records carry: the files' when several are read as one
+    /// capture, this file's in a `--separate` run, none for one file.
+    pub fn file_names(&self) -> Vec<String> {
+        match &self.part {
+            Some(p) => vec![p.name.clone()],
+            None => crate::pipeline::file_names(&self.paths()),
+        }
+    }
+
+    /// The name of this file, on the run of one file of a `--separate` run.
+    pub fn part_name(&self) -> Option<&str> {
+        self.part.as_ref().map(|p| p.name.as_str())
     }
 
     pub fn threads(&self) -> usize {

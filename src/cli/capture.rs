@@ -1,10 +1,9 @@
-//! The capture commands' wiring: the pipeline run with a progress bar and
-//! uniform errors ([`drive`]), and `read`, `messages`, `flows`, `fields`.
+//! The capture commands' wiring: `read`, `messages`, `flows`, `fields`
+//! (each run through [`crate::pipeline::drive`]).
 
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, Write};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Mutex;
 
 use clap::Args;
 
@@ -12,7 +11,7 @@ use super::args::{
     parse_id, CaptureArgs, ColorArg, DirArg, DisplayArgs, FormatArg, OutputArgs, TimeArgs,
 };
 use super::{EXIT_BAD_FILE, EXIT_BAD_FILTER, EXIT_OK, EXIT_USAGE};
-use crate::bedrock::{event_names, Detect, Game, GameEvent, Keys};
+use crate::bedrock::{event_names, Detect, Game, Keys};
 use crate::capture::write::Recorder;
 use crate::capture::CaptureReader;
 use crate::display::print::{
@@ -20,17 +19,18 @@ use crate::display::print::{
 };
 use crate::display::records::{Clock, MessageChoice, MessageItem, PacketItem, PacketRecords};
 use crate::display::RecordType;
-use crate::dissect::{Dir, Packet, SpentPackets};
-use crate::mirror::{FlowMirror, Message, Mirror, MirrorConfig, Observation};
-use crate::output::terminal::{terminal_width, Progress};
+use crate::dissect::{Dir, SpentPackets};
+use crate::mirror::{FlowMirror, Mirror, MirrorConfig, Observation};
+use crate::output::terminal::terminal_width;
 use crate::output::text::Palette;
 use crate::output::ColorChoice;
-use crate::pipeline::{file_names, ordered, Input, Item, Pipeline};
+use crate::pipeline::ordered;
 
+pub use crate::pipeline::drive::{drive, drive_items, drive_messages};
 pub use crate::pipeline::Next;
 
 /// `read`'s own options beside the shared ones.
-#[derive(Args, Debug, Default)]
+#[derive(Args, Debug, Default, Clone)]
 pub struct ReadArgs {
     #[command(flatten)]
     pub capture: CaptureArgs,
@@ -58,7 +58,7 @@ pub struct ReadArgs {
     pub keys: super::args::KeyArgs,
 }
 
-#[derive(Args, Debug, Default)]
+#[derive(Args, Debug, Default, Clone)]
 pub struct MessagesArgs {
     #[command(flatten)]
     pub capture: CaptureArgs,
@@ -82,7 +82,7 @@ pub struct MessagesArgs {
     pub data_limit: Option<usize>,
 }
 
-#[derive(Args, Debug, Default)]
+#[derive(Args, Debug, Default, Clone)]
 pub struct FlowsArgs {
     #[command(flatten)]
     pub capture: CaptureArgs,
@@ -133,83 +133,6 @@ pub(crate) fn palette(color: ColorArg, json: bool) -> Palette {
 
 pub(crate) fn mirror_config(cap: &CaptureArgs) -> MirrorConfig {
     MirrorConfig::reassembling(cap.decode.reassembly())
-}
-
-/// Run the pipeline over the capture files of `cap` (or `live`), handing
-/// each item to `each`, with a progress bar for large files, `-c`, and the
-/// same errors for every command: files that cannot be read (exit 3, the
-/// others are still read), files cut short (a warning, exit 5), a `--flow`
-/// the capture does not have (exit 2). Returns the exit code.
-pub(crate) fn drive_items(
-    live: Option<CaptureReader>,
-    cap: &CaptureArgs,
-    trace: bool,
-    mirror: &mut Mirror,
-    out: &mut impl Write,
-    mut each: impl FnMut(Item<'_, '_>, &mut dyn Write) -> anyhow::Result<Next>,
-) -> anyhow::Result<u8> {
-    let paths = cap.paths();
-    let mut opts = cap.pipeline(trace);
-    let (input, bar) = match live {
-        Some(r) => (Input::Reader(Box::new(r)), None),
-        None if paths.is_empty() => {
-            eprintln!(
-                "raknet-dissect: no capture file given (FILE, -r FILE, or - for standard input)"
-            );
-            return Ok(EXIT_USAGE);
-        }
-        None => {
-            let bar = Progress::start(&paths, cap.summary_only);
-            opts.consumed = bar.as_ref().map(|b| Arc::clone(&b.consumed));
-            (Input::Files(paths.clone()), bar)
-        }
-    };
-    let mut pipeline = Pipeline::new(opts);
-    let mut packets = 0u64;
-    let ended = pipeline.run(input, mirror, |item| {
-        let last = matches!(item, Item::Packet { .. } | Item::Owned { .. }) && {
-            packets += 1;
-            cap.count.is_some_and(|n| packets >= n)
-        };
-        let next = each(item, &mut *out)?;
-        Ok::<_, anyhow::Error>(if last { Next::Stop } else { next })
-    })?;
-    drop(bar);
-    out.flush()?;
-    for line in ended.problems(&paths) {
-        eprintln!("raknet-dissect: {line}");
-    }
-    if io::stderr().is_terminal() {
-        eprintln!(
-            "raknet-dissect: {}",
-            ended.summary(pipeline.dissect_stats())
-        );
-    }
-    match (ended.exit_code(), pipeline.no_such_flow(cap.flow)) {
-        (EXIT_OK, Some(why)) => Ok(super::say(&why, EXIT_USAGE)),
-        (code, _) => Ok(code),
-    }
-}
-
-/// [`drive_items`] for commands that want packets only: `each` gets each
-/// RakNet packet with the mirror's findings, and the time lines count from.
-pub(crate) fn drive(
-    cap: &CaptureArgs,
-    mirror: &mut Mirror,
-    out: &mut impl Write,
-    mut each: impl FnMut(
-        &mut Packet<'_>,
-        &mut Observation,
-        Duration,
-        &mut dyn Write,
-    ) -> anyhow::Result<Next>,
-) -> anyhow::Result<u8> {
-    drive_items(None, cap, false, mirror, out, |item, out| match item {
-        Item::Packet {
-            packet, obs, since, ..
-        } => each(packet, obs, since, out),
-        _ => Ok(Next::Continue),
-    })
 }
 
 /// `read`: one line (or tree, or JSON record) per RakNet packet.
@@ -278,10 +201,7 @@ pub(crate) fn read_packets(
         owned: Some(SpentPackets::default()),
         ..args.capture.clone()
     };
-    let (files, clock) = (
-        file_names(&args.capture.paths()),
-        Clock::new(args.time.time_format),
-    );
+    let (files, clock) = (args.capture.file_names(), Clock::new(args.time.time_format));
     let parallel = clock.parallel() && live.is_none() && writer.is_none();
     let writer = Mutex::new(writer);
     let printer = || {
@@ -301,7 +221,7 @@ pub(crate) fn read_packets(
     let recycle = |item: PacketItem| item.recycle(&spent);
     ordered::run(threads, out, printer, print, recycle, |sink| {
         let null = &mut io::sink();
-        let code = drive_items(live, &cap, trace, &mut mirror, null, |item, _| {
+        let code = drive_items(live, &cap.reading(trace), &mut mirror, null, |item, _| {
             let r = records.record(item, flows.as_deref_mut());
             Ok(r.map_or(Ok(()), |r| sink.push(r))
                 .map(|()| Next::Continue)?)
@@ -344,7 +264,7 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
         shown.write_header(out)?;
     }
     let time = args.time.time_format;
-    let files = file_names(&args.capture.paths());
+    let files = args.capture.file_names();
     let printer = || {
         let shown = args.display.compile(RecordType::Message, args.output.json);
         let mut printer =
@@ -364,7 +284,7 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
     ordered::run(threads, out, printer, print, drop, |sink| {
         let (cap, null) = (&args.capture, &mut io::sink());
         drive_messages(
-            cap,
+            &cap.reading(false),
             &mut mirror,
             &mut game,
             null,
@@ -376,51 +296,6 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
             },
         )
     })
-}
-
-/// [`drive_items`] for the commands that print delivered messages: `each`
-/// gets every message in delivery order with what the game layer made of
-/// it (a Bedrock flow's 0xFE messages), the time lines count from, and its
-/// file; the messages still held at the end come last.
-pub(crate) fn drive_messages(
-    cap: &CaptureArgs,
-    mirror: &mut Mirror,
-    game: &mut Game,
-    out: &mut impl Write,
-    mut each: impl FnMut(
-        Message,
-        Option<Vec<GameEvent>>,
-        Duration,
-        usize,
-        &mut dyn Write,
-    ) -> anyhow::Result<()>,
-) -> anyhow::Result<u8> {
-    let (mut first, mut last_file) = (None, 0);
-    let mut on = |game: &mut Game, m: Message, since, file, out: &mut dyn Write| {
-        let ev = game.message(&m);
-        each(m, ev, since, file, out)
-    };
-    let code = drive_items(None, cap, false, mirror, out, |item, out| {
-        if let Item::Packet {
-            packet,
-            obs,
-            since,
-            file,
-        } = item
-        {
-            (first, last_file) = (Some(since), file);
-            game.packet(packet);
-            for m in obs.messages.drain(..) {
-                on(game, m, since, file, out)?;
-            }
-            obs.ended.iter().for_each(|&f| drop(game.close(f)));
-        }
-        Ok(Next::Continue)
-    })?;
-    for m in mirror.finish().messages {
-        on(game, m, first.unwrap_or_default(), last_file, out)?;
-    }
-    Ok(code)
 }
 
 /// `fields`: every name `-Y` and `-e` know, with its type, its records
@@ -451,6 +326,7 @@ pub fn run_flows(args: &FlowsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         out.write_all(x.header().as_bytes())?;
     }
     let mut printer = FlowPrinter::new(shown);
+    printer.file = args.capture.part_name().map(Into::into);
     let mut game = Game::counting(Detect::Auto, keys);
     let mut take = |obs: &mut Observation, game: &mut Game, out: &mut dyn Write| {
         obs.messages.iter().for_each(|m| drop(game.message(m)));
@@ -463,7 +339,7 @@ pub fn run_flows(args: &FlowsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         anyhow::Ok(())
     };
     let code = drive(
-        &args.capture.printing_at_end(),
+        &args.capture.printing_at_end().reading(false),
         &mut mirror,
         out,
         |p, obs, _, out| {

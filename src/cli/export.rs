@@ -13,7 +13,7 @@ use super::args::{CaptureArgs, KeyArgs, ReassemblyArg};
 use super::{Cli, EXIT_ERROR, EXIT_OK};
 use crate::output::parquet::{NdjsonToParquet, TableWriter};
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub struct ExportArgs {
     #[command(flatten)]
     pub capture: CaptureArgs,
@@ -66,8 +66,11 @@ fn argv(command: &str, a: &ExportArgs) -> Vec<OsString> {
             .iter()
             .for_each(|k| opt("--key", k.display().to_string()));
     }
-    if a.capture.decode.no_heuristics {
-        v.push("--no-heuristics".into());
+    for (on, flag) in [
+        (a.capture.decode.no_heuristics, "--no-heuristics"),
+        (a.capture.separate, "--separate"),
+    ] {
+        v.extend(on.then(|| flag.into()));
     }
     v
 }

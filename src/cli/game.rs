@@ -14,7 +14,7 @@ use crate::display::RecordType;
 use crate::mirror::Mirror;
 use crate::pipeline::ordered;
 
-#[derive(Args, Debug, Default)]
+#[derive(Args, Debug, Default, Clone)]
 pub struct GameArgs {
     #[command(flatten)]
     pub capture: CaptureArgs,
@@ -60,7 +60,7 @@ pub fn run_game(a: &GameArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     if !a.output.quiet {
         shown.write_header(out)?;
     }
-    let files = crate::pipeline::file_names(&a.capture.paths());
+    let files = a.capture.file_names();
     let printer = || {
         let shown = a.display.compile(RecordType::Game, a.output.json);
         let mut p = GamePrinter::new(shown.expect("compiled"), pal, files.clone());
@@ -71,7 +71,7 @@ pub fn run_game(a: &GameArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let (cap, only, null) = (&a.capture, a.capture.flow, &mut std::io::sink());
     ordered::run(cap.threads(), out, printer, print, drop, |sink| {
         drive_messages(
-            cap,
+            &cap.reading(false),
             &mut mirror,
             &mut game,
             null,

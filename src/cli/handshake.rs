@@ -13,7 +13,7 @@ use crate::mirror::Mirror;
 use crate::output::handshake::HandshakeJson;
 use crate::pipeline::Item;
 
-#[derive(Args, Debug, Default)]
+#[derive(Args, Debug, Default, Clone)]
 pub struct HandshakeArgs {
     #[command(flatten)]
     pub capture: CaptureArgs,
@@ -50,14 +50,14 @@ pub fn run_handshake(args: &HandshakeArgs, out: &mut impl Write) -> anyhow::Resu
         for (a, login) in attempts.iter().zip(game.logins(&attempts)) {
             if !args.output.quiet && args.capture.flow.is_none_or(|f| f == a.flow) {
                 let mut j = HandshakeJson::new(a);
-                j.game = login;
+                (j.game, j.file) = (login, args.capture.part_name());
                 shown.record(&j, || j.lines(), out)?;
             }
         }
         anyhow::Ok(())
     };
     let cap = args.capture.printing_at_end();
-    let code = drive_items(None, &cap, false, &mut mirror, out, |item, out| {
+    let code = drive_items(None, &cap.reading(false), &mut mirror, out, |item, out| {
         match item {
             Item::Icmp { note: i, .. } => tracker.icmp(i.flow, i.dir, i.ts, i.frame, i.kind),
             Item::Packet { packet, obs, .. } => {

@@ -17,7 +17,7 @@ use crate::capture::CaptureReader;
 use crate::display::print::{FlowPrinter, Shown};
 use crate::mirror::FlowMirror;
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub struct LiveArgs {
     /// The interface to capture on; `any` for all of them.
     #[arg(

@@ -55,7 +55,7 @@ pub struct Cli {
     pub read: ReadArgs,
 }
 
-#[derive(Subcommand, Debug)]
+#[derive(Subcommand, Debug, Clone)]
 pub enum Command {
     /// Print every RakNet packet of a capture (the default command).
     #[command(mut_arg("filter", |a| a.help(RecordType::Packet.filter_help())))]
@@ -113,8 +113,85 @@ pub enum Command {
     },
 }
 
+/// The arguments of a command that can read its files `--separate`: of
+/// the capture, of the display (if it has them), of the output.
+type Separable<'a> = (
+    &'a mut CaptureArgs,
+    Option<&'a mut DisplayArgs>,
+    &'a OutputArgs,
+);
+
+fn separable<'a>(
+    command: &'a mut Option<Command>,
+    read: &'a mut ReadArgs,
+) -> Option<Separable<'a>> {
+    Some(match command {
+        None => (&mut read.capture, Some(&mut read.display), &read.output),
+        Some(Command::Read(a)) => (&mut a.capture, Some(&mut a.display), &a.output),
+        Some(Command::Messages(a)) => (&mut a.capture, Some(&mut a.display), &a.output),
+        Some(Command::Flows(a)) => (&mut a.capture, Some(&mut a.display), &a.output),
+        Some(Command::Handshake(a)) => (&mut a.capture, Some(&mut a.display), &a.output),
+        Some(Command::Game(a)) => (&mut a.capture, Some(&mut a.display), &a.output),
+        Some(Command::Stats(a)) => (&mut a.capture, None, &a.output),
+        _ => None?,
+    })
+}
+
+/// `--separate` with several files: the command on each file alone, on
+/// the --threads workers, the outputs in file order (text under a
+/// `==> FILE <==` line, a field export's header once); the first exit code
+/// that is not 0. `None` when the run is not one.
+fn run_separate(
+    command: &Option<Command>,
+    read: &ReadArgs,
+    out: &mut dyn Write,
+) -> Option<anyhow::Result<u8>> {
+    let (mut command, mut read) = (command.clone(), read.clone());
+    if let Some(Command::Plot(a)) = &command {
+        let why = "plot draws one capture: --separate cannot be used with it";
+        return a.capture.separate.then(|| Ok(say(why, EXIT_USAGE)));
+    }
+    if let Some(Command::Read(a)) = &command {
+        let why = "--separate cannot be used with -w (each file would write it)";
+        if a.capture.separate && a.write.is_some() {
+            return Some(Ok(say(why, EXIT_USAGE)));
+        }
+    }
+    // `read` says which file its lines come from itself.
+    let reading = matches!(command, None | Some(Command::Read(_)));
+    let (cap, display, output) = separable(&mut command, &mut read).filter(|c| c.0.separate)?;
+    let paths = cap.paths();
+    if paths.len() < 2 || cap.part.is_some() {
+        return None;
+    }
+    let fields =
+        display.is_some_and(|d| d.format == Some(args::FormatArg::Fields) || !d.fields.is_empty());
+    let heading = !output.json && !output.quiet && !fields && !reading;
+    let plan = crate::pipeline::separate::Plan {
+        paths: paths.clone(),
+        threads: cap.threads(),
+        heading,
+        summary_only: cap.summary_only,
+    };
+    cap.separate = false;
+    Some(plan.run(out, |i, part, out| {
+        let (mut command, mut read) = (command.clone(), read.clone());
+        let (cap, display, _) = separable(&mut command, &mut read).expect("a separable command");
+        (cap.files, cap.read_file) = (vec![paths[i].clone()], Vec::new());
+        (cap.threads, cap.part) = (Some(1), Some(part));
+        // A field export's header once, before the first file's rows.
+        if let Some(d) = display.filter(|_| i > 0 && fields) {
+            d.export_options.push("header=n".into());
+        }
+        run(command, &read, out)
+    }))
+}
+
 /// Run `command` (`read` when none), printing to `out`.
 fn run(command: Option<Command>, read: &ReadArgs, mut out: &mut dyn Write) -> anyhow::Result<u8> {
+    if let Some(ran) = run_separate(&command, read, out) {
+        return ran;
+    }
     let out = &mut out;
     match command {
         Some(Command::Read(a)) => capture::run_read(&a, out),

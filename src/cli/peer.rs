@@ -47,7 +47,7 @@ impl DialectArgs {
     }
 }
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub struct PingArgs {
     /// The server: HOST:PORT, [IPV6]:PORT, or HOST (port 19132).
     #[arg(value_name = "HOST:PORT", value_parser = parse_target)]
@@ -62,7 +62,7 @@ pub struct PingArgs {
     pub output: OutputArgs,
 }
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub struct ConnectArgs {
     /// The server: HOST:PORT, [IPV6]:PORT, or HOST (port 19132).
     #[arg(value_name = "HOST:PORT", value_parser = parse_target)]
@@ -120,7 +120,7 @@ pub struct BedrockArgs {
     pub keylog_out: Option<std::path::PathBuf>,
 }
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "0.0.0.0:19132", value_name = "ADDR", value_parser = parse_target)]
@@ -178,7 +178,7 @@ pub struct ServeBedrockArgs {
     pub keys: super::args::KeyArgs,
 }
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub struct ProbeArgs {
     /// The server: HOST:PORT, [IPV6]:PORT, or HOST (port 19132).
     #[arg(value_name = "HOST:PORT", value_parser = parse_target)]

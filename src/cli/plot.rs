@@ -15,7 +15,7 @@ use crate::mirror::Mirror;
 use crate::output::file::OutputFile;
 
 /// `plot`: draw each flow (or one) as an SVG.
-#[derive(Args, Debug, Default)]
+#[derive(Args, Debug, Default, Clone)]
 pub struct PlotArgs {
     #[command(flatten)]
     pub capture: CaptureArgs,
@@ -79,7 +79,7 @@ pub fn run_plot(args: &PlotArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     // Nothing is printed until the picture is written: a progress bar may
     // share the terminal.
     let code = drive(
-        &args.capture.printing_at_end(),
+        &args.capture.printing_at_end().reading(false),
         &mut mirror,
         &mut std::io::sink(),
         |p, obs, since, _| {

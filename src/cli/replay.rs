@@ -14,7 +14,7 @@ use crate::peer::record::Recorder;
 use crate::replay::run::{self, ReplayOptions, ReplayOutcome};
 use crate::replay::CapturedSession;
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub struct ReplayArgs {
     /// Capture file (pcap or pcapng) holding the session.
     #[arg(value_name = "FILE")]

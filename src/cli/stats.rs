@@ -19,7 +19,7 @@ use crate::output::stats::{write_json, write_text};
 use crate::pipeline::Item;
 
 /// Arguments of `stats`.
-#[derive(Args, Debug, Default)]
+#[derive(Args, Debug, Default, Clone)]
 pub struct StatsArgs {
     #[command(flatten)]
     pub capture: CaptureArgs,
@@ -40,7 +40,7 @@ pub fn run_stats(args: &StatsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let only = args.capture.flow;
     // Everything is printed at the end: a progress bar may share the terminal.
     let cap = args.capture.printing_at_end();
-    let code = drive_items(None, &cap, false, &mut mirror, out, |item, _| {
+    let code = drive_items(None, &cap.reading(false), &mut mirror, out, |item, _| {
         match item {
             Item::Packet { packet, obs, .. } => st.observe(packet, obs, only),
             Item::Counted(c) => st.capture = Some(c),
@@ -63,7 +63,7 @@ pub fn run_stats(args: &StatsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         return Ok(code);
     }
     if args.output.json {
-        if let Some(warning) = write_json(&st, only, out)? {
+        if let Some(warning) = write_json(&st, only, args.capture.part_name(), out)? {
             out.flush()?;
             eprintln!("raknet-dissect: warning: {warning}");
         }

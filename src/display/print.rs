@@ -523,6 +523,8 @@ pub struct FlowPrinter {
     pub rows: Vec<(FlowMirror, Option<GameSummary>)>,
     /// Flows past [`MAX_TABLE_ROWS`], said under the table.
     pub omitted: usize,
+    /// The file the records name (`--separate`).
+    pub file: Option<String>,
     row: String,
 }
 
@@ -532,6 +534,7 @@ impl FlowPrinter {
             shown,
             rows: Vec::new(),
             omitted: 0,
+            file: None,
             row: String::new(),
         }
     }
@@ -547,6 +550,7 @@ impl FlowPrinter {
         let json = || {
             let mut j = FlowJson::new(&f);
             j.game = game.clone();
+            j.file = self.file.clone();
             j
         };
         // A filter or an export reads the record itself.

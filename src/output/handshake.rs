@@ -42,6 +42,9 @@ pub struct HandshakeJson<'a> {
     /// connected attempt only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub game: Option<String>,
+    /// The capture file (`--separate`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<&'a str>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -80,6 +83,7 @@ impl<'a> HandshakeJson<'a> {
                 .collect(),
             steps_omitted: a.steps_omitted,
             game: None,
+            file: None,
         }
     }
 }

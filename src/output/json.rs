@@ -460,6 +460,10 @@ pub struct FlowJson {
     /// A Bedrock flow's game session.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub game: Option<crate::bedrock::GameSummary>,
+    /// The capture file, in a run that reads each file as a capture of its
+    /// own (`--separate`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
 }
 
 impl FlowJson {
@@ -487,6 +491,7 @@ impl FlowJson {
                 samples,
             }),
             game: None,
+            file: None,
         }
     }
 }

@@ -79,9 +79,11 @@ struct TotalJson {
 /// The records (`stats_id`, `stats_reliability`, `stats_channel`,
 /// `stats_interval`, then `stats`); returns a warning when intervals had to
 /// be left out.
+/// `file` names the capture file in every record (`--separate`).
 pub fn write_json(
     st: &Stats,
     flow: Option<u32>,
+    file: Option<&str>,
     out: &mut dyn Write,
 ) -> io::Result<Option<String>> {
     for (i, b) in used(&st.ids) {
@@ -90,6 +92,7 @@ pub fn write_json(
         let (c2s, s2c) = (b[0], b[1]);
         record(
             out,
+            file,
             &IdJson {
                 kind: "stats_id",
                 id,
@@ -105,6 +108,7 @@ pub fn write_json(
         let kind = "stats_reliability";
         record(
             out,
+            file,
             &ReliabilityJson {
                 kind,
                 reliability,
@@ -117,6 +121,7 @@ pub fn write_json(
         let (c2s, s2c) = (b[0], b[1]);
         record(
             out,
+            file,
             &ChannelJson {
                 kind: "stats_channel",
                 channel,
@@ -137,6 +142,7 @@ pub fn write_json(
         let (c2s, s2c) = (b[0], b[1]);
         record(
             out,
+            file,
             &GameJson {
                 kind: "stats_game",
                 name,
@@ -151,6 +157,7 @@ pub fn write_json(
         let (t, c2s, s2c) = (st.start(index), b[0], b[1]);
         record(
             out,
+            file,
             &IntervalJson {
                 kind: "stats_interval",
                 index,
@@ -164,6 +171,7 @@ pub fn write_json(
     let omitted = intervals.saturating_sub(shown);
     record(
         out,
+        file,
         &TotalJson {
             kind: "stats",
             flow,
@@ -188,9 +196,18 @@ pub fn write_json(
     }))
 }
 
-/// One NDJSON line.
-fn record(out: &mut dyn Write, r: &impl Serialize) -> io::Result<()> {
-    serde_json::to_writer(&mut *out, r)?;
+/// One NDJSON line, naming `file` last when there is one.
+fn record<R: Serialize>(out: &mut dyn Write, file: Option<&str>, r: &R) -> io::Result<()> {
+    #[derive(Serialize)]
+    struct Named<'a, R> {
+        #[serde(flatten)]
+        r: &'a R,
+        file: &'a str,
+    }
+    match file {
+        Some(file) => serde_json::to_writer(&mut *out, &Named { r, file })?,
+        None => serde_json::to_writer(&mut *out, r)?,
+    }
     out.write_all(b"\n")?;
     Ok(())
 }

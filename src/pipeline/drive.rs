@@ -1,0 +1,165 @@
+//! The run every capture command makes: the pipeline over its files (or a
+//! live reader) with a progress bar for large files, `-c`, `--flow`, and
+//! the same errors and exit codes for every command.
+
+use std::io::{self, IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::separate::Part;
+use super::{Input, Item, Next, Pipeline, PipelineOptions};
+use crate::bedrock::{Game, GameEvent};
+use crate::capture::CaptureReader;
+use crate::dissect::Packet;
+use crate::mirror::{Message, Mirror, Observation};
+use crate::output::exit::{EXIT_OK, EXIT_USAGE};
+use crate::output::terminal::Progress;
+
+/// What a capture command reads, and how: its command line's capture
+/// options.
+#[derive(Debug, Clone, Default)]
+pub struct Reading {
+    /// The capture files, in order.
+    pub paths: Vec<PathBuf>,
+    pub options: PipelineOptions,
+    /// The command prints only once the capture is read (its progress bar
+    /// may share a terminal with standard output).
+    pub summary_only: bool,
+    /// Stop after this many RakNet packets (`-c`).
+    pub count: Option<u64>,
+    /// The one flow shown (`--flow`): a number the capture does not have is
+    /// exit 2.
+    pub flow: Option<u32>,
+    /// The file of a `--separate` run this run reads.
+    pub part: Option<Part>,
+}
+
+/// Run the pipeline over the capture files of `cap` (or `live`), handing
+/// each item to `each`, with a progress bar for large files, `-c`, and the
+/// same errors for every command: files that cannot be read (exit 3, the
+/// others are still read), files cut short (a warning, exit 5), a `--flow`
+/// the capture does not have (exit 2). Returns the exit code.
+pub fn drive_items(
+    live: Option<CaptureReader>,
+    cap: &Reading,
+    mirror: &mut Mirror,
+    out: &mut impl Write,
+    mut each: impl FnMut(Item<'_, '_>, &mut dyn Write) -> anyhow::Result<Next>,
+) -> anyhow::Result<u8> {
+    let paths = &cap.paths;
+    let mut opts = cap.options.clone();
+    let (input, bar) = match live {
+        Some(r) => (Input::Reader(Box::new(r)), None),
+        None if paths.is_empty() => {
+            eprintln!(
+                "raknet-dissect: no capture file given (FILE, -r FILE, or - for standard input)"
+            );
+            return Ok(EXIT_USAGE);
+        }
+        None => {
+            // A file of a --separate run counts into the run's one bar.
+            let bar = Progress::start(paths, cap.summary_only).filter(|_| cap.part.is_none());
+            opts.consumed = bar.as_ref().map(|b| Arc::clone(&b.consumed));
+            opts.consumed = opts.consumed.or(cap.part.clone().and_then(|p| p.consumed));
+            (Input::Files(paths.clone()), bar)
+        }
+    };
+    let mut pipeline = Pipeline::new(opts);
+    let mut packets = 0u64;
+    let ended = pipeline.run(input, mirror, |item| {
+        let last = matches!(item, Item::Packet { .. } | Item::Owned { .. }) && {
+            packets += 1;
+            cap.count.is_some_and(|n| packets >= n)
+        };
+        let next = each(item, &mut *out)?;
+        Ok::<_, anyhow::Error>(if last { Next::Stop } else { next })
+    })?;
+    drop(bar);
+    out.flush()?;
+    // In a --separate run, every line names its file.
+    let name = |l: String| match cap.part.as_ref().map(|p| p.name.as_str()) {
+        Some(n) if !l.starts_with(n) => format!("{n}: {l}"),
+        _ => l,
+    };
+    for line in ended.problems(paths) {
+        eprintln!("raknet-dissect: {}", name(line));
+    }
+    if io::stderr().is_terminal() {
+        let summary = ended.summary(pipeline.dissect_stats());
+        eprintln!("raknet-dissect: {}", name(summary));
+    }
+    match (ended.exit_code(), pipeline.no_such_flow(cap.flow)) {
+        (EXIT_OK, Some(why)) => {
+            eprintln!("raknet-dissect: {why}");
+            Ok(EXIT_USAGE)
+        }
+        (code, _) => Ok(code),
+    }
+}
+
+/// [`drive_items`] for commands that want packets only: `each` gets each
+/// RakNet packet with the mirror's findings, and the time lines count from.
+pub fn drive(
+    cap: &Reading,
+    mirror: &mut Mirror,
+    out: &mut impl Write,
+    mut each: impl FnMut(
+        &mut Packet<'_>,
+        &mut Observation,
+        Duration,
+        &mut dyn Write,
+    ) -> anyhow::Result<Next>,
+) -> anyhow::Result<u8> {
+    drive_items(None, cap, mirror, out, |item, out| match item {
+        Item::Packet {
+            packet, obs, since, ..
+        } => each(packet, obs, since, out),
+        _ => Ok(Next::Continue),
+    })
+}
+
+/// [`drive_items`] for the commands that print delivered messages: `each`
+/// gets every message in delivery order with what the game layer made of
+/// it (a Bedrock flow's 0xFE messages), the time lines count from, and its
+/// file; the messages still held at the end come last.
+pub fn drive_messages(
+    cap: &Reading,
+    mirror: &mut Mirror,
+    game: &mut Game,
+    out: &mut impl Write,
+    mut each: impl FnMut(
+        Message,
+        Option<Vec<GameEvent>>,
+        Duration,
+        usize,
+        &mut dyn Write,
+    ) -> anyhow::Result<()>,
+) -> anyhow::Result<u8> {
+    let (mut first, mut last_file) = (None, 0);
+    let mut on = |game: &mut Game, m: Message, since, file, out: &mut dyn Write| {
+        let ev = game.message(&m);
+        each(m, ev, since, file, out)
+    };
+    let code = drive_items(None, cap, mirror, out, |item, out| {
+        if let Item::Packet {
+            packet,
+            obs,
+            since,
+            file,
+        } = item
+        {
+            (first, last_file) = (Some(since), file);
+            game.packet(packet);
+            for m in obs.messages.drain(..) {
+                on(game, m, since, file, out)?;
+            }
+            obs.ended.iter().for_each(|&f| drop(game.close(f)));
+        }
+        Ok(Next::Continue)
+    })?;
+    for m in mirror.finish().messages {
+        on(game, m, first.unwrap_or_default(), last_file, out)?;
+    }
+    Ok(code)
+}
