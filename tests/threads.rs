@@ -1,6 +1,7 @@
 //! `--threads`: every capture command prints the same bytes, and exits
 //! the same, whatever the number of threads, on every bundled capture, on
-//! all of them read as one capture, and with the options that keep a run
+//! all of them read as one capture and as captures of their own
+//! (`--separate`), and with the options that keep a run
 //! on one thread (`-t dd`, `-w`) or cut it short (`-c`).
 
 mod common;
@@ -78,6 +79,14 @@ fn every_command_prints_the_same_whatever_the_threads() {
     let all: Vec<&str> = captures.iter().map(|p| p.to_str().unwrap()).collect();
     for cmd in COMMANDS {
         let mut args = cmd.to_vec();
+        args.extend(&all);
+        same_for_every_count(&args);
+        runs += 1;
+    }
+    // Each a capture of its own, read in parallel (tests/separate.rs).
+    for cmd in COMMANDS {
+        let mut args = cmd.to_vec();
+        args.push("--separate");
         args.extend(&all);
         same_for_every_count(&args);
         runs += 1;

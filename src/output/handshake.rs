@@ -20,6 +20,9 @@ pub struct StepJson<'a> {
 pub struct HandshakeJson<'a> {
     #[serde(rename = "type")]
     pub kind: &'static str,
+    /// The capture file (`--separate`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<&'a str>,
     pub flow: u32,
     pub attempt: u32,
     pub client: Option<String>,
@@ -42,9 +45,6 @@ pub struct HandshakeJson<'a> {
     /// connected attempt only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub game: Option<String>,
-    /// The capture file (`--separate`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub file: Option<&'a str>,
 }
 
 fn is_zero(n: &u32) -> bool {

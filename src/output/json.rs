@@ -442,6 +442,10 @@ pub struct EndJson<'a> {
 pub struct FlowJson {
     #[serde(rename = "type")]
     pub kind_of_record: &'static str,
+    /// The capture file, in a run that reads each file as a capture of its
+    /// own (`--separate`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
     pub flow: u32,
     pub client: String,
     pub server: String,
@@ -460,10 +464,6 @@ pub struct FlowJson {
     /// A Bedrock flow's game session.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub game: Option<crate::bedrock::GameSummary>,
-    /// The capture file, in a run that reads each file as a capture of its
-    /// own (`--separate`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub file: Option<String>,
 }
 
 impl FlowJson {

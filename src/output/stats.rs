@@ -196,20 +196,18 @@ pub fn write_json(
     }))
 }
 
-/// One NDJSON line, naming `file` last when there is one.
+/// One NDJSON line; `file`, when there is one, is its second key (after
+/// `type`, as in every record that names its file).
 fn record<R: Serialize>(out: &mut dyn Write, file: Option<&str>, r: &R) -> io::Result<()> {
-    #[derive(Serialize)]
-    struct Named<'a, R> {
-        #[serde(flatten)]
-        r: &'a R,
-        file: &'a str,
+    let mut line = serde_json::to_vec(r)?;
+    if let Some(file) = file {
+        // Every record here starts `{"type":"stats…",`: no comma before.
+        let at = line.iter().position(|&b| b == b',').map_or(1, |i| i + 1);
+        let key = format!("\"file\":{},", serde_json::to_string(file)?);
+        line.splice(at..at, key.into_bytes());
     }
-    match file {
-        Some(file) => serde_json::to_writer(&mut *out, &Named { r, file })?,
-        None => serde_json::to_writer(&mut *out, r)?,
-    }
-    out.write_all(b"\n")?;
-    Ok(())
+    line.push(b'\n');
+    out.write_all(&line)
 }
 
 /// `c2s / s2c` of `get`.
@@ -410,6 +408,30 @@ fn capture_line(st: &Stats, out: &mut dyn Write) -> io::Result<()> {
 mod tests {
     use super::*;
     use crate::analysis::stats::{INVALID, NO_ID};
+
+    #[test]
+    fn a_record_names_its_file_after_its_type() {
+        let r = ChannelJson {
+            kind: "stats_channel",
+            channel: 3,
+            c2s: Msgs::default(),
+            s2c: Msgs::default(),
+        };
+        let (mut plain, mut named) = (Vec::new(), Vec::new());
+        record(&mut plain, None, &r).unwrap();
+        record(&mut named, Some("a \"b\".pcap"), &r).unwrap();
+        let plain = String::from_utf8(plain).unwrap();
+        let named = String::from_utf8(named).unwrap();
+        let want = plain.replacen(
+            "\"stats_channel\",",
+            "\"stats_channel\",\"file\":\"a \\\"b\\\".pcap\",",
+            1,
+        );
+        assert_eq!(named, want);
+        let v: serde_json::Value = serde_json::from_str(&named).unwrap();
+        assert_eq!(v["file"], "a \"b\".pcap");
+        assert_eq!(v["channel"], 3);
+    }
 
     #[test]
     fn names_of_the_rows() {

@@ -35,11 +35,11 @@ use std::sync::{Arc, Mutex};
 use crate::output::exit::{EXIT_ERROR, EXIT_OK};
 
 /// Bytes a worker gathers before handing them on.
-pub const CHUNK: usize = 64 << 10;
+pub const CHUNK: usize = 1024 << 10;
 
 /// Chunks of a file's output held while an earlier file is written, at
 /// most (4 MiB with [`CHUNK`]), per file in flight.
-pub const HELD: usize = 64;
+pub const HELD: usize = 4;
 
 /// The run of one file of a `--separate` run: what its records call it,
 /// and where it counts the bytes it reads (for the run's one progress bar).
@@ -102,18 +102,25 @@ impl Plan {
     }
 }
 
+/// Chunks written out, for the workers to fill again (a fresh 64 KiB
+/// each time would cost a page fault every 4 KiB).
+type Spent = Mutex<Vec<Vec<u8>>>;
+
 /// A file's output on its way to the writer, a chunk at a time.
-struct Chunks {
+struct Chunks<'s> {
     buf: Vec<u8>,
     to: SyncSender<Vec<u8>>,
+    spent: &'s Spent,
 }
 
-impl Chunks {
+impl Chunks<'_> {
     fn hand_on(&mut self) -> io::Result<()> {
         if self.buf.is_empty() {
             return Ok(());
         }
-        let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
+        let again = self.spent.lock().ok().and_then(|mut s| s.pop());
+        let next = again.unwrap_or_else(|| Vec::with_capacity(CHUNK));
+        let chunk = std::mem::replace(&mut self.buf, next);
         // The writer is gone only when writing failed (a closed pipe): this
         // file's run stops at once.
         self.to
@@ -122,7 +129,7 @@ impl Chunks {
     }
 }
 
-impl Write for Chunks {
+impl Write for Chunks<'_> {
     fn write(&mut self, b: &[u8]) -> io::Result<usize> {
         self.buf.extend_from_slice(b);
         if self.buf.len() >= CHUNK {
@@ -163,8 +170,9 @@ pub fn each_in_order<R: Send>(
     let results: Vec<Mutex<Option<R>>> = (0..n).map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
+    let spent = Spent::default();
     let work = || {
-        while !stop.load(Ordering::Relaxed) {
+        while !stop.load(Ordering::SeqCst) {
             let i = next.fetch_add(1, Ordering::Relaxed);
             if i >= n {
                 break;
@@ -175,6 +183,7 @@ pub fn each_in_order<R: Send>(
             let mut chunks = Chunks {
                 buf: Vec::with_capacity(CHUNK),
                 to,
+                spent: &spent,
             };
             let r = job(i, &mut chunks);
             // What is left goes after the result is kept, so the writer,
@@ -190,11 +199,7 @@ pub fn each_in_order<R: Send>(
         for _ in 0..threads.min(n) {
             s.spawn(work);
         }
-        let written = write_in_order(receivers, out);
-        if written.is_err() {
-            stop.store(true, Ordering::Relaxed);
-        }
-        written
+        write_in_order(receivers, out, &stop, &spent)
     });
     written?;
     Ok(results
@@ -208,17 +213,38 @@ pub fn each_in_order<R: Send>(
         .collect())
 }
 
-/// Each file's chunks as they come, file after file. Dropping the
-/// receivers (on an error) makes the workers' sends fail.
-fn write_in_order(receivers: Vec<Receiver<Vec<u8>>>, out: &mut dyn Write) -> io::Result<()> {
-    for rx in receivers {
-        // The channel closes when the file's run has ended and its result
-        // is kept (or its worker stopped).
-        for chunk in rx.iter() {
-            out.write_all(&chunk)?;
+/// Each file's chunks as they come, file after file. On an error, `stop`
+/// is set (no file is started after it), then the receivers are dropped:
+/// the sends of the files in flight fail.
+fn write_in_order(
+    receivers: Vec<Receiver<Vec<u8>>>,
+    out: &mut dyn Write,
+    stop: &AtomicBool,
+    spent: &Spent,
+) -> io::Result<()> {
+    let mut write = || {
+        for rx in &receivers {
+            // The channel closes when the file's run has ended and its
+            // result is kept (or its worker stopped).
+            for mut chunk in rx.iter() {
+                out.write_all(&chunk)?;
+                chunk.clear();
+                if let Ok(mut s) = spent.lock() {
+                    // As many as can be in flight, at most.
+                    if s.len() < HELD * 2 {
+                        s.push(chunk);
+                    }
+                }
+            }
         }
+        out.flush()
+    };
+    let written = write();
+    if written.is_err() {
+        stop.store(true, Ordering::SeqCst);
     }
-    out.flush()
+    drop(receivers);
+    written
 }
 
 #[cfg(test)]
