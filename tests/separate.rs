@@ -230,3 +230,31 @@ fn export_separate_has_a_row_per_file_s_flow() {
         assert!(r.out.contains(&line), "{}", r.out);
     }
 }
+
+#[test]
+fn file_is_a_field_of_every_record() {
+    let (a, b) = (sample("handshake.pcap"), sample("lossy.pcap"));
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let only_b = format!("file == {b:?}");
+    for cmd in ["read", "messages", "flows", "handshake"] {
+        // -Y picks one file's records, --separate or not (where records
+        // name their file).
+        let alone = run(&[cmd, "--json", b]);
+        let want: String = alone.out.lines().map(|l| named(l, b) + "\n").collect();
+        let got = run(&[cmd, "--json", "--separate", "-Y", &only_b, a, b]);
+        assert_eq!(got.code, Some(0), "{cmd}: {}", got.err);
+        assert!(got.out == want, "{cmd} -Y {only_b}:\n{}", got.out);
+        // -e file: the name, row by row.
+        let rows = run(&[cmd, "--separate", "-T", "fields", "-e", "file", a, b]).out;
+        let mut names: Vec<&str> = rows.lines().collect();
+        names.dedup();
+        assert_eq!(names, [a, b], "{cmd}");
+    }
+    // Read as one capture, packets and messages name their file too.
+    let rows = run(&["read", "-T", "fields", "-e", "file", "-e", "frame", a, b]).out;
+    assert!(rows.lines().any(|l| l.starts_with(&format!("{b}\t"))));
+    assert!(rows.lines().all(|l| l.starts_with(a) || l.starts_with(b)));
+    // One file names none: the field is empty.
+    let rows = run(&["read", "-T", "fields", "-e", "file", a]).out;
+    assert!(rows.lines().all(str::is_empty), "{rows}");
+}

@@ -148,6 +148,9 @@ impl Ty {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Field {
     Type,
+    /// The capture file: only through [`Since`] (packets, messages, game
+    /// packets) or a record's `file` key.
+    File,
     Frame,
     Ts,
     /// Seconds since the capture's first datagram, as `read`'s time column:
@@ -271,6 +274,13 @@ pub static FIELDS: &[FieldDef] = &[
         Ty::Str,
         PK | MS | FL | HS | GM,
         "The record type: \"packet\", \"message\", \"flow\", \"handshake\", \"game\" or \"game_opaque\".",
+    ),
+    def(
+        "file",
+        Field::File,
+        Ty::Str,
+        PK | MS | FL | HS | GM,
+        "The capture file: of a packet, message or game record when several files are read as one capture; of every record with --separate.",
     ),
     def(
         "frame",
@@ -1055,6 +1065,8 @@ pub trait Record {
 pub struct Since<'a> {
     pub record: &'a dyn Record,
     pub start: Duration,
+    /// The capture file it came from, when records name it.
+    pub file: Option<&'a str>,
 }
 
 impl Record for Since<'_> {
@@ -1064,6 +1076,7 @@ impl Record for Since<'_> {
                 .record
                 .time()
                 .is_some_and(|t| f(Value::Float(t.saturating_sub(self.start).as_secs_f64()))),
+            Field::File => self.file.is_some_and(|n| f(Value::Str(n))),
             _ => self.record.visit(field, f),
         }
     }
@@ -1239,6 +1252,7 @@ impl Record for Packet<'_> {
             | Field::DataTruncated
             | Field::Game
             | Field::Path(_)
+            | Field::File
             | Field::TimeRelative => false,
             Field::Anomalies | Field::AnomalyKind | Field::AnomalyDetail => {
                 visit_anomalies(&self.anomalies, field, f)
@@ -1371,6 +1385,7 @@ impl Record for JsonRecord {
         let path = match field {
             Field::Path(p) => p,
             Field::Type => "type",
+            Field::File => "file",
             Field::Flow => "flow",
             Field::ClientGuid => "client_guid",
             Field::ServerGuid => "server_guid",

@@ -204,10 +204,11 @@ impl PacketPrinter {
 
     /// Whether packet `p` passes the filter (`since`: the capture's first
     /// datagram).
-    pub fn wants(&self, p: &Packet<'_>, since: Duration) -> bool {
+    pub fn wants(&self, p: &Packet<'_>, since: Duration, file: usize) -> bool {
         self.shown.wants(&Since {
             record: p,
             start: since,
+            file: self.files.get(file).map(String::as_str),
         })
     }
 
@@ -230,7 +231,7 @@ impl PacketPrinter {
         out: &mut dyn Write,
     ) -> io::Result<()> {
         self.seen(p.ts);
-        if self.quiet || self.only.is_some_and(|f| f != p.flow) || !self.wants(p, since) {
+        if self.quiet || self.only.is_some_and(|f| f != p.flow) || !self.wants(p, since, file) {
             return Ok(());
         }
         if let Some(w) = self.writer.as_mut() {
@@ -277,6 +278,7 @@ impl PacketPrinter {
             let record = Since {
                 record: p,
                 start: since,
+                file: self.files.get(file).map(String::as_str),
             };
             x.push_row(&record, &mut self.row);
             return out.write_all(self.row.as_bytes());
@@ -371,7 +373,7 @@ impl MessagePrinter {
 
     /// Message `m` was delivered: whether it passes the filter (`since`:
     /// the capture's first datagram); set [`MessagePrinter::game`] first.
-    pub fn wants(&mut self, m: &Message, since: Duration) -> bool {
+    pub fn wants(&mut self, m: &Message, since: Duration, file: usize) -> bool {
         self.time.seen(m.ts);
         let record = MessageRecord {
             message: m,
@@ -381,6 +383,7 @@ impl MessagePrinter {
         self.shown.wants(&Since {
             record: &record,
             start: since,
+            file: self.files.get(file).map(String::as_str),
         })
     }
 
@@ -403,6 +406,7 @@ impl MessagePrinter {
                 &Since {
                     record: &message,
                     start: since,
+                    file: self.files.get(file).map(String::as_str),
                 },
                 &mut self.row,
             );
@@ -469,6 +473,7 @@ impl GamePrinter {
             let record = Since {
                 record: &record,
                 start: since,
+                file: self.files.get(file).map(String::as_str),
             };
             if !self.shown.wants(&record) {
                 continue;

@@ -233,7 +233,7 @@ impl MessagePrinter {
             self.set_time(t);
         }
         self.game = m.game.take();
-        if self.wants(&m.message, m.since) && choice.wants(&m.message) {
+        if self.wants(&m.message, m.since, m.file) && choice.wants(&m.message) {
             self.message(&m.message, m.since, m.file, out)?;
         }
         Ok(())
