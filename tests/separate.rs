@@ -203,8 +203,9 @@ fn what_cannot_be_separate_is_a_usage_error() {
     let out = dir.path().join("out.pcapng");
     let svg = dir.path().join("p.svg");
     for args in [
+        vec!["--separate", "-w", out.to_str().unwrap(), a, b],
         vec!["read", "--separate", "-w", out.to_str().unwrap(), a, b],
-        vec!["plot", "--separate", "--svg", svg.to_str().unwrap(), a, b],
+        vec!["plot", "--separate", "-o", svg.to_str().unwrap(), a, b],
     ] {
         let r = run(&args);
         assert_eq!(r.code, Some(2), "{args:?}");
@@ -257,4 +258,23 @@ fn file_is_a_field_of_every_record() {
     // One file names none: the field is empty.
     let rows = run(&["read", "-T", "fields", "-e", "file", a]).out;
     assert!(rows.lines().all(str::is_empty), "{rows}");
+}
+
+#[test]
+fn a_mistake_in_the_options_is_said_once() {
+    let (a, b) = (sample("handshake.pcap"), sample("lossy.pcap"));
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    for (cmd, opts) in [
+        ("flows", &["-Y", "lost >"][..]),
+        ("read", &["-T", "fields", "-e", "no_such_field"]),
+        ("game", &["--keylog", "/no/such/keylog"]),
+        ("handshake", &["--json", "-T", "text"]),
+    ] {
+        let alone = run(&[&[cmd][..], opts, &[a]].concat());
+        assert_ne!(alone.code, Some(0), "{cmd} {opts:?}");
+        let got = run(&[&[cmd, "--separate"][..], opts, &[a, b, a, b]].concat());
+        assert_eq!(got.code, alone.code, "{cmd} {opts:?}");
+        assert_eq!(got.err, alone.err, "{cmd} {opts:?}: said once");
+        assert!(got.out.is_empty(), "{cmd} {opts:?}: {}", got.out);
+    }
 }

@@ -229,11 +229,17 @@ pub struct KeyArgs {
     /// A PEM file with EC P-384 private keys of either side (repeatable).
     #[arg(long, value_name = "PEM")]
     pub key: Vec<PathBuf>,
+    /// The keys, once read (for the runs of a `--separate` run).
+    #[arg(skip)]
+    pub loaded: Option<crate::bedrock::Keys>,
 }
 
 impl KeyArgs {
     /// The keys; `Err` is the exit code after one line on stderr.
     pub fn load(&self) -> Result<crate::bedrock::Keys, u8> {
+        if let Some(keys) = &self.loaded {
+            return Ok(keys.clone());
+        }
         match crate::bedrock::Keys::from_files(&self.keylog, &self.key) {
             Ok((keys, warnings)) => {
                 warnings

@@ -43,6 +43,7 @@ fn say(line: &str, code: u8) -> u8 {
     args_conflicts_with_subcommands = true,
     disable_version_flag = true,
     mut_arg("filter", |a| a.help(RecordType::Packet.filter_help())),
+    mut_arg("separate", |a| a.conflicts_with("write")),
     after_help = crate::output::man::exit_codes_line()
 )]
 pub struct Cli {
@@ -59,6 +60,7 @@ pub struct Cli {
 pub enum Command {
     /// Print every RakNet packet of a capture (the default command).
     #[command(mut_arg("filter", |a| a.help(RecordType::Packet.filter_help())))]
+    #[command(mut_arg("separate", |a| a.conflicts_with("write")))]
     Read(ReadArgs),
     /// The messages each side's application received, in delivery order.
     #[command(mut_arg("filter", |a| a.help(RecordType::Message.filter_help())))]
@@ -88,6 +90,7 @@ pub enum Command {
     /// Statistics of a capture: message ids, reliabilities, channels, rates per interval.
     Stats(stats::StatsArgs),
     /// Draw each flow as an SVG: throughput each way, RTT, loss and resends over time.
+    #[command(mut_arg("separate", |a| a.conflicts_with("svg").hide(true)))]
     Plot(plot::PlotArgs),
     /// Write Parquet tables (packets, messages, flows, handshakes, game) of the --json records.
     Export(export::ExportArgs),
@@ -114,10 +117,12 @@ pub enum Command {
 }
 
 /// The arguments of a command that can read its files `--separate`: of
-/// the capture, of the display (if it has them), of the output.
+/// the capture, of the display with the records it prints, of the keys,
+/// of the output.
 type Separable<'a> = (
     &'a mut CaptureArgs,
-    Option<&'a mut DisplayArgs>,
+    Option<(&'a mut DisplayArgs, RecordType)>,
+    Option<&'a mut args::KeyArgs>,
     &'a OutputArgs,
 );
 
@@ -125,14 +130,25 @@ fn separable<'a>(
     command: &'a mut Option<Command>,
     read: &'a mut ReadArgs,
 ) -> Option<Separable<'a>> {
+    use RecordType::*;
+    macro_rules! of {
+        ($a:ident, $records:ident, $keys:expr) => {
+            (
+                &mut $a.capture,
+                Some((&mut $a.display, $records)),
+                $keys,
+                &$a.output,
+            )
+        };
+    }
     Some(match command {
-        None => (&mut read.capture, Some(&mut read.display), &read.output),
-        Some(Command::Read(a)) => (&mut a.capture, Some(&mut a.display), &a.output),
-        Some(Command::Messages(a)) => (&mut a.capture, Some(&mut a.display), &a.output),
-        Some(Command::Flows(a)) => (&mut a.capture, Some(&mut a.display), &a.output),
-        Some(Command::Handshake(a)) => (&mut a.capture, Some(&mut a.display), &a.output),
-        Some(Command::Game(a)) => (&mut a.capture, Some(&mut a.display), &a.output),
-        Some(Command::Stats(a)) => (&mut a.capture, None, &a.output),
+        None => of!(read, Packet, Some(&mut read.keys)),
+        Some(Command::Read(a)) => of!(a, Packet, Some(&mut a.keys)),
+        Some(Command::Messages(a)) => of!(a, Message, None),
+        Some(Command::Flows(a)) => of!(a, Flow, Some(&mut a.keys)),
+        Some(Command::Handshake(a)) => of!(a, Handshake, Some(&mut a.keys)),
+        Some(Command::Game(a)) => of!(a, Game, Some(&mut a.keys)),
+        Some(Command::Stats(a)) => (&mut a.capture, None, None, &a.output),
         _ => None?,
     })
 }
@@ -147,25 +163,23 @@ fn run_separate(
     out: &mut dyn Write,
 ) -> Option<anyhow::Result<u8>> {
     let (mut command, mut read) = (command.clone(), read.clone());
-    if let Some(Command::Plot(a)) = &command {
-        let why = "plot draws one capture: --separate cannot be used with it";
-        return a.capture.separate.then(|| Ok(say(why, EXIT_USAGE)));
-    }
-    if let Some(Command::Read(a)) = &command {
-        let why = "--separate cannot be used with -w (each file would write it)";
-        if a.capture.separate && a.write.is_some() {
-            return Some(Ok(say(why, EXIT_USAGE)));
-        }
-    }
     // `read` says which file its lines come from itself.
     let reading = matches!(command, None | Some(Command::Read(_)));
-    let (cap, display, output) = separable(&mut command, &mut read).filter(|c| c.0.separate)?;
+    let (cap, display, keys, output) =
+        separable(&mut command, &mut read).filter(|c| c.0.separate)?;
     let paths = cap.paths();
     if paths.len() < 2 || cap.part.is_some() {
         return None;
     }
-    let fields =
-        display.is_some_and(|d| d.format == Some(args::FormatArg::Fields) || !d.fields.is_empty());
+    // Mistakes in the options are said once, and keys read once, not once a file.
+    if let Some(Err(code)) = display.as_ref().map(|(d, r)| d.compile(*r, output.json)) {
+        return Some(Ok(code));
+    }
+    if let Some(Err(code)) = keys.map(|k| k.load().map(|keys| k.loaded = Some(keys))) {
+        return Some(Ok(code));
+    }
+    let fields = display
+        .is_some_and(|(d, _)| d.format == Some(args::FormatArg::Fields) || !d.fields.is_empty());
     let heading = !output.json && !output.quiet && !fields && !reading;
     let plan = crate::pipeline::separate::Plan {
         paths: paths.clone(),
@@ -176,11 +190,11 @@ fn run_separate(
     cap.separate = false;
     Some(plan.run(out, |i, part, out| {
         let (mut command, mut read) = (command.clone(), read.clone());
-        let (cap, display, _) = separable(&mut command, &mut read).expect("a separable command");
+        let (cap, display, ..) = separable(&mut command, &mut read).expect("a separable command");
         (cap.files, cap.read_file) = (vec![paths[i].clone()], Vec::new());
         (cap.threads, cap.part) = (Some(1), Some(part));
         // A field export's header once, before the first file's rows.
-        if let Some(d) = display.filter(|_| i > 0 && fields) {
+        if let Some((d, _)) = display.filter(|_| i > 0 && fields) {
             d.export_options.push("header=n".into());
         }
         run(command, &read, out)

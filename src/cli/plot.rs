@@ -44,17 +44,9 @@ pub fn run_plot(args: &PlotArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         eprintln!("raknet-dissect: --json and -o - both write to standard output: name a file");
         return Ok(EXIT_USAGE);
     }
-    for input in &args.capture.paths() {
-        let same = input.as_os_str() != "-"
-            && args.svg.as_os_str() != "-"
-            && matches!(
-                (input.canonicalize(), args.svg.canonicalize()),
-                (Ok(a), Ok(b)) if a == b
-            );
-        if same {
-            eprintln!("raknet-dissect: {shown} is the capture file: not overwriting it");
-            return Ok(EXIT_USAGE);
-        }
+    if crate::output::file::is_one_of(&args.svg, &args.capture.paths()) {
+        eprintln!("raknet-dissect: {shown} is the capture file: not overwriting it");
+        return Ok(EXIT_USAGE);
     }
     if let (Some(from), Some(to)) = (args.from, args.to) {
         if from > to {

@@ -4,6 +4,18 @@ use std::fs::{File, OpenOptions};
 use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
 
+/// Whether `out` is one of the files `inputs` (not standard input or
+/// output, `-`): a file about to be written that a run reads.
+pub fn is_one_of(out: &Path, inputs: &[PathBuf]) -> bool {
+    let real = |p: &Path| {
+        Some(p)
+            .filter(|p| p.as_os_str() != "-")?
+            .canonicalize()
+            .ok()
+    };
+    real(out).is_some_and(|o| inputs.iter().any(|i| real(i).as_ref() == Some(&o)))
+}
+
 /// A file written at the end of a run (an SVG), opened (not truncated)
 /// before the capture is read, so that a path that cannot be written fails
 /// at once; removed again when nothing is written and it was ours.
