@@ -89,6 +89,7 @@ fn text_comes_under_each_file_s_name() {
     let files = files();
     for cmd in [
         &["read"][..],
+        &["read", "-z", "conv,udp"],
         &["messages"],
         &["flows"],
         &["handshake"],

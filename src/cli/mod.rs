@@ -163,8 +163,9 @@ fn run_separate(
     out: &mut dyn Write,
 ) -> Option<anyhow::Result<u8>> {
     let (mut command, mut read) = (command.clone(), read.clone());
-    // `read` says which file its lines come from itself.
-    let reading = matches!(command, None | Some(Command::Read(_)));
+    // `read` says which file its lines come from itself (not its -z table).
+    let reading = matches!(&command, Some(Command::Read(a)) if a.stat.is_none())
+        || (command.is_none() && read.stat.is_none());
     let (cap, display, keys, output) =
         separable(&mut command, &mut read).filter(|c| c.0.separate)?;
     let paths = cap.paths();
