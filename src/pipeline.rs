@@ -116,8 +116,32 @@ pub enum Item<'p, 'a> {
 /// Capture files: each path as given, a directory as the capture files in
 /// it and its subdirectories (`.pcap`, `.pcapng`, `.cap`; 8 levels deep at
 /// most), in name order. A directory with none stays as it is (and is then
-/// a file that cannot be read, said so).
+/// a file that cannot be read, said so). A path that does not exist and
+/// has `*`, `?` or `[` in it is a glob (`captures/*/*.pcap`,
+/// `day1/**/*.pcapng`, for a fleet too large for the shell's command
+/// line): the files it matches, in name order, and the capture files of the
+/// directories it matches; one that matches nothing stays as it is.
 pub fn expand_paths(paths: impl IntoIterator<Item = PathBuf>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for p in paths {
+        let pattern = p
+            .to_str()
+            .filter(|t| t.contains(['*', '?', '[']) && !p.exists());
+        let matched: Vec<PathBuf> = pattern
+            .and_then(|t| glob::glob(t).ok())
+            .map(|m| m.filter_map(Result::ok).collect())
+            .unwrap_or_default();
+        if matched.is_empty() {
+            out.extend(expand_dirs([p]));
+        } else {
+            out.extend(expand_dirs(matched));
+        }
+    }
+    out
+}
+
+/// [`expand_paths`] without the globs.
+fn expand_dirs(paths: impl IntoIterator<Item = PathBuf>) -> Vec<PathBuf> {
     fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
         let Ok(rd) = std::fs::read_dir(dir) else {
             return;

@@ -886,3 +886,43 @@ fn a_directory_is_its_captures() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A path that does not exist and has glob characters is the files it
+/// matches, in name order (a fleet too large for the shell's command line,
+/// or a quoted pattern): every file it names, whatever its extension; a
+/// directory it names, the capture files in it; nothing matched, an error.
+#[test]
+fn a_glob_is_the_files_it_matches() {
+    let dir = std::env::temp_dir().join(format!("raknet-dissect-glob-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("host2/day1")).unwrap();
+    let samples = common::root().join("samples");
+    let (a, b) = (dir.join("host1.pcap"), dir.join("host2/day1/rot.pcap1"));
+    std::fs::copy(samples.join("handshake.pcap"), &a).unwrap();
+    std::fs::copy(samples.join("lossy.pcap"), &b).unwrap();
+    std::fs::write(dir.join("host1.keylog"), "").unwrap();
+    let (a, b) = (a.to_string_lossy(), b.to_string_lossy());
+    let d = dir.to_string_lossy();
+    for (pattern, files) in [
+        ("**/*.pcap*", vec![&a, &b]),
+        ("*.pcap*", vec![&a]),
+        ("host[0-9]/*/rot.pcap?", vec![&b]),
+        ("host2", vec![]),
+    ] {
+        let globbed = format!("{d}/{pattern}");
+        let got = run(&["flows", "--json", "--separate", &globbed]);
+        if files.is_empty() {
+            // A directory with no .pcap, .pcapng or .cap in it.
+            assert_eq!(got.status.code(), Some(3), "{pattern}");
+            continue;
+        }
+        let mut args = vec!["flows", "--json", "--separate"];
+        args.extend(files.iter().map(|f| f.as_ref()));
+        assert_eq!(stdout(&got), stdout(&run(&args)), "{pattern}");
+        assert!(!stdout(&got).is_empty(), "{pattern}");
+    }
+    let o = run(&["flows", &format!("{d}/nothing*.pcap")]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("nothing*.pcap"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
