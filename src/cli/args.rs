@@ -92,7 +92,7 @@ impl DecodeArgs {
 #[derive(Args, Debug, Default, Clone)]
 pub struct CaptureArgs {
     /// Capture files (pcap or pcapng), read in this order as one capture; `-`
-    /// reads standard input.
+    /// reads standard input; a directory, its captures; a quoted glob, its matches.
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// A capture file, tshark's spelling (repeatable).
