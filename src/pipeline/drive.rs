@@ -85,9 +85,10 @@ pub fn drive_items(
     for line in ended.problems(paths) {
         eprintln!("raknet-dissect: {}", name(line));
     }
-    if io::stderr().is_terminal() {
+    // Not once a file of a --separate run: a fleet would fill the terminal.
+    if io::stderr().is_terminal() && cap.part.is_none() {
         let summary = ended.summary(pipeline.dissect_stats());
-        eprintln!("raknet-dissect: {}", name(summary));
+        eprintln!("raknet-dissect: {summary}");
     }
     match (ended.exit_code(), pipeline.no_such_flow(cap.flow)) {
         (EXIT_OK, Some(why)) => {
