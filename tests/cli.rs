@@ -893,8 +893,8 @@ fn a_directory_is_its_captures() {
 /// directory it names, the capture files in it; nothing matched, an error.
 #[test]
 fn a_glob_is_the_files_it_matches() {
-    let dir = std::env::temp_dir().join(format!("raknet-dissect-glob-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let tmp = common::TempDir::new("glob");
+    let dir = tmp.path();
     std::fs::create_dir_all(dir.join("host2/day1")).unwrap();
     let samples = common::root().join("samples");
     let (a, b) = (dir.join("host1.pcap"), dir.join("host2/day1/rot.pcap1"));
@@ -924,5 +924,4 @@ fn a_glob_is_the_files_it_matches() {
     let o = run(&["flows", &format!("{d}/nothing*.pcap")]);
     assert_eq!(o.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&o.stderr).contains("nothing*.pcap"));
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -149,17 +149,18 @@ impl CaptureArgs {
 
     /// What the pipeline reads, and how (`trace`: the `-V` field trees).
     pub fn reading(&self, trace: bool) -> Reading {
+        // Expanded once: a directory or a glob is a walk of the disk.
+        let paths = self.paths();
         let options = PipelineOptions {
             decode_as: self.decode.decode_as.clone(),
             no_heuristics: self.decode.no_heuristics,
             trace,
             consumed: None,
             owned: self.owned.clone(),
-            one_thread: self.threads() == 1,
+            one_thread: crate::pipeline::threads(self.threads, &paths) == 1,
         };
         let (summary_only, count, flow, part) =
             (self.summary_only, self.count, self.flow, self.part.clone());
-        let paths = self.paths();
         Reading {
             paths,
             options,

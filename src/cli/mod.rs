@@ -184,7 +184,7 @@ fn run_separate(
     let heading = !output.json && !output.quiet && !fields && !reading;
     let plan = crate::pipeline::separate::Plan {
         paths: paths.clone(),
-        threads: cap.threads(),
+        threads: crate::pipeline::threads(cap.threads, &paths),
         heading,
         summary_only: cap.summary_only,
     };

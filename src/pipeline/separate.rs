@@ -102,8 +102,8 @@ impl Plan {
     }
 }
 
-/// Chunks written out, for the workers to fill again (a fresh 64 KiB
-/// each time would cost a page fault every 4 KiB).
+/// Chunks written out, for the workers to fill again (a fresh chunk each
+/// time would cost a page fault every 4 KiB of output).
 type Spent = Mutex<Vec<Vec<u8>>>;
 
 /// A file's output on its way to the writer, a chunk at a time.
@@ -186,8 +186,8 @@ pub fn each_in_order<R: Send>(
                 spent: &spent,
             };
             let r = job(i, &mut chunks);
-            // What is left goes after the result is kept, so the writer,
-            // once the channel closes, finds it.
+            // The rest of the output, then the result, then the channel
+            // closes (`drop`): a writer that sees it closed finds the result.
             let _ = chunks.hand_on();
             if let Ok(mut slot) = results[i].lock() {
                 *slot = Some(r);
