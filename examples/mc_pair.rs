@@ -48,7 +48,7 @@
 //!   Sequenced messages are kept off the ordered channels on purpose:
 //!   rust-raknet 1.4 delivers a sequenced message as soon as its sequence index
 //!   is new, whatever its ordering index, where the original library holds it
-//!   back behind a missing ordered message of its channel (WIRE_FORMAT.md s7).
+//!   back behind a missing ordered message of its channel (docs/wire-format.md §7).
 //! - `--sent-json FILE`: the client's messages, as peers.py writes them
 //!   (`{"sent": [{"index", "serial", "side", "dir", "reliability",
 //!   "reliability_value", "channel", "len", "hex"}]}`).

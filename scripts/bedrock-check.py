@@ -108,7 +108,7 @@ def inflations(body):
 
 
 class Decryptor:
-    """One direction's cipher stream and checksum counter (BEDROCK.md 3.2, 3.3)."""
+    """One direction's cipher stream and checksum counter (docs/bedrock-protocol.md 3.2, 3.3)."""
 
     def __init__(self, key, cfb8):
         from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes

@@ -2,7 +2,7 @@
 // A real Bedrock session between bedrock-protocol's server and client (npm,
 // MIT) on jsp-raknet over loopback, recording from inside what each side
 // really sent: every game packet's bytes, its batch and whether the batch was
-// encrypted; and the connection's key as a key-log line (BEDROCK.md
+// encrypted; and the connection's key as a key-log line (docs/bedrock-protocol.md
 // section 8). `raknet-dissect game --json` on a capture of the run must give
 // the same packets, names and bytes.
 //

@@ -203,7 +203,7 @@ kernel's buffer, not what RakNet does with what arrives.  Bulk transfers suffer
 from the drops too (resends, a slower sender): see scripts/bench-peer.sh.
 
 Scrambled split messages: the PyPI build joins the parts of a split message in
-the order they ARRIVE (WIRE_FORMAT.md section 7), so with loss the application
+the order they ARRIVE (docs/wire-format.md section 7), so with loss the application
 can get a split message with its parts permuted.  A received message that
 matches no sent one byte for byte, but has the length and the same bytes (as a
 multiset) as a message of over 516 bytes (split at the smallest MTU, 576) that

@@ -62,6 +62,30 @@ impl Dir {
     }
 }
 
+/// Every `kind` an [`Anomaly`] has (docs/json.md, "Anomaly kinds"):
+/// the dissector's, the mirror's, and the game layer's `fields`.
+pub const ANOMALY_KINDS: [&str; 19] = [
+    "truncated",
+    "malformed",
+    "trailing_bytes",
+    "short_datagram",
+    "ack_receipt_on_wire",
+    "duplicate",
+    "resend",
+    "gap",
+    "out_of_order",
+    "datagram_dropped",
+    "stale_sequenced",
+    "old_ordered",
+    "invalid_channel",
+    "split_incomplete",
+    "split_arrival_order",
+    "nack_of_seen",
+    "nack_of_acked",
+    "bound_exceeded",
+    "fields",
+];
+
 /// Something wrong or notable about a packet.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Anomaly {

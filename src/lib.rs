@@ -32,6 +32,7 @@ pub mod mirror;
 pub mod output;
 pub mod peer;
 pub mod pipeline;
+pub mod random;
 pub mod replay;
 pub mod session;
 pub mod wire;

@@ -7,7 +7,7 @@
 //! and stay under a peak-memory bound.
 //!
 //! The captures are GENERATED here (classic little-endian pcap, link type 228
-//! raw IPv4, IPv4 and UDP headers by hand, RakNet per WIRE_FORMAT.md sections
+//! raw IPv4, IPv4 and UDP headers by hand, RakNet per docs/wire-format.md sections
 //! 3-6) into `CARGO_TARGET_TMPDIR/adversarial/`. Every flow but the one-packet
 //! ones opens with an ID_OPEN_CONNECTION_REQUEST_1, so it is RakNet by its
 //! handshake and the mirror starts at datagram 0, reliable index 0, order index 0.
@@ -18,7 +18,7 @@
 //! figures are printed (run with `--nocapture` to see them).
 //!
 //! THE BOUND: [`PEAK_RSS_LIMIT_KB`], 512 MB (500,000 KiB) per run of the
-//! binary, whatever the capture: the bound README.md documents ("Peak memory
+//! binary, whatever the capture: the bound docs/messages.md documents ("Peak memory
 //! therefore stays under about 512 MB whatever the capture"), which follows
 //! from the mirror's 256 MiB budget for all flows together plus the flow
 //! tables (65,536 flows in the dissector and in the mirror) and buffers. On
@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 /// Peak resident memory allowed to one run of the binary on any capture:
-/// README's 512 MB (decimal), in KiB.
+/// docs/messages.md's 512 MB (decimal), in KiB.
 const PEAK_RSS_LIMIT_KB: u64 = 512_000_000 / 1024;
 
 /// One run of the binary is killed (and the test fails) after this.
@@ -148,7 +148,7 @@ impl Pcap {
 }
 
 // ---------------------------------------------------------------------------
-// RakNet packets (WIRE_FORMAT.md)
+// RakNet packets (docs/wire-format.md)
 // ---------------------------------------------------------------------------
 
 /// ID_OPEN_CONNECTION_REQUEST_1 (section 3): id, magic, protocol 6, zeros to MTU - 28 bytes.

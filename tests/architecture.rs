@@ -290,3 +290,28 @@ fn the_path_reader_expands_groups() {
         ]
     );
 }
+
+/// Every anomaly kind the code raises (`anomaly("kind", …)`, `Anomaly {
+/// kind: "kind", … }`) is in `dissect::ANOMALY_KINDS`, the closed set that
+/// `-Y 'anomalies.kind == …'` checks a value against: a kind missing there
+/// would make a valid filter an error.
+#[test]
+fn every_anomaly_kind_raised_is_listed() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let raised =
+        regex_lite::Regex::new(r#"(?:\banomaly\(\s*|Anomaly \{\s*kind:\s*)"([a-z_]+)""#).unwrap();
+    let mut seen = BTreeSet::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        for c in raised.captures_iter(&text) {
+            seen.insert(c[1].to_string());
+        }
+    }
+    assert!(seen.len() >= 10, "the scan found only {seen:?}");
+    let missing: Vec<&String> = seen
+        .iter()
+        .filter(|k| !raknet_dissect::dissect::ANOMALY_KINDS.contains(&k.as_str()))
+        .collect();
+    assert!(missing.is_empty(), "not in ANOMALY_KINDS: {missing:?}");
+}

@@ -22,7 +22,7 @@
 //! failure the test's files (captures, the peers' output) stay in
 //! `target/tmp/handshake/<test>-<pid>/`.
 //!
-//! Outcomes asserted (README, "Why a connection did not come up"):
+//! Outcomes asserted (docs/handshake.md, the outcome table):
 //! `incompatible_protocol`, `no_free_incoming_connections`,
 //! `port_unreachable`, `connected` after an MTU fall-back (and a server's
 //! MTU cap, which is no fall-back), `no_reply_2`,
@@ -1734,7 +1734,7 @@ fn silent_server_times_out() {
 /// ID_DISCONNECTION_NOTIFICATION (resent for its 1 s shutdown block) meets
 /// the closed port: the kernel answers ICMP port unreachable quoting the
 /// SERVER's datagrams. `port_unreachable` is for ICMP errors answering the
-/// client's datagrams (README), and the server does listen: the attempt must
+/// client's datagrams (docs/handshake.md), and the server does listen: the attempt must
 /// say `disconnected_by_server`, and no diagnosis may say that nothing
 /// listens on the server's port.
 #[test]

@@ -21,7 +21,7 @@
 //!   required nor refused there.
 //!
 //! The original joins the parts of a split message in ARRIVAL order
-//! (WIRE_FORMAT.md section 7), so with loss its application gets some split
+//! (docs/wire-format.md section 7), so with loss its application gets some split
 //! messages scrambled; peers.py marks them (`"scrambled": true`). The mirror
 //! reassembles by split index by default and flags those messages with an anomaly
 //! whose kind contains "arrival": they are compared with the bytes the client

@@ -12,7 +12,7 @@
 //! exactly once and byte for byte, RELIABLE_ORDERED ones in order per channel,
 //! sequenced ones at most once and in order, unreliable ones at most once (and
 //! at least 90% of them on clean loopback). The original library joins the
-//! parts of a split message in ARRIVAL order (WIRE_FORMAT.md section 7): when a
+//! parts of a split message in ARRIVAL order (docs/wire-format.md section 7): when a
 //! datagram is lost (relay, or a full socket buffer) its application can get a
 //! split message with its parts permuted. Such a message counts as delivered
 //! only when it is exactly the sender's parts (MTU - 60 bytes each), each once,

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use common::{args, Ours};
 use raknet_dissect::wire::{Offline, SystemAddress};
 
-/// Open Connection Request 2 to `server` (WIRE_FORMAT.md section 3).
+/// Open Connection Request 2 to `server` (docs/wire-format.md section 3).
 fn request2(server: SocketAddr, guid: u64) -> Vec<u8> {
     let mut b = Vec::new();
     Offline::OpenConnectionRequest2 {

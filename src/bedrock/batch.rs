@@ -1,4 +1,4 @@
-//! The framing of one 0xFE message (BEDROCK.md §1-2): the compression of
+//! The framing of one 0xFE message (docs/bedrock-protocol.md §1-2): the compression of
 //! each generation, and the records of a batch: `varuint32 length` then a
 //! game packet, whose `varuint32` header holds the packet id (10 bits) and
 //! the sub-client ids. Stateless; every size a peer controls is bounded.
@@ -189,7 +189,7 @@ pub fn split(body: &[u8]) -> Result<Vec<&[u8]>, BatchError> {
     Ok(out)
 }
 
-/// A game packet's header (BEDROCK.md §1.2).
+/// A game packet's header (docs/bedrock-protocol.md §1.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
     /// The packet id, 10 bits.

@@ -12,7 +12,7 @@ use super::codec::NEGOTIATED_FROM;
 use super::crypto::{decode_base64, derive_key, shared_secret};
 use super::identity::Player;
 use super::login::{jwt_parts, jwt_verifies};
-use super::speak::{key_log_line, refusal, SessionEvent, Speaker};
+use super::speak::{key_log_line, refusal, SessionEvent, SpeakError, Speaker};
 
 /// One client connection's game login.
 #[derive(Clone)]
@@ -29,13 +29,13 @@ pub struct GameClient {
 
 impl GameClient {
     /// A client of game `version` logging in as `name` to `server`.
-    pub fn new(version: &str, name: &str, server: &str) -> Result<Self, String> {
-        GameClient::with_player(version, Player::new(name), server)
+    pub fn new(version: &str, name: &str, server: &str) -> Result<Self, SpeakError> {
+        GameClient::with_player(version, Player::new(name)?, server)
     }
 
     /// A client of game `version` logging in as `player` (its key made
     /// before: a test or a fuzz target reuses one).
-    pub fn with_player(version: &str, player: Player, server: &str) -> Result<Self, String> {
+    pub fn with_player(version: &str, player: Player, server: &str) -> Result<Self, SpeakError> {
         Ok(GameClient {
             speaker: Speaker::new(version)?,
             player,
@@ -47,7 +47,7 @@ impl GameClient {
     }
 
     /// The first batch: RequestNetworkSettings (1.19.30 on) or the Login.
-    pub fn start(&mut self) -> Result<(), String> {
+    pub fn start(&mut self) -> Result<(), SpeakError> {
         let p = self.speaker.protocol;
         if p >= NEGOTIATED_FROM {
             self.speaker
@@ -59,11 +59,11 @@ impl GameClient {
         }
     }
 
-    fn login(&mut self) -> Result<(), String> {
+    fn login(&mut self) -> Result<(), SpeakError> {
         let s = &mut self.speaker;
         let (identity, client) = self
             .player
-            .login_tokens(s.protocol, &s.version, &self.server);
+            .login_tokens(s.protocol, &s.version, &self.server)?;
         s.queue(
             "login",
             json!({"protocol_version": s.protocol, "tokens": {"identity": identity, "client": client}}),
@@ -76,12 +76,12 @@ impl GameClient {
     pub fn handle(&mut self, message: &[u8]) {
         for (name, f) in self.speaker.receive(message) {
             if let Err(e) = self.react(&name, &f) {
-                self.speaker.event(SessionEvent::Error(e));
+                self.speaker.event(SessionEvent::Error(e.to_string()));
             }
         }
     }
 
-    fn react(&mut self, name: &str, f: &Value) -> Result<(), String> {
+    fn react(&mut self, name: &str, f: &Value) -> Result<(), SpeakError> {
         let s = &mut self.speaker;
         match name {
             "network_settings" => {
@@ -98,20 +98,22 @@ impl GameClient {
             }
             "server_to_client_handshake" => {
                 let token = f["token"].as_str().unwrap_or("");
-                let (header, claims) =
-                    jwt_parts(token).ok_or("the server's handshake is not a JWT")?;
+                let (header, claims) = jwt_parts(token)
+                    .ok_or(SpeakError::Peer("the server's handshake is not a JWT"))?;
                 let x5u = header["x5u"]
                     .as_str()
-                    .ok_or("the server's handshake names no key")?;
+                    .ok_or(SpeakError::Peer("the server's handshake names no key"))?;
                 if !jwt_verifies(token, x5u) {
-                    return Err("the server's handshake signature does not verify".into());
+                    return Err(SpeakError::Peer(
+                        "the server's handshake signature does not verify",
+                    ));
                 }
                 let salt = claims["salt"]
                     .as_str()
                     .and_then(decode_base64)
-                    .ok_or("the server's handshake has no salt")?;
+                    .ok_or(SpeakError::Peer("the server's handshake has no salt"))?;
                 let secret = shared_secret(&self.player.key.secret, x5u)
-                    .ok_or("the server's key is not a P-384 key")?;
+                    .ok_or(SpeakError::Peer("the server's key is not a P-384 key"))?;
                 let key = derive_key(&salt, &secret);
                 s.event(SessionEvent::KeyLog(key_log_line(&salt, &key)));
                 s.codec.set_key(key);
@@ -167,7 +169,7 @@ impl GameClient {
     }
 
     /// Send packet `name` with `set` over its zero value.
-    pub fn send(&mut self, name: &str, set: Value) -> Result<(), String> {
+    pub fn send(&mut self, name: &str, set: Value) -> Result<(), SpeakError> {
         self.speaker.queue(name, set)?;
         self.speaker.flush();
         Ok(())

@@ -1,5 +1,5 @@
 //! One endpoint's batch framing, both ways, as a Bedrock client or server
-//! does it (BEDROCK.md sections 1-3): packets joined with their lengths,
+//! does it (docs/bedrock-protocol.md §1-3): packets joined with their lengths,
 //! compressed as the generation and NetworkSettings say (DEFLATE always
 //! before 1.19.30; after NetworkSettings from 1.19.30, above the
 //! threshold, with the algorithm byte from 1.20.60), encrypted with a
@@ -12,7 +12,7 @@ use super::crypto::{Decryptor, Encryptor, Mode};
 pub const NEGOTIATED_FROM: u32 = 554;
 /// 1.20.60: the algorithm byte.
 pub const PREFIXED_FROM: u32 = 649;
-/// 1.16.220 (431): AES-CTR; CFB8 before (BEDROCK.md 3.2: 429 on).
+/// 1.16.220 (431): AES-CTR; CFB8 before (docs/bedrock-protocol.md §3.2: 429 on).
 pub const CTR_FROM: u32 = 429;
 
 /// Why a batch could not be read.

@@ -1,4 +1,4 @@
-//! Bedrock encryption (BEDROCK.md §3): the key from an ECDH P-384 secret
+//! Bedrock encryption (docs/bedrock-protocol.md §3): the key from an ECDH P-384 secret
 //! and the ServerToClientHandshake's salt, AES-256-CTR (AES-256-CFB8
 //! before 1.16.220) as one stream per direction, and the 8-byte SHA-256
 //! checksum that tells a right key from a wrong one. Key material comes
@@ -26,6 +26,40 @@ pub struct Keys {
     pub salt_secrets: Vec<(Vec<u8>, [u8; 48])>,
     /// Private keys of either side (`--key`).
     pub private: Vec<p384::SecretKey>,
+}
+
+/// Why key files give no keys.
+#[derive(Debug, thiserror::Error)]
+pub enum KeysError {
+    /// The file cannot be read.
+    #[error("{}: {error}", path.display())]
+    Read {
+        path: std::path::PathBuf,
+        error: std::io::Error,
+    },
+    /// The file is not text (a capture or another binary file).
+    #[error("{}: not a key log or a PEM file (binary, not text)", .0.display())]
+    NotText(std::path::PathBuf),
+    /// A key log with no key line (of how many lines that are not one).
+    #[error(
+        "{}: not a key log: no BEDROCK_KEY, BEDROCK_SALT_KEY, BEDROCK_SHARED_SECRET or BEDROCK_SALT_SECRET line ({others} other lines)",
+        path.display()
+    )]
+    NoKeyLine {
+        path: std::path::PathBuf,
+        others: usize,
+    },
+    /// A PEM file with no EC P-384 private key.
+    #[error("{}: no EC P-384 private key in it", .0.display())]
+    NoPrivateKey(std::path::PathBuf),
+}
+
+impl KeysError {
+    /// The file is there but is not what was asked for (a usage mistake,
+    /// not a file that cannot be read).
+    pub fn is_wrong_file(&self) -> bool {
+        !matches!(self, KeysError::Read { .. })
+    }
 }
 
 impl fmt::Debug for Keys {
@@ -56,7 +90,7 @@ impl Keys {
             && self.private.is_empty()
     }
 
-    /// Adds the lines of a key log (BEDROCK.md §8); returns a warning per
+    /// Adds the lines of a key log (docs/bedrock-protocol.md §8); returns a warning per
     /// line it skipped (unknown label, bad hex), with its line number.
     pub fn add_key_log(&mut self, text: &str) -> Vec<String> {
         let mut warnings = Vec::new();
@@ -91,28 +125,48 @@ impl Keys {
     }
 
     /// Key logs and PEM files read into one set; `Err` names the file that
-    /// cannot be read (or a PEM file with no P-384 key); the warnings name
-    /// the lines skipped.
+    /// cannot be read or holds no key (a key log with no key line, a binary
+    /// file, a PEM file with no P-384 key); the warnings name the lines
+    /// skipped in key logs that hold keys.
     pub fn from_files(
         key_logs: &[std::path::PathBuf],
         pems: &[std::path::PathBuf],
-    ) -> Result<(Keys, Vec<String>), String> {
+    ) -> Result<(Keys, Vec<String>), KeysError> {
         let read = |p: &std::path::PathBuf| {
-            std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))
+            let bytes = std::fs::read(p).map_err(|error| KeysError::Read {
+                path: p.clone(),
+                error,
+            })?;
+            String::from_utf8(bytes).map_err(|_| KeysError::NotText(p.clone()))
         };
         let mut keys = Keys::default();
         let mut warnings = Vec::new();
         for p in key_logs {
-            for w in keys.add_key_log(&read(p)?) {
-                warnings.push(format!("{}: {w}", p.display()));
+            let before = keys.count();
+            let skipped = keys.add_key_log(&read(p)?);
+            if keys.count() == before {
+                return Err(KeysError::NoKeyLine {
+                    path: p.clone(),
+                    others: skipped.len(),
+                });
             }
+            warnings.extend(skipped.iter().map(|w| format!("{}: {w}", p.display())));
         }
         for p in pems {
             if keys.add_pem(&read(p)?) == 0 {
-                return Err(format!("{}: no EC P-384 private key in it", p.display()));
+                return Err(KeysError::NoPrivateKey(p.clone()));
             }
         }
         Ok((keys, warnings))
+    }
+
+    /// How many keys, secrets and private keys are held.
+    pub fn count(&self) -> usize {
+        self.keys.len()
+            + self.salt_keys.len()
+            + self.secrets.len()
+            + self.salt_secrets.len()
+            + self.private.len()
     }
 
     /// Adds every EC P-384 private key of a PEM file (PKCS#8 or SEC1);

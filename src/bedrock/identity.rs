@@ -1,6 +1,6 @@
 //! The keys and tokens a Bedrock peer makes: a fresh P-384 key, ES384 JWTs
 //! signed with it (header `x5u`: the public key, base64 DER), the offline
-//! Login of each generation (BEDROCK.md section 4.1: a self-signed chain up
+//! Login of each generation (docs/bedrock-protocol.md §4.1: a self-signed chain up
 //! to 1.21.80, inside the Certificate/Token object from 1.21.90, a
 //! self-signed token from 1.26.10 as bedrock-protocol makes it), and the
 //! server's handshake JWT with its salt.
@@ -11,30 +11,7 @@ use p384::ecdsa::signature::Signer;
 use p384::pkcs8::EncodePublicKey;
 use serde_json::{json, Value};
 
-/// Random bytes from the operating system.
-pub fn random<const N: usize>() -> [u8; N] {
-    use std::io::Read;
-    let mut b = [0u8; N];
-    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
-        if f.read_exact(&mut b).is_ok() {
-            return b;
-        }
-    }
-    // No /dev/urandom: the time and the process, hashed (never for keys
-    // that matter: this only happens off Linux-like systems).
-    use sha2::{Digest, Sha256};
-    let mut out = [0u8; N];
-    for (counter, chunk) in out.chunks_mut(32).enumerate() {
-        let mut h = Sha256::new();
-        h.update(format!(
-            "{:?}{}{counter}",
-            std::time::SystemTime::now(),
-            std::process::id()
-        ));
-        chunk.copy_from_slice(&h.finalize()[..chunk.len()]);
-    }
-    out
-}
+use crate::random::{bytes as random, RandomError};
 
 /// A P-384 key and its public half as Bedrock writes it.
 #[derive(Clone)]
@@ -45,11 +22,11 @@ pub struct KeyPair {
 }
 
 impl KeyPair {
-    /// A fresh key.
-    pub fn generate() -> Self {
+    /// A fresh key, from the operating system's randomness.
+    pub fn generate() -> Result<Self, RandomError> {
         loop {
-            if let Ok(secret) = p384::SecretKey::from_slice(&random::<48>()) {
-                return KeyPair::from_secret(secret);
+            if let Ok(secret) = p384::SecretKey::from_slice(&random::<48>()?) {
+                return Ok(KeyPair::from_secret(secret));
             }
         }
     }
@@ -87,11 +64,11 @@ impl KeyPair {
 }
 
 /// A random version-4 UUID, as text.
-pub fn uuid4() -> String {
-    let mut b = random::<16>();
+pub fn uuid4() -> Result<String, RandomError> {
+    let mut b = random::<16>()?;
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
-    crate::wire::cursor::uuid_text(&b)
+    Ok(crate::wire::cursor::uuid_text(&b))
 }
 
 /// Seconds since the Unix epoch.
@@ -110,12 +87,12 @@ pub struct Player {
 }
 
 impl Player {
-    pub fn new(name: &str) -> Self {
-        Player {
+    pub fn new(name: &str) -> Result<Self, RandomError> {
+        Ok(Player {
             name: name.to_string(),
-            uuid: uuid4(),
-            key: KeyPair::generate(),
-        }
+            uuid: uuid4()?,
+            key: KeyPair::generate()?,
+        })
     }
 
     /// The Login's two strings for `protocol`: the identity (chain, or
@@ -125,7 +102,7 @@ impl Player {
         protocol: u32,
         game_version: &str,
         server: &str,
-    ) -> (String, String) {
+    ) -> Result<(String, String), RandomError> {
         let t = now();
         let chain = || {
             let jwt = self.key.jwt(&json!({
@@ -151,12 +128,12 @@ impl Player {
                 .to_string()
         };
         let mut data = json!({
-            "ClientRandomId": i64::from_le_bytes(random::<8>()) & i64::MAX,
+            "ClientRandomId": i64::from_le_bytes(random::<8>()?) & i64::MAX,
             "CurrentInputMode": 1, "DefaultInputMode": 1,
-            "DeviceId": uuid4(), "DeviceModel": "raknet-dissect", "DeviceOS": 7,
+            "DeviceId": uuid4()?, "DeviceModel": "raknet-dissect", "DeviceOS": 7,
             "GameVersion": game_version, "GuiScale": -1, "LanguageCode": "en_GB", "GraphicsMode": 1,
             "PlatformOfflineId": "", "PlatformOnlineId": "", "PlayFabId": "",
-            "SelfSignedId": uuid4(), "ServerAddress": server, "ThirdPartyName": self.name,
+            "SelfSignedId": uuid4()?, "ServerAddress": server, "ThirdPartyName": self.name,
             "ThirdPartyNameOnly": false, "UIProfile": 0, "IsEditorMode": false,
             "TrustedSkin": false, "OverrideSkin": false, "CompatibleWithClientSideChunkGen": false,
             "MaxViewDistance": 0, "MemoryTier": 0, "PlatformType": 0,
@@ -175,15 +152,15 @@ impl Player {
             d.extend(s);
         }
         let client = self.key.jwt(&data);
-        (identity, client)
+        Ok((identity, client))
     }
 }
 
 /// The server's handshake: a JWT with a fresh 16-byte salt, signed by the
 /// server's key (header `x5u`). Returns it and the salt.
-pub fn server_handshake(key: &KeyPair) -> (String, [u8; 16]) {
-    let salt = random::<16>();
-    (key.jwt(&json!({"salt": STANDARD.encode(salt)})), salt)
+pub fn server_handshake(key: &KeyPair) -> Result<(String, [u8; 16]), RandomError> {
+    let salt = random::<16>()?;
+    Ok((key.jwt(&json!({"salt": STANDARD.encode(salt)})), salt))
 }
 
 #[cfg(test)]
@@ -193,15 +170,15 @@ mod tests {
 
     #[test]
     fn tokens_verify_by_their_keys() {
-        let p = Player::new("Steve");
+        let p = Player::new("Steve").unwrap();
         assert!(p.key.public.starts_with("MHYwEAYHKoZIzj0CAQYFK4EEACIDYgAE"));
-        let (identity, client) = p.login_tokens(2169, "1.26.45", "127.0.0.1:19132");
+        let (identity, client) = p.login_tokens(2169, "1.26.45", "127.0.0.1:19132").unwrap();
         assert!(jwt_verifies(&client, &p.key.public));
         let v: Value = serde_json::from_str(&identity).unwrap();
         let token = v["Token"].as_str().unwrap();
         assert!(jwt_verifies(token, &p.key.public));
         assert_eq!(jwt_parts(token).unwrap().1["xname"], "Steve");
-        let (identity, _) = p.login_tokens(527, "1.19.1", "h:1");
+        let (identity, _) = p.login_tokens(527, "1.19.1", "h:1").unwrap();
         let v: Value = serde_json::from_str(&identity).unwrap();
         let chain: Vec<&str> = v["chain"]
             .as_array()
@@ -210,13 +187,13 @@ mod tests {
             .map(|j| j.as_str().unwrap())
             .collect();
         assert_eq!(chain_verifies(&chain), (true, false));
-        let (h, s) = server_handshake(&p.key);
+        let (h, s) = server_handshake(&p.key).unwrap();
         assert!(jwt_verifies(&h, &p.key.public));
         assert_eq!(jwt_parts(&h).unwrap().1["salt"], STANDARD.encode(s));
-        assert_ne!(uuid4(), uuid4());
+        assert_ne!(uuid4().unwrap(), uuid4().unwrap());
         // Asked again (the answers are remembered): the same answers, and
         // another key, or a token changed by a byte, still fails.
-        let other = Player::new("Alex");
+        let other = Player::new("Alex").unwrap();
         for _ in 0..2 {
             assert!(jwt_verifies(&client, &p.key.public));
             assert!(!jwt_verifies(&client, &other.key.public));

@@ -1,4 +1,4 @@
-//! The early game packets decoded by hand (BEDROCK.md §2, §4): what a
+//! The early game packets decoded by hand (docs/bedrock-protocol.md §2, §4): what a
 //! person debugging a login needs, as JSON fields. Every length is checked
 //! against what is there; skins and other blobs are never copied.
 

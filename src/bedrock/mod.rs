@@ -1,5 +1,5 @@
 //! The Minecraft Bedrock game layer carried in RakNet's 0xFE messages
-//! (facts: `BEDROCK.md`). Sans-IO: [`Game`] is fed the packets of a capture
+//! (facts: `docs/bedrock-protocol.md`). Sans-IO: [`Game`] is fed the packets of a capture
 //! (for the RakNet protocol and the pong's MOTD) and the messages each
 //! side's application received, in delivery order (from the mirror: loss,
 //! resends, duplicates and split reassembly already resolved, which

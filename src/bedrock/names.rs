@@ -231,7 +231,7 @@ mod tests {
     use super::*;
 
     /// The minecraft-data folders with a protocol.json from 1.16.201 on
-    /// (BEDROCK.md §5: 53 of them, 1.16.201 … 1.26.60); each is also the
+    /// (docs/bedrock-protocol.md §5: 53 of them, 1.16.201 … 1.26.60); each is also the
     /// game version that names it.
     const FOLDERS: [&str; 53] = [
         "1.16.201", "1.16.210", "1.16.220", "1.17.0", "1.17.10", "1.17.30", "1.17.40", "1.18.0",

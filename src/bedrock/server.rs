@@ -12,7 +12,7 @@ use super::codec::NEGOTIATED_FROM;
 use super::crypto::{derive_key, shared_secret};
 use super::identity::{server_handshake, KeyPair};
 use super::login::{chain_verifies, jwt_parts, jwt_verifies};
-use super::speak::{key_log_line, SessionEvent, Speaker};
+use super::speak::{key_log_line, SessionEvent, SpeakError, Speaker};
 
 /// Batches above this many bytes are compressed (bedrock-protocol's default).
 pub const COMPRESSION_THRESHOLD: usize = 512;
@@ -29,13 +29,13 @@ pub struct GameServer {
 }
 
 impl GameServer {
-    pub fn new(version: &str) -> Result<Self, String> {
-        GameServer::with_key(version, KeyPair::generate())
+    pub fn new(version: &str) -> Result<Self, SpeakError> {
+        GameServer::with_key(version, KeyPair::generate()?)
     }
 
     /// A server of game `version` whose handshakes are signed with `key`
     /// (made before: a test or a fuzz target reuses one).
-    pub fn with_key(version: &str, key: KeyPair) -> Result<Self, String> {
+    pub fn with_key(version: &str, key: KeyPair) -> Result<Self, SpeakError> {
         Ok(GameServer {
             speaker: Speaker::new(version)?,
             key,
@@ -49,13 +49,13 @@ impl GameServer {
     pub fn handle(&mut self, message: &[u8]) {
         for (name, f) in self.speaker.receive(message) {
             if let Err(e) = self.react(&name, &f) {
-                self.speaker.event(SessionEvent::Error(e));
+                self.speaker.event(SessionEvent::Error(e.to_string()));
             }
         }
     }
 
     /// Refuse a client of protocol `theirs`.
-    fn refuse(&mut self, theirs: i64) -> Result<(), String> {
+    fn refuse(&mut self, theirs: i64) -> Result<(), SpeakError> {
         let s = &mut self.speaker;
         let status = if theirs < i64::from(s.protocol) {
             "failed_client"
@@ -72,7 +72,7 @@ impl GameServer {
         Ok(())
     }
 
-    fn react(&mut self, name: &str, f: &Value) -> Result<(), String> {
+    fn react(&mut self, name: &str, f: &Value) -> Result<(), SpeakError> {
         let p = i64::from(self.speaker.protocol);
         match name {
             "request_network_settings" => {
@@ -106,11 +106,11 @@ impl GameServer {
                     )?;
                     s.flush();
                 }
-                let (token, salt) = server_handshake(&self.key);
+                let (token, salt) = server_handshake(&self.key)?;
                 s.queue("server_to_client_handshake", json!({"token": token}))?;
                 s.flush();
                 let secret = shared_secret(&self.key.secret, &client_key)
-                    .ok_or("the client's key is not a P-384 key")?;
+                    .ok_or(SpeakError::Peer("the client's key is not a P-384 key"))?;
                 let key = derive_key(&salt, &secret);
                 s.event(SessionEvent::KeyLog(key_log_line(&salt, &key)));
                 s.codec.set_key(key);
@@ -166,7 +166,7 @@ impl GameServer {
     }
 
     /// Send packet `name` with `set` over its zero value.
-    pub fn send(&mut self, name: &str, set: Value) -> Result<(), String> {
+    pub fn send(&mut self, name: &str, set: Value) -> Result<(), SpeakError> {
         self.speaker.queue(name, set)?;
         self.speaker.flush();
         Ok(())
@@ -183,16 +183,17 @@ impl GameServer {
 
 /// The player's name and key from the Login's identity: the self-signed
 /// token (1.26.10 on) or the chain, checked.
-fn client_identity(identity: &str) -> Result<(String, String), String> {
-    let v: Value =
-        serde_json::from_str(identity).map_err(|_| "the Login's identity is not JSON")?;
+fn client_identity(identity: &str) -> Result<(String, String), SpeakError> {
+    let v: Value = serde_json::from_str(identity)
+        .map_err(|_| SpeakError::Peer("the Login's identity is not JSON"))?;
     if let Some(token) = v["Token"].as_str().filter(|t| !t.is_empty()) {
-        let (_, claims) = jwt_parts(token).ok_or("the Login's token is not a JWT")?;
+        let (_, claims) =
+            jwt_parts(token).ok_or(SpeakError::Peer("the Login's token is not a JWT"))?;
         let cpk = claims["cpk"]
             .as_str()
-            .ok_or("the Login's token names no key")?;
+            .ok_or(SpeakError::Peer("the Login's token names no key"))?;
         if !jwt_verifies(token, cpk) {
-            return Err("the Login's token does not verify".into());
+            return Err(SpeakError::Peer("the Login's token does not verify"));
         }
         let name = claims["xname"].as_str().unwrap_or("").to_string();
         return Ok((name, cpk.to_string()));
@@ -200,8 +201,8 @@ fn client_identity(identity: &str) -> Result<(String, String), String> {
     let chain_text;
     let chain_v = match v["Certificate"].as_str() {
         Some(c) => {
-            chain_text =
-                serde_json::from_str::<Value>(c).map_err(|_| "the Certificate is not JSON")?;
+            chain_text = serde_json::from_str::<Value>(c)
+                .map_err(|_| SpeakError::Peer("the Certificate is not JSON"))?;
             &chain_text["chain"]
         }
         None => &v["chain"],
@@ -211,15 +212,15 @@ fn client_identity(identity: &str) -> Result<(String, String), String> {
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
     if !chain_verifies(&chain).0 {
-        return Err("the Login's chain does not verify".into());
+        return Err(SpeakError::Peer("the Login's chain does not verify"));
     }
     let (_, last) = chain
         .last()
         .and_then(|t| jwt_parts(t))
-        .ok_or("the Login has no chain")?;
+        .ok_or(SpeakError::Peer("the Login has no chain"))?;
     let key = last["identityPublicKey"]
         .as_str()
-        .ok_or("the Login's chain names no key")?;
+        .ok_or(SpeakError::Peer("the Login's chain names no key"))?;
     let name = last["extraData"]["displayName"].as_str().unwrap_or("");
     Ok((name.to_string(), key.to_string()))
 }

@@ -14,13 +14,40 @@ use super::batch::Header;
 use super::codec::Codec;
 use super::schema::{self, Definitions, Session};
 
+/// Why a Bedrock client or server could not do what it was asked, or what
+/// its peer sent could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SpeakError {
+    /// The definitions know no such game version.
+    #[error(
+        "no Bedrock version {version:?}; the versions known: {}",
+        known_versions().collect::<Vec<_>>().join(", ")
+    )]
+    UnknownVersion { version: String },
+    /// The definitions of a known protocol did not load.
+    #[error("no definitions for protocol {0}")]
+    NoDefinitions(u32),
+    /// The version has no packet of that name.
+    #[error("{version} has no packet {name}")]
+    NoPacket { version: String, name: String },
+    /// A packet's fields do not encode (the schema names the field).
+    #[error("{0}")]
+    Encode(String),
+    /// What the peer sent cannot be used for the login (in words).
+    #[error("{0}")]
+    Peer(&'static str),
+    /// No randomness for a key, salt or UUID.
+    #[error(transparent)]
+    Random(#[from] crate::random::RandomError),
+}
+
 /// What a Bedrock session tells its application.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SessionEvent {
     /// A game packet from the peer, with its fields.
     Packet { name: String, fields: Value },
     /// The connection's key, as a key-log line (`BEDROCK_SALT_KEY salt key`,
-    /// BEDROCK.md section 8).
+    /// docs/bedrock-protocol.md §8).
     KeyLog(String),
     /// The login went through (PlayStatus login_success).
     LoggedIn,
@@ -44,6 +71,26 @@ pub fn protocol_of(version: &str) -> Option<u32> {
 pub fn newest_version() -> &'static str {
     let p = super::names::protocols().max().unwrap_or(0);
     super::names::versions(p).last().copied().unwrap_or("")
+}
+
+/// Every game version the definitions know, oldest first.
+pub fn known_versions() -> impl Iterator<Item = &'static str> {
+    let mut protocols: Vec<u32> = super::names::protocols().collect();
+    protocols.sort_unstable();
+    protocols
+        .into_iter()
+        .flat_map(|p| super::names::versions(p).iter().copied())
+}
+
+/// `--version V` of a Bedrock peer: a game version the definitions know
+/// (the error lists them).
+pub fn known_version(v: &str) -> Result<String, SpeakError> {
+    match protocol_of(v) {
+        Some(_) => Ok(v.to_string()),
+        None => Err(SpeakError::UnknownVersion {
+            version: v.to_string(),
+        }),
+    }
 }
 
 /// `set`'s keys over `base`'s, objects merged key by key. A name where the
@@ -82,17 +129,11 @@ pub struct Speaker {
 
 impl Speaker {
     /// For game `version`; an error names the versions known.
-    pub fn new(version: &str) -> Result<Self, String> {
-        let protocol = protocol_of(version).ok_or_else(|| {
-            format!(
-                "no Bedrock version {version:?}: the definitions have {} to {}",
-                super::names::versions(super::names::protocols().min().unwrap_or(0))
-                    .first()
-                    .unwrap_or(&""),
-                newest_version()
-            )
+    pub fn new(version: &str) -> Result<Self, SpeakError> {
+        let protocol = protocol_of(version).ok_or_else(|| SpeakError::UnknownVersion {
+            version: version.to_string(),
         })?;
-        let defs = schema::definitions(protocol).ok_or("no definitions")?;
+        let defs = schema::definitions(protocol).ok_or(SpeakError::NoDefinitions(protocol))?;
         Ok(Speaker {
             version: version.to_string(),
             protocol,
@@ -106,17 +147,19 @@ impl Speaker {
     }
 
     /// Packet `name`: its zero value with `set` over it, encoded.
-    pub fn build(&self, name: &str, set: &Value) -> Result<Vec<u8>, String> {
-        let mut fields = self
-            .defs
-            .zero(name)
-            .ok_or_else(|| format!("{} has no packet {name}", self.version))?;
+    pub fn build(&self, name: &str, set: &Value) -> Result<Vec<u8>, SpeakError> {
+        let mut fields = self.defs.zero(name).ok_or_else(|| SpeakError::NoPacket {
+            version: self.version.clone(),
+            name: name.to_string(),
+        })?;
         merge(&mut fields, set);
-        self.defs.packet(name, &fields, self.session)
+        self.defs
+            .packet(name, &fields, self.session)
+            .map_err(SpeakError::Encode)
     }
 
     /// Queue packet `name` for the next batch.
-    pub fn queue(&mut self, name: &str, set: Value) -> Result<(), String> {
+    pub fn queue(&mut self, name: &str, set: Value) -> Result<(), SpeakError> {
         let p = self.build(name, &set)?;
         self.pending.push(p);
         Ok(())

@@ -40,7 +40,7 @@ pub struct OutputArgs {
 impl OutputArgs {
     /// The printer of a live command's records, as these flags ask.
     pub fn printer<'o, W: std::io::Write>(&self, out: &'o mut W) -> Printer<'o, W> {
-        let pal = super::palette(self.color, self.json);
+        let pal = crate::output::text::Palette::choose(self.color.into(), self.json);
         Printer::new(out, self.json, self.quiet, pal)
     }
 }
@@ -102,10 +102,10 @@ pub struct CaptureArgs {
     pub decode: DecodeArgs,
     /// Only this flow (its number, as `flows` shows it); a number the capture
     /// does not have is an error (exit 2) once the capture is read.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", value_parser = crate::output::text::parse_count::<u32>)]
     pub flow: Option<u32>,
     /// Stop after reading N RakNet packets (as tshark's -c; N > 0).
-    #[arg(short = 'c', long = "count", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(short = 'c', long = "count", value_name = "N", value_parser = crate::output::text::parse_count::<u64>)]
     pub count: Option<u64>,
     /// Set by commands that print nothing on standard output until the
     /// capture is read (`flows`, `stats`, `-q`): their progress bar may share a
@@ -116,7 +116,7 @@ pub struct CaptureArgs {
     /// another dissects: the cores available unless given; 1 runs all on
     /// one thread, the reading too. The output is the same whatever the
     /// number.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, value_name = "N", value_parser = crate::output::text::parse_count::<u16>)]
     pub threads: Option<u16>,
     /// Set by `read`: packets handed out owned, for the printing threads,
     /// and given back here.
@@ -221,7 +221,7 @@ pub struct DisplayArgs {
     pub export_options: Vec<String>,
 }
 
-/// Key material for Bedrock's encryption (BEDROCK.md §8).
+/// Key material for Bedrock's encryption (docs/bedrock-protocol.md §8).
 #[derive(Args, Debug, Default, Clone)]
 pub struct KeyArgs {
     /// A key log (BEDROCK_KEY, BEDROCK_SALT_KEY, ... lines; repeatable).
@@ -248,10 +248,8 @@ impl KeyArgs {
                     .for_each(|w| eprintln!("raknet-dissect: warning: {w}"));
                 Ok(keys)
             }
-            Err(e) => {
-                eprintln!("raknet-dissect: {e}");
-                Err(super::EXIT_BAD_FILE)
-            }
+            Err(e) if e.is_wrong_file() => Err(super::say(&e.to_string(), super::EXIT_USAGE)),
+            Err(e) => Err(super::say(&e.to_string(), super::EXIT_BAD_FILE)),
         }
     }
 }

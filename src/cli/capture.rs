@@ -7,9 +7,7 @@ use std::sync::Mutex;
 
 use clap::Args;
 
-use super::args::{
-    parse_id, CaptureArgs, ColorArg, DirArg, DisplayArgs, FormatArg, OutputArgs, TimeArgs,
-};
+use super::args::{parse_id, CaptureArgs, DirArg, DisplayArgs, FormatArg, OutputArgs, TimeArgs};
 use super::{EXIT_BAD_FILE, EXIT_BAD_FILTER, EXIT_OK, EXIT_USAGE};
 use crate::bedrock::{event_names, Detect, Game, Keys};
 use crate::capture::write::Recorder;
@@ -23,7 +21,6 @@ use crate::dissect::{Dir, SpentPackets};
 use crate::mirror::{FlowMirror, Mirror, MirrorConfig, Observation};
 use crate::output::terminal::terminal_width;
 use crate::output::text::Palette;
-use crate::output::ColorChoice;
 use crate::pipeline::ordered;
 
 pub use crate::pipeline::drive::{drive, drive_items, drive_messages};
@@ -72,7 +69,7 @@ pub struct MessagesArgs {
     #[arg(long, value_enum, value_name = "DIR")]
     pub dir: Option<DirArg>,
     /// Only messages on this ordering channel (0 to 31).
-    #[arg(long, value_name = "C", value_parser = clap::value_parser!(u8).range(0..32))]
+    #[arg(long, value_name = "C", value_parser = crate::output::text::parse_channel)]
     pub channel: Option<u8>,
     /// Only messages with this id (decimal or 0x hex).
     #[arg(long, value_name = "ID", value_parser = parse_id)]
@@ -124,13 +121,6 @@ impl DisplayArgs {
     }
 }
 
-/// The colours of standard output.
-pub(crate) fn palette(color: ColorArg, json: bool) -> Palette {
-    Palette {
-        enabled: !json && ColorChoice::from(color).enabled(),
-    }
-}
-
 pub(crate) fn mirror_config(cap: &CaptureArgs) -> MirrorConfig {
     MirrorConfig::reassembling(cap.decode.reassembly())
 }
@@ -178,7 +168,10 @@ pub(crate) fn read_packets(
         (Err(code), _) | (_, Err(code)) => return Ok(code),
     };
     let quiet = args.output.quiet;
-    let pal = palette(args.output.color, shown.json || shown.export.is_some());
+    let pal = Palette::choose(
+        args.output.color.into(),
+        shown.json || shown.export.is_some(),
+    );
     let writer = match args.write.as_deref().map(Recorder::create).transpose() {
         Ok(w) => w,
         Err(e) => {
@@ -249,7 +242,10 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
         Ok(s) => s,
         Err(code) => return Ok(code),
     };
-    let pal = palette(args.output.color, shown.json || shown.export.is_some());
+    let pal = Palette::choose(
+        args.output.color.into(),
+        shown.json || shown.export.is_some(),
+    );
     let mut mirror = Mirror::new(mirror_config(&args.capture), false);
     let choice = MessageChoice {
         quiet: args.output.quiet,

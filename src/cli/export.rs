@@ -42,11 +42,9 @@ fn argv(command: &str, a: &ExportArgs) -> Vec<OsString> {
         .into();
     v.extend(a.capture.paths().into_iter().map(Into::into));
     let mut opt = |k: &str, val: String| v.extend([k.into(), val.into()]);
-    a.capture
-        .decode
-        .decode_as
-        .iter()
-        .for_each(|p| opt("-d", p.to_string()));
+    for p in &a.capture.decode.decode_as {
+        opt("-d", p.to_string());
+    }
     if let Some(f) = a.capture.flow {
         opt("--flow", f.to_string());
     }
@@ -57,14 +55,12 @@ fn argv(command: &str, a: &ExportArgs) -> Vec<OsString> {
         opt("--reassembly", "arrival".into());
     }
     if command != "messages" {
-        a.keys
-            .keylog
-            .iter()
-            .for_each(|k| opt("--keylog", k.display().to_string()));
-        a.keys
-            .key
-            .iter()
-            .for_each(|k| opt("--key", k.display().to_string()));
+        for k in &a.keys.keylog {
+            opt("--keylog", k.display().to_string());
+        }
+        for k in &a.keys.key {
+            opt("--key", k.display().to_string());
+        }
     }
     for (on, flag) in [
         (a.capture.decode.no_heuristics, "--no-heuristics"),

@@ -6,12 +6,13 @@ use std::io::Write;
 use clap::Args;
 
 use super::args::{CaptureArgs, KeyArgs, OutputArgs};
-use super::capture::{drive_messages, mirror_config, palette};
+use super::capture::{drive_messages, mirror_config};
 use crate::bedrock::{Detect, Game};
 use crate::display::print::GamePrinter;
 use crate::display::records::GameItem;
 use crate::display::RecordType;
 use crate::mirror::Mirror;
+use crate::output::text::Palette;
 use crate::pipeline::ordered;
 
 #[derive(Args, Debug, Default, Clone)]
@@ -56,7 +57,7 @@ pub fn run_game(a: &GameArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let mut game = Game::new(Detect::forced(a.bedrock), keys);
     game.fields = !a.no_fields;
     let mut mirror = Mirror::new(mirror_config(&a.capture), false);
-    let pal = palette(a.output.color, !shown.text());
+    let pal = Palette::choose(a.output.color.into(), !shown.text());
     if !a.output.quiet {
         shown.write_header(out)?;
     }

@@ -38,10 +38,10 @@ pub struct LiveArgs {
     #[arg(short = 'w', long = "write", value_name = "OUT.pcapng")]
     pub write: Option<PathBuf>,
     /// Stop after N RakNet packets (N > 0).
-    #[arg(short = 'c', long = "count", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(short = 'c', long = "count", value_name = "N", value_parser = crate::output::text::parse_count::<u64>)]
     pub count: Option<u64>,
     /// Only this flow (its number, as the flows table shows it).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", value_parser = crate::output::text::parse_count::<u32>)]
     pub flow: Option<u32>,
     /// Stop after this many seconds.
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]

@@ -24,7 +24,7 @@ mod stats;
 
 pub(crate) use crate::output::terminal::terminal_width;
 pub use args::{CaptureArgs, ColorArg, DisplayArgs, OutputArgs};
-pub(crate) use capture::{drive, drive_items, mirror_config, palette, Next};
+pub(crate) use capture::{drive, drive_items, mirror_config, Next};
 pub use capture::{FlowsArgs, MessagesArgs, ReadArgs};
 
 pub use crate::output::exit::*;
@@ -240,6 +240,14 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    // `raknet-dissect flow x.pcap`: a mistyped command, not two files to read.
+    let commands = <Cli as clap::CommandFactory>::command();
+    let (files, names) = (&cli.read.capture.files, commands.get_subcommands());
+    let names = names.map(|c| c.get_name());
+    let first = files.first().filter(|_| cli.command.is_none());
+    if let Some(line) = first.and_then(|f| crate::display::suggest::mistyped_command(f, names)) {
+        return ExitCode::from(say(&line, EXIT_USAGE));
+    }
     let mut out = io::BufWriter::with_capacity(1 << 16, crate::output::stdout_writer());
     let result = run(cli.command, &cli.read, &mut out);
     let code = match result {

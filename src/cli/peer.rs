@@ -53,7 +53,7 @@ pub struct PingArgs {
     #[arg(value_name = "HOST:PORT", value_parser = parse_target)]
     pub target: SocketAddr,
     /// Pings to send, one a second (N > 0).
-    #[arg(short = 'c', long, default_value = "1", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(short = 'c', long, default_value = "1", value_name = "N", value_parser = crate::output::text::parse_count::<u32>)]
     pub count: u32,
     /// Seconds to wait for each pong.
     #[arg(long, default_value = "1", value_name = "SECONDS", value_parser = parse_seconds)]
@@ -79,7 +79,7 @@ pub struct ConnectArgs {
     #[arg(long, default_value = "reliable-ordered", value_name = "R", value_parser = Reliability::parse)]
     pub reliability: Reliability,
     /// Ordering channel (0 to 31).
-    #[arg(long, default_value = "0", value_name = "C", value_parser = clap::value_parser!(u8).range(0..32))]
+    #[arg(long, default_value = "0", value_name = "C", value_parser = crate::output::text::parse_channel)]
     pub channel: u8,
     /// Seconds to keep receiving after everything sent was acknowledged.
     #[arg(long, default_value = "1", value_name = "SECONDS", value_parser = parse_seconds)]
@@ -110,7 +110,7 @@ pub struct BedrockArgs {
     )]
     pub name: String,
     /// With --bedrock: the game version (default: the newest the definitions know).
-    #[arg(long = "version", value_name = "V", requires = "bedrock")]
+    #[arg(long = "version", value_name = "V", requires = "bedrock", value_parser = crate::bedrock::speak::known_version)]
     pub game_version: Option<String>,
     /// With --bedrock: seconds to stay connected.
     #[arg(long, default_value = "10", value_name = "SECONDS", value_parser = parse_seconds, requires = "bedrock")]
@@ -130,7 +130,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     pub replay: Option<std::path::PathBuf>,
     /// With --replay: the flow to play (default: the first whose client sent messages).
-    #[arg(long, value_name = "N", requires = "replay", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", requires = "replay", value_parser = crate::output::text::parse_count::<u32>)]
     pub flow: Option<u32>,
     /// With --replay: send the captured messages at once instead of with their timing.
     #[arg(long, requires = "replay")]
@@ -168,7 +168,7 @@ pub struct ServeBedrockArgs {
     #[arg(long)]
     pub bedrock: bool,
     /// With --bedrock: the game version (default: the newest the definitions know).
-    #[arg(long = "version", value_name = "V", requires = "bedrock")]
+    #[arg(long = "version", value_name = "V", requires = "bedrock", value_parser = crate::bedrock::speak::known_version)]
     pub version: Option<String>,
     /// Append each connection's key to this key log (default: $BEDROCK_KEYLOG_FILE).
     #[arg(long, value_name = "FILE", requires = "bedrock")]
@@ -212,7 +212,7 @@ pub fn run_connect(a: &ConnectArgs, out: &mut impl Write) -> anyhow::Result<u8> 
         );
         let mut p = a.output.printer(out);
         return Ok(
-            crate::peer::bedrock::connect_bedrock(a.target, cfg, &plan, &mut p)?.exit_code(),
+            crate::peer::bedrock::connect_bedrock(a.target, cfg?, &plan, &mut p)?.exit_code(),
         );
     }
     let plan = match run::messages_to_send(&a.send, a.reliability, a.channel, io::stdin().lock()) {
@@ -227,7 +227,7 @@ pub fn run_connect(a: &ConnectArgs, out: &mut impl Write) -> anyhow::Result<u8> 
         }
     };
     let mut p = a.output.printer(out);
-    Ok(run::connect(a.target, a.dialect.get().client(a.mtu), &plan, &mut p)?.exit_code())
+    Ok(run::connect(a.target, a.dialect.get().client(a.mtu)?, &plan, &mut p)?.exit_code())
 }
 
 pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
@@ -281,5 +281,5 @@ pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
 /// happens, then the outcome and a diagnosis, in the words of `handshake`.
 pub fn run_probe(a: &ProbeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let mut p = a.output.printer(out);
-    Ok(run::probe(a.target, a.dialect.get().client(a.mtu), &mut p)?.exit_code())
+    Ok(run::probe(a.target, a.dialect.get().client(a.mtu)?, &mut p)?.exit_code())
 }

@@ -23,7 +23,7 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "HOST:PORT", value_parser = parse_target)]
     pub target: SocketAddr,
     /// The flow to replay (see `flows`); default: the first whose client sent messages.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", value_parser = crate::output::text::parse_count::<u32>)]
     pub flow: Option<u32>,
     /// Play the captured timing this many times faster.
     #[arg(long, default_value = "1", value_name = "X", conflicts_with = "asap", value_parser = parse_speed)]
@@ -109,7 +109,7 @@ pub fn run_replay(a: &ReplayArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         let cfg =
             crate::peer::bedrock::game_dialect(&script.version, a.protocol, a.addresses, a.mtu);
         let mut p = a.output.printer(out);
-        return Ok(crate::replay::bedrock::replay_game(&script, cfg, &o, &mut p)?.exit_code());
+        return Ok(crate::replay::bedrock::replay_game(&script, cfg?, &o, &mut p)?.exit_code());
     }
     let session = match load(std::slice::from_ref(&a.file), a.flow, &a.decode_as) {
         Ok(s) => s,

@@ -874,6 +874,62 @@ pub fn lookup(name: &str, record: RecordType) -> Result<&'static FieldDef, Strin
     }
 }
 
+/// Checks a value a filter compares `field` with (`==`, `!=`, `in`) in
+/// `record`s against the closed set that field's values come from (kinds,
+/// directions, anomaly kinds, message and game packet names,
+/// reliabilities): a value outside it is a typo, said with the nearest
+/// valid one. Fields of open sets take anything.
+pub fn check_closed(field: Field, record: RecordType, value: &str) -> Result<(), String> {
+    use crate::wire::Reliability;
+    const TYPES: [&str; 8] = [
+        "packet",
+        "message",
+        "flow",
+        "handshake",
+        "game",
+        "game_opaque",
+        "icmp",
+        "end_of_capture",
+    ];
+    let reliabilities: Vec<&str> = (0..8).map(|r| Reliability(r).name()).collect();
+    let (what, names): (&str, Vec<&'static str>) = match field {
+        Field::Type => ("record type", TYPES.to_vec()),
+        Field::Dir => ("direction", vec!["c2s", "s2c"]),
+        Field::Kind => ("packet kind", vec!["offline", "data", "ack", "nack"]),
+        Field::AnomalyKind => ("anomaly kind", crate::dissect::ANOMALY_KINDS.to_vec()),
+        Field::Reliability => ("reliability", reliabilities),
+        Field::Name | Field::FrameName if record == RecordType::Game => {
+            if value.starts_with("unknown(") {
+                return Ok(());
+            }
+            ("game packet", crate::bedrock::names::all_names().collect())
+        }
+        Field::Name | Field::FrameName => {
+            let user = value
+                .strip_prefix("ID_USER_PACKET_ENUM+")
+                .and_then(|n| n.parse::<u8>().ok());
+            if user.is_some_and(|n| (1..=0xff - crate::wire::ids::USER_PACKET_ENUM).contains(&n)) {
+                return Ok(());
+            }
+            ("message", crate::wire::ids::MESSAGE_NAMES.to_vec())
+        }
+        _ => return Ok(()),
+    };
+    if names.contains(&value) {
+        return Ok(());
+    }
+    Err(match nearest(value, names.iter().copied()) {
+        Some(n) => format!("{{field}} has no {what} {value:?} (did you mean {n}?)"),
+        None if names.len() <= 20 => {
+            format!(
+                "{{field}} has no {what} {value:?} (it is one of {})",
+                names.join(", ")
+            )
+        }
+        None => format!("{{field}} has no {what} {value:?}"),
+    })
+}
+
 /// Why there is no field `name` in `record`s, with the nearest of their
 /// names and of `more` when one is close.
 fn unknown<'n>(name: &str, record: RecordType, more: impl Iterator<Item = &'n str>) -> String {
@@ -961,44 +1017,7 @@ impl FieldDef {
     }
 }
 
-/// The edit distance of `a` and `b` when their lengths differ by 2 at
-/// most; otherwise that difference, a lower bound (suggestions only take
-/// names within 2, and a long mistyped name costs no quadratic work).
-fn edit_distance(a: &str, b: &str) -> usize {
-    if a.is_ascii() && b.is_ascii() {
-        return levenshtein(a.as_bytes(), b.as_bytes());
-    }
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    levenshtein(&a, &b)
-}
-
-fn levenshtein<T: PartialEq>(a: &[T], b: &[T]) -> usize {
-    let gap = a.len().abs_diff(b.len());
-    if gap > 2 {
-        return gap;
-    }
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
-}
-
-/// The name of `names` nearest `name`, within an edit distance of 2.
-fn nearest<'n>(name: &str, names: impl Iterator<Item = &'n str>) -> Option<&'n str> {
-    names
-        .map(|n| (edit_distance(n, name), n))
-        .filter(|&(d, _)| d <= 2)
-        .min_by_key(|&(d, _)| d)
-        .map(|(_, n)| n)
-}
+use super::suggest::nearest;
 
 /// One occurrence of a field.
 #[derive(Debug, Clone, Copy)]
@@ -1463,15 +1482,8 @@ mod tests {
     }
 
     #[test]
-    fn edit_distance_within_two_and_a_bound_past() {
-        assert_eq!(edit_distance("frame.len", "frames.len"), 1);
-        assert_eq!(edit_distance("chanel", "channel"), 1);
-        assert_eq!(edit_distance("abc", "xyz"), 3);
-        assert_eq!(edit_distance("", "ab"), 2);
-        // Lengths 3 apart or more: the difference, which is a lower bound.
-        assert_eq!(edit_distance("a", "abcd"), 3);
+    fn a_long_mistyped_name_is_said_unknown() {
         let long = "x".repeat(100_000);
-        assert_eq!(edit_distance(&long, "channel"), 100_000 - 7);
         assert!(lookup(&long, RecordType::Packet)
             .unwrap_err()
             .starts_with("unknown field"));

@@ -29,7 +29,7 @@
 use std::fmt;
 use std::net::IpAddr;
 
-use super::fields::{lookup, Field, FieldDef, Record, RecordType, Ty, Value};
+use super::fields::{check_closed, lookup, Field, FieldDef, Record, RecordType, Ty, Value};
 
 /// A filter that does not parse: where and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -570,6 +570,9 @@ impl Parser {
                 .map_err(at);
         }
         let lit = literal(def.ty, op, &tok).map_err(at)?;
+        if let (Op::Eq, Lit::Str(v)) = (op, &lit) {
+            check_closed(def.field, self.record, v).map_err(at)?;
+        }
         let n = Node::Cmp(def.field, op, lit);
         Ok(if negate { Node::Not(Box::new(n)) } else { n })
     }
@@ -618,6 +621,10 @@ impl Parser {
             };
             let one = literal(def.ty, Op::Eq, lo).map_err(|e| fail(*column, e))?;
             if !matches!(pieces.get(k + 1), Some((None, _))) {
+                // A value (not a range's end) of a closed set must be one of it.
+                if let Lit::Str(v) = &one {
+                    check_closed(def.field, self.record, v).map_err(|e| fail(*column, e))?;
+                }
                 items.push(Item::One(one));
                 k += 1;
                 continue;

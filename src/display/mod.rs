@@ -8,6 +8,7 @@ pub mod fields;
 pub mod filter;
 pub mod print;
 pub mod records;
+pub mod suggest;
 
 pub use export::FieldExport;
 pub use fields::{JsonRecord, MessageRecord, Record, RecordType, Since, FIELDS};

@@ -1,4 +1,4 @@
-//! NDJSON records (DESIGN.md, "The NDJSON interface"): one object per line,
+//! NDJSON records (docs/json.md): one object per line,
 //! snake_case keys in a fixed order, a `type` on every record, bytes in hex.
 
 use std::io;

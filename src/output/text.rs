@@ -19,6 +19,14 @@ pub struct Palette {
 }
 
 impl Palette {
+    /// The colours of standard output under `choice`; none for JSON or a
+    /// field export (`plain`).
+    pub fn choose(choice: super::ColorChoice, plain: bool) -> Palette {
+        Palette {
+            enabled: !plain && choice.enabled(),
+        }
+    }
+
     /// `s` in the anomaly colour.
     pub fn paint_anomaly(&self, s: &str) -> String {
         self.paint(s, Style::new().red().bold())
@@ -709,6 +717,49 @@ pub fn parse_interval(s: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("{s:?} is not an interval: seconds, more than 0, at most 1000000"))
 }
 
+/// A count on the command line (`-c N`, `--threads N`): a whole number, 1
+/// or more, said in words when it is not.
+pub fn parse_count<T>(s: &str) -> Result<T, String>
+where
+    T: std::str::FromStr + TryFrom<u64> + Into<u64> + Copy + Bounded,
+{
+    let max: u64 = T::MAX_VALUE.into();
+    match s.trim().parse::<u64>() {
+        Ok(0) => Err("must be 1 or more".into()),
+        Ok(n) => T::try_from(n).map_err(|_| format!("must be at most {max}")),
+        Err(_) if s.trim().starts_with('-') => Err("must be 1 or more".into()),
+        Err(_) if !s.is_empty() && s.trim().bytes().all(|b| b.is_ascii_digit()) => {
+            Err(format!("must be at most {max}"))
+        }
+        Err(_) => Err(format!("{s:?} is not a whole number (1 to {max})")),
+    }
+}
+
+/// The largest value of an unsigned integer type, for [`parse_count`].
+pub trait Bounded {
+    const MAX_VALUE: Self;
+}
+
+impl Bounded for u16 {
+    const MAX_VALUE: Self = u16::MAX;
+}
+
+impl Bounded for u32 {
+    const MAX_VALUE: Self = u32::MAX;
+}
+
+impl Bounded for u64 {
+    const MAX_VALUE: Self = u64::MAX;
+}
+
+/// An ordering channel on the command line: 0 to 31.
+pub fn parse_channel(s: &str) -> Result<u8, String> {
+    match s.trim().parse::<u8>() {
+        Ok(c) if c < 32 => Ok(c),
+        _ => Err(format!("{s:?} is not an ordering channel (0 to 31)")),
+    }
+}
+
 /// `replay --speed`: 0.001 to 1,000,000 times the captured pace.
 pub fn parse_speed(s: &str) -> Result<f64, String> {
     s.parse::<f64>()
@@ -720,6 +771,26 @@ pub fn parse_speed(s: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_and_channels_are_said_in_words() {
+        assert_eq!(parse_count::<u64>("3"), Ok(3));
+        assert_eq!(parse_count::<u64>("0").unwrap_err(), "must be 1 or more");
+        assert_eq!(parse_count::<u32>("-2").unwrap_err(), "must be 1 or more");
+        assert_eq!(
+            parse_count::<u16>("70000").unwrap_err(),
+            "must be at most 65535"
+        );
+        assert_eq!(
+            parse_count::<u64>("99999999999999999999").unwrap_err(),
+            "must be at most 18446744073709551615"
+        );
+        assert!(parse_count::<u32>("ten")
+            .unwrap_err()
+            .contains("not a whole number"));
+        assert_eq!(parse_channel("31"), Ok(31));
+        assert!(parse_channel("32").unwrap_err().contains("0 to 31"));
+    }
 
     #[test]
     fn decimals_as_display_writes_them() {

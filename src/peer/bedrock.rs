@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::run::{connect_client, connected_record, pump, Outcome, Pumped, Report};
+use super::run::{connect_client, connected_record, pump, Dialect, Outcome, Pumped, Report};
 use crate::bedrock::client::GameClient;
 use crate::bedrock::speak::{refusal, SessionEvent};
 use crate::output::peer::{PeerGameJson, PeerLoginJson, PeerRecord};
@@ -83,6 +83,27 @@ pub fn serve_plan(
     }
 }
 
+/// The RakNet protocol a Bedrock peer of game `version` speaks: 11 from
+/// 1.19.30 (the game version that made compression negotiated), 10 before.
+pub fn raknet_protocol_of(version: &str) -> u8 {
+    let game = crate::bedrock::speak::protocol_of(version).unwrap_or(0);
+    if game >= crate::bedrock::codec::NEGOTIATED_FROM {
+        11
+    } else {
+        10
+    }
+}
+
+/// The RakNet dialect of a Bedrock peer of game `version`: Minecraft's,
+/// with [`raknet_protocol_of`] unless `protocol` is given.
+pub fn game_dialect_of(version: &str, protocol: Option<u8>, addresses: Option<usize>) -> Dialect {
+    Dialect {
+        minecraft: true,
+        protocol: Some(protocol.unwrap_or_else(|| raknet_protocol_of(version))),
+        addresses,
+    }
+}
+
 /// The RakNet client of a Bedrock login: the Minecraft dialect, protocol 11
 /// from 1.19.30 (10 before), unless `protocol` is given.
 pub fn game_dialect(
@@ -90,24 +111,18 @@ pub fn game_dialect(
     protocol: Option<u8>,
     addresses: Option<usize>,
     mtu: Option<u16>,
-) -> ClientConfig {
-    let game = crate::bedrock::speak::protocol_of(version).unwrap_or(0);
-    let raknet = if game >= crate::bedrock::codec::NEGOTIATED_FROM {
-        11
-    } else {
-        10
-    };
-    super::run::Dialect {
-        minecraft: true,
-        protocol: Some(protocol.unwrap_or(raknet)),
-        addresses,
-    }
-    .client(mtu)
+) -> Result<ClientConfig, crate::random::RandomError> {
+    game_dialect_of(version, protocol, addresses).client(mtu)
 }
 
 /// The game protocol a Minecraft server's pong names.
 fn server_protocol(target: SocketAddr) -> Option<u32> {
-    let pong = super::ping(target, super::run::new_guid(), Duration::from_millis(500)).ok()??;
+    let pong = super::ping(
+        target,
+        super::run::new_guid().ok()?,
+        Duration::from_millis(500),
+    )
+    .ok()??;
     let motd = crate::wire::Motd::parse(&pong.payload)?;
     motd.fields
         .iter()

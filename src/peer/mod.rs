@@ -1,5 +1,5 @@
 //! std UDP sockets driving `session/` as a real client or server
-//! (DESIGN.md, `peer/`). One non-blocking socket each, `poll(2)` for the
+//! (docs/architecture.md, `peer/`). One non-blocking socket each, `poll(2)` for the
 //! next datagram or timer, no async runtime: a RakNet connection is one
 //! socket and a handful of timers.
 

@@ -88,13 +88,9 @@ pub fn resolve(target: &str) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("{target}: no address"))
 }
 
-/// A GUID for a new peer: time and process id mixed (unique enough for a tool).
-pub fn new_guid() -> u64 {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_nanos() as u64;
-    (t ^ (u64::from(std::process::id()) << 32)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+/// A GUID for a new peer, from the operating system's randomness.
+pub fn new_guid() -> Result<u64, crate::random::RandomError> {
+    crate::random::guid()
 }
 
 /// The MTUs a client probes when the largest is `first`: it, then the
@@ -113,7 +109,7 @@ pub fn ping(
     timeout: Duration,
     report: &mut dyn Report,
 ) -> io::Result<Outcome> {
-    let me = new_guid();
+    let me = new_guid()?;
     let mut answered = 0;
     for seq in 0..count {
         if seq > 0 {
@@ -354,9 +350,9 @@ impl Dialect {
 
     /// A client configuration with a fresh GUID, probing from `mtu` down
     /// when given.
-    pub fn client(&self, mtu: Option<u16>) -> ClientConfig {
+    pub fn client(&self, mtu: Option<u16>) -> Result<ClientConfig, crate::random::RandomError> {
         let mut cfg = ClientConfig {
-            guid: new_guid(),
+            guid: new_guid()?,
             protocol: self.protocol(),
             address_count: self.addresses.unwrap_or(self.default_addresses()),
             ..ClientConfig::default()
@@ -364,7 +360,7 @@ impl Dialect {
         if let Some(m) = mtu {
             cfg.mtus = mtus_from(m);
         }
-        cfg
+        Ok(cfg)
     }
 
     /// A server configuration; `captured`: the protocol of a captured
@@ -779,13 +775,16 @@ mod tests {
         };
         assert_eq!(
             (
-                original.client(None).protocol,
-                original.client(None).address_count
+                original.client(None).unwrap().protocol,
+                original.client(None).unwrap().address_count
             ),
             (6, 10)
         );
         assert_eq!(
-            (mc.client(None).protocol, mc.client(None).address_count),
+            (
+                mc.client(None).unwrap().protocol,
+                mc.client(None).unwrap().address_count
+            ),
             (11, 20)
         );
         assert_eq!(mc.server(None).accept_protocols, [9, 10, 11]);
@@ -806,7 +805,7 @@ mod tests {
             (s.protocol, s.accept_protocols, s.address_count),
             (9, vec![9], 3)
         );
-        assert_eq!(given.client(Some(1200)).mtus[0], 1200);
+        assert_eq!(given.client(Some(1200)).unwrap().mtus[0], 1200);
     }
 
     #[test]

@@ -30,8 +30,18 @@ pub fn serve_setup(
     s: ServeSetup,
     report: &mut dyn Report,
 ) -> anyhow::Result<Result<Outcome, String>> {
-    let guid = super::run::new_guid();
-    let mut cfg = s.dialect.server(s.captured_protocol);
+    let guid = super::run::new_guid()?;
+    // A Bedrock server speaks its game version's RakNet protocol (and only
+    // it, as the vanilla server does), whatever `--dialect` says.
+    let dialect = match &s.bedrock {
+        Some(b) => crate::peer::bedrock::game_dialect_of(
+            &b.version,
+            s.dialect.protocol,
+            s.dialect.addresses,
+        ),
+        None => s.dialect,
+    };
+    let mut cfg = dialect.server(s.captured_protocol);
     cfg.guid = guid;
     cfg.max_clients = s.max_clients;
     cfg.max_mtu = s.mtu.clamp(576, 1492);

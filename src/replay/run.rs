@@ -177,7 +177,7 @@ pub fn replay(
 ) -> anyhow::Result<ReplayOutcome> {
     let protocol = o.protocol.or(session.protocol).unwrap_or(6);
     let cfg = ClientConfig {
-        guid: new_guid(),
+        guid: new_guid()?,
         protocol,
         mtus: mtus_from(o.mtu.or(session.mtu).unwrap_or(1492)),
         address_count: o.addresses.unwrap_or(addresses_for(protocol)),

@@ -1,5 +1,5 @@
 //! The RakNet reliability layer as deterministic, socket-free state machines
-//! (DESIGN.md, `session/`): fed timestamps and datagrams, they yield events
+//! (docs/architecture.md, `session/`): fed timestamps and datagrams, they yield events
 //! and, when driven actively, datagrams to send and the next timer. Nothing
 //! here reads a clock or touches a socket.
 //!

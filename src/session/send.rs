@@ -18,7 +18,7 @@ use crate::wire::{AckList, AckRange, Capsule, Datagram, Reliability, Split};
 const MASK24: u32 = 0xff_ffff;
 /// Bytes the original assumes for the IP and UDP headers (`UDP_HEADER_SIZE`).
 pub const UDP_HEADER_SIZE: usize = 28;
-/// Datagram header budget plus the largest capsule header (WIRE_FORMAT.md s4):
+/// Datagram header budget plus the largest capsule header (docs/wire-format.md §4):
 /// the largest unsplit message is MTU minus this.
 pub const MESSAGE_OVERHEAD: usize = 60;
 /// The original's `SYN`: how long an ACK may wait to be gathered with others.

@@ -1,4 +1,4 @@
-//! RakNet's `SystemAddress` on the wire (WIRE_FORMAT.md §1.1).
+//! RakNet's `SystemAddress` on the wire (docs/wire-format.md §1.1).
 //!
 //! IPv4 is 7 bytes: version 4, the address with every byte inverted, the port
 //! big-endian. IPv6 is 29 bytes: version 6 and a raw `sockaddr_in6` (family in
@@ -139,7 +139,7 @@ mod tests {
 
     #[test]
     fn ipv4_sample_from_the_original() {
-        // WIRE_FORMAT.md §1.1: 192.168.1.2:19132 -> 04 3f 57 fe fd 4a bc
+        // docs/wire-format.md §1.1: 192.168.1.2:19132 -> 04 3f 57 fe fd 4a bc
         let bytes = [0x04, 0x3f, 0x57, 0xfe, 0xfd, 0x4a, 0xbc];
         let a = SystemAddress::parse(&mut Reader::new(&bytes), "address").unwrap();
         assert_eq!(a.to_string(), "192.168.1.2:19132");

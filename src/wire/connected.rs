@@ -1,4 +1,4 @@
-//! Connected messages: RakNet's own messages inside capsules (WIRE_FORMAT.md §8).
+//! Connected messages: RakNet's own messages inside capsules (docs/wire-format.md §8).
 //!
 //! Anything with another id is an application message, returned as
 //! [`Connected::User`] with its bytes.

@@ -1,4 +1,4 @@
-//! Connected datagrams: the header flags (WIRE_FORMAT.md §4), ACK/NACK range
+//! Connected datagrams: the header flags (docs/wire-format.md §4), ACK/NACK range
 //! lists (§5) and the capsules a data datagram carries (§6).
 //!
 //! Decoding is lax where a dissector needs it: [`Datagram::parse_lax`]
@@ -615,7 +615,7 @@ mod tests {
 
     #[test]
     fn ack_sample_from_the_original() {
-        // WIRE_FORMAT.md §5: ACK for {1},{3..5}
+        // docs/wire-format.md §5: ACK for {1},{3..5}
         let bytes = [0xc0, 0, 2, 1, 1, 0, 0, 0, 3, 0, 0, 5, 0, 0];
         let d = Datagram::parse(&mut Reader::new(&bytes)).unwrap();
         let Datagram::Ack(l) = &d else {

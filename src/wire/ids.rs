@@ -1,4 +1,4 @@
-//! Message identifiers (WIRE_FORMAT.md §9) and their names.
+//! Message identifiers (docs/wire-format.md §9) and their names.
 
 use std::borrow::Cow;
 

@@ -3,7 +3,7 @@
 //! Every decoder reads through [`cursor::Reader`], which checks bounds on
 //! every field: no input can make a decoder panic, and every error names the
 //! field and its byte offset in the UDP payload. Reads borrow from the input.
-//! The facts come from `WIRE_FORMAT.md` (the original C++ library, 4.081).
+//! The facts come from `docs/wire-format.md` (the original C++ library, 4.081).
 
 pub mod address;
 pub mod connected;

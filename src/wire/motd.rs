@@ -1,4 +1,4 @@
-//! The Minecraft Bedrock pong payload (WIRE_FORMAT.md §10): a u16 big-endian
+//! The Minecraft Bedrock pong payload (docs/wire-format.md §10): a u16 big-endian
 //! length, then `MCPE;motd;protocol;version;online;max;guid;sub motd;game mode;...`.
 
 /// Names of the `;`-separated fields, in order.

@@ -1,4 +1,4 @@
-//! Offline (unconnected) messages, WIRE_FORMAT.md §2 and §3.
+//! Offline (unconnected) messages, docs/wire-format.md §2 and §3.
 //!
 //! An offline message is recognised by its first byte and the 16-byte magic
 //! at the offset that id places it ([`offline_id`]). All fields are

