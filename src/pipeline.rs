@@ -18,10 +18,12 @@
 //! # let _ = (end, flows);
 //! ```
 //!
-//! Several files are read in the order given through one dissector and one
-//! mirror, so a flow that a rotated capture (`tcpdump -C`) cut in two is
-//! one flow; frame numbers count from 1 in each file, as tshark numbers
-//! them, and times count from the first datagram of the first file.
+//! Several files are one capture, merged by time as mergecap merges them,
+//! through one dissector and one mirror: a flow that a rotated capture
+//! (`tcpdump -C`) cut in two is one flow, and captures of one moment taken
+//! in several places interleave. Frame numbers count from 1 in each file,
+//! as tshark numbers them (records name the file), and times count from
+//! the earliest datagram of all.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
@@ -38,6 +40,15 @@ use crate::mirror::{Mirror, Observation};
 pub mod drive;
 pub mod ordered;
 pub mod separate;
+
+/// Files merged by time are each read on a thread of their own when there
+/// are at most this many (rotations of one capture), on this one past it.
+const MERGE_BACKGROUND: usize = 4;
+
+/// Files merged by time stay open from their first look when there are at
+/// most this many; past it each is opened again when its first datagram is
+/// due (file descriptors for a fleet).
+const MERGE_KEEP_OPEN: usize = 64;
 
 /// Owned packets' allocations kept for reuse, at most (more than the
 /// printing threads hold in flight).
@@ -228,6 +239,16 @@ pub struct Ended {
 }
 
 impl Ended {
+    /// Adds what a reader counted.
+    fn add(&mut self, c: &crate::capture::CaptureStats) {
+        self.frames += c.frames;
+        self.non_udp += c.non_udp;
+        self.unsupported_link += c.unsupported_link;
+        self.fragments_dropped += c.fragments_dropped;
+        self.bad_ip += c.bad_ip;
+        self.bad_records += c.bad_records;
+    }
+
     /// What went wrong, a line each: the files that could not be read, then
     /// those cut short (warnings, named when `paths` has several).
     pub fn problems(&self, paths: &[PathBuf]) -> Vec<String> {
@@ -404,16 +425,20 @@ impl Pipeline {
                     &mut each,
                 )?;
             }
+            Input::Files(paths) if paths.len() > 1 => {
+                self.merged(
+                    &paths,
+                    mirror,
+                    &mut first_ts,
+                    &mut obs,
+                    &mut ended,
+                    &mut each,
+                )?;
+            }
             Input::Files(paths) => {
                 for (index, path) in paths.iter().enumerate() {
-                    let reader = match CaptureReader::open_counted(path, self.opts.consumed.clone())
-                    {
-                        // A small file is read on this thread: a reading
-                        // thread's start and handoffs would cost more than
-                        // the overlap gains (a fleet of captures of a few
-                        // kilobytes each).
-                        Ok(r) if self.opts.one_thread || is_small(path) => r,
-                        Ok(r) => r.in_background(),
+                    let reader = match self.open(path, true) {
+                        Ok(r) => r,
                         Err(error) => {
                             ended.unreadable.push(FileError { file: index, error });
                             continue;
@@ -444,6 +469,123 @@ impl Pipeline {
         Ok(ended)
     }
 
+    /// Opens a capture file; on a thread of its own when `background` and
+    /// the file is large enough to gain from it.
+    fn open(&self, path: &Path, background: bool) -> Result<CaptureReader, CaptureError> {
+        let r = CaptureReader::open_counted(path, self.opts.consumed.clone())?;
+        // A small file is read on this thread: a reading thread's start and
+        // handoffs would cost more than the overlap gains (a fleet of
+        // captures of a few kilobytes each).
+        Ok(if !background || self.opts.one_thread || is_small(path) {
+            r
+        } else {
+            r.in_background()
+        })
+    }
+
+    /// Several files as one capture, merged by time as mergecap merges them:
+    /// at each step the earliest next datagram of any file (a tie goes to
+    /// the file given first), each file's own order kept. A file is opened
+    /// when its first datagram is due: captures that follow each other
+    /// (rotations) are open one or two at a time, and a fleet of more than
+    /// [`MERGE_KEEP_OPEN`] files is looked at once for its first time,
+    /// closed, and opened again when due.
+    #[allow(clippy::too_many_arguments)]
+    fn merged<E>(
+        &mut self,
+        paths: &[PathBuf],
+        mirror: &mut Mirror,
+        first_ts: &mut Option<Duration>,
+        obs: &mut Observation,
+        ended: &mut Ended,
+        each: &mut impl FnMut(Item<'_, '_>) -> Result<Next, E>,
+    ) -> Result<(), E> {
+        use std::cmp::Reverse;
+        use std::collections::BinaryHeap;
+        #[derive(Default)]
+        struct Slot {
+            reader: Option<CaptureReader>,
+            next: Option<crate::capture::UdpDatagram>,
+        }
+        // Its next datagram, or its end (stats counted, error said).
+        let advance = |slot: &mut Slot, index: usize, ended: &mut Ended| -> Option<Duration> {
+            let reader = slot.reader.as_mut()?;
+            match reader.next_datagram() {
+                Some(Ok(d)) => {
+                    let ts = d.ts;
+                    slot.next = Some(d);
+                    return Some(ts);
+                }
+                Some(Err(error)) => ended.cut_short.push(FileError { file: index, error }),
+                None => {}
+            }
+            if let Some(r) = slot.reader.take() {
+                ended.add(r.stats());
+            }
+            None
+        };
+        let background = paths.len() <= MERGE_BACKGROUND;
+        let keep_open = paths.len() <= MERGE_KEEP_OPEN;
+        let mut slots: Vec<Slot> = Vec::with_capacity(paths.len());
+        let mut due = BinaryHeap::new();
+        for (index, path) in paths.iter().enumerate() {
+            let mut slot = Slot::default();
+            match self.open(path, background && keep_open) {
+                Ok(r) => slot.reader = Some(r),
+                Err(error) => ended.unreadable.push(FileError { file: index, error }),
+            }
+            if let Some(ts) = advance(&mut slot, index, ended) {
+                due.push(Reverse((ts, index)));
+                // Standard input cannot be opened again.
+                if !keep_open && path.as_os_str() != "-" {
+                    slot = Slot::default();
+                }
+            }
+            slots.push(slot);
+        }
+        let mut current = None;
+        while let Some(Reverse((_, index))) = due.pop() {
+            let slot = &mut slots[index];
+            if slot.reader.is_none() {
+                match self.open(&paths[index], false) {
+                    Ok(r) => slot.reader = Some(r),
+                    Err(error) => {
+                        ended.unreadable.push(FileError { file: index, error });
+                        continue;
+                    }
+                }
+                if advance(slot, index, ended).is_none() {
+                    continue;
+                }
+            }
+            let Some(d) = slot.next.take() else { continue };
+            if current != Some(index) {
+                current = Some(index);
+                let path = &paths[index];
+                if each(Item::File { index, path })? == Next::Stop {
+                    ended.stopped = true;
+                    break;
+                }
+            }
+            let reader = slot
+                .reader
+                .as_mut()
+                .expect("a file with a datagram is open");
+            let stop = self.datagram(d, reader, index, mirror, first_ts, obs, each)?;
+            if let Some(ts) = advance(slot, index, ended) {
+                due.push(Reverse((ts, index)));
+            }
+            if stop {
+                ended.stopped = true;
+                break;
+            }
+        }
+        for r in slots.into_iter().filter_map(|s| s.reader) {
+            ended.add(r.stats());
+        }
+        Ok(())
+    }
+
     /// One reader to its end; true when `each` asked to stop.
     #[allow(clippy::too_many_arguments)]
     fn read<E>(
@@ -465,95 +607,99 @@ impl Pipeline {
                     break;
                 }
             };
-            let since = *first_ts.get_or_insert(d.ts);
-            if let Some(icmp) = &d.icmp {
-                // Not traffic: an error about a datagram of the flow it quotes.
-                if let Some(f) = self.dissector.flow(d.src, d.dst) {
-                    let note = IcmpNote {
-                        since,
-                        flow: f.id,
-                        dir: if d.src == f.client {
-                            Dir::C2s
-                        } else {
-                            Dir::S2c
-                        },
-                        ts: d.ts,
-                        frame: d.frame,
-                        kind: icmp.kind.as_str(),
-                        from: icmp.from,
-                        src: d.src,
-                        dst: d.dst,
-                        mtu: match icmp.kind {
-                            crate::capture::IcmpKind::FragmentationNeeded { mtu } => mtu,
-                            _ => None,
-                        },
-                    };
-                    stop = each(Item::Icmp { note, file })? == Next::Stop;
-                }
-                reader.recycle(d);
-                if stop {
-                    break;
-                }
-                continue;
-            }
-            if let Some(spent) = &self.opts.owned {
-                if d.frame % 64 == 0 {
-                    for p in spent.take() {
-                        let (d, shell) = p.recycle(&mut self.dissector);
-                        reader.recycle(d);
-                        if self.shells.len() < MAX_SHELLS {
-                            self.shells.push(shell);
-                        }
-                    }
-                }
-                let packet = match OwnedPacket::dissect(&mut self.dissector, d, &mut self.shells) {
-                    Ok(p) => p,
-                    Err(d) => {
-                        reader.recycle(d);
-                        continue;
-                    }
-                };
-                let (dissector, p) = (&self.dissector, packet.get());
-                mirror.observe(p, || dissector.flow(p.src, p.dst), obs);
-                let item = Item::Owned {
-                    packet,
-                    obs,
-                    since,
-                    file,
-                };
-                if each(item)? == Next::Stop {
-                    stop = true;
-                    break;
-                }
-                continue;
-            }
-            let Some(mut p) = self.dissector.dissect(&d) else {
-                reader.recycle(d);
-                continue;
-            };
-            let dissector = &self.dissector;
-            mirror.observe(&p, || dissector.flow(p.src, p.dst), obs);
-            let next = each(Item::Packet {
-                packet: &mut p,
-                obs,
-                since,
-                file,
-            });
-            self.dissector.recycle(p);
-            reader.recycle(d);
-            if next? == Next::Stop {
+            if self.datagram(d, &mut reader, file, mirror, first_ts, obs, each)? {
                 stop = true;
                 break;
             }
         }
-        let c = reader.stats();
-        ended.frames += c.frames;
-        ended.non_udp += c.non_udp;
-        ended.unsupported_link += c.unsupported_link;
-        ended.fragments_dropped += c.fragments_dropped;
-        ended.bad_ip += c.bad_ip;
-        ended.bad_records += c.bad_records;
+        ended.add(reader.stats());
         Ok(stop)
+    }
+
+    /// One datagram of `reader` (which gets its buffer back) through the
+    /// dissector and the mirror to `each`; true when `each` asked to stop.
+    #[allow(clippy::too_many_arguments)]
+    fn datagram<E>(
+        &mut self,
+        d: crate::capture::UdpDatagram,
+        reader: &mut CaptureReader,
+        file: usize,
+        mirror: &mut Mirror,
+        first_ts: &mut Option<Duration>,
+        obs: &mut Observation,
+        each: &mut impl FnMut(Item<'_, '_>) -> Result<Next, E>,
+    ) -> Result<bool, E> {
+        let since = *first_ts.get_or_insert(d.ts);
+        if let Some(icmp) = &d.icmp {
+            let mut stop = false;
+            // Not traffic: an error about a datagram of the flow it quotes.
+            if let Some(f) = self.dissector.flow(d.src, d.dst) {
+                let note = IcmpNote {
+                    since,
+                    flow: f.id,
+                    dir: if d.src == f.client {
+                        Dir::C2s
+                    } else {
+                        Dir::S2c
+                    },
+                    ts: d.ts,
+                    frame: d.frame,
+                    kind: icmp.kind.as_str(),
+                    from: icmp.from,
+                    src: d.src,
+                    dst: d.dst,
+                    mtu: match icmp.kind {
+                        crate::capture::IcmpKind::FragmentationNeeded { mtu } => mtu,
+                        _ => None,
+                    },
+                };
+                stop = each(Item::Icmp { note, file })? == Next::Stop;
+            }
+            reader.recycle(d);
+            return Ok(stop);
+        }
+        if let Some(spent) = &self.opts.owned {
+            if d.frame % 64 == 0 {
+                for p in spent.take() {
+                    let (d, shell) = p.recycle(&mut self.dissector);
+                    reader.recycle(d);
+                    if self.shells.len() < MAX_SHELLS {
+                        self.shells.push(shell);
+                    }
+                }
+            }
+            let packet = match OwnedPacket::dissect(&mut self.dissector, d, &mut self.shells) {
+                Ok(p) => p,
+                Err(d) => {
+                    reader.recycle(d);
+                    return Ok(false);
+                }
+            };
+            let (dissector, p) = (&self.dissector, packet.get());
+            mirror.observe(p, || dissector.flow(p.src, p.dst), obs);
+            let item = Item::Owned {
+                packet,
+                obs,
+                since,
+                file,
+            };
+            return Ok(each(item)? == Next::Stop);
+        }
+        let Some(mut p) = self.dissector.dissect(&d) else {
+            reader.recycle(d);
+            return Ok(false);
+        };
+        let dissector = &self.dissector;
+        mirror.observe(&p, || dissector.flow(p.src, p.dst), obs);
+        let next = each(Item::Packet {
+            packet: &mut p,
+            obs,
+            since,
+            file,
+        });
+        self.dissector.recycle(p);
+        reader.recycle(d);
+        Ok(next? == Next::Stop)
     }
 }
 

@@ -213,3 +213,97 @@ fn value_errors_are_said_in_words() {
     assert!(err.contains("no Bedrock version \"1.99.0\""), "{err}");
     assert!(err.contains("1.19.1") && err.contains("1.26.45"), "{err}");
 }
+
+/// A classic pcap's records, split by `pick(i)` (the record's index) into
+/// two files with the same global header.
+fn split_pcap(
+    from: &std::path::Path,
+    a: &std::path::Path,
+    b: &std::path::Path,
+    pick: impl Fn(usize) -> bool,
+) {
+    let bytes = std::fs::read(from).unwrap();
+    assert_eq!(
+        &bytes[..4],
+        &[0xd4, 0xc3, 0xb2, 0xa1],
+        "a little-endian pcap"
+    );
+    let (mut out_a, mut out_b) = (bytes[..24].to_vec(), bytes[..24].to_vec());
+    let (mut at, mut i) = (24, 0);
+    while at + 16 <= bytes.len() {
+        let caplen = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        let record = &bytes[at..at + 16 + caplen];
+        if pick(i) { &mut out_a } else { &mut out_b }.extend_from_slice(record);
+        at += 16 + caplen;
+        i += 1;
+    }
+    std::fs::write(a, out_a).unwrap();
+    std::fs::write(b, out_b).unwrap();
+}
+
+fn json_lines(o: &std::process::Output) -> Vec<serde_json::Value> {
+    stdout(o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Several files are one capture merged by time, as mergecap merges them:
+/// a capture split in two files that interleave (each second record in the
+/// other file), given in either order, reads as the whole one (the same
+/// packets in the same order, each naming its file; the same messages
+/// delivered), and a later-named, earlier-dated file comes first.
+#[test]
+fn several_files_merge_by_time() {
+    let dir = common::TempDir::new("merge");
+    let whole = common::sample("lossy.pcap");
+    let (odd, even) = (
+        dir.path().join("a-odd.pcap"),
+        dir.path().join("b-even.pcap"),
+    );
+    split_pcap(&whole, &odd, &even, |i| i % 2 == 1);
+    // Frame numbers count in each file (in records and in anomalies' words).
+    let frame_word = regex_lite::Regex::new(r"frame \d+").unwrap();
+    let strip = |records: Vec<serde_json::Value>| -> Vec<String> {
+        records
+            .into_iter()
+            .map(|mut r| {
+                let o = r.as_object_mut().unwrap();
+                o.remove("frame");
+                o.remove("file");
+                frame_word
+                    .replace_all(&r.to_string(), "frame N")
+                    .into_owned()
+            })
+            .collect()
+    };
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    for command in ["read", "messages"] {
+        let alone = json_lines(&run_bin(&[command, &path(&whole), "--json"]));
+        assert!(alone.len() > 50, "{command}: {} records", alone.len());
+        for (first, second) in [(&even, &odd), (&odd, &even)] {
+            let o = run_bin(&[command, &path(first), &path(second), "--json"]);
+            assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+            let merged = json_lines(&o);
+            if command == "read" {
+                let files: std::collections::BTreeSet<&str> =
+                    merged.iter().filter_map(|r| r["file"].as_str()).collect();
+                assert_eq!(files.len(), 2, "every packet names its file: {files:?}");
+            }
+            assert_eq!(
+                strip(merged),
+                strip(alone.clone()),
+                "{command}: merged differs"
+            );
+        }
+    }
+    // handshake.pcap is from before lossy.pcap: given second, it is read first.
+    let early = common::sample("handshake.pcap");
+    let o = run_bin(&[&path(&whole), &path(&early), "-c", "1"]);
+    let out = stdout(&o);
+    assert!(
+        out.starts_with(&format!("==> {} <==", path(&early))),
+        "{out}"
+    );
+    assert!(out.contains(" 0.0"), "{out}");
+}
