@@ -307,3 +307,40 @@ fn several_files_merge_by_time() {
     );
     assert!(out.contains(" 0.0"), "{out}");
 }
+
+/// A flag of another command is named with the commands that have it, not
+/// with clap's tip to pass it as a value; `-w -` writes the capture to
+/// standard output (tshark's habit) and nothing else goes there; `export`
+/// takes `-o` as `plot` does.
+#[test]
+fn flags_say_what_they_are() {
+    let o = run_bin(&["ping", "127.0.0.1:9", "-Y", "kind == ack"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("-Y is an option of read, messages"), "{err}");
+    assert!(!err.contains("as a value"), "{err}");
+    let lossy = common::sample("lossy.pcap");
+    let lossy = lossy.to_str().unwrap();
+    // -w -: a pcapng on standard output, which reads as the capture itself.
+    let dir = common::TempDir::new("write-stdout");
+    let o = run_bin(&["read", lossy, "-w", "-"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        &o.stdout[..4],
+        &[0x0a, 0x0d, 0x0d, 0x0a],
+        "a pcapng section header"
+    );
+    assert!(!dir.path().join("-").exists());
+    let copy = dir.path().join("copy.pcapng");
+    std::fs::write(&copy, &o.stdout).unwrap();
+    let fields = ["-T", "fields", "-e", "ts", "-e", "src", "-e", "len"];
+    let again = run_bin(&[&["read", copy.to_str().unwrap()][..], &fields].concat());
+    let first = run_bin(&[&["read", lossy][..], &fields].concat());
+    assert_eq!(stdout(&again), stdout(&first));
+    assert!(stdout(&first).lines().count() > 100);
+    // export -o DIR, as plot -o FILE.
+    let out = dir.path().join("tables");
+    let o = run_bin(&["export", lossy, "-o", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(out.join("packets.parquet").exists());
+}

@@ -20,7 +20,7 @@ use pcap_file::DataLink;
 
 /// A pcapng file being written, one raw-IP interface.
 pub struct Recorder {
-    writer: PcapNgWriter<BufWriter<File>>,
+    writer: PcapNgWriter<BufWriter<Box<dyn Write + Send>>>,
     buf: Vec<u8>,
 }
 
@@ -28,6 +28,12 @@ impl std::fmt::Debug for Recorder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Recorder").finish_non_exhaustive()
     }
+}
+
+/// Whether `-w PATH` writes the capture to standard output (`-`), which
+/// then carries nothing else.
+pub fn writes_stdout(path: Option<&Path>) -> bool {
+    path.is_some_and(|p| p.as_os_str() == "-")
 }
 
 fn io_error(e: impl std::fmt::Display) -> io::Error {
@@ -39,9 +45,15 @@ impl Recorder {
         Self::create_for(path, DataLink::RAW)
     }
 
-    /// A file whose one interface has `linktype` (what libpcap captured).
+    /// A file whose one interface has `linktype` (what libpcap captured);
+    /// `-` is standard output (as tshark's `-w -`).
     pub fn create_for(path: &Path, linktype: DataLink) -> io::Result<Recorder> {
-        let file = BufWriter::new(File::create(path)?);
+        let sink: Box<dyn Write + Send> = if writes_stdout(Some(path)) {
+            Box::new(io::stdout())
+        } else {
+            Box::new(File::create(path)?)
+        };
+        let file = BufWriter::new(sink);
         let mut writer = PcapNgWriter::new(file).map_err(io_error)?;
         writer
             .write_pcapng_block(InterfaceDescriptionBlock {

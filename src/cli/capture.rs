@@ -10,7 +10,7 @@ use clap::Args;
 use super::args::{parse_id, CaptureArgs, DirArg, DisplayArgs, FormatArg, OutputArgs, TimeArgs};
 use super::{EXIT_BAD_FILE, EXIT_BAD_FILTER, EXIT_OK, EXIT_USAGE};
 use crate::bedrock::{event_names, Detect, Game, Keys};
-use crate::capture::write::Recorder;
+use crate::capture::write::{self, Recorder};
 use crate::capture::CaptureReader;
 use crate::display::print::{
     Choice, FlowPrinter, Format, MessagePrinter, PacketPrinter, ShowError, Shown,
@@ -141,13 +141,13 @@ pub fn run_read(args: &ReadArgs, out: &mut impl Write) -> anyhow::Result<u8> {
             };
             run_flows(&flows, out)
         }
-        Some(other) => {
-            eprintln!(
-                "raknet-dissect: -z {other}: not a statistic here; -z conv,udp is `raknet-dissect flows`, \
+        Some(other) => Ok(super::say(
+            &format!(
+                "-z {other}: not a statistic here; -z conv,udp is `raknet-dissect flows`, \
                  and `raknet-dissect stats` counts messages, reliabilities, channels and rates"
-            );
-            Ok(EXIT_USAGE)
-        }
+            ),
+            EXIT_USAGE,
+        )),
     }
 }
 
@@ -167,7 +167,7 @@ pub(crate) fn read_packets(
         (Ok(s), Ok(k)) => (s, k),
         (Err(code), _) | (_, Err(code)) => return Ok(code),
     };
-    let quiet = args.output.quiet;
+    let quiet = args.output.quiet || write::writes_stdout(args.write.as_deref());
     let pal = Palette::choose(
         args.output.color.into(),
         shown.json || shown.export.is_some(),

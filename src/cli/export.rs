@@ -1,4 +1,4 @@
-//! `export CAPTURE... --out DIR`: Parquet tables of the records `--json`
+//! `export CAPTURE... -o DIR`: Parquet tables of the records `--json`
 //! prints: `read` (packets), `messages`, `flows`, `handshake` (handshakes)
 //! and `game`, each command run as typed with `--json`, its records
 //! written as rows by [`crate::output::parquet`].
@@ -19,7 +19,12 @@ pub struct ExportArgs {
     pub capture: CaptureArgs,
     /// The directory the tables go to: packets.parquet, messages.parquet,
     /// flows.parquet, handshakes.parquet, game.parquet (made if missing).
-    #[arg(long, value_name = "DIR")]
+    #[arg(
+        short = 'o',
+        long = "output",
+        visible_alias = "out",
+        value_name = "DIR"
+    )]
     pub out: PathBuf,
     /// Key material for the game table (and the game names of the others).
     #[command(flatten)]

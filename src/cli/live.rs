@@ -13,6 +13,7 @@ use super::capture::read_packets;
 use super::terminal_width;
 use super::{CaptureArgs, ReadArgs, EXIT_OK, EXIT_USAGE};
 use crate::capture::live::{interfaces, stop_on_interrupt, LiveError, LiveOptions};
+use crate::capture::write::writes_stdout;
 use crate::capture::CaptureReader;
 use crate::display::print::{FlowPrinter, Shown};
 use crate::mirror::FlowMirror;
@@ -90,22 +91,17 @@ pub fn run_live(a: &LiveArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let reader = match CaptureReader::live(opts) {
         Ok(r) => r,
         Err(e @ LiveError::Permission { .. }) => {
-            eprintln!("raknet-dissect: {e}");
-            return Ok(super::EXIT_NO_PERMISSION);
+            return Ok(super::say(&e.to_string(), super::EXIT_NO_PERMISSION))
         }
         Err(e @ (LiveError::NoInterface(_) | LiveError::Filter(_))) => {
-            eprintln!("raknet-dissect: {e}");
-            return Ok(EXIT_USAGE);
+            return Ok(super::say(&e.to_string(), EXIT_USAGE))
         }
         Err(e) => {
             eprintln!("raknet-dissect: live capture: {e}");
             return Ok(super::EXIT_ERROR);
         }
     };
-    eprintln!(
-        "raknet-dissect: capturing on {}",
-        a.interface.as_deref().unwrap_or("any")
-    );
+    eprintln!("raknet-dissect: capturing on {interface}");
     let read = ReadArgs {
         capture: CaptureArgs {
             decode: a.decode.clone(),
@@ -113,22 +109,23 @@ pub fn run_live(a: &LiveArgs, out: &mut impl Write) -> anyhow::Result<u8> {
             count: a.count,
             ..CaptureArgs::default()
         },
-        output: a.output.clone(),
+        output: OutputArgs {
+            quiet: a.output.quiet || writes_stdout(a.write.as_deref()),
+            ..a.output.clone()
+        },
         display: a.display.clone(),
         time: a.time,
         verbose: a.verbose,
         hex: a.hex,
-        write: None,
-        stat: None,
-        keys: Default::default(),
+        ..ReadArgs::default()
     };
     let mut flows: Vec<FlowMirror> = Vec::new();
     let code = read_packets(&read, Some(reader), Some(&mut flows), out)?;
     flows.retain(|f| a.flow.is_none_or(|n| n == f.id));
     let fields = a.display.format == Some(FormatArg::Fields)
         || (a.display.format.is_none() && !a.display.fields.is_empty());
-    // A field export stays one table: no flows after it.
-    if !fields {
+    // A field export stays one table: no flows after it (nor after a capture).
+    if !fields && !writes_stdout(a.write.as_deref()) {
         let json = a.output.json || a.display.format == Some(FormatArg::Json);
         let (filter, export) = (None, None);
         let mut printer = FlowPrinter::new(Shown {

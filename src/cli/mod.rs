@@ -236,7 +236,8 @@ pub fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
-            let _ = e.print();
+            let said = crate::output::usage::explain(&e, &<Cli as clap::CommandFactory>::command());
+            let _ = said.map_or_else(|| e.print(), |t| Ok(eprint!("{t}")));
             return ExitCode::from(code);
         }
     };

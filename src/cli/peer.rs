@@ -270,10 +270,7 @@ pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let mut p = a.output.printer(out);
     match crate::peer::serve::serve_setup(setup, &mut p)? {
         Ok(o) => Ok(o.exit_code()),
-        Err(why) => {
-            eprintln!("raknet-dissect: {why}");
-            Ok(EXIT_ERROR)
-        }
+        Err(why) => Ok(super::say(&why, EXIT_ERROR)),
     }
 }
 

@@ -45,8 +45,10 @@ pub fn run_plot(args: &PlotArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         return Ok(EXIT_USAGE);
     }
     if crate::output::file::is_one_of(&args.svg, &args.capture.paths()) {
-        eprintln!("raknet-dissect: {shown} is the capture file: not overwriting it");
-        return Ok(EXIT_USAGE);
+        return Ok(super::say(
+            &format!("{shown} is the capture file: not overwriting it"),
+            EXIT_USAGE,
+        ));
     }
     if let (Some(from), Some(to)) = (args.from, args.to) {
         if from > to {

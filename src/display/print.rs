@@ -231,11 +231,16 @@ impl PacketPrinter {
         out: &mut dyn Write,
     ) -> io::Result<()> {
         self.seen(p.ts);
-        if self.quiet || self.only.is_some_and(|f| f != p.flow) || !self.wants(p, since, file) {
+        // -q prints nothing, and still writes what passes -Y with -w.
+        let idle = self.quiet && self.writer.is_none();
+        if idle || self.only.is_some_and(|f| f != p.flow) || !self.wants(p, since, file) {
             return Ok(());
         }
         if let Some(w) = self.writer.as_mut() {
             w.record_at(p.ts, p.src, p.dst, p.payload)?;
+        }
+        if self.quiet {
+            return Ok(());
         }
         self.packet(p, since, file, out)
     }

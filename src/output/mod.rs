@@ -14,6 +14,7 @@ pub mod svg;
 pub mod table;
 pub mod terminal;
 pub mod text;
+pub mod usage;
 pub mod value;
 
 use std::io::IsTerminal;
