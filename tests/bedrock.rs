@@ -848,7 +848,8 @@ fn decoded_fields_in_filters_exports_and_trees() {
         "game.name == \"start_game\" && game.start_game.player_position.y > 65 && game.start_game.player_position.y < 66"]);
     assert_eq!(spawn.lines().count(), 1, "{spawn}");
     assert!(spawn.contains("start_game"), "{spawn}");
-    // -V: the start_game's fields as a tree, nested objects indented.
+    // -V: the start_game's fields as a tree in wire order, each with its
+    // offset and length, nested objects indented (tests/game_tree.rs).
     let tree = out(&[
         "game",
         pcap,
@@ -858,10 +859,12 @@ fn decoded_fields_in_filters_exports_and_trees() {
         "-Y",
         "game.start_game",
     ]);
-    assert!(tree.contains("    player_position:"), "{tree}");
     assert!(
-        tree.lines()
-            .any(|l| l.trim_start() == "y: 65.62000274658203"),
+        tree.contains("\n      4   12     player_position\n"),
+        "{tree}"
+    );
+    assert!(
+        tree.contains("\n      8    4       y: 65.62000274658203\n"),
         "{tree}"
     );
     // --no-fields: only the hand decoders' keys (set_time has none).

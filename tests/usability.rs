@@ -344,3 +344,71 @@ fn flags_say_what_they_are() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(out.join("packets.parquet").exists());
 }
+
+/// A classic pcap (raw IPv4) of one UDP datagram that is not RakNet.
+fn not_raknet_pcap(path: &std::path::Path) {
+    let payload: Vec<u8> = (0u8..20).collect();
+    let udp_len = 8 + payload.len() as u16;
+    let mut ip = vec![0x45, 0];
+    ip.extend((20 + udp_len).to_be_bytes());
+    ip.extend([0, 0, 0, 0, 64, 17, 0, 0, 127, 0, 0, 1, 127, 0, 0, 1]);
+    ip.extend(5353u16.to_be_bytes());
+    ip.extend(5353u16.to_be_bytes());
+    ip.extend(udp_len.to_be_bytes());
+    ip.extend([0, 0]);
+    ip.extend(payload);
+    let mut pcap = Vec::new();
+    pcap.extend(0xa1b2_c3d4u32.to_le_bytes());
+    pcap.extend(2u16.to_le_bytes());
+    pcap.extend(4u16.to_le_bytes());
+    for v in [0u32, 0, 65535, 101] {
+        pcap.extend(v.to_le_bytes());
+    }
+    for v in [1_795_322_000u32, 0, ip.len() as u32, ip.len() as u32] {
+        pcap.extend(v.to_le_bytes());
+    }
+    pcap.extend(ip);
+    std::fs::write(path, pcap).unwrap();
+}
+
+/// Nothing to show is said, terminal or not, with what to try: a capture
+/// with no RakNet (`-d PORT`), `game` with no Bedrock flow (`--bedrock`),
+/// `export` with no records (no empty directory left).
+#[test]
+fn empty_results_say_why() {
+    let dir = common::TempDir::new("empty");
+    let udp = dir.path().join("udp.pcap");
+    not_raknet_pcap(&udp);
+    let udp = udp.to_str().unwrap();
+    for command in ["read", "messages", "flows", "stats"] {
+        let o = run_bin(&[command, udp]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(0), "{command}: {err}");
+        assert!(
+            err.contains("no RakNet packets") && err.contains("-d PORT"),
+            "{command}: {err}"
+        );
+        assert_eq!(err.matches("no RakNet").count(), 1, "{err}");
+    }
+    let lossy = common::sample("lossy.pcap");
+    let o = run_bin(&["game", lossy.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(stdout(&o).is_empty());
+    assert!(
+        err.contains("no Minecraft Bedrock flow") && err.contains("--bedrock"),
+        "{err}"
+    );
+    // A Bedrock capture says none of it.
+    let login = common::sample("bedrock-login.pcap");
+    let o = run_bin(&["game", login.to_str().unwrap()]);
+    assert_eq!(stderr(&o), "");
+    // export: no tables, no directory, one line of each.
+    let out = dir.path().join("tables");
+    let o = run_bin(&["export", udp, "-o", out.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(!out.exists(), "an empty directory was left");
+    assert!(err.contains("nothing written"), "{err}");
+    assert_eq!(err.matches("no RakNet").count(), 1, "{err}");
+}

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::schema::{self, Definitions, Session};
+use super::schema::{self, Definitions, Session, Span};
 
 /// The newest protocol the definitions know, for a flow whose protocol was
 /// not seen (a capture that starts mid-session).
@@ -24,29 +24,52 @@ pub struct Fields {
     session: Session,
     /// Whether the definitions used were said, once.
     said: bool,
+    /// Keep where each field is on the wire (for the `-V` tree): off, the
+    /// decoder keeps no trace.
+    pub layout: bool,
+}
+
+/// What [`Fields::decode`] made of a packet.
+#[derive(Debug, Default)]
+pub struct Decoded {
+    /// The definitions' fields with the hand decoders' added (only the
+    /// hand decoders' when the definitions have no such packet or it
+    /// stopped decoding).
+    pub fields: Option<Value>,
+    /// Where the packet stopped decoding, or, once per flow, that another
+    /// protocol's definitions serve this one.
+    pub anomaly: Option<String>,
+    /// With [`Fields::layout`]: the definitions' fields in wire order,
+    /// each with its bytes in the body (the hand decoders' keys have none).
+    pub layout: Option<Vec<Span>>,
 }
 
 impl Fields {
     /// Packet `id`'s fields from its `body` by the definitions of
     /// `protocol` (the flow's: the nearest known, the newest when unseen),
-    /// `hand`'s keys added where the definitions have none. Returns them
-    /// and an anomaly: the field and offset where the packet stopped
-    /// decoding (then only `hand` is kept), or, once per flow, that
-    /// another protocol's definitions serve this one.
+    /// `hand`'s keys added where the definitions have none; with an
+    /// anomaly: the field and offset where the packet stopped decoding
+    /// (then only `hand` is kept), or, once per flow, that another
+    /// protocol's definitions serve this one.
     pub fn decode(
         &mut self,
         protocol: Option<u32>,
         id: u16,
         body: &[u8],
         hand: Option<Value>,
-    ) -> (Option<Value>, Option<String>) {
+    ) -> Decoded {
+        let only_hand = |fields, anomaly| Decoded {
+            fields,
+            anomaly,
+            layout: None,
+        };
         if self.defs.is_none() || self.chosen_for != protocol {
             self.defs = schema::definitions(protocol.unwrap_or_else(newest));
             self.chosen_for = protocol;
             self.said = false;
         }
         let Some(defs) = &self.defs else {
-            return (hand, None);
+            return only_hand(hand, None);
         };
         let mut note = None;
         if !self.said && protocol != Some(defs.protocol) {
@@ -62,9 +85,15 @@ impl Fields {
                 ),
             });
         }
-        let decoded = match defs.decode(id, body, self.session) {
-            None => return (hand, note),
-            Some(Err(e)) => return (hand, Some(format!("fields: {e}"))),
+        let result = if self.layout {
+            defs.decode_traced(id, body, self.session)
+        } else {
+            defs.decode(id, body, self.session)
+                .map(|r| r.map(|v| (v, None)))
+        };
+        let (decoded, layout) = match result {
+            None => return only_hand(hand, note),
+            Some(Err(e)) => return only_hand(hand, Some(format!("fields: {e}"))),
             Some(Ok(v)) => v,
         };
         if matches!(defs.name(id), Some("start_game" | "item_registry")) {
@@ -81,7 +110,11 @@ impl Fields {
             }
             (d, _) => d,
         };
-        (Some(merged), note)
+        Decoded {
+            fields: Some(merged),
+            anomaly: note,
+            layout,
+        }
     }
 }
 
@@ -105,39 +138,60 @@ mod tests {
     fn hand_fields_add_to_the_definitions_and_an_error_keeps_them() {
         let mut f = Fields::default();
         // play_status 2 (player_spawn) in protocol 2169.
-        let (v, note) = f.decode(
+        let d = f.decode(
             Some(2169),
             2,
             &[0, 0, 0, 3],
             Some(json!({"status": 3, "status_name": "player_spawn"})),
         );
-        assert_eq!(note, None);
-        let v = v.unwrap();
+        assert_eq!(d.anomaly, None);
+        assert!(d.layout.is_none(), "no trace unless asked");
+        let v = d.fields.unwrap();
         assert_eq!(v["status_name"], "player_spawn");
         assert_eq!(
             v["status"], "player_spawn",
             "the definitions' mapper wins: {v}"
         );
         // Cut short: the hand fields stay, the anomaly says where.
-        let (v, note) = f.decode(Some(2169), 2, &[0, 0], Some(json!({"x": 1})));
-        assert_eq!(v, Some(json!({"x": 1})));
+        let d = f.decode(Some(2169), 2, &[0, 0], Some(json!({"x": 1})));
+        assert_eq!(d.fields, Some(json!({"x": 1})));
         assert_eq!(
-            note.as_deref(),
+            d.anomaly.as_deref(),
             Some("fields: status at byte 0: 4 bytes wanted, 2 left")
         );
     }
 
     #[test]
+    fn the_layout_is_kept_when_asked_and_the_fields_are_the_same() {
+        let hand = || Some(json!({"status": 3, "status_name": "player_spawn"}));
+        let plain = Fields::default().decode(Some(2169), 2, &[0, 0, 0, 3], hand());
+        let mut f = Fields {
+            layout: true,
+            ..Fields::default()
+        };
+        let d = f.decode(Some(2169), 2, &[0, 0, 0, 3], hand());
+        assert_eq!(d.fields, plain.fields);
+        let layout = d.layout.unwrap();
+        assert_eq!(layout.len(), 1, "{layout:?}");
+        assert_eq!(
+            (&*layout[0].name, layout[0].start, layout[0].end),
+            ("status", 0, 4)
+        );
+        // Cut short: no layout, as no fields.
+        assert!(f.decode(Some(2169), 2, &[0, 0], None).layout.is_none());
+    }
+
+    #[test]
     fn another_protocols_definitions_are_said_once() {
         let mut f = Fields::default();
-        let (_, note) = f.decode(Some(2170), 2, &[0, 0, 0, 3], None);
+        let note = f.decode(Some(2170), 2, &[0, 0, 0, 3], None).anomaly;
         assert!(note.unwrap().contains("those of protocol 2169"));
-        let (_, note) = f.decode(Some(2170), 2, &[0, 0, 0, 3], None);
+        let note = f.decode(Some(2170), 2, &[0, 0, 0, 3], None).anomaly;
         assert_eq!(note, None);
         let mut f = Fields::default();
-        let (v, note) = f.decode(None, 2, &[0, 0, 0, 3], None);
-        assert!(note.unwrap().contains("the newest definitions"));
-        assert!(v.is_some());
+        let d = f.decode(None, 2, &[0, 0, 0, 3], None);
+        assert!(d.anomaly.unwrap().contains("the newest definitions"));
+        assert!(d.fields.is_some());
     }
 
     #[test]

@@ -34,6 +34,9 @@ pub struct GamePacket {
     /// Why its fields stopped decoding (the field and offset), or that
     /// another protocol's definitions were used (once per flow).
     pub anomaly: Option<String>,
+    /// Where the definitions' fields are in the body, in wire order: kept
+    /// only for the `-V` tree ([`super::Game::layout`]).
+    pub layout: Option<Vec<super::schema::Span>>,
 }
 
 /// Why a batch shows no packets.
@@ -329,9 +332,12 @@ impl GameFlow {
             );
             self.after(dir, header.id, salt);
             self.progress(dir, header.id, hand.as_ref());
-            let (fields, anomaly) = match &mut self.fields {
+            let decoded = match &mut self.fields {
                 Some(f) => f.decode(self.learned.protocol, header.id, &rec[header.len..], hand),
-                None => (hand, None),
+                None => super::fields::Decoded {
+                    fields: hand,
+                    ..Default::default()
+                },
             };
             self.packets[d] += 1;
             out.push(GameEvent::Packet(GamePacket {
@@ -341,8 +347,9 @@ impl GameFlow {
                 name: super::names::packet_name(self.protocol(), header.id),
                 data: rec.to_vec(),
                 encrypted,
-                fields,
-                anomaly,
+                fields: decoded.fields,
+                anomaly: decoded.anomaly,
+                layout: decoded.layout,
             }));
         }
         out

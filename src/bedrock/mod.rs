@@ -79,12 +79,19 @@ pub struct Game {
     servers: HashMap<std::net::SocketAddr, (u32, String)>,
     /// 0xFE messages of flows past [`MAX_GAME_FLOWS`].
     pub untracked: u64,
+    /// Flows found to be Bedrock so far (closed ones included).
+    pub game_flows: u64,
+    /// RakNet packets seen.
+    pub packets: u64,
     /// Check the logins' signatures (on by default): off for the commands
     /// that only name and count packets.
     pub signatures: bool,
     /// Decode every packet's fields by minecraft-data's definitions (on by
     /// default): off for the commands that only name and count packets.
     pub fields: bool,
+    /// Keep where each field is on the wire ([`GamePacket::layout`]), for
+    /// the `-V` tree (off by default: the decoder then keeps no trace).
+    pub layout: bool,
 }
 
 impl Game {
@@ -97,8 +104,11 @@ impl Game {
             not_game: Default::default(),
             servers: HashMap::new(),
             untracked: 0,
+            game_flows: 0,
+            packets: 0,
             signatures: true,
             fields: true,
+            layout: false,
         }
     }
 
@@ -115,6 +125,7 @@ impl Game {
     /// A packet of the capture: the RakNet protocol of an Open Connection
     /// Request 1, a Minecraft pong.
     pub fn packet(&mut self, p: &Packet<'_>) {
+        self.packets += 1;
         let Body::Offline { msg: Some(msg), .. } = &p.body else {
             return;
         };
@@ -164,8 +175,13 @@ impl Game {
                 return None;
             }
             let mut f = GameFlow::new(raknet, Arc::clone(&self.keys), self.signatures);
-            f.fields = self.fields.then(Default::default);
+            f.fields = self.fields.then(|| {
+                let mut d = fields::Fields::default();
+                d.layout = self.layout;
+                d
+            });
             self.flows.insert(m.flow, f);
+            self.game_flows += 1;
         }
         let f = self.flows.get_mut(&m.flow)?;
         Some(f.message(m.dir, &m.data))

@@ -7,6 +7,7 @@
 
 use std::path::PathBuf;
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, ValueEnum};
 
 use crate::output::text::TimeFormat;
@@ -23,14 +24,9 @@ pub struct OutputArgs {
     #[arg(long)]
     pub json: bool,
     /// Colour the output: auto (a terminal, without NO_COLOR or TERM=dumb), always, never.
-    #[arg(
-        long,
-        visible_alias = "colour",
-        value_enum,
-        default_value = "auto",
-        value_name = "WHEN"
-    )]
-    pub color: ColorArg,
+    #[arg(long, visible_alias = "colour", default_value = "auto", value_name = "WHEN",
+          value_parser = PossibleValuesParser::new(["auto", "always", "never"]).map(ColorChoice::from_name))]
+    pub color: ColorChoice,
     /// Quiet: no per-packet or per-message output, only what comes at the end
     /// (summaries, tables); nothing at all for a command that prints only that.
     #[arg(short = 'q', long)]
@@ -40,26 +36,8 @@ pub struct OutputArgs {
 impl OutputArgs {
     /// The printer of a live command's records, as these flags ask.
     pub fn printer<'o, W: std::io::Write>(&self, out: &'o mut W) -> Printer<'o, W> {
-        let pal = crate::output::text::Palette::choose(self.color.into(), self.json);
+        let pal = crate::output::text::Palette::choose(self.color, self.json);
         Printer::new(out, self.json, self.quiet, pal)
-    }
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub enum ColorArg {
-    #[default]
-    Auto,
-    Always,
-    Never,
-}
-
-impl From<ColorArg> for ColorChoice {
-    fn from(c: ColorArg) -> ColorChoice {
-        match c {
-            ColorArg::Auto => ColorChoice::Auto,
-            ColorArg::Always => ColorChoice::Always,
-            ColorArg::Never => ColorChoice::Never,
-        }
     }
 }
 

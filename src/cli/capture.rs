@@ -168,10 +168,7 @@ pub(crate) fn read_packets(
         (Err(code), _) | (_, Err(code)) => return Ok(code),
     };
     let quiet = args.output.quiet || write::writes_stdout(args.write.as_deref());
-    let pal = Palette::choose(
-        args.output.color.into(),
-        shown.json || shown.export.is_some(),
-    );
+    let pal = Palette::choose(args.output.color, shown.json || shown.export.is_some());
     let writer = match args.write.as_deref().map(Recorder::create).transpose() {
         Ok(w) => w,
         Err(e) => {
@@ -242,10 +239,7 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
         Ok(s) => s,
         Err(code) => return Ok(code),
     };
-    let pal = Palette::choose(
-        args.output.color.into(),
-        shown.json || shown.export.is_some(),
-    );
+    let pal = Palette::choose(args.output.color, shown.json || shown.export.is_some());
     let mut mirror = Mirror::new(mirror_config(&args.capture), false);
     let choice = MessageChoice {
         quiet: args.output.quiet,

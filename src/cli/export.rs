@@ -78,6 +78,7 @@ fn argv(command: &str, a: &ExportArgs) -> Vec<OsString> {
 
 /// `export`: each table in turn; a table with no rows is left out.
 pub fn run_export(a: &ExportArgs, out: &mut impl Write) -> anyhow::Result<u8> {
+    let made = !a.out.exists();
     if let Err(e) = std::fs::create_dir_all(&a.out) {
         return Ok(super::say(
             &format!("cannot make {}: {e}", a.out.display()),
@@ -95,17 +96,25 @@ pub fn run_export(a: &ExportArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     };
     // The longest passes first (the game table: inflating, decrypting, the
     // logins' P-384 checks; the messages), the short ones fill in.
-    let mut code = EXIT_OK;
+    let (mut code, mut written) = (EXIT_OK, 0);
     for done in crate::pipeline::ordered::map_starting(threads, &TABLES, &[4, 1], each) {
         let (path, rows, c) = done?;
         if rows == 0 {
             std::fs::remove_file(&path)?;
         } else {
+            written += 1;
             writeln!(out, "{}: {rows} rows", path.display())?;
         }
         if code == EXIT_OK {
             code = c;
         }
+    }
+    if written == 0 {
+        let _ = made && std::fs::remove_dir(&a.out).is_ok();
+        super::say(
+            &format!("no records: nothing written to {}", a.out.display()),
+            code,
+        );
     }
     Ok(code)
 }

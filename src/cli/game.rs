@@ -23,7 +23,7 @@ pub struct GameArgs {
     pub output: OutputArgs,
     #[command(flatten)]
     pub display: super::DisplayArgs,
-    /// Print the decoded fields of each packet as a tree.
+    /// Print each packet's fields as a tree: in wire order, with offsets.
     #[arg(short = 'V', long)]
     pub verbose: bool,
     /// Hex dump of each decompressed packet.
@@ -55,9 +55,9 @@ pub fn run_game(a: &GameArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         (Err(code), _) | (_, Err(code)) => return Ok(code),
     };
     let mut game = Game::new(Detect::forced(a.bedrock), keys);
-    game.fields = !a.no_fields;
+    (game.fields, game.layout) = (!a.no_fields, a.verbose && shown.text());
     let mut mirror = Mirror::new(mirror_config(&a.capture), false);
-    let pal = Palette::choose(a.output.color.into(), !shown.text());
+    let pal = Palette::choose(a.output.color, !shown.text());
     if !a.output.quiet {
         shown.write_header(out)?;
     }
@@ -70,7 +70,7 @@ pub fn run_game(a: &GameArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     };
     let print = |p: &mut GamePrinter, g: &mut _, out: &mut dyn Write| p.print(g, out);
     let (cap, only, null) = (&a.capture, a.capture.flow, &mut std::io::sink());
-    ordered::run(cap.threads(), out, printer, print, drop, |sink| {
+    let code = ordered::run(cap.threads(), out, printer, print, drop, |sink| {
         drive_messages(
             &cap.reading(false),
             &mut mirror,
@@ -90,5 +90,6 @@ pub fn run_game(a: &GameArgs, out: &mut impl Write) -> anyhow::Result<u8> {
                 _ => Ok(()),
             },
         )
-    })
+    })?;
+    Ok(crate::pipeline::drive::no_game(&game).map_or(code, |l| super::say(&l, code)))
 }

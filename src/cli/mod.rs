@@ -23,7 +23,7 @@ mod replay;
 mod stats;
 
 pub(crate) use crate::output::terminal::terminal_width;
-pub use args::{CaptureArgs, ColorArg, DisplayArgs, OutputArgs};
+pub use args::{CaptureArgs, DisplayArgs, OutputArgs};
 pub(crate) use capture::{drive, drive_items, mirror_config, Next};
 pub use capture::{FlowsArgs, MessagesArgs, ReadArgs};
 
@@ -236,8 +236,10 @@ pub fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
-            let said = crate::output::usage::explain(&e, &<Cli as clap::CommandFactory>::command());
-            let _ = said.map_or_else(|| e.print(), |t| Ok(eprint!("{t}")));
+            match crate::output::usage::explain(&e, &<Cli as clap::CommandFactory>::command()) {
+                Some(t) => eprint!("{t}"),
+                None => drop(e.print()),
+            }
             return ExitCode::from(code);
         }
     };

@@ -286,8 +286,11 @@ pub fn delivered_tree(events: &[crate::bedrock::GameEvent]) -> String {
                     p.batch,
                     if p.encrypted { ", encrypted" } else { "" }
                 );
-                for line in tree(p).lines().skip(1) {
-                    let _ = writeln!(s, "    {line}");
+                // Offsets in a game packet would read as the datagram's here.
+                if let Some(Value::Object(f)) = &p.fields {
+                    for (k, v) in f {
+                        push_value(&mut s, k, v, 3);
+                    }
                 }
             }
             GameEvent::Opaque(o) => {
@@ -306,23 +309,111 @@ pub fn delivered_tree(events: &[crate::bedrock::GameEvent]) -> String {
     s
 }
 
-/// The `-V` tree of a packet's decoded fields, indented under its line.
+/// The `-V` tree of a packet, under its line, as the RakNet tree is: an
+/// offset and a length in the packet (its header included), then the
+/// field, indented by depth. The header, then the fields the definitions
+/// decoded in wire order ([`GamePacket::layout`]), then, under `decoded
+/// (no offset)`, the keys with no bytes of their own (the hand decoders':
+/// names of numbers, the login's JWT claims, signature checks).
 pub fn tree(p: &GamePacket) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "  header: id {} ({}), sender sub-client {}, target sub-client {}",
-        p.header.id,
-        p.name.unwrap_or("unknown"),
-        p.header.sender,
-        p.header.target
+    use crate::bedrock::schema::Shown;
+    let digits = p.data.len().to_string().len();
+    let mut t = Tree {
+        s: String::new(),
+        widths: (digits.max(5), digits.max(4)),
+    };
+    t.row(
+        Some((0, p.header.len)),
+        0,
+        format_args!(
+            "header: id {} ({}), sender sub-client {}, target sub-client {}",
+            p.header.id,
+            p.name.unwrap_or("unknown"),
+            p.header.sender,
+            p.header.target
+        ),
     );
-    if let Some(Value::Object(f)) = &p.fields {
-        for (k, v) in f {
-            push_value(&mut s, k, v, 1);
+    let spans = p.layout.as_deref().unwrap_or_default();
+    for span in spans {
+        let at = Some((p.header.len + span.start, span.end - span.start));
+        let depth = usize::from(span.depth);
+        match &span.shown {
+            Shown::Object => t.row(at, depth, format_args!("{}", span.name)),
+            Shown::Array(n) => t.row(
+                at,
+                depth,
+                format_args!(
+                    "{}: {n} element{}",
+                    span.name,
+                    if *n == 1 { "" } else { "s" }
+                ),
+            ),
+            Shown::Value(v) => t.value(at, depth, &span.name, v),
         }
     }
-    s
+    let Some(Value::Object(f)) = &p.fields else {
+        return t.s;
+    };
+    let wire: std::collections::HashSet<&str> = spans
+        .iter()
+        .filter(|s| s.depth == 0)
+        .map(|s| &*s.name)
+        .collect();
+    let mut decoded = f
+        .iter()
+        .filter(|(k, _)| !wire.contains(k.as_str()))
+        .peekable();
+    if decoded.peek().is_some() {
+        t.row(None, 0, format_args!("decoded (no offset):"));
+        for (k, v) in decoded {
+            t.value(None, 1, k, v);
+        }
+    }
+    t.s
+}
+
+/// A `-V` tree being written: offset and length columns as wide as the
+/// packet's length needs (the RakNet tree's widths at least).
+struct Tree {
+    s: String,
+    widths: (usize, usize),
+}
+
+impl Tree {
+    /// A line: `at` the offset and length (blank when `None`).
+    fn row(&mut self, at: Option<(usize, usize)>, depth: usize, text: std::fmt::Arguments<'_>) {
+        let (ow, lw) = self.widths;
+        let indent = "  ".repeat(depth + 2);
+        let _ = match at {
+            Some((o, l)) => writeln!(self.s, "  {o:>ow$} {l:>lw$} {indent}{text}"),
+            None => writeln!(self.s, "  {:ow$} {:lw$} {indent}{text}", "", ""),
+        };
+    }
+
+    /// `key: value` at `at`; an object's or array's parts (with no
+    /// spans of their own) on the lines after it, without offsets.
+    fn value(&mut self, at: Option<(usize, usize)>, depth: usize, key: &str, v: &Value) {
+        match v {
+            Value::Object(o) if !o.is_empty() => {
+                self.row(at, depth, format_args!("{key}"));
+                for (k, v) in o {
+                    self.value(None, depth + 1, k, v);
+                }
+            }
+            Value::Array(a) if !a.is_empty() => {
+                self.row(at, depth, format_args!("{key}: {} elements", a.len()));
+                for (i, v) in a.iter().enumerate() {
+                    self.value(None, depth + 1, &format!("[{i}]"), v);
+                }
+            }
+            Value::String(t) => self.row(
+                at,
+                depth,
+                format_args!("{key}: {}", super::text::quoted(t.as_bytes(), 120)),
+            ),
+            other => self.row(at, depth, format_args!("{key}: {other}")),
+        }
+    }
 }
 
 fn push_value(s: &mut String, key: &str, v: &Value, depth: usize) {
@@ -390,6 +481,7 @@ mod tests {
             encrypted: true,
             fields: Some(serde_json::json!({"status": 1, "status_name": "failed_client"})),
             anomaly: None,
+            layout: None,
         };
         let m = Message {
             flow: 1,
@@ -435,6 +527,69 @@ mod tests {
         assert_eq!(j["data_truncated"], true);
         assert_eq!(j["fields"]["status"], 1);
         assert!(j.get("sender_subclient").is_none());
-        assert!(tree(&p).contains("    status_name: \"failed_client\"\n"));
+        // No layout (the hand decoder's fields only): the header, then
+        // the keys said as decoded.
+        let want = [
+            "      0    1     header: id 2 (play_status), sender sub-client 0, target sub-client 0",
+            "                 decoded (no offset):",
+            "                   status: 1",
+            "                   status_name: \"failed_client\"",
+        ];
+        assert_eq!(tree(&p), want.join("\n") + "\n");
+    }
+
+    #[test]
+    fn the_tree_is_in_wire_order_with_offsets_in_the_packet() {
+        use crate::bedrock::schema::{Shown, Span};
+        let span = |depth, name: &str, start, end, shown| Span {
+            depth,
+            name: name.into(),
+            start,
+            end,
+            shown,
+        };
+        let v = |v: serde_json::Value| Shown::Value(v);
+        // A two-byte header, then (body offsets) a varint string, an
+        // object, an empty array, a long string.
+        let long = "x".repeat(130);
+        let p = GamePacket {
+            dir: Dir::C2s,
+            batch: 0,
+            header: Header {
+                id: 193,
+                sender: 0,
+                target: 0,
+                len: 2,
+            },
+            name: Some("example"),
+            data: vec![0; 2 + 10 + 133],
+            encrypted: false,
+            fields: Some(serde_json::json!({
+                "zeta": "hi", "pos": {"x": 1, "y": 2}, "list": [], "text": long,
+                "zeta_name": "greeting", "chain": {"verifies": true}})),
+            anomaly: None,
+            layout: Some(vec![
+                span(0, "zeta", 0, 3, v("hi".into())),
+                span(0, "pos", 3, 9, Shown::Object),
+                span(1, "x", 3, 7, v(1.into())),
+                span(1, "y", 7, 9, v(2.into())),
+                span(0, "list", 9, 10, Shown::Array(0)),
+                span(0, "text", 10, 143, v(long.clone().into())),
+            ]),
+        };
+        let want = [
+            "      0    2     header: id 193 (example), sender sub-client 0, target sub-client 0",
+            "      2    3     zeta: \"hi\"",
+            "      5    6     pos",
+            "      5    4       x: 1",
+            "      9    2       y: 2",
+            "     11    1     list: 0 elements",
+            &format!("     12  133     text: \"{}\"…", &long[..120]),
+            "                 decoded (no offset):",
+            "                   chain",
+            "                     verifies: true",
+            "                   zeta_name: \"greeting\"",
+        ];
+        assert_eq!(tree(&p), want.join("\n") + "\n");
     }
 }

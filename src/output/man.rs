@@ -109,7 +109,7 @@ const READERS: &[&str] = &[
 const EXIT_STATUS: &[(&str, &str, Applies)] = &[
     ("0", "Success, also when a reader closes the pipe early.", Applies::All),
     ("1", "An unexpected error (one line on standard error).", Applies::All),
-    ("2", "A usage error: an unknown option, a bad value, a missing file name, a --flow the capture does not have.", Applies::All),
+    ("2", "A usage error: a mistyped command, an option the command does not have, a bad value (an unknown --version, a --keylog with no key line), a missing file name, a --flow the capture does not have.", Applies::All),
     ("3", "The capture file cannot be opened or is not a pcap or pcapng capture (replay: the captured flow never connected).", Applies::To(READERS)),
     ("4", "The display filter (-Y) does not parse: one line on standard error gives the column and why.", Applies::Filter),
     (

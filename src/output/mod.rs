@@ -29,6 +29,16 @@ pub enum ColorChoice {
 }
 
 impl ColorChoice {
+    /// The choice of its name on the command line (`auto`, `always`,
+    /// `never`; another name is `auto`: the parser offers only these).
+    pub fn from_name(name: String) -> ColorChoice {
+        match name.as_str() {
+            "always" => ColorChoice::Always,
+            "never" => ColorChoice::Never,
+            _ => ColorChoice::Auto,
+        }
+    }
+
     /// Whether to colour standard output. `auto` colours a terminal only, and
     /// not when `NO_COLOR` is set (to anything but empty) or `TERM=dumb`.
     pub fn enabled(self) -> bool {

@@ -1,7 +1,7 @@
 //! The `flows` table (comfy-table): a row per flow, per-direction counts as `c2s / s2c`.
 
 use comfy_table::presets::UTF8_FULL_CONDENSED;
-use comfy_table::{CellAlignment, ContentArrangement, Table};
+use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, Table};
 
 use crate::bedrock::GameSummary;
 use crate::dissect::Dir;
@@ -18,27 +18,46 @@ fn endpoint(addr: std::net::SocketAddr, guid: Option<u64>) -> String {
     }
 }
 
-/// An empty table in the house style, sized to `width` columns when given
-/// (a terminal), else as wide as its content.
-fn sized(width: Option<u16>) -> Table {
+/// An empty table in the house style. Its cells are never wrapped: a
+/// terminal too narrow for it loses columns instead ([`fit`]), so that no
+/// address, name or figure is broken across lines.
+fn sized() -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
-    match width {
-        Some(w) => {
-            t.set_content_arrangement(ContentArrangement::Dynamic);
-            t.set_width(w);
-        }
-        None => {
-            t.set_content_arrangement(ContentArrangement::Disabled);
-        }
-    }
+    t.set_content_arrangement(ContentArrangement::Disabled);
     t
 }
 
-/// The table of `flows`, sized to `width` columns when given (a terminal).
+/// The display width of the widest line of `text`.
+fn widest(text: &str) -> usize {
+    text.lines().map(|l| l.chars().count()).max().unwrap_or(0)
+}
+
+/// `t` in at most `width` columns when given (a terminal): the columns of
+/// `drop` hidden, in that order, until it fits. With all of them gone and
+/// still too wide, it is printed whole (the terminal wraps its lines, but
+/// no cell is cut in two).
+fn fit(mut t: Table, width: Option<u16>, drop: &[usize]) -> String {
+    let mut text = t.to_string();
+    let Some(width) = width.map(usize::from) else {
+        return text;
+    };
+    for &i in drop {
+        if widest(&text) <= width {
+            break;
+        }
+        if let Some(c) = t.column_mut(i) {
+            c.set_constraint(ColumnConstraint::Hidden);
+        }
+        text = t.to_string();
+    }
+    text
+}
+
+/// The table of `flows`, fitted to `width` columns when given (a terminal).
 pub fn flows_table(flows: &[(&FlowMirror, Option<&GameSummary>)], width: Option<u16>) -> String {
     let bedrock = flows.iter().any(|(_, g)| g.is_some());
-    let mut t = sized(width);
+    let mut t = sized();
     let mut header = vec![
         "flow",
         "client / guid",
@@ -101,7 +120,13 @@ pub fn flows_table(flows: &[(&FlowMirror, Option<&GameSummary>)], width: Option<
             c.set_cell_alignment(CellAlignment::Right);
         }
     }
-    t.to_string()
+    // The least asked-for figures go first; flow, endpoints, state and
+    // packets stay.
+    fit(
+        t,
+        width,
+        &[16, 13, 9, 10, 8, 6, 4, 3, 17, 15, 12, 14, 11, 18],
+    )
 }
 
 /// A table in the style of [`flows_table`]: `header`, then `rows`; the first
@@ -113,7 +138,7 @@ pub fn counts_table(
     text_columns: usize,
     width: Option<u16>,
 ) -> String {
-    let mut t = sized(width);
+    let mut t = sized();
     t.set_header(header.to_vec());
     for r in rows {
         t.add_row(r);
@@ -123,7 +148,9 @@ pub fn counts_table(
             c.set_cell_alignment(CellAlignment::Right);
         }
     }
-    t.to_string()
+    // The last columns first; the first one stays.
+    let drop: Vec<usize> = (1..header.len()).rev().collect();
+    fit(t, width, &drop)
 }
 
 /// The `flows` table in at most about 100 columns (IPv4 endpoints): the
@@ -133,7 +160,7 @@ pub fn flows_table_narrow(
     flows: &[(&FlowMirror, Option<&GameSummary>)],
     width: Option<u16>,
 ) -> String {
-    let mut t = sized(width);
+    let mut t = sized();
     // No inner vertical rules: ten columns of figures fit 100 columns.
     t.load_preset(comfy_table::presets::UTF8_HORIZONTAL_ONLY);
     t.set_header(vec![
@@ -178,5 +205,41 @@ pub fn flows_table_narrow(
             c.set_cell_alignment(CellAlignment::Right);
         }
     }
-    t.to_string()
+    // Flow, endpoints and state stay; the others go from the least asked for.
+    fit(t, width, &[8, 7, 5, 6, 4, 3])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_narrow_terminal_loses_columns_not_words() {
+        let header = ["address", "state", "packets c2s / s2c", "bytes c2s / s2c"];
+        let rows = vec![vec![
+            "[2001:db8::1234]:19132".to_string(),
+            "disconnected_by_client".to_string(),
+            "57 / 69".to_string(),
+            "19802 / 19870".to_string(),
+        ]];
+        let wide = counts_table(&header, rows.clone(), 2, None);
+        assert!(widest(&wide) > 60, "{wide}");
+        for width in [40, 60, 80] {
+            let t = counts_table(&header, rows.clone(), 2, Some(width));
+            assert!(t.contains("[2001:db8::1234]:19132"), "{width}: {t}");
+            assert!(
+                t.contains("disconnected_by_client") || widest(&t) <= width.into(),
+                "{t}"
+            );
+            assert!(
+                widest(&t) <= usize::from(width) || !t.contains("packets"),
+                "{width}: {t}"
+            );
+        }
+        // Wide enough: every column, as without a terminal.
+        assert_eq!(counts_table(&header, rows.clone(), 2, Some(200)), wide);
+        // Too narrow for the first column alone: printed whole, not broken.
+        let t = counts_table(&header, rows, 2, Some(10));
+        assert!(t.contains("[2001:db8::1234]:19132"), "{t}");
+    }
 }

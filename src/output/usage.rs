@@ -52,7 +52,9 @@ mod tests {
                 Command::new("read").arg(Arg::new("filter").short('Y').action(ArgAction::Set)),
             )
             .subcommand(
-                Command::new("ping").arg(Arg::new("count").short('c').action(ArgAction::Set)),
+                Command::new("ping")
+                    .arg(Arg::new("target"))
+                    .arg(Arg::new("count").short('c').action(ArgAction::Set)),
             )
     }
 

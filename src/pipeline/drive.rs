@@ -83,12 +83,16 @@ pub fn drive_items(
         _ => l,
     };
     for line in ended.problems(paths) {
-        eprintln!("raknet-dissect: {}", name(line));
+        say_once(name(line));
     }
     // Not once a file of a --separate run: a fleet would fill the terminal.
     if io::stderr().is_terminal() && cap.part.is_none() {
         let summary = ended.summary(pipeline.dissect_stats());
         eprintln!("raknet-dissect: {summary}");
+    }
+    // Nothing to show is said, terminal or not, with what to try.
+    if let Some(why) = nothing_read(&ended, pipeline.dissect_stats(), cap.count) {
+        say_once(name(why));
     }
     match (ended.exit_code(), pipeline.no_such_flow(cap.flow)) {
         (EXIT_OK, Some(why)) => {
@@ -97,6 +101,61 @@ pub fn drive_items(
         }
         (code, _) => Ok(code),
     }
+}
+
+/// A line on standard error, once in a process: the runs of one command
+/// over the same files (`export`'s tables) say a file's problem once.
+fn say_once(line: String) {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock};
+    static SAID: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
+    let mut said = SAID
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    // Bounded: a fleet's lines past this many are all said.
+    if said.len() < 4096 && !said.insert(line.clone()) {
+        return;
+    }
+    eprintln!("raknet-dissect: {line}");
+}
+
+/// Why a run that read its files found no RakNet packet, with what to try;
+/// `None` when it found some (or could not read them: said already).
+fn nothing_read(
+    ended: &super::Ended,
+    d: &crate::dissect::DissectStats,
+    count: Option<u64>,
+) -> Option<String> {
+    if d.raknet_packets > 0 || !ended.unreadable.is_empty() || count == Some(0) {
+        return None;
+    }
+    let plural = crate::wire::plural;
+    Some(if d.not_raknet > 0 {
+        format!(
+            "no RakNet packets: {} {} not RakNet. A capture that begins after the \
+             handshake needs the server's port: -d PORT (decode as RakNet)",
+            d.not_raknet,
+            plural(d.not_raknet, "UDP datagram was", "UDP datagrams were")
+        )
+    } else {
+        let frames = plural(ended.frames, "frame", "frames");
+        format!(
+            "no RakNet packets: {} {frames}, none of them UDP",
+            ended.frames
+        )
+    })
+}
+
+/// The line that says a `game` run found no Bedrock flow, with what to
+/// try; `None` when it found one, or no RakNet at all ([`drive_items`] said
+/// that).
+pub fn no_game(game: &Game) -> Option<String> {
+    (game.game_flows == 0 && game.packets > 0).then(|| {
+        "no Minecraft Bedrock flow among the RakNet flows (none carries the game batches \
+         a Bedrock peer sends); --bedrock reads every flow as Bedrock"
+            .to_string()
+    })
 }
 
 /// [`drive_items`] for commands that want packets only: `each` gets each

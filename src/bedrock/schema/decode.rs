@@ -42,8 +42,65 @@ pub struct Session {
     pub shield_item_id: Option<i64>,
 }
 
+/// Spans a trace holds at most: past them a packet's layout is dropped
+/// (its fields still decode), so a peer's packet of a million tiny
+/// elements costs no more than its value does.
+pub const MAX_SPANS: usize = 1 << 20;
+
+/// Where one field of a decoded packet is: a step of the trace
+/// [`decode_traced`] keeps, in wire order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Span {
+    /// 0 for the packet's own fields, one more for each container,
+    /// array element or NBT tag it is inside.
+    pub depth: u16,
+    /// The field's name, as in the decoded value; `[3]` for an element.
+    pub name: Box<str>,
+    /// Its bytes, offsets in the body: a bitfield's and a bitflags' parts
+    /// each have the whole bitfield's.
+    pub start: usize,
+    pub end: usize,
+    pub shown: Shown,
+}
+
+/// What a [`Span`] shows of its field's value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Shown {
+    /// The value: a number, string, bool or null (or an object or array
+    /// whose parts have no spans: empty ones).
+    Value(Value),
+    /// An object: its fields are the spans after it, one deeper.
+    Object,
+    /// An array of this many elements: the spans after it, one deeper.
+    Array(usize),
+}
+
 /// Decode `body` as node `root` of `c`; all of it must be used.
 pub fn decode(c: &Compiled, root: NodeId, body: &[u8], s: Session) -> Result<Value, DecodeError> {
+    run(c, root, body, s, None).map(|(v, _)| v)
+}
+
+/// A value and the spans of its fields (`None` past [`MAX_SPANS`]).
+pub type Traced = (Value, Option<Vec<Span>>);
+
+/// [`decode`], and where each field was read: the spans in wire order.
+/// Only the `-V` tree asks, so [`decode`] keeps no trace.
+pub fn decode_traced(
+    c: &Compiled,
+    root: NodeId,
+    body: &[u8],
+    s: Session,
+) -> Result<Traced, DecodeError> {
+    run(c, root, body, s, Some(Vec::new()))
+}
+
+fn run(
+    c: &Compiled,
+    root: NodeId,
+    body: &[u8],
+    s: Session,
+    trace: Option<Vec<Span>>,
+) -> Result<Traced, DecodeError> {
     let mut d = Decoder {
         c,
         s,
@@ -53,6 +110,8 @@ pub fn decode(c: &Compiled, root: NodeId, body: &[u8], s: Session) -> Result<Val
         scopes: Vec::new(),
         path: Vec::new(),
         depth: 0,
+        trace,
+        tdepth: 0,
     };
     let v = d.value(root)?;
     if d.pos != body.len() {
@@ -61,7 +120,7 @@ pub fn decode(c: &Compiled, root: NodeId, body: &[u8], s: Session) -> Result<Val
             body.len() - d.pos
         )));
     }
-    Ok(v)
+    Ok((v, d.trace))
 }
 
 struct Decoder<'a> {
@@ -77,6 +136,10 @@ struct Decoder<'a> {
     path: Vec<String>,
     /// Nodes being read, one inside the other.
     depth: usize,
+    /// The spans so far, when asked for ([`decode_traced`]).
+    trace: Option<Vec<Span>>,
+    /// The depth of the next span.
+    tdepth: u16,
 }
 
 /// 2^53: JSON numbers are exact below it.
@@ -108,6 +171,75 @@ impl<'a> Decoder<'a> {
             offset: self.pos,
             what,
         }
+    }
+
+    /// A span for the field about to be read from `start` (from here when
+    /// `None`), closed by [`Decoder::close`]; its index, when tracing.
+    fn open(&mut self, start: Option<usize>, name: impl FnOnce() -> Box<str>) -> Option<usize> {
+        let t = self.trace.as_mut()?;
+        if t.len() >= MAX_SPANS {
+            self.trace = None;
+            return None;
+        }
+        t.push(Span {
+            depth: self.tdepth,
+            name: name(),
+            start: start.unwrap_or(self.pos),
+            end: self.pos,
+            shown: Shown::Object,
+        });
+        self.tdepth += 1;
+        Some(t.len() - 1)
+    }
+
+    /// Span `at` (from [`Decoder::open`]) read, its value `v`.
+    fn close(&mut self, at: Option<usize>, v: &Value) {
+        let Some(i) = at else {
+            return;
+        };
+        self.tdepth -= 1;
+        let Some(t) = self.trace.as_mut() else {
+            return;
+        };
+        let parts = t.len() > i + 1;
+        let (end, span) = (self.pos, &mut t[i]);
+        span.end = end;
+        span.shown = match v {
+            Value::Object(_) if parts => Shown::Object,
+            Value::Array(a) if parts => Shown::Array(a.len()),
+            v => Shown::Value(v.clone()),
+        };
+    }
+
+    /// A span with no parts, when tracing.
+    fn leaf(&mut self, name: &str, bytes: std::ops::Range<usize>, v: &Value) {
+        let Some(t) = self.trace.as_mut() else {
+            return;
+        };
+        if t.len() >= MAX_SPANS {
+            self.trace = None;
+            return;
+        }
+        t.push(Span {
+            depth: self.tdepth,
+            name: name.into(),
+            start: bytes.start,
+            end: bytes.end,
+            shown: Shown::Value(v.clone()),
+        });
+    }
+
+    /// The trace's length and depth, to go back to when a read that
+    /// failed is not an error.
+    fn mark(&self) -> (usize, u16) {
+        (self.trace.as_ref().map_or(0, Vec::len), self.tdepth)
+    }
+
+    fn back_to(&mut self, (len, depth): (usize, u16)) {
+        if let Some(t) = self.trace.as_mut() {
+            t.truncate(len);
+        }
+        self.tdepth = depth;
     }
 
     fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
@@ -263,6 +395,11 @@ impl<'a> Decoder<'a> {
                 self.scopes.push(Map::new());
                 for (name, node) in fields {
                     self.path.push(name.as_deref().unwrap_or("").to_string());
+                    // An anonymous field's parts are its container's.
+                    let at = match name {
+                        Some(n) => self.open(None, || n.clone()),
+                        None => None,
+                    };
                     let r = self.value(*node);
                     self.path.pop();
                     let v = match r {
@@ -272,6 +409,7 @@ impl<'a> Decoder<'a> {
                             return Err(e);
                         }
                     };
+                    self.close(at, &v);
                     let top = self.scopes.last_mut().expect("pushed above");
                     match (name, v) {
                         (Some(n), v) => {
@@ -309,9 +447,12 @@ impl<'a> Decoder<'a> {
                 let mut out = Vec::with_capacity(n.min(4096));
                 for i in 0..n {
                     self.path.push(format!("[{i}]"));
+                    let at = self.open(None, || format!("[{i}]").into());
                     let v = self.value(*of);
                     self.path.pop();
-                    out.push(v?);
+                    let v = v?;
+                    self.close(at, &v);
+                    out.push(v);
                 }
                 Value::Array(out)
             }
@@ -321,16 +462,21 @@ impl<'a> Decoder<'a> {
                 let mut out = Vec::new();
                 let mut i = 0;
                 while i < n && self.pos < self.end {
-                    let at = self.pos;
+                    let (at, mark) = (self.pos, self.mark());
                     self.path.push(format!("[{i}]"));
+                    let span = self.open(None, || format!("[{i}]").into());
                     let v = self.value(*of);
                     self.path.pop();
                     match v {
-                        Ok(v) => out.push(v),
+                        Ok(v) => {
+                            self.close(span, &v);
+                            out.push(v);
+                        }
                         Err(_) => {
                             // A cut-short element ends the array (as
-                            // bedrock-protocol reads it).
+                            // bedrock-protocol reads it), and its spans.
                             self.pos = at;
+                            self.back_to(mark);
                             break;
                         }
                     }
@@ -354,6 +500,7 @@ impl<'a> Decoder<'a> {
                 if bits % 8 != 0 || bits > 128 {
                     return Err(self.err(format!("a bitfield of {bits} bits")));
                 }
+                let start = self.pos;
                 let bytes = self.take(bits as usize / 8)?;
                 let mut all: u128 = 0;
                 for &b in bytes {
@@ -375,7 +522,9 @@ impl<'a> Decoder<'a> {
                     } else {
                         raw as i128
                     };
-                    m.insert(name.to_string(), int(v));
+                    let v = int(v);
+                    self.leaf(name, start..self.pos, &v);
+                    m.insert(name.to_string(), v);
                 }
                 Value::Object(m)
             }
@@ -387,6 +536,7 @@ impl<'a> Decoder<'a> {
                 }
             }
             Node::Bitflags { ty, flags } => {
+                let start = self.pos;
                 let v = self.value(*ty)?;
                 let n: u128 = match &v {
                     Value::Number(n) => n
@@ -400,13 +550,13 @@ impl<'a> Decoder<'a> {
                         .unwrap_or(0),
                     _ => 0,
                 };
+                self.leaf("_value", start..self.pos, &v);
                 let mut m = Map::new();
                 m.insert("_value".into(), v);
                 for (name, mask) in flags {
-                    m.insert(
-                        name.to_string(),
-                        Value::Bool(*mask != 0 && n & mask == *mask),
-                    );
+                    let on = Value::Bool(*mask != 0 && n & mask == *mask);
+                    self.leaf(name, start..self.pos, &on);
+                    m.insert(name.to_string(), on);
                 }
                 Value::Object(m)
             }
@@ -462,7 +612,11 @@ impl<'a> Decoder<'a> {
                         break;
                     }
                     self.pos -= 1;
-                    out.push(self.nbt(true, 0)?);
+                    let i = out.len();
+                    let at = self.open(None, || format!("[{i}]").into());
+                    let v = self.nbt(true, 0)?;
+                    self.close(at, &v);
+                    out.push(v);
                 }
                 Value::Array(out)
             }
@@ -474,15 +628,23 @@ impl<'a> Decoder<'a> {
 
     /// One named NBT tag (`{type, name, value}`), as prismarine-nbt reads it.
     fn nbt(&mut self, varint: bool, depth: usize) -> Result<Value, DecodeError> {
+        let start = self.pos;
         let tag = self.take(1)?[0];
         let mut m = Map::new();
-        m.insert("type".into(), Value::String(tag_name(tag, self)?.into()));
+        let kind = Value::String(tag_name(tag, self)?.into());
+        self.leaf("type", start..self.pos, &kind);
+        m.insert("type".into(), kind);
         if tag == 0 {
             return Ok(Value::Object(m));
         }
-        let name = self.nbt_string(varint)?;
-        m.insert("name".into(), Value::String(name));
-        m.insert("value".into(), self.nbt_payload(tag, varint, depth)?);
+        let start = self.pos;
+        let name = Value::String(self.nbt_string(varint)?);
+        self.leaf("name", start..self.pos, &name);
+        m.insert("name".into(), name);
+        let at = self.open(None, || "value".into());
+        let v = self.nbt_payload(tag, varint, depth)?;
+        self.close(at, &v);
+        m.insert("value".into(), v);
         Ok(Value::Object(m))
     }
 
@@ -532,37 +694,60 @@ impl<'a> Decoder<'a> {
                     _ => Li64,
                 };
                 let mut out = Vec::with_capacity(n.min(4096));
-                for _ in 0..n {
-                    out.push(self.num(kind)?);
+                for i in 0..n {
+                    let start = self.pos;
+                    let v = self.num(kind)?;
+                    if self.trace.is_some() {
+                        self.leaf(&format!("[{i}]"), start..self.pos, &v);
+                    }
+                    out.push(v);
                 }
                 Value::Array(out)
             }
             8 => Value::String(self.nbt_string(varint)?),
             9 => {
+                let start = self.pos;
                 let inner = self.take(1)?[0];
-                let name = tag_name(inner, self)?;
+                let name = Value::String(tag_name(inner, self)?.into());
+                self.leaf("type", start..self.pos, &name);
+                let list = self.open(None, || "value".into());
                 let n = self.nbt_len(varint)?;
                 let mut out = Vec::with_capacity(n.min(4096));
-                for _ in 0..n {
-                    out.push(self.nbt_payload(inner, varint, depth + 1)?);
+                for i in 0..n {
+                    let at = self.open(None, || format!("[{i}]").into());
+                    let v = self.nbt_payload(inner, varint, depth + 1)?;
+                    self.close(at, &v);
+                    out.push(v);
                 }
+                let out = Value::Array(out);
+                self.close(list, &out);
                 let mut m = Map::new();
-                m.insert("type".into(), Value::String(name.into()));
-                m.insert("value".into(), Value::Array(out));
+                m.insert("type".into(), name);
+                m.insert("value".into(), out);
                 Value::Object(m)
             }
             10 => {
                 let mut m = Map::new();
                 loop {
+                    let start = self.pos;
                     let t = self.take(1)?[0];
                     if t == 0 {
                         break;
                     }
                     let name = self.nbt_string(varint)?;
+                    // The tag, from its type byte; its name is the key.
+                    let tag = self.open(Some(start), || name.as_str().into());
                     let mut e = Map::new();
-                    e.insert("type".into(), Value::String(tag_name(t, self)?.into()));
-                    e.insert("value".into(), self.nbt_payload(t, varint, depth + 1)?);
-                    m.insert(name, Value::Object(e));
+                    let kind = Value::String(tag_name(t, self)?.into());
+                    self.leaf("type", start..start + 1, &kind);
+                    e.insert("type".into(), kind);
+                    let at = self.open(None, || "value".into());
+                    let v = self.nbt_payload(t, varint, depth + 1)?;
+                    self.close(at, &v);
+                    e.insert("value".into(), v);
+                    let e = Value::Object(e);
+                    self.close(tag, &e);
+                    m.insert(name, e);
                 }
                 Value::Object(m)
             }

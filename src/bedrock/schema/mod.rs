@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde_json::Value;
 
 pub use compile::{Compiled, NodeId};
-pub use decode::{DecodeError, Session};
+pub use decode::{DecodeError, Session, Shown, Span};
 
 /// The generated data, embedded.
 const DATA: &[u8] = include_bytes!("../schema.json.z");
@@ -157,6 +157,18 @@ impl Definitions {
     pub fn decode(&self, id: u16, body: &[u8], s: Session) -> Option<Result<Value, DecodeError>> {
         let &(_, node) = self.packets.get(&id)?;
         Some(decode::decode(&self.compiled, node, body, s))
+    }
+
+    /// [`Definitions::decode`], and where each field is in the body
+    /// ([`decode::decode_traced`]): for the `-V` tree.
+    pub fn decode_traced(
+        &self,
+        id: u16,
+        body: &[u8],
+        s: Session,
+    ) -> Option<Result<decode::Traced, DecodeError>> {
+        let &(_, node) = self.packets.get(&id)?;
+        Some(decode::decode_traced(&self.compiled, node, body, s))
     }
 
     /// Packet `id`'s body (the bytes after its header) from its fields.

@@ -87,6 +87,179 @@ fn containers_switches_mappers_and_counts() {
     );
 }
 
+/// [`run`], traced: the value and each span as `depth name start..end`.
+fn traced(types: Value, root: &str, hex: &str) -> (Value, Vec<String>, Vec<Span>) {
+    let t = T(types.as_object().cloned().unwrap());
+    let mut c = Compiled::default();
+    let id = c.named(root, &t);
+    let bytes = crate::wire::cursor::parse_hex(hex).unwrap();
+    let (v, spans) = decode::decode_traced(&c, id, &bytes, Session::default()).unwrap();
+    let spans = spans.expect("under MAX_SPANS");
+    assert_eq!(
+        decode::decode(&c, id, &bytes, Session::default()).unwrap(),
+        v,
+        "the same value traced or not"
+    );
+    let lines = spans
+        .iter()
+        .map(|s| format!("{} {} {}..{}", s.depth, s.name, s.start, s.end))
+        .collect();
+    (v, lines, spans)
+}
+
+#[test]
+fn the_trace_has_each_field_in_wire_order_with_its_bytes() {
+    let types = json!({
+        "string": ["pstring", {"countType": "varint"}],
+        "root": ["container", [
+            {"name": "kind", "type": ["mapper", {"type": "u8", "mappings": {"0": "a", "1": "b"}}]},
+            {"anon": true, "type": ["switch", {"compareTo": "kind", "fields": {
+                "a": ["container", [{"name": "n", "type": "li16"}]],
+                "b": ["container", [{"name": "s", "type": "string"}]]}}]},
+            {"name": "xs", "type": ["array", {"countType": "varint", "type": "zigzag32"}]},
+            {"name": "opt", "type": ["option", "bool"]},
+            {"name": "bits", "type": ["bitfield", [
+                {"name": "hi", "size": 4, "signed": false},
+                {"name": "lo", "size": 4, "signed": true}]]},
+            {"name": "flags", "type": ["bitflags", {"type": "u8", "flags": ["x", "y"]}]},
+            {"name": "pairs", "type": ["array", {"countType": "u8", "type": ["container", [
+                {"name": "a", "type": "u8"}, {"name": "b", "type": "lu16"}]]}]},
+            {"name": "rest", "type": ["encapsulated", {"lengthType": "u8", "type":
+                ["maybeIncompleteArray", {"countType": "u8", "type": "li16"}]}]}
+        ]]
+    });
+    // kind b, s "hi", xs [-1, -2], opt none, bits, flags, two pairs, then
+    // in 4 bytes three li16 promised and one and a half there.
+    let hex = "01 026869 020103 00 0f 03 02 01 0200 03 0400 04 03 0700 08";
+    let (v, lines, spans) = traced(types, "root", &hex.replace(' ', ""));
+    assert_eq!(v["s"], "hi");
+    assert_eq!(
+        lines,
+        [
+            "0 kind 0..1",
+            "0 s 1..4",
+            "0 xs 4..7",
+            "1 [0] 5..6",
+            "1 [1] 6..7",
+            "0 opt 7..8",
+            "0 bits 8..9",
+            "1 hi 8..9",
+            "1 lo 8..9",
+            "0 flags 9..10",
+            "1 _value 9..10",
+            "1 x 9..10",
+            "1 y 9..10",
+            "0 pairs 10..17",
+            "1 [0] 11..14",
+            "2 a 11..12",
+            "2 b 12..14",
+            "1 [1] 14..17",
+            "2 a 14..15",
+            "2 b 15..17",
+            "0 rest 17..22",
+            "1 [0] 19..21",
+        ]
+    );
+    // Values where they are single; what a composite holds, where its
+    // parts follow.
+    assert_eq!(spans[0].shown, Shown::Value(json!("b")));
+    assert_eq!(spans[2].shown, Shown::Array(2));
+    assert_eq!(spans[3].shown, Shown::Value(json!(-1)));
+    assert_eq!(spans[5].shown, Shown::Value(Value::Null));
+    assert_eq!(spans[6].shown, Shown::Object);
+    assert_eq!(spans[8].shown, Shown::Value(json!(-1)));
+    assert_eq!(spans[11].shown, Shown::Value(json!(true)));
+    assert_eq!(
+        spans[20].shown,
+        Shown::Array(1),
+        "the cut-short element dropped"
+    );
+}
+
+#[test]
+fn the_trace_goes_into_nbt() {
+    // A compound "" holding int "a" = -1 and a list of two strings.
+    let (_, lines, spans) = traced(json!({}), "nbt", "0a000301610109016208040178017900");
+    assert_eq!(
+        lines,
+        [
+            "0 type 0..1",
+            "0 name 1..2",
+            "0 value 2..16",
+            "1 a 2..6",
+            "2 type 2..3",
+            "2 value 5..6",
+            "1 b 6..15",
+            "2 type 6..7",
+            "2 value 9..15",
+            "3 type 9..10",
+            "3 value 10..15",
+            "4 [0] 11..13",
+            "4 [1] 13..15",
+        ]
+    );
+    assert_eq!(spans[5].shown, Shown::Value(json!(-1)));
+    assert_eq!(spans[12].shown, Shown::Value(json!("y")));
+}
+
+/// In every packet of the vectors, the trace's top spans tile the body
+/// and are the value's keys; each span lies within its parent.
+#[test]
+fn the_trace_covers_every_packet_of_the_vectors() {
+    let mut n = 0;
+    for text in [
+        include_str!("../testdata/packets.jsonl"),
+        include_str!("../testdata/every_packet.jsonl"),
+        include_str!("../testdata/start_game.jsonl"),
+    ] {
+        for line in text.lines() {
+            let v: Value = serde_json::from_str(line).unwrap();
+            let protocol = v["protocol"].as_u64().unwrap() as u32;
+            let bytes = crate::wire::cursor::parse_hex(v["hex"].as_str().unwrap()).unwrap();
+            let h = Header::parse(&bytes).unwrap();
+            let body = &bytes[h.len..];
+            let d = definitions(protocol).unwrap();
+            let Some(Ok((got, spans))) = d.decode_traced(h.id, body, Session::default()) else {
+                continue;
+            };
+            let what = format!("{} {}", protocol, d.name(h.id).unwrap_or("?"));
+            let plain = d.decode(h.id, body, Session::default()).unwrap().unwrap();
+            assert_eq!(got, plain, "{what}");
+            let spans = spans.unwrap();
+            let mut at = 0;
+            let mut names = Vec::new();
+            // The open spans: (depth, end).
+            let mut open: Vec<(u16, usize)> = Vec::new();
+            for s in &spans {
+                assert!(s.start <= s.end && s.end <= body.len(), "{what}: {s:?}");
+                while open.last().is_some_and(|o| o.0 >= s.depth) {
+                    open.pop();
+                }
+                assert_eq!(usize::from(s.depth), open.len(), "{what}: {s:?}");
+                if let Some(&(_, end)) = open.last() {
+                    assert!(s.end <= end, "{what}: {s:?} past its parent");
+                } else {
+                    assert_eq!(s.start, at, "{what}: {s:?} after a gap");
+                    at = s.end;
+                    names.push(s.name.to_string());
+                }
+                open.push((s.depth, s.end));
+            }
+            assert_eq!(at, body.len(), "{what}: the spans end before the body");
+            let mut keys: Vec<String> = got
+                .as_object()
+                .map(|o| o.keys().cloned().collect())
+                .unwrap_or_default();
+            names.sort();
+            names.dedup();
+            keys.sort();
+            assert_eq!(names, keys, "{what}");
+            n += 1;
+        }
+    }
+    assert!(n >= 700, "{n}");
+}
+
 #[test]
 fn counts_past_the_end_and_nesting_are_bounded() {
     let types = json!({
