@@ -15,7 +15,6 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hasher};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -260,46 +259,10 @@ pub struct Counted {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct FlowKey([u8; 36]);
 
-/// Builds [`FlowHasher`]s with a per-process random seed.
-#[derive(Clone)]
-struct FlowHashBuilder(u64);
-
-impl Default for FlowHashBuilder {
-    fn default() -> Self {
-        FlowHashBuilder(
-            std::collections::hash_map::RandomState::new().hash_one(0x5241_4b4e_4554u64),
-        )
-    }
-}
-
-impl BuildHasher for FlowHashBuilder {
-    type Hasher = FlowHasher;
-    fn build_hasher(&self) -> FlowHasher {
-        FlowHasher(self.0)
-    }
-}
-
-/// A seeded multiply-rotate hash over the 36-byte flow key: a fraction of
-/// SipHash's cost on the per-packet path, and the seed keeps a capture from
-/// aiming collisions at the table.
-struct FlowHasher(u64);
-
-impl Hasher for FlowHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut b = [0u8; 8];
-            b[..chunk.len()].copy_from_slice(chunk);
-            self.0 = (self.0 ^ u64::from_le_bytes(b))
-                .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-                .rotate_left(29);
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        let h = self.0;
-        (h ^ (h >> 31)).wrapping_mul(0xd6e8_feb8_6659_fd93) ^ (h >> 27)
-    }
-}
+/// The flow table's hasher: `ahash` over the 36-byte key, a fraction of
+/// SipHash's cost on the per-packet path, seeded per process from the
+/// operating system so that a capture cannot aim collisions at the table.
+type FlowHashBuilder = ahash::RandomState;
 
 fn endpoint_bytes(a: SocketAddr, out: &mut [u8]) {
     let ip = match a {
@@ -425,19 +388,14 @@ impl Dissector {
             .retain(|_, f| now.saturating_sub(f.last_seen) <= idle);
         if self.flows.len() >= max {
             let keep = max - max.div_ceil(8);
-            let mut ages: Vec<Duration> = self.flows.values().map(|f| f.last_seen).collect();
+            // By (last seen, id): the same flows go whatever the table's
+            // order, which its hasher's per-process keys change.
+            let mut ages: Vec<(Duration, u32)> =
+                self.flows.values().map(|f| (f.last_seen, f.id)).collect();
             let cut = ages.len() - keep;
             let (_, cutoff, _) = ages.select_nth_unstable(cut.saturating_sub(1));
             let cutoff = *cutoff;
-            let mut excess = cut;
-            self.flows.retain(|_, f| {
-                if excess > 0 && f.last_seen <= cutoff {
-                    excess -= 1;
-                    false
-                } else {
-                    true
-                }
-            });
+            self.flows.retain(|_, f| (f.last_seen, f.id) > cutoff);
         }
         self.stats.flows_evicted += (before - self.flows.len()) as u64;
     }

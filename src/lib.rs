@@ -16,11 +16,15 @@
 //! | [`analysis`] | statistics and time series computed from the mirror, plain types | [`analysis::stats::Stats`], [`analysis::plot::Collector`] |
 //! | [`display`] | `-Y` display filters, `-T fields` export, the record printers | [`display::DisplayFilter`], [`display::print::PacketPrinter`] |
 //! | [`output`] | formatters only: lines, trees, tables, NDJSON records | [`output::json::PacketJson`] |
+//! | [`records`] | each record type's keys described once: the JSON writer, the filters' reading, `fields` | [`records::Described`] |
 //! | [`peer`] | UDP sockets around `session`: a client, a server, the live commands | [`peer::run`], [`peer::printer::Printer`] |
 //! | [`replay`] | a captured session played again to a live server | [`replay::run::load`] |
 //!
 //! `examples/flow_loss.rs` opens a capture and prints each flow's loss and
 //! RTT in under 40 lines.
+
+// `unsafe` only at the OS edge, allowed where libc is called (tests/architecture.rs checks).
+#![deny(unsafe_code)]
 
 pub mod analysis;
 pub mod bedrock;
@@ -33,6 +37,8 @@ pub mod output;
 pub mod peer;
 pub mod pipeline;
 pub mod random;
+/// Each record type described once: its keys, their types, docs and values.
+pub mod records;
 pub mod replay;
 pub mod session;
 pub mod wire;

@@ -96,13 +96,15 @@ fn every_command_prints_the_same_whatever_the_threads() {
 
 #[test]
 fn a_large_capture_goes_through_many_batches_in_order() {
-    // The lossy sample read 40 times as one capture: thousands of packets,
-    // so every worker formats many batches (256 records each).
-    let lossy = sample("lossy.pcap");
-    let lossy = lossy.to_str().unwrap();
+    // The lossy sample 40 times one after the other (each copy a minute
+    // later: files are merged by time) as one capture: thousands of
+    // packets and messages, so every worker formats many batches (256
+    // records each).
+    let dir = common::TempDir::new("threads-large");
+    let copies: Vec<String> = (0..40).map(|i| later_copy(&dir, i)).collect();
     for cmd in [&["read", "--json"][..], &["messages", "--json"], &["read"]] {
         let mut args = cmd.to_vec();
-        args.extend(std::iter::repeat_n(lossy, 40));
+        args.extend(copies.iter().map(String::as_str));
         let (out, code) = with_threads(&args, 1);
         assert_eq!(code, Some(0));
         let lines = out.iter().filter(|&&b| b == b'\n').count();
@@ -110,6 +112,25 @@ fn a_large_capture_goes_through_many_batches_in_order() {
         assert_eq!(with_threads(&args, 2), (out.clone(), code), "{cmd:?}");
         assert_eq!(with_threads(&args, 4), (out, code), "{cmd:?}");
     }
+}
+
+/// lossy.pcap with every record `i` minutes later, in `dir`.
+fn later_copy(dir: &common::TempDir, i: u32) -> String {
+    let mut bytes = std::fs::read(sample("lossy.pcap")).unwrap();
+    assert_eq!(
+        &bytes[..4],
+        &[0xd4, 0xc3, 0xb2, 0xa1],
+        "a little-endian pcap"
+    );
+    let mut at = 24;
+    while at + 16 <= bytes.len() {
+        let secs = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) + 60 * i;
+        bytes[at..at + 4].copy_from_slice(&secs.to_le_bytes());
+        at += 16 + u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+    }
+    let path = dir.path().join(format!("lossy-{i:02}.pcap"));
+    std::fs::write(&path, bytes).unwrap();
+    path.to_str().unwrap().to_string()
 }
 
 #[test]

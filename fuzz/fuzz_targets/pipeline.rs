@@ -15,9 +15,10 @@ use raknet_dissect::bedrock::{Detect, Game, Keys};
 use raknet_dissect::capture::CaptureReader;
 use raknet_dissect::mirror::handshake::HandshakeTracker;
 use raknet_dissect::mirror::{Mirror, MirrorConfig};
-use raknet_dissect::output::json::{FlowJson, MessageJson, PacketJson};
+use raknet_dissect::output::json::{MessageJson, PacketJson};
 use raknet_dissect::output::text::{self, Palette, TimeColumn, TimeFormat};
 use raknet_dissect::pipeline::{Input, Item, Next, Pipeline, PipelineOptions};
+use raknet_dissect::records::{flow::FlowRecord, write_line};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(reader) = CaptureReader::from_reader(Box::new(std::io::Cursor::new(data.to_vec())))
@@ -61,14 +62,14 @@ fuzz_target!(|data: &[u8]| {
                 let _ = game.close(*f);
             }
             for f in obs.closed.drain(..) {
-                let _ = serde_json::to_string(&FlowJson::new(&f));
+                write_line(&FlowRecord::new(&f, None, None), &mut Vec::new());
             }
         }
         Ok::<_, std::io::Error>(Next::Continue)
     });
     let end = mirror.finish();
     for f in &end.closed {
-        let _ = serde_json::to_string(&FlowJson::new(f));
+        write_line(&FlowRecord::new(f, None, None), &mut Vec::new());
     }
     let _ = tracker.finish();
 });

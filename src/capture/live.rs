@@ -6,6 +6,9 @@
 //! On a loopback interface the kernel shows every packet twice, outgoing and
 //! incoming; the outgoing copy is skipped, as libpcap does.
 
+// AF_PACKET sockets, interface flags, SIGINT: socket, setsockopt, ioctl, recvfrom, poll, signal.
+#![allow(unsafe_code)]
+
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};

@@ -139,6 +139,7 @@ impl CaptureArgs {
         };
         let (summary_only, count, flow, part) =
             (self.summary_only, self.count, self.flow, self.part.clone());
+        let notes = super::stderr_notes();
         Reading {
             paths,
             options,
@@ -146,6 +147,7 @@ impl CaptureArgs {
             count,
             flow,
             part,
+            notes,
         }
     }
 

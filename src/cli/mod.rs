@@ -35,6 +35,16 @@ fn say(line: &str, code: u8) -> u8 {
     code
 }
 
+/// A capture run's notes on standard error; its summary on a terminal only.
+fn stderr_notes() -> crate::pipeline::notes::Notes {
+    use crate::pipeline::notes::{NoteKind, Notes};
+    Notes::new(|kind, line| {
+        if kind != NoteKind::Summary || io::IsTerminal::is_terminal(&io::stderr()) {
+            eprintln!("raknet-dissect: {line}");
+        }
+    })
+}
+
 #[derive(Parser, Debug)]
 #[command(
     name = "raknet-dissect",
@@ -187,6 +197,7 @@ fn run_separate(
         threads: crate::pipeline::threads(cap.threads, &paths),
         heading,
         summary_only: cap.summary_only,
+        notes: stderr_notes(),
     };
     cap.separate = false;
     Some(plan.run(out, |i, part, out| {

@@ -6,13 +6,16 @@
 //! capsule; `anomalies.kind`, one per anomaly). [`Record::visit`] hands each
 //! occurrence to a callback, which stops the walk by returning `true`.
 
-use std::fmt::{self, Write as _};
-use std::net::IpAddr;
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use crate::dissect::{Anomaly, Body, Packet};
 use crate::mirror::Message;
-use crate::wire::{Capsule, Datagram, Motd, Offline};
+use crate::records::flow::FlowRecord;
+use crate::records::handshake::HandshakeRecord;
+use crate::records::value::visit_display;
+pub use crate::records::{Obj, Ty, Value};
+use crate::wire::{Capsule, Datagram, Offline};
 
 /// Which record a field belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,53 +100,6 @@ impl RecordType {
     ];
 }
 
-/// What a field's values are, which decides the comparisons it allows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ty {
-    /// An integer: every comparison, with a number.
-    Int,
-    /// A float (`ts`): every comparison, with a number.
-    Float,
-    /// A string: every comparison (byte order) and `contains`, with a string.
-    Str,
-    /// A GUID, printed `0x` and 16 hex digits: compared as a number, written
-    /// as a number or as the printed string.
-    Guid,
-    /// Bytes, printed as hex: `==`, `!=` and `contains`, with hex digits
-    /// (`"86aa"`, `"86:aa"`).
-    Bytes,
-    /// `true` or `false`.
-    Bool,
-    /// ACK/NACK ranges: `== N` holds when a range covers datagram number N.
-    Ranges,
-    /// An IP address (`ip.src`): compared with an address (`127.0.0.1`,
-    /// `::1`) or, for `==` and `!=`, a network (`10.0.0.0/8`).
-    Ip,
-    /// An object or array: only its presence can be tested.
-    Object,
-    /// A decoded game field (`game.login.protocol`), whatever JSON value it
-    /// holds: compared as a number with a number, as a string with a string,
-    /// as a bool with `true` or `false`.
-    Any,
-}
-
-impl Ty {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Ty::Int => "integer",
-            Ty::Float => "float",
-            Ty::Str => "string",
-            Ty::Guid => "guid",
-            Ty::Bytes => "hex bytes",
-            Ty::Bool => "bool",
-            Ty::Ranges => "ranges",
-            Ty::Ip => "ip address",
-            Ty::Object => "object",
-            Ty::Any => "any",
-        }
-    }
-}
-
 /// A field, resolved from its name once, when the filter is compiled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Field {
@@ -213,7 +169,7 @@ pub enum Field {
 }
 
 /// One row of the field list (`raknet-dissect fields`).
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub struct FieldDef {
     pub name: &'static str,
     pub field: Field,
@@ -255,31 +211,50 @@ const fn game_key(name: &'static str, ty: Ty, meaning: &'static str) -> FieldDef
     def(name, Field::Path(name), ty, GM, meaning)
 }
 
-/// A key of `handshake` records alone, by its path.
-const fn handshake_key(name: &'static str, ty: Ty, meaning: &'static str) -> FieldDef {
-    def(name, Field::Path(name), ty, HS, meaning)
-}
+/// Every field name: those listed below, then the keys of the described
+/// records (`records::flow`, `records::handshake`), in their JSON order.
+pub static FIELDS: LazyLock<Vec<FieldDef>> = LazyLock::new(|| {
+    let mut all = LISTED.to_vec();
+    let described = [
+        (FL, crate::records::paths::<FlowRecord<'static>>()),
+        (HS, crate::records::paths::<HandshakeRecord<'static>>()),
+    ];
+    for (bit, keys) in described {
+        for (name, k) in keys {
+            match all.iter_mut().find(|d| d.name == name) {
+                Some(d) => d.records |= bit,
+                None => {
+                    // Made once, kept for the process (a few dozen names).
+                    let name: &'static str = match name {
+                        std::borrow::Cow::Borrowed(n) => n,
+                        std::borrow::Cow::Owned(n) => Box::leak(n.into_boxed_str()),
+                    };
+                    all.push(def(name, Field::Path(name), k.ty, bit, k.doc));
+                }
+            }
+        }
+    }
+    all
+});
 
-/// A key of `flow` records alone, by its path.
-const fn flow_key(name: &'static str, ty: Ty, meaning: &'static str) -> FieldDef {
-    def(name, Field::Path(name), ty, FL, meaning)
-}
-
-/// Every field name, in NDJSON key order: packet keys, frame keys, message
-/// keys, flow keys.
-pub static FIELDS: &[FieldDef] = &[
+/// The names of packet, message and game records, in NDJSON key order
+/// (packet keys, frame keys, message keys, game keys), and the names
+/// `flow` and `handshake` records share with them or with each other, for
+/// a doc line that covers them all: which of those two records have a name
+/// (`FL`, `HS`) comes from their descriptions, not from here.
+const LISTED: &[FieldDef] = &[
     def(
         "type",
         Field::Type,
         Ty::Str,
-        PK | MS | FL | HS | GM,
+        PK | MS | GM,
         "The record type: \"packet\", \"message\", \"flow\", \"handshake\", \"game\" or \"game_opaque\".",
     ),
     def(
         "file",
         Field::File,
         Ty::Str,
-        PK | MS | FL | HS | GM,
+        PK | MS | GM,
         "The capture file: of a packet, message or game record when several files are read as one capture; of every record with --separate.",
     ),
     def(
@@ -293,7 +268,7 @@ pub static FIELDS: &[FieldDef] = &[
         "ts",
         Field::Ts,
         Ty::Float,
-        PK | MS | HS | GM,
+        PK | MS | GM,
         "Capture time, seconds since the Unix epoch (handshake: the attempt's start).",
     ),
     def("src", Field::Src, Ty::Str, PK, "Sender, \"ip:port\"."),
@@ -365,7 +340,7 @@ pub static FIELDS: &[FieldDef] = &[
         "flow",
         Field::Flow,
         Ty::Int,
-        PK | MS | FL | HS | GM,
+        PK | MS | GM,
         "Flow id, 1-based in order of first sight.",
     ),
     def(
@@ -407,28 +382,28 @@ pub static FIELDS: &[FieldDef] = &[
         "protocol",
         Field::Protocol,
         Ty::Int,
-        PK | FL,
+        PK,
         "RakNet protocol byte (Open Connection Request 1, Incompatible Protocol Version).",
     ),
     def(
         "mtu",
         Field::Mtu,
         Ty::Int,
-        PK | FL | HS,
+        PK,
         "MTU in an open connection request or reply (flow, handshake: the one agreed).",
     ),
     def(
         "client_guid",
         Field::ClientGuid,
         Ty::Guid,
-        PK | FL,
+        PK,
         "Client GUID (unconnected ping, Open Connection Request 2).",
     ),
     def(
         "server_guid",
         Field::ServerGuid,
         Ty::Guid,
-        PK | FL,
+        PK,
         "Server GUID (pong, replies, refusals).",
     ),
     def(
@@ -743,20 +718,9 @@ pub static FIELDS: &[FieldDef] = &[
         "game",
         Field::Game,
         Ty::Str,
-        MS | FL | HS,
+        MS,
         "Bedrock flows: message, the names of the game packets inside (or encrypted, decompress, malformed); flow, the game session (an object); handshake, where the game login got, in words.",
     ),
-    flow_key("game.version", Ty::Str, "Bedrock: the game version of the Login's client data."),
-    flow_key("game.protocol", Ty::Int, "Bedrock: the game protocol (RequestNetworkSettings or Login)."),
-    flow_key("game.player", Ty::Str, "Bedrock: the player's name."),
-    flow_key("game.compression", Ty::Str, "Bedrock: none, deflate, zlib or snappy."),
-    flow_key("game.encryption", Ty::Str, "Bedrock: none, encrypted (not decrypted, or not all) or decrypted."),
-    flow_key("game.packets", Ty::Object, "Bedrock: game packets delivered, {\"c2s\": N, \"s2c\": N}."),
-    flow_key("game.packets.c2s", Ty::Int, "Bedrock: game packets delivered to the server."),
-    flow_key("game.packets.s2c", Ty::Int, "Bedrock: game packets delivered to the client."),
-    flow_key("game.opaque", Ty::Object, "Bedrock: batches not shown for the encryption, {\"c2s\": N, \"s2c\": N}."),
-    flow_key("game.opaque.c2s", Ty::Int, "Bedrock: client batches not shown for the encryption."),
-    flow_key("game.opaque.s2c", Ty::Int, "Bedrock: server batches not shown for the encryption."),
     def(
         "data",
         Field::Data,
@@ -778,64 +742,9 @@ pub static FIELDS: &[FieldDef] = &[
     game_key("fields", Ty::Object, "Game: the fields decoded by hand (docs/json.md). One of them: fields.KEY (fields.display_name), or PACKET.KEY, only in packets named PACKET (game.login.display_name, game.disconnect.message); PACKET alone: packets of that name."),
     game_key("reason", Ty::Str, "game_opaque: why the batch is not shown: encrypted, decompress or malformed."),
     game_key("detail", Ty::Str, "game_opaque: the reason in words."),
-    def("client", Field::Path("client"), Ty::Str, FL | HS, "The client's address, \"ip:port\" (the side that sent Open Connection Request 1)."),
-    def("server", Field::Path("server"), Ty::Str, FL | HS, "The server's address, \"ip:port\"."),
-    flow_key("state", Ty::Str, "unconnected, handshake, connected, refused, disconnected_by_client or disconnected_by_server."),
-    flow_key("sessions", Ty::Int, "Connections on this endpoint pair: 2 or more when the client reconnected from the same address; 0 for offline messages only."),
-    flow_key("first_ts", Ty::Float, "Time of the flow's first packet, seconds since the Unix epoch."),
-    flow_key("last_ts", Ty::Float, "Time of its last packet."),
-    def("duration", Field::Path("duration"), Ty::Float, FL | HS, "Seconds: flow, last_ts - first_ts; handshake, from the attempt's start to its end."),
-    flow_key("c2s", Ty::Object, "Counts of the client-to-server direction (the keys below, as c2s.KEY)."),
-    flow_key("s2c", Ty::Object, "Counts of the server-to-client direction (as s2c.KEY)."),
-    flow_key("c2s.packets", Ty::Int, "RakNet packets sent this way."),
-    flow_key("c2s.bytes", Ty::Int, "Their UDP payload bytes."),
-    flow_key("c2s.data_datagrams", Ty::Int, "Data datagrams."),
-    flow_key("c2s.acks", Ty::Int, "ACK datagrams sent this way."),
-    flow_key("c2s.nacks", Ty::Int, "NACK datagrams sent this way."),
-    flow_key("c2s.lost", Ty::Int, "Datagrams lost on the way: the larger of nacked and never_seen."),
-    flow_key("c2s.nacked", Ty::Int, "Datagram numbers the receiver NACKed."),
-    flow_key("c2s.never_seen", Ty::Int, "Datagram numbers the capture never showed."),
-    flow_key("c2s.never_acked", Ty::Int, "Datagrams no ACK covered."),
-    flow_key("c2s.resends", Ty::Int, "Capsules resent."),
-    flow_key("c2s.duplicates", Ty::Int, "Datagrams or reliable messages received twice."),
-    flow_key("c2s.messages", Ty::Int, "Messages delivered to the receiver's application."),
-    flow_key("c2s.splits_reassembled", Ty::Int, "Split messages reassembled."),
-    flow_key("c2s.anomalies", Ty::Int, "Anomalies raised in this direction."),
-    flow_key("s2c.packets", Ty::Int, "RakNet packets sent this way."),
-    flow_key("s2c.bytes", Ty::Int, "Their UDP payload bytes."),
-    flow_key("s2c.data_datagrams", Ty::Int, "Data datagrams."),
-    flow_key("s2c.acks", Ty::Int, "ACK datagrams sent this way."),
-    flow_key("s2c.nacks", Ty::Int, "NACK datagrams sent this way."),
-    flow_key("s2c.lost", Ty::Int, "Datagrams lost on the way: the larger of nacked and never_seen."),
-    flow_key("s2c.nacked", Ty::Int, "Datagram numbers the receiver NACKed."),
-    flow_key("s2c.never_seen", Ty::Int, "Datagram numbers the capture never showed."),
-    flow_key("s2c.never_acked", Ty::Int, "Datagrams no ACK covered."),
-    flow_key("s2c.resends", Ty::Int, "Capsules resent."),
-    flow_key("s2c.duplicates", Ty::Int, "Datagrams or reliable messages received twice."),
-    flow_key("s2c.messages", Ty::Int, "Messages delivered to the receiver's application."),
-    flow_key("s2c.splits_reassembled", Ty::Int, "Split messages reassembled."),
-    flow_key("s2c.anomalies", Ty::Int, "Anomalies raised in this direction."),
-    flow_key("rtt_ms", Ty::Object, "RTT samples, from a data datagram to the first ACK covering it: null when none."),
-    flow_key("rtt_ms.min", Ty::Float, "Smallest RTT sample, ms."),
-    flow_key("rtt_ms.median", Ty::Float, "Median RTT sample, ms."),
-    flow_key("rtt_ms.max", Ty::Float, "Largest RTT sample, ms."),
-    flow_key("rtt_ms.samples", Ty::Int, "RTT samples taken."),
-    handshake_key("attempt", Ty::Int, "Attempt number within the flow, 1-based."),
-    handshake_key("outcome", Ty::Str, "How the attempt ended: connected, no_free_incoming_connections, port_unreachable, ... (`handshake` lists them)."),
-    handshake_key("diagnosis", Ty::Str, "The outcome in a sentence."),
-    handshake_key("client_protocol", Ty::Int, "Protocol byte of Open Connection Request 1."),
-    handshake_key("server_protocol", Ty::Int, "The server's protocol, from Incompatible Protocol Version."),
-    handshake_key("mtu_probes", Ty::Int, "The MTU of each Open Connection Request 1, in order."),
-    handshake_key("pings", Ty::Int, "Unconnected pings seen."),
-    handshake_key("pongs", Ty::Int, "Unconnected pongs seen."),
-    handshake_key("connection_request_acked", Ty::Bool, "Whether the server ACKed the datagram carrying ConnectionRequest."),
-    handshake_key("steps", Ty::Object, "The timeline, a step each."),
-    handshake_key("steps.t", Ty::Float, "Each step's time, seconds since the attempt's ts."),
-    handshake_key("steps.frame", Ty::Int, "Each step's frame."),
-    handshake_key("steps.dir", Ty::Str, "Each step's direction."),
-    handshake_key("steps.step", Ty::Str, "Each step: open_connection_request_1, refused, icmp, ..."),
-    handshake_key("steps.detail", Ty::Str, "Each step's detail."),
-    handshake_key("steps_omitted", Ty::Int, "Steps after the 64th."),
+    def("client", Field::Path("client"), Ty::Str, 0, "The client's address, \"ip:port\" (the side that sent Open Connection Request 1)."),
+    def("server", Field::Path("server"), Ty::Str, 0, "The server's address, \"ip:port\"."),
+    def("duration", Field::Path("duration"), Ty::Float, 0, "Seconds: flow, last_ts - first_ts; handshake, from the attempt's start to its end."),
     def(
         "anomalies",
         Field::Anomalies,
@@ -1019,53 +928,6 @@ impl FieldDef {
 
 use super::suggest::nearest;
 
-/// One occurrence of a field.
-#[derive(Debug, Clone, Copy)]
-pub enum Value<'a> {
-    Int(i128),
-    Float(f64),
-    Str(&'a str),
-    Guid(u64),
-    Bytes(&'a [u8]),
-    Bool(bool),
-    /// An inclusive range of datagram numbers.
-    Range(u32, u32),
-    Ip(IpAddr),
-    /// An object or array, for presence and export.
-    Object(Obj<'a>),
-}
-
-/// The objects a field can hold, turned into JSON only when exported.
-#[derive(Debug, Clone, Copy)]
-pub enum Obj<'a> {
-    Frame(&'a Capsule<'a>),
-    Split(crate::wire::Split),
-    Motd(&'a [u8]),
-    Anomaly(&'a Anomaly),
-    Json(&'a serde_json::Value),
-}
-
-impl Obj<'_> {
-    /// The object as its NDJSON text.
-    pub fn to_json(&self) -> String {
-        use crate::output::json::{motd_object, FrameJson, SplitJson};
-        let r = match self {
-            Obj::Frame(c) => serde_json::to_string(&FrameJson::new(c)),
-            Obj::Split(s) => serde_json::to_string(&SplitJson {
-                count: s.count,
-                id: s.id,
-                index: s.index,
-            }),
-            Obj::Motd(p) => {
-                serde_json::to_string(&Motd::parse(p).map(motd_object).unwrap_or_default())
-            }
-            Obj::Anomaly(a) => serde_json::to_string(a),
-            Obj::Json(v) => serde_json::to_string(v),
-        };
-        r.unwrap_or_default()
-    }
-}
-
 /// A record whose fields can be read by [`Field`].
 pub trait Record {
     /// Call `f` with each occurrence of `field`, in record order, until it
@@ -1102,45 +964,6 @@ impl Record for Since<'_> {
 
     fn time(&self) -> Option<Duration> {
         self.record.time()
-    }
-}
-
-/// A string up to 64 bytes formatted on the stack (addresses, GUIDs).
-struct Small {
-    buf: [u8; 64],
-    len: usize,
-}
-
-impl Small {
-    fn new() -> Self {
-        Small {
-            buf: [0; 64],
-            len: 0,
-        }
-    }
-    fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
-    }
-}
-
-impl fmt::Write for Small {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        let end = self.len + s.len();
-        let dst = self.buf.get_mut(self.len..end).ok_or(fmt::Error)?;
-        dst.copy_from_slice(s.as_bytes());
-        self.len = end;
-        Ok(())
-    }
-}
-
-/// Visit one displayable value as a string, formatted without allocating
-/// when it fits in 64 bytes.
-fn visit_display(v: impl fmt::Display, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
-    let mut s = Small::new();
-    if write!(s, "{v}").is_ok() {
-        f(Value::Str(s.as_str()))
-    } else {
-        f(Value::Str(&v.to_string()))
     }
 }
 
@@ -1379,7 +1202,7 @@ impl Record for GameRecord<'_> {
                     return false;
                 }
                 match &p.fields {
-                    Some(v) if !rest.is_empty() || head == "fields" => walk(v, rest, false, f),
+                    Some(v) if !rest.is_empty() || head == "fields" => walk(v, rest, f),
                     Some(v) => f(Value::Object(Obj::Json(v))),
                     // A packet of that name, nothing decoded in it.
                     None => rest.is_empty() && f(Value::Bool(true)),
@@ -1394,12 +1217,11 @@ impl Record for GameRecord<'_> {
     }
 }
 
-/// A record given as its NDJSON value: `flow` records, which are few, so
-/// that building the value first costs nothing that matters and the fields
-/// are by construction what `--json` prints.
-pub struct JsonRecord(pub serde_json::Value);
+/// A described record (`flow`, `handshake`), its fields read through its
+/// description (`records`): only the key a filter or an export names.
+pub struct DescribedRecord<'a>(pub &'a dyn crate::records::Keyed);
 
-impl Record for JsonRecord {
+impl Record for DescribedRecord<'_> {
     fn visit(&self, field: Field, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
         let path = match field {
             Field::Path(p) => p,
@@ -1414,30 +1236,24 @@ impl Record for JsonRecord {
             Field::Game => "game",
             _ => return false,
         };
-        let guid = matches!(field, Field::ClientGuid | Field::ServerGuid);
-        walk(&self.0, path, guid, f)
+        self.0.visit(path, f)
     }
 }
 
-/// The values at `path` under `v`: an array on the way stands for each of
-/// its elements (`steps.step` is every step's `step`, `mtu_probes` every
-/// probe's MTU); an array of objects at the end, for each object.
-fn walk(
-    v: &serde_json::Value,
-    path: &str,
-    guid: bool,
-    f: &mut dyn FnMut(Value<'_>) -> bool,
-) -> bool {
+/// The values at `path` under `v` (a game packet's decoded fields): an
+/// array on the way stands for each of its elements; an array of objects
+/// at the end, for each object.
+fn walk(v: &serde_json::Value, path: &str, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
     if let serde_json::Value::Array(a) = v {
         return if path.is_empty() && a.iter().any(|x| x.is_object()) {
             a.iter().any(|x| f(Value::Object(Obj::Json(x))))
         } else {
-            a.iter().any(|x| walk(x, path, guid, f))
+            a.iter().any(|x| walk(x, path, f))
         };
     }
     if !path.is_empty() {
         let (key, rest) = path.split_once('.').unwrap_or((path, ""));
-        return v.get(key).is_some_and(|next| walk(next, rest, guid, f));
+        return v.get(key).is_some_and(|next| walk(next, rest, f));
     }
     match v {
         serde_json::Value::Null => false,
@@ -1447,10 +1263,6 @@ fn walk(
             (None, Some(i)) => f(Value::Int(i.into())),
             _ => n.as_f64().is_some_and(|x| f(Value::Float(x))),
         },
-        serde_json::Value::String(s) if guid => s
-            .strip_prefix("0x")
-            .and_then(|h| u64::from_str_radix(h, 16).ok())
-            .is_some_and(|g| f(Value::Guid(g))),
         serde_json::Value::String(s) => f(Value::Str(s)),
         serde_json::Value::Array(_) | serde_json::Value::Object(_) => {
             f(Value::Object(Obj::Json(v)))
@@ -1479,6 +1291,32 @@ mod tests {
         assert!(lookup("chanel", RecordType::Packet)
             .unwrap_err()
             .contains("did you mean channel"));
+    }
+
+    #[test]
+    fn flow_and_handshake_fields_come_from_their_descriptions() {
+        use crate::records::paths;
+        let flow = paths::<FlowRecord<'static>>();
+        let handshake = paths::<HandshakeRecord<'static>>();
+        for (record, keys) in [
+            (RecordType::Flow, &flow),
+            (RecordType::Handshake, &handshake),
+        ] {
+            for (name, k) in keys {
+                let d = lookup(name, record).unwrap();
+                if LISTED.iter().all(|l| l.name != name) {
+                    assert_eq!((d.ty, d.meaning), (k.ty, k.doc), "{name}");
+                }
+            }
+        }
+        // A name both have is listed, with a doc line that covers both.
+        for (name, _) in &flow {
+            if handshake.iter().any(|(n, _)| n == name) {
+                assert!(LISTED.iter().any(|l| l.name == name), "{name}");
+            }
+        }
+        assert!(lookup("c2s.lost", RecordType::Handshake).is_err());
+        assert!(lookup("steps.step", RecordType::Flow).is_err());
     }
 
     #[test]
@@ -1524,6 +1362,7 @@ mod tests {
                 "chain": {"verifies": true}}),
             ),
             anomaly: None,
+            layout: None,
         });
         let values = |e: &GameEvent, name: &str| {
             let d = lookup(name, RecordType::Game).unwrap();

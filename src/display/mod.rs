@@ -1,7 +1,8 @@
 //! What a user picks out of the records: display filters (`-Y`) and field
 //! export (`-T fields`), both over the NDJSON key names of `packet`,
-//! `message` and `flow` records, read straight from the dissected packet or
-//! the delivered message (a flow from its record).
+//! `message`, `flow` and `handshake` records, read straight from the
+//! dissected packet or the delivered message (a flow or a handshake through
+//! its description, `records`).
 
 pub mod export;
 pub mod fields;
@@ -11,5 +12,5 @@ pub mod records;
 pub mod suggest;
 
 pub use export::FieldExport;
-pub use fields::{JsonRecord, MessageRecord, Record, RecordType, Since, FIELDS};
+pub use fields::{DescribedRecord, MessageRecord, Record, RecordType, Since, FIELDS};
 pub use filter::{DisplayFilter, FilterError};

@@ -7,14 +7,18 @@ use std::fmt;
 use std::io::{self, Write};
 use std::time::Duration;
 
-use super::{DisplayFilter, FieldExport, JsonRecord, MessageRecord, Record, RecordType, Since};
+use super::{
+    DescribedRecord, DisplayFilter, FieldExport, MessageRecord, Record, RecordType, Since,
+};
 use crate::bedrock::GameSummary;
 use crate::dissect::{Anomaly, IcmpNote, Packet};
 use crate::mirror::{FlowMirror, Message};
-use crate::output::json::{EndJson, FlowJson, IcmpJson, MessageJson, PacketJson};
+use crate::output::json::{EndJson, IcmpJson, MessageJson, PacketJson};
 use crate::output::peer::plural;
 use crate::output::table;
 use crate::output::text::{self, LineFormatter, Palette, TimeColumn, TimeFormat};
+use crate::records::flow::FlowRecord;
+use crate::records::Keyed;
 
 /// The output format asked for (`-T`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,13 +111,13 @@ impl Shown {
     /// an NDJSON line, or the text `lines` give.
     pub fn record(
         &self,
-        j: &impl serde::Serialize,
+        j: &dyn Keyed,
         lines: impl FnOnce() -> String,
         out: &mut dyn Write,
     ) -> io::Result<()> {
         // A filter or an export reads the record itself.
         if self.filter.is_some() || self.export.is_some() {
-            let r = JsonRecord(serde_json::to_value(j)?);
+            let r = DescribedRecord(j);
             if !self.wants(&r) {
                 return Ok(());
             }
@@ -124,7 +128,7 @@ impl Shown {
             }
         }
         if self.json {
-            return json_line(out, j);
+            return keyed_line(out, j);
         }
         writeln!(out, "{}", lines())
     }
@@ -136,6 +140,14 @@ impl Shown {
             None => Ok(()),
         }
     }
+}
+
+/// A described record as one NDJSON line.
+fn keyed_line(out: &mut dyn Write, r: &dyn Keyed) -> io::Result<()> {
+    crate::output::write_line_once(out, |line| {
+        crate::records::write_line(r, line);
+        Ok(())
+    })
 }
 
 /// `value` as one NDJSON line.
@@ -557,34 +569,28 @@ impl FlowPrinter {
         game: Option<GameSummary>,
         out: &mut dyn Write,
     ) -> io::Result<()> {
-        let json = || {
-            let mut j = FlowJson::new(&f);
-            j.game = game.clone();
-            j.file = self.file.clone();
-            j
-        };
-        // A filter or an export reads the record itself.
-        if self.shown.filter.is_some() || self.shown.export.is_some() {
-            let record = JsonRecord(serde_json::to_value(json())?);
-            if !self.shown.wants(&record) {
+        // A filter, an export or --json reads the record; the table, the flow.
+        if self.shown.filter.is_some() || self.shown.export.is_some() || self.shown.json {
+            let record = FlowRecord::new(&f, game.as_ref(), self.file.as_deref());
+            let r = DescribedRecord(&record);
+            if !self.shown.wants(&r) {
                 return Ok(());
             }
             if let Some(x) = &self.shown.export {
                 self.row.clear();
-                x.push_row(&record, &mut self.row);
+                x.push_row(&r, &mut self.row);
                 return out.write_all(self.row.as_bytes());
             }
-        }
-        if self.shown.json {
-            json_line(out, &json())
-        } else {
-            if self.rows.len() < MAX_TABLE_ROWS {
-                self.rows.push((f, game));
-            } else {
-                self.omitted += 1;
+            if self.shown.json {
+                return keyed_line(out, &record);
             }
-            Ok(())
         }
+        if self.rows.len() < MAX_TABLE_ROWS {
+            self.rows.push((f, game));
+        } else {
+            self.omitted += 1;
+        }
+        Ok(())
     }
 
     /// The table of the flows kept, in id order: narrow (fits 100 columns)
@@ -624,7 +630,7 @@ pub fn field_list(json: bool, width: Option<u16>, out: &mut dyn Write) -> io::Re
         meaning: &'static str,
     }
     let mut rows = Vec::new();
-    for d in super::FIELDS {
+    for d in super::FIELDS.iter() {
         let records: Vec<&'static str> = RecordType::ALL
             .into_iter()
             .filter(|r| d.in_record(*r))

@@ -1,115 +1,77 @@
 //! A packet together with the datagram it borrows from, so that it can go
 //! to another thread (the formatting workers of [`crate::pipeline::ordered`]).
 
-use std::mem::ManuallyDrop;
-use std::ptr::NonNull;
 use std::sync::{Arc, Mutex};
+
+use self_cell::self_cell;
 
 use super::{Anomaly, Dissector, Packet};
 use crate::capture::UdpDatagram;
 
+/// The packet of a [`Cell`]: `None` only once [`OwnedPacket::recycle`] took
+/// it back for the dissector.
+type Held<'a> = Option<Packet<'a>>;
+
+self_cell!(
+    /// The datagram and the packet that borrows its payload, in one heap
+    /// allocation that does not move.
+    struct Cell {
+        owner: UdpDatagram,
+
+        #[covariant]
+        dependent: Held,
+    }
+);
+
 /// A dissected packet that owns its datagram: one pointer wide, so that
 /// moving it through the pipeline's channels copies nothing.
-pub struct OwnedPacket(NonNull<Inner>);
+pub struct OwnedPacket(Cell);
 
-struct Inner {
-    /// Borrows from `datagram` (its payload); `None` in a [`Shell`].
-    packet: Option<Packet<'static>>,
-    /// `None` in a [`Shell`].
-    datagram: Option<UdpDatagram>,
-}
-
-/// The allocation of an [`OwnedPacket`] done with, for the next one.
-pub struct Shell(Box<Inner>);
-
-// SAFETY: the `Inner` is owned (nothing else points to it), and
-// `UdpDatagram` and `Packet` are `Send`: moving it to another thread is
-// moving owned data.
-unsafe impl Send for OwnedPacket {}
+/// What [`OwnedPacket::recycle`] hands back besides the datagram: nothing
+/// to reuse since the packet's allocation is `self_cell`'s (one per
+/// packet, freed on the reading thread); the pipeline still keeps them.
+pub struct Shell;
 
 impl OwnedPacket {
-    /// `d` through `dissector`, in one of `shells` if there is one; `d`
-    /// back when it is not a RakNet packet.
+    /// `d` through `dissector`; `d` back when it is not a RakNet packet.
     // The datagram comes back by value, to be recycled: boxing it would
     // allocate for every datagram that is not RakNet.
     #[allow(clippy::result_large_err)]
     pub fn dissect(
         dissector: &mut Dissector,
         d: UdpDatagram,
-        shells: &mut Vec<Shell>,
+        _shells: &mut Vec<Shell>,
     ) -> Result<OwnedPacket, UdpDatagram> {
-        let mut boxed = shells.pop().map_or_else(
-            || {
-                Box::new(Inner {
-                    packet: None,
-                    datagram: None,
-                })
-            },
-            |s| s.0,
-        );
-        boxed.datagram = Some(d);
-        let raw = Box::into_raw(boxed);
-        // SAFETY: `raw` is valid until it is freed or made a shell again
-        // (`drop`, `recycle`), and `datagram` is not written while the
-        // packet lives.
-        let datagram = unsafe { (*raw).datagram.as_ref() }.expect("just set");
-        match dissector.dissect(datagram) {
-            Some(p) => {
-                // SAFETY: the lifetime the packet borrows the datagram for
-                // is made 'static here and cut back to `&self`'s by `get`;
-                // the datagram outlives the packet (`Inner` drops the packet
-                // first, and `recycle` takes it out first) and does not move
-                // (it is on the heap, behind a raw pointer). The write is to
-                // the other field.
-                unsafe {
-                    (*raw).packet = Some(std::mem::transmute::<Packet<'_>, Packet<'static>>(p));
-                    Ok(OwnedPacket(NonNull::new_unchecked(raw)))
-                }
-            }
-            None => {
-                // SAFETY: from `Box::into_raw` above; nothing borrows it now.
-                let mut boxed = unsafe { Box::from_raw(raw) };
-                let d = boxed.datagram.take().expect("just set");
-                shells.push(Shell(boxed));
-                Err(d)
-            }
-        }
-    }
-
-    fn inner(&self) -> &Inner {
-        // SAFETY: valid while `self` lives.
-        unsafe { self.0.as_ref() }
+        Cell::try_new_or_recover(d, |d| dissector.dissect(d).map(Some).ok_or(()))
+            .map(OwnedPacket)
+            .map_err(|(d, ())| d)
     }
 
     /// The packet, borrowing from `self`.
     pub fn get(&self) -> &Packet<'_> {
-        self.inner().packet.as_ref().expect("made with a packet")
+        self.0
+            .borrow_dependent()
+            .as_ref()
+            .expect("made with a packet")
     }
 
     /// Done with: the packet's lists go back to `dissector`, and the
-    /// datagram (for its reader to reuse the payload's buffer) and the
-    /// allocation (for the next packet) are handed back.
-    pub fn recycle(self, dissector: &mut Dissector) -> (UdpDatagram, Shell) {
-        let this = ManuallyDrop::new(self);
-        // SAFETY: from `Box::into_raw`, taken back once (`this` is never
-        // dropped).
-        let mut inner = unsafe { Box::from_raw(this.0.as_ptr()) };
+    /// datagram is handed back (for its reader to reuse the payload's
+    /// buffer).
+    pub fn recycle(mut self, dissector: &mut Dissector) -> (UdpDatagram, Shell) {
         // The packet first: the dissector keeps its lists, emptied.
-        if let Some(p) = inner.packet.take() {
-            dissector.recycle(p);
-        }
-        let d = inner
-            .datagram
-            .take()
-            .expect("an owned packet has its datagram");
-        (d, Shell(inner))
+        self.0.with_dependent_mut(|_, p| {
+            if let Some(p) = p.take() {
+                dissector.recycle(p);
+            }
+        });
+        (self.0.into_owner(), Shell)
     }
 
     /// The packet's anomalies, to merge the mirror's findings into.
     pub fn anomalies_mut(&mut self) -> &mut Vec<Anomaly> {
-        // SAFETY: valid while `self` lives, and `&mut self` is the only access.
-        let inner = unsafe { self.0.as_mut() };
-        &mut inner.packet.as_mut().expect("made with a packet").anomalies
+        self.0
+            .with_dependent_mut(|_, p| &mut p.as_mut().expect("made with a packet").anomalies)
     }
 }
 
@@ -138,14 +100,6 @@ impl SpentPackets {
             .lock()
             .map(|mut v| std::mem::take(&mut *v))
             .unwrap_or_default()
-    }
-}
-
-impl Drop for OwnedPacket {
-    fn drop(&mut self) {
-        // SAFETY: from `Box::into_raw`, freed once; `Inner`'s fields drop
-        // in order, the packet before the datagram it borrows from.
-        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
     }
 }
 
@@ -196,13 +150,16 @@ mod tests {
         assert_eq!(back.len(), 1);
         let (d, shell) = back.into_iter().next().unwrap().recycle(&mut dissector);
         assert_eq!(d.payload, d2().payload);
-        // The shell holds the next packet.
         shells.push(shell);
-        let again = OwnedPacket::dissect(&mut dissector, d, &mut shells).unwrap();
-        assert!(shells.is_empty());
+        let mut again = OwnedPacket::dissect(&mut dissector, d, &mut shells).unwrap();
         assert_eq!(again.get().payload, &d2().payload[..]);
+        again.anomalies_mut().push(Anomaly {
+            kind: "duplicate",
+            detail: "merged".into(),
+        });
+        assert_eq!(again.get().anomalies.len(), 1);
         let other = udp("10.0.0.1:1", "10.0.0.2:2", b"hello".to_vec());
-        assert!(OwnedPacket::dissect(&mut dissector, other, &mut shells).is_err());
-        assert_eq!(shells.len(), 1, "the allocation kept");
+        let back = OwnedPacket::dissect(&mut dissector, other, &mut shells);
+        assert_eq!(back.err().map(|d| d.payload), Some(b"hello".to_vec()));
     }
 }

@@ -5,73 +5,15 @@ use std::io;
 
 use serde::Serialize;
 
-use crate::dissect::{Anomaly, Body, Dir, IcmpNote, Packet};
-use crate::mirror::{DirStats, FlowMirror, Message};
-use crate::wire::{Capsule, Datagram, Motd, Offline};
+use crate::dissect::{Anomaly, Body, IcmpNote, Packet};
+use crate::mirror::Message;
+use crate::wire::{Datagram, Offline};
 
+pub use crate::records::packet::{motd_object, FrameJson, SplitJson};
 pub use crate::wire::cursor::hex;
 
 fn guid(g: u64) -> String {
     format!("{g:#018x}")
-}
-
-#[derive(Serialize)]
-pub struct SplitJson {
-    pub count: u32,
-    pub id: u16,
-    pub index: u32,
-}
-
-/// One capsule of a data datagram.
-#[derive(Serialize)]
-pub struct FrameJson {
-    pub reliability: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reliable_index: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sequence_index: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub order_index: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub channel: Option<u8>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub split: Option<SplitJson>,
-    pub len: usize,
-    /// The message id, for a whole message or a first fragment.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub id: Option<u8>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-}
-
-impl FrameJson {
-    pub fn new(c: &Capsule<'_>) -> Self {
-        let id = c.message_id();
-        FrameJson {
-            reliability: c.reliability.name(),
-            reliable_index: c.reliable_index,
-            sequence_index: c.sequence_index,
-            order_index: c.order_index,
-            channel: c.channel,
-            split: c.split.map(|s| SplitJson {
-                count: s.count,
-                id: s.id,
-                index: s.index,
-            }),
-            len: c.payload.len(),
-            id,
-            name: id.map(|i| crate::wire::message_name(i).into_owned()),
-        }
-    }
-}
-
-/// A Minecraft MOTD as the `motd` object of a `packet` record: every value a
-/// string, the keys in alphabetical order.
-pub fn motd_object(m: Motd) -> serde_json::Map<String, serde_json::Value> {
-    m.fields
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), serde_json::Value::String(v)))
-        .collect()
 }
 
 /// A `packet` record.
@@ -327,56 +269,6 @@ fn hex_str<S: serde::Serializer>(b: &&[u8], s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&hex(b))
 }
 
-#[derive(Serialize)]
-pub struct DirJson {
-    pub packets: u64,
-    pub bytes: u64,
-    pub data_datagrams: u64,
-    pub acks: u64,
-    pub nacks: u64,
-    /// Datagrams lost on the way: the larger of `nacked` (NACKed by the
-    /// receiver) and `never_seen` (numbers the capture never showed); the two
-    /// often count the same datagrams, so they are not added.
-    pub lost: u64,
-    pub nacked: u64,
-    pub never_seen: u64,
-    pub never_acked: u64,
-    pub resends: u64,
-    pub duplicates: u64,
-    pub messages: u64,
-    pub splits_reassembled: u64,
-    pub anomalies: u64,
-}
-
-impl DirJson {
-    pub fn new(s: &DirStats) -> Self {
-        DirJson {
-            packets: s.packets,
-            bytes: s.bytes,
-            data_datagrams: s.data_datagrams,
-            acks: s.acks,
-            nacks: s.nacks,
-            lost: s.nacked.max(s.never_seen),
-            nacked: s.nacked,
-            never_seen: s.never_seen,
-            never_acked: s.never_acked,
-            resends: s.resends,
-            duplicates: s.duplicates,
-            messages: s.messages,
-            splits_reassembled: s.splits,
-            anomalies: s.anomalies,
-        }
-    }
-}
-
-#[derive(Serialize)]
-pub struct RttJson {
-    pub min: f64,
-    pub median: f64,
-    pub max: f64,
-    pub samples: usize,
-}
-
 /// The quoted datagram of an `icmp` record.
 #[derive(Serialize)]
 pub struct QuotedJson {
@@ -423,11 +315,6 @@ impl IcmpJson {
     }
 }
 
-/// Milliseconds rounded to the microsecond, as in the live records.
-fn micro(ms: f64) -> f64 {
-    (ms * 1e3).round() / 1e3
-}
-
 /// An `end_of_capture` record: what the receivers still held when the
 /// capture ended (incomplete splits, messages waiting in ordering heaps).
 #[derive(Serialize)]
@@ -435,65 +322,6 @@ pub struct EndJson<'a> {
     #[serde(rename = "type")]
     pub kind_of_record: &'static str,
     pub anomalies: &'a [Anomaly],
-}
-
-/// A `flow` record, written when the flow ends (or at the end of the capture).
-#[derive(Serialize)]
-pub struct FlowJson {
-    #[serde(rename = "type")]
-    pub kind_of_record: &'static str,
-    /// The capture file, in a run that reads each file as a capture of its
-    /// own (`--separate`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub file: Option<String>,
-    pub flow: u32,
-    pub client: String,
-    pub server: String,
-    pub client_guid: Option<String>,
-    pub server_guid: Option<String>,
-    pub protocol: Option<u8>,
-    pub mtu: Option<u16>,
-    pub state: &'static str,
-    pub sessions: u32,
-    pub first_ts: f64,
-    pub last_ts: f64,
-    pub duration: f64,
-    pub c2s: DirJson,
-    pub s2c: DirJson,
-    pub rtt_ms: Option<RttJson>,
-    /// A Bedrock flow's game session.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub game: Option<crate::bedrock::GameSummary>,
-}
-
-impl FlowJson {
-    pub fn new(f: &FlowMirror) -> Self {
-        FlowJson {
-            kind_of_record: "flow",
-            flow: f.id,
-            client: f.client.to_string(),
-            server: f.server.to_string(),
-            client_guid: f.client_guid.map(guid),
-            server_guid: f.server_guid.map(guid),
-            protocol: f.protocol,
-            mtu: f.mtu,
-            state: f.state.as_str(),
-            sessions: f.sessions,
-            first_ts: f.first_ts.as_secs_f64(),
-            last_ts: f.last_ts.as_secs_f64(),
-            duration: f.last_ts.saturating_sub(f.first_ts).as_secs_f64(),
-            c2s: DirJson::new(f.stats(Dir::C2s)),
-            s2c: DirJson::new(f.stats(Dir::S2c)),
-            rtt_ms: f.rtt_ms().map(|(min, median, max, samples)| RttJson {
-                min: micro(min),
-                median: micro(median),
-                max: micro(max),
-                samples,
-            }),
-            game: None,
-            file: None,
-        }
-    }
 }
 
 #[cfg(test)]
@@ -520,6 +348,7 @@ mod tests {
     }
 
     use super::*;
+    use crate::dissect::Dir;
 
     #[test]
     fn a_message_line_by_hand_is_serdes() {

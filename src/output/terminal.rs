@@ -9,6 +9,8 @@ use std::time::Duration;
 
 /// The width of the terminal standard output is, asked of the terminal
 /// itself (`COLUMNS` when it does not say); none for a pipe or a file.
+// The TIOCGWINSZ ioctl(2) has no safe wrapper in std.
+#[allow(unsafe_code)]
 pub fn terminal_width() -> Option<u16> {
     if !io::stdout().is_terminal() {
         return None;

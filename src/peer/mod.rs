@@ -58,6 +58,8 @@ impl PeerError {
 /// Connections went, with what they held: hand the freed memory back to
 /// the system (glibc keeps freed small blocks in its arenas otherwise, and
 /// a server that held a split bomb would stay that large).
+// glibc's malloc_trim(3) through libc.
+#[allow(unsafe_code)]
 fn give_back_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only walks the allocator's own free lists.
@@ -128,6 +130,8 @@ impl Socket {
 
     /// Wait until a datagram can be read, the kept one can be written, or
     /// `until` (time since the epoch) comes.
+    // ppoll(2) through libc: std has no poll with a nanosecond timeout.
+    #[allow(unsafe_code)]
     fn wait(&self, until: Duration) -> io::Result<()> {
         let left = until.saturating_sub(self.now());
         if left.is_zero() {

@@ -2,11 +2,12 @@
 //! live reader) with a progress bar for large files, `-c`, `--flow`, and
 //! the same errors and exit codes for every command.
 
-use std::io::{self, IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::notes::{NoteKind, Notes};
 use super::separate::Part;
 use super::{Input, Item, Next, Pipeline, PipelineOptions};
 use crate::bedrock::{Game, GameEvent};
@@ -33,6 +34,8 @@ pub struct Reading {
     pub flow: Option<u32>,
     /// The file of a `--separate` run this run reads.
     pub part: Option<Part>,
+    /// Where the run's notes go (files not read, the summary, hints).
+    pub notes: Notes,
 }
 
 /// Run the pipeline over the capture files of `cap` (or `live`), handing
@@ -52,9 +55,8 @@ pub fn drive_items(
     let (input, bar) = match live {
         Some(r) => (Input::Reader(Box::new(r)), None),
         None if paths.is_empty() => {
-            eprintln!(
-                "raknet-dissect: no capture file given (FILE, -r FILE, or - for standard input)"
-            );
+            let why = "no capture file given (FILE, -r FILE, or - for standard input)";
+            cap.notes.say(NoteKind::Usage, why);
             return Ok(EXIT_USAGE);
         }
         None => {
@@ -83,41 +85,24 @@ pub fn drive_items(
         _ => l,
     };
     for line in ended.problems(paths) {
-        say_once(name(line));
+        cap.notes.say_once(NoteKind::Problem, &name(line));
     }
     // Not once a file of a --separate run: a fleet would fill the terminal.
-    if io::stderr().is_terminal() && cap.part.is_none() {
+    if cap.part.is_none() {
         let summary = ended.summary(pipeline.dissect_stats());
-        eprintln!("raknet-dissect: {summary}");
+        cap.notes.say(NoteKind::Summary, &summary);
     }
-    // Nothing to show is said, terminal or not, with what to try.
+    // Nothing to show is said, with what to try.
     if let Some(why) = nothing_read(&ended, pipeline.dissect_stats(), cap.count) {
-        say_once(name(why));
+        cap.notes.say_once(NoteKind::Hint, &name(why));
     }
     match (ended.exit_code(), pipeline.no_such_flow(cap.flow)) {
         (EXIT_OK, Some(why)) => {
-            eprintln!("raknet-dissect: {why}");
+            cap.notes.say(NoteKind::Usage, &why);
             Ok(EXIT_USAGE)
         }
         (code, _) => Ok(code),
     }
-}
-
-/// A line on standard error, once in a process: the runs of one command
-/// over the same files (`export`'s tables) say a file's problem once.
-fn say_once(line: String) {
-    use std::collections::HashSet;
-    use std::sync::{Mutex, OnceLock};
-    static SAID: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
-    let mut said = SAID
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    // Bounded: a fleet's lines past this many are all said.
-    if said.len() < 4096 && !said.insert(line.clone()) {
-        return;
-    }
-    eprintln!("raknet-dissect: {line}");
 }
 
 /// Why a run that read its files found no RakNet packet, with what to try;

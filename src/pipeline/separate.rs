@@ -59,6 +59,8 @@ pub struct Plan {
     pub heading: bool,
     /// The command prints only when a file is read (for the progress bar).
     pub summary_only: bool,
+    /// Where a file's failure is said.
+    pub notes: super::notes::Notes,
 }
 
 impl Plan {
@@ -89,7 +91,8 @@ impl Plan {
             let code = match code {
                 Err(e) if crate::output::is_broken_pipe(&e) => return Err(e),
                 Err(e) => {
-                    eprintln!("raknet-dissect: {}: {e:#}", path.display());
+                    let line = format!("{}: {e:#}", path.display());
+                    self.notes.say(super::notes::NoteKind::Failed, &line);
                     EXIT_ERROR
                 }
                 Ok(c) => c,

@@ -1,0 +1,278 @@
+//! Each record type described once: its keys in JSON order, each with its
+//! name, its type, its doc line and how to read it. From that one
+//! description come the record's NDJSON writer ([`write_line`]), what `-Y`
+//! and `-e` read of it ([`visit_path`], only the keys a filter names), the
+//! names `raknet-dissect fields` lists (`display::fields::FIELDS`, through
+//! [`paths`]), and the check of docs/json.md's key tables (`tests.rs`).
+//!
+//! To add a key to a record type: one `K::new(name, type, doc, get)` entry
+//! in its `KEYS`, at its place in the JSON order (`.or_null()`, `.skip()`,
+//! `.many()`, `.nested::<N>()` say what JSON shows of it), and a row in its
+//! table in docs/json.md, which a test asks for; the writer, the filters
+//! and `raknet-dissect fields` take it from there. To add a record type: a
+//! struct of what its record is made from, `impl Described` for it (at
+//! `'static`, as [`flow::FlowRecord`], when it borrows) listing its keys,
+//! `impl Keyed` for it (two lines), then its `RecordType` bit in
+//! `display::fields::FIELDS` and its docs/json.md section in `tests.rs`.
+//!
+//! Described so far: `flow` and `handshake` records. The `packet`,
+//! `message` and `game` records are still written by serde and read by
+//! `display::fields::Record` implementations of their own.
+
+pub mod flow;
+pub mod handshake;
+pub mod packet;
+pub mod value;
+
+use std::borrow::Cow;
+
+pub use value::{Obj, Ty, Value};
+
+/// How a key's values are read from a record: each value is handed to the
+/// callback, which stops the walk by returning `true`; returns whether it
+/// did. A key without a value hands none.
+pub type Get<D> =
+    for<'r, 'a> fn(&'r <D as Described>::Of<'a>, &mut dyn FnMut(Value<'_>) -> bool) -> bool;
+
+/// What a record shows of a key without a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Absent {
+    /// The key always has a value (`null` if it had none).
+    Never,
+    /// `null` (docs/json.md: "integer or null").
+    Null,
+    /// The key is left out (serde's `skip_serializing_if`).
+    Skip,
+}
+
+/// One key of a record type, `D`.
+pub struct Key<D: Described> {
+    pub name: &'static str,
+    pub ty: Ty,
+    /// One line, for `raknet-dissect fields`.
+    pub doc: &'static str,
+    /// What the record shows when it has no value.
+    pub absent: Absent,
+    /// A JSON array of every value `get` hands out (possibly none).
+    pub many: bool,
+    /// The keys of the object(s) it holds.
+    pub nested: Option<fn() -> Vec<KeyDoc>>,
+    /// Its values, as JSON shows them.
+    pub get: Get<D>,
+    /// What filters read instead, when that is more than JSON shows (a
+    /// message's whole `data` where JSON has `--data-limit` of it).
+    pub filter: Option<Get<D>>,
+}
+
+impl<D: Described> Key<D> {
+    /// A key with one value, always.
+    pub const fn new(name: &'static str, ty: Ty, doc: &'static str, get: Get<D>) -> Self {
+        Key {
+            name,
+            ty,
+            doc,
+            absent: Absent::Never,
+            many: false,
+            nested: None,
+            get,
+            filter: None,
+        }
+    }
+
+    /// `null` when it has no value.
+    pub const fn or_null(mut self) -> Self {
+        self.absent = Absent::Null;
+        self
+    }
+
+    /// Left out when it has no value (serde's `skip_serializing_if`).
+    pub const fn skip(mut self) -> Self {
+        self.absent = Absent::Skip;
+        self
+    }
+
+    /// An array of every value.
+    pub const fn many(mut self) -> Self {
+        self.many = true;
+        self
+    }
+
+    /// Its values are objects described by `N`.
+    pub const fn nested<N: Described>(mut self) -> Self {
+        self.nested = Some(docs::<N>);
+        self
+    }
+
+    /// What filters read of it, when it is more than JSON shows.
+    pub const fn filter(mut self, get: Get<D>) -> Self {
+        self.filter = Some(get);
+        self
+    }
+
+    fn doc(&self) -> KeyDoc {
+        KeyDoc {
+            name: self.name,
+            ty: self.ty,
+            doc: self.doc,
+            absent: self.absent,
+            many: self.many,
+            nested: self.nested,
+        }
+    }
+}
+
+/// A record type's (or a nested object's) description. Implemented for the
+/// type at `'static`; `Of<'a>` is the type with the lifetime of what it
+/// borrows, so that a `&'static` table can describe borrowed records.
+pub trait Described: Sized + 'static {
+    type Of<'a>;
+    /// Every key, in JSON order.
+    const KEYS: &'static [Key<Self>];
+}
+
+/// A described value, whatever its type: what the writer, the filters and
+/// nested keys take.
+pub trait Keyed {
+    /// The JSON object, its keys in their order.
+    fn write_json(&self, out: &mut Vec<u8>);
+    /// Each value at `path` (`c2s.lost`, `steps.step`), as [`visit_path`].
+    fn visit(&self, path: &str, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool;
+}
+
+/// A value with its description.
+pub struct With<'r, 'a, D: Described>(pub &'r D::Of<'a>);
+
+impl<D: Described> Keyed for With<'_, '_, D> {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        write_object::<D>(self.0, out);
+    }
+    fn visit(&self, path: &str, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
+        visit_path::<D>(self.0, path, f)
+    }
+}
+
+/// Hand `v`, an object described by `D`, to `f`: a nested key's `get`.
+pub fn object<D: Described>(v: &D::Of<'_>, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
+    f(Value::Object(Obj::Keyed(&With::<D>(v))))
+}
+
+/// `r`'s NDJSON line.
+pub fn write_line(r: &(impl Keyed + ?Sized), out: &mut Vec<u8>) {
+    r.write_json(out);
+    out.push(b'\n');
+}
+
+/// `r` as a JSON object: each key of `D` in order, with its value, or
+/// without one `null` or left out ([`Absent`]).
+pub fn write_object<D: Described>(r: &D::Of<'_>, out: &mut Vec<u8>) {
+    out.push(b'{');
+    let mut empty = true;
+    for k in D::KEYS {
+        let mark = out.len();
+        if !empty {
+            out.push(b',');
+        }
+        // Key names are plain identifiers (a test checks): no escaping.
+        out.push(b'"');
+        out.extend_from_slice(k.name.as_bytes());
+        out.extend_from_slice(b"\":");
+        if write_key(k, r, out) || k.absent != Absent::Skip {
+            empty = false;
+        } else {
+            out.truncate(mark);
+        }
+    }
+    out.push(b'}');
+}
+
+/// The value(s) of `k` in `r`; whether it had any (without, `null` is
+/// written unless it is left out).
+fn write_key<D: Described>(k: &Key<D>, r: &D::Of<'_>, out: &mut Vec<u8>) -> bool {
+    if k.many {
+        out.push(b'[');
+        let mut first = true;
+        (k.get)(r, &mut |v| {
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            value::write_value(&v, out);
+            false
+        });
+        out.push(b']');
+        return true;
+    }
+    let mut wrote = false;
+    (k.get)(r, &mut |v| {
+        value::write_value(&v, out);
+        wrote = true;
+        true
+    });
+    if !wrote && k.absent != Absent::Skip {
+        out.extend_from_slice(b"null");
+    }
+    wrote
+}
+
+/// Each value at `path` in `r`, a key or a dotted path through nested
+/// objects (an array stands for each of its elements), handed to `f`
+/// until it returns `true`; returns whether it did. Reads that key alone.
+pub fn visit_path<D: Described>(
+    r: &D::Of<'_>,
+    path: &str,
+    f: &mut dyn FnMut(Value<'_>) -> bool,
+) -> bool {
+    let (head, rest) = path.split_once('.').unwrap_or((path, ""));
+    let Some(k) = D::KEYS.iter().find(|k| k.name == head) else {
+        return false;
+    };
+    let get = k.filter.unwrap_or(k.get);
+    if rest.is_empty() {
+        return get(r, f);
+    }
+    get(r, &mut |v| match v {
+        Value::Object(Obj::Keyed(o)) => o.visit(rest, f),
+        _ => false,
+    })
+}
+
+/// A key as documentation sees it: [`Key`] without its accessors.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyDoc {
+    pub name: &'static str,
+    pub ty: Ty,
+    pub doc: &'static str,
+    pub absent: Absent,
+    pub many: bool,
+    pub nested: Option<fn() -> Vec<KeyDoc>>,
+}
+
+/// The keys of `D`, in JSON order.
+pub fn docs<D: Described>() -> Vec<KeyDoc> {
+    D::KEYS.iter().map(Key::doc).collect()
+}
+
+/// Every key of `D` and of the objects it nests, depth first, each named
+/// by its dotted path (`c2s`, `c2s.packets`, ...): the names of `-Y`/`-e`.
+pub fn paths<D: Described>() -> Vec<(Cow<'static, str>, KeyDoc)> {
+    fn walk(prefix: &str, keys: Vec<KeyDoc>, out: &mut Vec<(Cow<'static, str>, KeyDoc)>) {
+        for k in keys {
+            let name: Cow<'static, str> = if prefix.is_empty() {
+                Cow::Borrowed(k.name)
+            } else {
+                Cow::Owned(format!("{prefix}.{}", k.name))
+            };
+            let inner = k.nested.map(|n| n());
+            out.push((name.clone(), k));
+            if let Some(inner) = inner {
+                walk(&name, inner, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk("", docs::<D>(), &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests;
