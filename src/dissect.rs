@@ -18,184 +18,22 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use serde::Serialize;
-
 use crate::capture::UdpDatagram;
 
+mod heuristic;
 mod owned;
+mod roles;
+mod table;
+mod types;
 use crate::wire::datagram::FLAG_VALID;
-use crate::wire::ids::*;
-use crate::wire::{Connected, Datagram, Offline, Reader, Reliability, Spare, Trace, WireError};
+
+use crate::wire::{Connected, Datagram, Offline, Reader, Spare, Trace};
+pub use heuristic::{looks_like_raknet, parse_decode_as};
 pub use owned::{OwnedPacket, Shell, SpentPackets};
+pub use types::*;
 
-/// Which way a packet goes, relative to the client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Dir {
-    C2s,
-    S2c,
-}
-
-impl Dir {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Dir::C2s => "c2s",
-            Dir::S2c => "s2c",
-        }
-    }
-
-    /// The other direction.
-    pub fn reverse(self) -> Dir {
-        match self {
-            Dir::C2s => Dir::S2c,
-            Dir::S2c => Dir::C2s,
-        }
-    }
-
-    /// 0 for c2s, 1 for s2c: the index of per-direction pairs `[c2s, s2c]`.
-    pub fn index(self) -> usize {
-        match self {
-            Dir::C2s => 0,
-            Dir::S2c => 1,
-        }
-    }
-}
-
-/// Every `kind` an [`Anomaly`] has (docs/json.md, "Anomaly kinds"):
-/// the dissector's, the mirror's, and the game layer's `fields`.
-pub const ANOMALY_KINDS: [&str; 19] = [
-    "truncated",
-    "malformed",
-    "trailing_bytes",
-    "short_datagram",
-    "ack_receipt_on_wire",
-    "duplicate",
-    "resend",
-    "gap",
-    "out_of_order",
-    "datagram_dropped",
-    "stale_sequenced",
-    "old_ordered",
-    "invalid_channel",
-    "split_incomplete",
-    "split_arrival_order",
-    "nack_of_seen",
-    "nack_of_acked",
-    "bound_exceeded",
-    "fields",
-];
-
-/// Something wrong or notable about a packet.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Anomaly {
-    pub kind: &'static str,
-    pub detail: String,
-}
-
-impl Anomaly {
-    fn from_wire(e: &WireError, truncated: bool) -> Anomaly {
-        if truncated && e.is_too_short() {
-            Anomaly {
-                kind: "truncated",
-                detail: format!(
-                    "cut by the snapshot length at byte {}: {}",
-                    e.offset, e.field
-                ),
-            }
-        } else {
-            Anomaly {
-                kind: "malformed",
-                detail: e.to_string(),
-            }
-        }
-    }
-}
-
-/// How a flow was recognised as RakNet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Detection {
-    Handshake,
-    Port,
-    Heuristic,
-}
-
-/// What the table knows of one flow.
-#[derive(Debug, Clone)]
-pub struct Flow {
-    pub id: u32,
-    pub client: SocketAddr,
-    pub server: SocketAddr,
-    /// True once the roles come from a handshake message rather than a guess.
-    pub roles_known: bool,
-    pub detection: Detection,
-    pub protocol: Option<u8>,
-    pub mtu: Option<u16>,
-    pub client_guid: Option<u64>,
-    pub server_guid: Option<u64>,
-    pub first_seen: Duration,
-    pub last_seen: Duration,
-    pub packets: u64,
-}
-
-/// The decoded body of a packet.
-#[derive(Debug, Clone)]
-pub enum Body<'a> {
-    /// An offline message; `msg` is `None` when it did not decode.
-    Offline { id: u8, msg: Option<Offline<'a>> },
-    /// A connected datagram; `None` when not even its header decoded.
-    Datagram(Option<Datagram<'a>>),
-}
-
-/// One RakNet packet, decoded.
-#[derive(Debug, Clone)]
-pub struct Packet<'a> {
-    pub frame: u64,
-    pub ts: Duration,
-    pub src: SocketAddr,
-    pub dst: SocketAddr,
-    pub flow: u32,
-    pub dir: Dir,
-    pub body: Body<'a>,
-    pub anomalies: Vec<Anomaly>,
-    /// The field tree, when tracing.
-    pub trace: Option<Trace>,
-    pub payload: &'a [u8],
-    pub udp_len: usize,
-}
-
-impl Packet<'_> {
-    pub fn kind(&self) -> &'static str {
-        match &self.body {
-            Body::Offline { .. } => "offline",
-            Body::Datagram(Some(Datagram::Ack(_))) => "ack",
-            Body::Datagram(Some(Datagram::Nack(_))) => "nack",
-            Body::Datagram(_) => "data",
-        }
-    }
-}
-
-/// An ICMP error quoting a datagram of a RakNet flow: not a packet of the
-/// flow, an event of it.
-#[derive(Debug, Clone)]
-pub struct IcmpNote {
-    pub flow: u32,
-    /// The direction of the quoted datagram.
-    pub dir: Dir,
-    pub ts: Duration,
-    /// The time lines are counted from (the first datagram's).
-    pub since: Duration,
-    pub frame: u64,
-    /// `port_unreachable`, `fragmentation_needed`, ... ([`crate::capture::IcmpKind`]).
-    pub kind: &'static str,
-    /// Who sent the error.
-    pub from: std::net::IpAddr,
-    /// The quoted datagram's endpoints.
-    pub src: SocketAddr,
-    pub dst: SocketAddr,
-    /// The MTU a "fragmentation needed" or "packet too big" states.
-    pub mtu: Option<u16>,
-}
+use roles::{dir_of, is_internal, learn_offline, learn_roles, sender_is_client};
+use table::{key, FlowHashBuilder, FlowKey};
 
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -220,102 +58,6 @@ impl Default for Options {
             idle_timeout: Duration::from_secs(600),
         }
     }
-}
-
-/// Counters of what was skipped.
-#[derive(Debug, Default, Clone, Serialize)]
-pub struct DissectStats {
-    pub raknet_packets: u64,
-    pub not_raknet: u64,
-    pub flows: u64,
-    pub flows_evicted: u64,
-    pub malformed: u64,
-}
-
-/// What a run read and what it skipped, over all files (`stats` prints
-/// it; the pipeline's warnings say the same in words).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct Counted {
-    /// Frames read.
-    pub frames: u64,
-    /// RakNet packets handed out.
-    pub raknet_packets: u64,
-    /// Frames that were not UDP.
-    pub non_udp: u64,
-    /// UDP datagrams that were not RakNet.
-    pub not_raknet: u64,
-    /// Frames of a link type not decoded.
-    pub unsupported_link: u64,
-    /// IP fragments given up.
-    pub fragments_dropped: u64,
-    /// Frames with a malformed link, IP or UDP header.
-    pub bad_ip: u64,
-    /// Packet records too malformed to read.
-    pub bad_records: u64,
-}
-
-/// A flow's key: both endpoints, lower first, as one byte string (hashed in
-/// one call, which makes the per-packet lookup cheap).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct FlowKey([u8; 36]);
-
-/// The flow table's hasher: `ahash` over the 36-byte key, a fraction of
-/// SipHash's cost on the per-packet path, seeded per process from the
-/// operating system so that a capture cannot aim collisions at the table.
-type FlowHashBuilder = ahash::RandomState;
-
-fn endpoint_bytes(a: SocketAddr, out: &mut [u8]) {
-    let ip = match a {
-        SocketAddr::V4(v4) => v4.ip().to_ipv6_mapped().octets(),
-        SocketAddr::V6(v6) => v6.ip().octets(),
-    };
-    out[..16].copy_from_slice(&ip);
-    out[16..18].copy_from_slice(&a.port().to_be_bytes());
-}
-
-fn key(a: SocketAddr, b: SocketAddr) -> FlowKey {
-    let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
-    let mut k = [0u8; 36];
-    endpoint_bytes(lo, &mut k[..18]);
-    endpoint_bytes(hi, &mut k[18..]);
-    FlowKey(k)
-}
-
-/// Which side an offline message says is the client: `Some(true)` when its
-/// sender is.
-fn sender_is_client(id: u8) -> Option<bool> {
-    match id {
-        UNCONNECTED_PING
-        | UNCONNECTED_PING_OPEN_CONNECTIONS
-        | OPEN_CONNECTION_REQUEST_1
-        | OPEN_CONNECTION_REQUEST_2 => Some(true),
-        UNCONNECTED_PONG
-        | OPEN_CONNECTION_REPLY_1
-        | OPEN_CONNECTION_REPLY_2
-        | INCOMPATIBLE_PROTOCOL_VERSION
-        | ALREADY_CONNECTED
-        | NO_FREE_INCOMING_CONNECTIONS
-        | CONNECTION_BANNED
-        | IP_RECENTLY_CONNECTED => Some(false),
-        _ => None,
-    }
-}
-
-/// Connected messages RakPeer itself decodes; a bad one is malformed.
-fn is_internal(id: u8) -> bool {
-    matches!(
-        id,
-        CONNECTED_PING
-            | CONNECTED_PONG
-            | DETECT_LOST_CONNECTIONS
-            | CONNECTION_REQUEST
-            | REMOTE_SYSTEM_REQUIRES_PUBLIC_KEY
-            | CONNECTION_REQUEST_ACCEPTED
-            | NEW_INCOMING_CONNECTION
-            | DISCONNECTION_NOTIFICATION
-            | INVALID_PASSWORD
-            | TIMESTAMP
-    )
 }
 
 /// The RakNet flow table and packet decoder.
@@ -681,74 +423,9 @@ impl Dissector {
     }
 }
 
-/// Roles from a message only one of them sends (`client_is_src`: its sender
-/// is the client). They replace roles guessed by port; once a message has
-/// set them, they stay.
-fn learn_roles(flow: &mut Flow, d: &UdpDatagram, client_is_src: bool) {
-    if !flow.roles_known {
-        (flow.client, flow.server) = if client_is_src {
-            (d.src, d.dst)
-        } else {
-            (d.dst, d.src)
-        };
-        flow.roles_known = true;
-    }
-}
-
-fn dir_of(flow: &Flow, src: SocketAddr) -> Dir {
-    if src == flow.client {
-        Dir::C2s
-    } else {
-        Dir::S2c
-    }
-}
-
 /// Offset of `inner` within `outer` (a subslice of it).
 fn offset_in(outer: &[u8], inner: &[u8]) -> usize {
     (inner.as_ptr() as usize).saturating_sub(outer.as_ptr() as usize)
-}
-
-fn learn_offline(flow: &mut Flow, m: &Offline<'_>) {
-    match m {
-        Offline::UnconnectedPing {
-            client_guid: Some(g),
-            ..
-        } => flow.client_guid = Some(*g),
-        Offline::UnconnectedPong { server_guid, .. }
-        | Offline::OpenConnectionReply1 { server_guid, .. } => {
-            flow.server_guid = Some(*server_guid)
-        }
-        Offline::OpenConnectionRequest1 { protocol, .. } => flow.protocol = Some(*protocol),
-        Offline::OpenConnectionRequest2 { client_guid, .. } => {
-            flow.client_guid = Some(*client_guid)
-        }
-        Offline::OpenConnectionReply2 {
-            server_guid, mtu, ..
-        } => {
-            flow.server_guid = Some(*server_guid);
-            flow.mtu = Some(*mtu);
-        }
-        _ => {}
-    }
-}
-
-/// The heuristic for flows seen without their handshake: a datagram that
-/// decodes strictly to its end with sane values, or a well-formed ACK/NACK.
-pub fn looks_like_raknet(p: &[u8]) -> bool {
-    if p.len() < 4 || p[0] & 0x80 == 0 {
-        return false;
-    }
-    match Datagram::parse(&mut Reader::new(p)) {
-        Ok(Datagram::Data(d)) => d.capsules.iter().all(|c| {
-            c.reliability.0 <= Reliability::RELIABLE_SEQUENCED.0
-                && c.split.is_none_or(|s| s.count <= 1 << 20)
-                && (c.bit_length as usize).div_ceil(8) == c.payload.len()
-        }),
-        Ok(Datagram::Ack(l)) | Ok(Datagram::Nack(l)) => {
-            !l.ranges.is_empty() && p[0] & 0x1f == 0 && l.arrival_rate.is_none()
-        }
-        Err(_) => false,
-    }
 }
 
 /// Insert each capsule's message trace after that capsule's `payload` field.
@@ -774,27 +451,10 @@ fn nest_messages(t: &mut Trace, nested: Vec<Option<Trace>>) {
     t.fields = out;
 }
 
-/// A port to decode as RakNet, as `-d` takes it: `19132`, or Wireshark's
-/// Decode As spelling `udp.port==19132,raknet`.
-pub fn parse_decode_as(s: &str) -> Result<u16, String> {
-    let port = match s.strip_prefix("udp.port==") {
-        Some(rest) => {
-            let (port, proto) = rest.split_once(',').unwrap_or((rest, "raknet"));
-            if !proto.eq_ignore_ascii_case("raknet") {
-                return Err(format!("only raknet can be decoded, not {proto:?}"));
-            }
-            port
-        }
-        None => s,
-    };
-    port.trim()
-        .parse::<u16>()
-        .map_err(|_| format!("{s:?} is not a port or udp.port==PORT,raknet"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::ids::{CONNECTION_REQUEST, CONNECTION_REQUEST_ACCEPTED};
 
     #[test]
     fn decode_as_spellings() {

@@ -20,7 +20,7 @@ use std::time::Duration;
 use crate::dissect::{Anomaly, Body, Dir, Flow, Packet};
 use crate::session::receive::{Delivered, ReceiveConfig, ReceiveEvent, ReceiveHalf};
 use crate::wire::ids::*;
-use crate::wire::{AckRange, Datagram, Offline, Reliability};
+use crate::wire::{AckList, AckRange, DataDatagram, Datagram, Offline, Reliability};
 
 #[derive(Debug, Clone)]
 pub struct MirrorConfig {
@@ -263,6 +263,32 @@ pub struct FlowMirror {
 }
 
 impl FlowMirror {
+    /// A flow first seen at `ts`, with these roles.
+    fn new(id: u32, client: SocketAddr, server: SocketAddr, ts: Duration) -> FlowMirror {
+        FlowMirror {
+            id,
+            client,
+            server,
+            client_guid: None,
+            server_guid: None,
+            protocol: None,
+            mtu: None,
+            state: FlowState::Unconnected,
+            sessions: 0,
+            session_used: false,
+            first_ts: ts,
+            last_ts: ts,
+            halves: [None, None],
+            rtt: Vec::new(),
+            rtt_min: f64::INFINITY,
+            rtt_max: 0.0,
+            rtt_count: 0,
+            footprint: 0,
+            rtt_closed: None,
+            idle_stats: [DirStats::default(), DirStats::default()],
+        }
+    }
+
     pub fn stats(&self, dir: Dir) -> &DirStats {
         match &self.halves[dir.index()] {
             Some(h) => &h.stats,
@@ -565,31 +591,8 @@ impl Mirror {
             if self.flows.len() >= self.cfg.max_flows.max(1) || self.flows.len() % 4096 == 4095 {
                 self.evict(p.ts, out);
             }
-            self.flows.insert(
-                p.flow,
-                FlowMirror {
-                    id: p.flow,
-                    client,
-                    server,
-                    client_guid: None,
-                    server_guid: None,
-                    protocol: None,
-                    mtu: None,
-                    state: FlowState::Unconnected,
-                    sessions: 0,
-                    session_used: false,
-                    first_ts: p.ts,
-                    last_ts: p.ts,
-                    halves: [None, None],
-                    rtt: Vec::new(),
-                    rtt_min: f64::INFINITY,
-                    rtt_max: 0.0,
-                    rtt_count: 0,
-                    footprint: 0,
-                    rtt_closed: None,
-                    idle_stats: [DirStats::default(), DirStats::default()],
-                },
-            );
+            let f = FlowMirror::new(p.flow, client, server, p.ts);
+            self.flows.insert(p.flow, f);
         }
         let cfg = &self.cfg;
         let f = self
@@ -602,229 +605,11 @@ impl Mirror {
         if client != server && (f.client, f.server) == (server, client) {
             f.swap_roles();
         }
-        let dir = p.dir;
         match &p.body {
-            Body::Offline { msg, .. } => {
-                if let Some(flow) = flow() {
-                    f.learn(flow);
-                }
-                let st = &mut f.idle_stats[dir.index()];
-                let st = match &mut f.halves[dir.index()] {
-                    Some(h) => &mut h.stats,
-                    None => st,
-                };
-                st.packets += 1;
-                st.bytes += p.payload.len() as u64;
-                if let Some(m) = msg {
-                    // The client opens another connection: its datagram
-                    // numbers and indices start over, and so do the server's.
-                    // Request 2 alone only after a finished session, as a
-                    // copy of the last one may come after the ConnectionRequest.
-                    let finished = f.state >= FlowState::Refused;
-                    let again = match m {
-                        Offline::OpenConnectionRequest1 { .. } => f.session_used || finished,
-                        Offline::OpenConnectionRequest2 { .. } => finished,
-                        _ => false,
-                    };
-                    if again {
-                        f.new_session(cfg.messages, out);
-                    }
-                    f.state = match m {
-                        Offline::OpenConnectionRequest1 { .. }
-                        | Offline::OpenConnectionReply1 { .. }
-                        | Offline::OpenConnectionRequest2 { .. }
-                        | Offline::OpenConnectionReply2 { .. } => f.state.max(FlowState::Handshake),
-                        Offline::IncompatibleProtocolVersion { .. } | Offline::Refusal { .. } => {
-                            FlowState::Refused
-                        }
-                        _ => f.state,
-                    };
-                }
-            }
-            Body::Datagram(Some(Datagram::Data(d))) => {
-                if d.capsules
-                    .iter()
-                    .any(|c| c.message_id() == Some(CONNECTION_REQUEST))
-                {
-                    if let Some(flow) = flow() {
-                        f.learn(flow);
-                    }
-                    // After a disconnection, a ConnectionRequest whose datagram
-                    // number went back starts another session (one not resent).
-                    if f.state >= FlowState::DisconnectedByClient
-                        && f.halves[dir.index()]
-                            .as_ref()
-                            .is_none_or(|h| h.rx.is_behind(d.seq))
-                    {
-                        f.new_session(cfg.messages, out);
-                        f.state = FlowState::Handshake;
-                    }
-                }
-                if !f.session_used {
-                    f.session_used = true;
-                    f.sessions += 1;
-                }
-                let history = cfg.history;
-                let h = f.half(dir, &cfg.receive);
-                h.stats.packets += 1;
-                h.stats.bytes += p.payload.len() as u64;
-                h.stats.data_datagrams += 1;
-                // The same datagram number twice is a copy, not a resend (resends get new numbers).
-                if let Some(prev) = h.find(d.seq) {
-                    let prev_frame = prev.frame;
-                    h.stats.duplicates += 1;
-                    out.anomalies.push(anomaly(
-                        "duplicate",
-                        format!("datagram #{} again (first in frame {prev_frame})", d.seq),
-                    ));
-                } else {
-                    for c in &d.capsules {
-                        let Some(ri) = c.reliable_index else { continue };
-                        match h.first_carrier(ri, d.seq, history) {
-                            Some(first) if first != d.seq => {
-                                h.stats.resends += 1;
-                                let cause = match h.find(first) {
-                                    Some(s) if s.nacked => "after NACK".to_string(),
-                                    Some(s) => format!(
-                                        "after timeout ({:.0} ms)",
-                                        p.ts.saturating_sub(s.ts).as_secs_f64() * 1000.0
-                                    ),
-                                    None => "after a datagram no longer remembered".to_string(),
-                                };
-                                out.anomalies.push(anomaly(
-                                    "resend",
-                                    format!("resend of #{first} (reliable index {ri}) {cause}"),
-                                ));
-                            }
-                            _ => {}
-                        }
-                    }
-                    h.remember(
-                        SentDatagram {
-                            seq: d.seq,
-                            ts: p.ts,
-                            frame: p.frame,
-                            acked: false,
-                            nacked: false,
-                        },
-                        history,
-                    );
-                }
-                h.rx.handle_datagram(p.ts, p.frame, d.seq, &d.capsules);
-                let before = out.anomalies.len();
-                let messages = cfg.messages.then_some(&mut out.messages);
-                drain(h, p.flow, dir, &mut out.anomalies, messages);
-                h.stats.anomalies += (out.anomalies.len() - before) as u64;
-                // The handshake's end and a goodbye, as their capsules pass.
-                for id in d.capsules.iter().filter_map(|c| c.message_id()) {
-                    f.state = match (id, dir) {
-                        (CONNECTION_REQUEST_ACCEPTED | NEW_INCOMING_CONNECTION, _) => {
-                            f.state.max(FlowState::Connected)
-                        }
-                        (DISCONNECTION_NOTIFICATION, Dir::C2s) => FlowState::DisconnectedByClient,
-                        (DISCONNECTION_NOTIFICATION, Dir::S2c) => FlowState::DisconnectedByServer,
-                        _ => f.state,
-                    };
-                }
-            }
-            Body::Datagram(Some(Datagram::Ack(l) | Datagram::Nack(l))) => {
-                let is_ack = matches!(&p.body, Body::Datagram(Some(Datagram::Ack(_))));
-                {
-                    let i = dir.index();
-                    let st = match &mut f.halves[i] {
-                        Some(h) => &mut h.stats,
-                        None => &mut f.idle_stats[i],
-                    };
-                    st.packets += 1;
-                    st.bytes += p.payload.len() as u64;
-                    if is_ack {
-                        st.acks += 1;
-                    } else {
-                        st.nacks += 1;
-                    }
-                }
-                // ACKs and NACKs of `dir` cover datagrams sent the other way.
-                // RTT samples go straight to `out.rtt_ms` (cleared above).
-                let rtts = &mut out.rtt_ms;
-                let mut flagged = 0;
-                let i = dir.reverse().index();
-                // Nothing seen the other way: nothing to match, only to count.
-                let Some(peer) = f.halves[i].as_deref_mut() else {
-                    if !is_ack {
-                        let st = &mut f.idle_stats[i];
-                        st.nacked += l
-                            .ranges
-                            .iter()
-                            .map(|r| u64::from(r.max.wrapping_sub(r.min) & 0xff_ffff) + 1)
-                            .sum::<u64>();
-                    }
-                    return self.account(p.flow, out);
-                };
-                // Merged, so that repeated or overlapping ranges cost one walk
-                // (most ACKs have one range: no list to build then).
-                let one;
-                let mut many: Vec<(u32, u32)>;
-                let ranges: &[(u32, u32)] = match l.ranges.as_slice() {
-                    [r] => {
-                        one = [(r.min, r.max)];
-                        &one
-                    }
-                    all => {
-                        many = all.iter().map(|r| (r.min, r.max)).collect();
-                        many.sort_unstable();
-                        many.dedup_by(|b, a| {
-                            if b.0 <= a.1.saturating_add(1) {
-                                a.1 = a.1.max(b.1);
-                                true
-                            } else {
-                                false
-                            }
-                        });
-                        &many
-                    }
-                };
-                for &(min, max) in ranges {
-                    let r = AckRange { min, max };
-                    let r = &r;
-                    // A range is at most 2^24 numbers; look only at those remembered.
-                    let span = r.max.wrapping_sub(r.min) & 0xff_ffff;
-                    if span as usize > peer.sent.len() {
-                        for s in peer.sent.iter_mut().flatten() {
-                            let off = s.seq.wrapping_sub(r.min) & 0xff_ffff;
-                            if off <= span {
-                                flagged += u64::from(mark(s, is_ack, p, rtts, &mut out.anomalies));
-                            }
-                        }
-                        if !is_ack {
-                            peer.stats.nacked += u64::from(span) + 1;
-                        }
-                        continue;
-                    }
-                    for k in 0..=span {
-                        let seq = r.min.wrapping_add(k) & 0xff_ffff;
-                        if !is_ack {
-                            peer.stats.nacked += 1;
-                        }
-                        if let Some(s) = peer.find(seq) {
-                            flagged += u64::from(mark(s, is_ack, p, rtts, &mut out.anomalies));
-                        }
-                    }
-                }
-                peer.stats.anomalies += flagged;
-                for &r in out.rtt_ms.iter() {
-                    f.rtt_min = f.rtt_min.min(r);
-                    f.rtt_max = f.rtt_max.max(r);
-                    f.rtt_count += 1;
-                    if f.rtt.len() >= cfg.max_rtt_samples {
-                        let mut i = 0;
-                        f.rtt.retain(|_| {
-                            i += 1;
-                            i % 2 == 0
-                        });
-                    }
-                    f.rtt.push(r);
-                }
-            }
+            Body::Offline { msg, .. } => offline(f, cfg, p, msg.as_ref(), flow, out),
+            Body::Datagram(Some(Datagram::Data(d))) => data(f, cfg, p, d, flow, out),
+            Body::Datagram(Some(Datagram::Ack(l))) => acks(f, cfg, p, l, true, out),
+            Body::Datagram(Some(Datagram::Nack(l))) => acks(f, cfg, p, l, false, out),
             Body::Datagram(None) => {}
         }
         self.account(p.flow, out);
@@ -845,6 +630,259 @@ impl Mirror {
 }
 
 /// Apply an ACK or NACK to a remembered datagram; true when it was worth an anomaly.
+/// An offline message of flow `f`: its counts, and a new session or a
+/// handshake step when it says one.
+fn offline<'f>(
+    f: &mut FlowMirror,
+    cfg: &MirrorConfig,
+    p: &Packet<'_>,
+    msg: Option<&Offline<'_>>,
+    flow: impl FnOnce() -> Option<&'f Flow>,
+    out: &mut Observation,
+) {
+    let dir = p.dir;
+    if let Some(flow) = flow() {
+        f.learn(flow);
+    }
+    let st = &mut f.idle_stats[dir.index()];
+    let st = match &mut f.halves[dir.index()] {
+        Some(h) => &mut h.stats,
+        None => st,
+    };
+    st.packets += 1;
+    st.bytes += p.payload.len() as u64;
+    if let Some(m) = msg {
+        // The client opens another connection: its datagram
+        // numbers and indices start over, and so do the server's.
+        // Request 2 alone only after a finished session, as a
+        // copy of the last one may come after the ConnectionRequest.
+        let finished = f.state >= FlowState::Refused;
+        let again = match m {
+            Offline::OpenConnectionRequest1 { .. } => f.session_used || finished,
+            Offline::OpenConnectionRequest2 { .. } => finished,
+            _ => false,
+        };
+        if again {
+            f.new_session(cfg.messages, out);
+        }
+        f.state = match m {
+            Offline::OpenConnectionRequest1 { .. }
+            | Offline::OpenConnectionReply1 { .. }
+            | Offline::OpenConnectionRequest2 { .. }
+            | Offline::OpenConnectionReply2 { .. } => f.state.max(FlowState::Handshake),
+            Offline::IncompatibleProtocolVersion { .. } | Offline::Refusal { .. } => {
+                FlowState::Refused
+            }
+            _ => f.state,
+        };
+    }
+}
+
+/// A data datagram of flow `f`: its counts, copies and resends, what its
+/// receiver delivers, and the handshake's end or a goodbye.
+fn data<'f>(
+    f: &mut FlowMirror,
+    cfg: &MirrorConfig,
+    p: &Packet<'_>,
+    d: &DataDatagram<'_>,
+    flow: impl FnOnce() -> Option<&'f Flow>,
+    out: &mut Observation,
+) {
+    let dir = p.dir;
+    if d.capsules
+        .iter()
+        .any(|c| c.message_id() == Some(CONNECTION_REQUEST))
+    {
+        if let Some(flow) = flow() {
+            f.learn(flow);
+        }
+        // After a disconnection, a ConnectionRequest whose datagram
+        // number went back starts another session (one not resent).
+        if f.state >= FlowState::DisconnectedByClient
+            && f.halves[dir.index()]
+                .as_ref()
+                .is_none_or(|h| h.rx.is_behind(d.seq))
+        {
+            f.new_session(cfg.messages, out);
+            f.state = FlowState::Handshake;
+        }
+    }
+    if !f.session_used {
+        f.session_used = true;
+        f.sessions += 1;
+    }
+    let history = cfg.history;
+    let h = f.half(dir, &cfg.receive);
+    h.stats.packets += 1;
+    h.stats.bytes += p.payload.len() as u64;
+    h.stats.data_datagrams += 1;
+    // The same datagram number twice is a copy, not a resend (resends get new numbers).
+    if let Some(prev) = h.find(d.seq) {
+        let prev_frame = prev.frame;
+        h.stats.duplicates += 1;
+        out.anomalies.push(anomaly(
+            "duplicate",
+            format!("datagram #{} again (first in frame {prev_frame})", d.seq),
+        ));
+    } else {
+        for c in &d.capsules {
+            let Some(ri) = c.reliable_index else { continue };
+            match h.first_carrier(ri, d.seq, history) {
+                Some(first) if first != d.seq => {
+                    h.stats.resends += 1;
+                    let cause = match h.find(first) {
+                        Some(s) if s.nacked => "after NACK".to_string(),
+                        Some(s) => format!(
+                            "after timeout ({:.0} ms)",
+                            p.ts.saturating_sub(s.ts).as_secs_f64() * 1000.0
+                        ),
+                        None => "after a datagram no longer remembered".to_string(),
+                    };
+                    out.anomalies.push(anomaly(
+                        "resend",
+                        format!("resend of #{first} (reliable index {ri}) {cause}"),
+                    ));
+                }
+                _ => {}
+            }
+        }
+        h.remember(
+            SentDatagram {
+                seq: d.seq,
+                ts: p.ts,
+                frame: p.frame,
+                acked: false,
+                nacked: false,
+            },
+            history,
+        );
+    }
+    h.rx.handle_datagram(p.ts, p.frame, d.seq, &d.capsules);
+    let before = out.anomalies.len();
+    let messages = cfg.messages.then_some(&mut out.messages);
+    drain(h, p.flow, dir, &mut out.anomalies, messages);
+    h.stats.anomalies += (out.anomalies.len() - before) as u64;
+    // The handshake's end and a goodbye, as their capsules pass.
+    for id in d.capsules.iter().filter_map(|c| c.message_id()) {
+        f.state = match (id, dir) {
+            (CONNECTION_REQUEST_ACCEPTED | NEW_INCOMING_CONNECTION, _) => {
+                f.state.max(FlowState::Connected)
+            }
+            (DISCONNECTION_NOTIFICATION, Dir::C2s) => FlowState::DisconnectedByClient,
+            (DISCONNECTION_NOTIFICATION, Dir::S2c) => FlowState::DisconnectedByServer,
+            _ => f.state,
+        };
+    }
+}
+
+/// An ACK (`is_ack`) or NACK of flow `f`: its counts, and the datagrams it
+/// covers the other way, with their round-trip times.
+fn acks(
+    f: &mut FlowMirror,
+    cfg: &MirrorConfig,
+    p: &Packet<'_>,
+    l: &AckList,
+    is_ack: bool,
+    out: &mut Observation,
+) {
+    let dir = p.dir;
+    {
+        let i = dir.index();
+        let st = match &mut f.halves[i] {
+            Some(h) => &mut h.stats,
+            None => &mut f.idle_stats[i],
+        };
+        st.packets += 1;
+        st.bytes += p.payload.len() as u64;
+        if is_ack {
+            st.acks += 1;
+        } else {
+            st.nacks += 1;
+        }
+    }
+    // ACKs and NACKs of `dir` cover datagrams sent the other way.
+    // RTT samples go straight to `out.rtt_ms` (cleared above).
+    let rtts = &mut out.rtt_ms;
+    let mut flagged = 0;
+    let i = dir.reverse().index();
+    // Nothing seen the other way: nothing to match, only to count.
+    let Some(peer) = f.halves[i].as_deref_mut() else {
+        if !is_ack {
+            let st = &mut f.idle_stats[i];
+            st.nacked += l
+                .ranges
+                .iter()
+                .map(|r| u64::from(r.max.wrapping_sub(r.min) & 0xff_ffff) + 1)
+                .sum::<u64>();
+        }
+        return;
+    };
+    // Merged, so that repeated or overlapping ranges cost one walk
+    // (most ACKs have one range: no list to build then).
+    let one;
+    let mut many: Vec<(u32, u32)>;
+    let ranges: &[(u32, u32)] = match l.ranges.as_slice() {
+        [r] => {
+            one = [(r.min, r.max)];
+            &one
+        }
+        all => {
+            many = all.iter().map(|r| (r.min, r.max)).collect();
+            many.sort_unstable();
+            many.dedup_by(|b, a| {
+                if b.0 <= a.1.saturating_add(1) {
+                    a.1 = a.1.max(b.1);
+                    true
+                } else {
+                    false
+                }
+            });
+            &many
+        }
+    };
+    for &(min, max) in ranges {
+        let r = AckRange { min, max };
+        let r = &r;
+        // A range is at most 2^24 numbers; look only at those remembered.
+        let span = r.max.wrapping_sub(r.min) & 0xff_ffff;
+        if span as usize > peer.sent.len() {
+            for s in peer.sent.iter_mut().flatten() {
+                let off = s.seq.wrapping_sub(r.min) & 0xff_ffff;
+                if off <= span {
+                    flagged += u64::from(mark(s, is_ack, p, rtts, &mut out.anomalies));
+                }
+            }
+            if !is_ack {
+                peer.stats.nacked += u64::from(span) + 1;
+            }
+            continue;
+        }
+        for k in 0..=span {
+            let seq = r.min.wrapping_add(k) & 0xff_ffff;
+            if !is_ack {
+                peer.stats.nacked += 1;
+            }
+            if let Some(s) = peer.find(seq) {
+                flagged += u64::from(mark(s, is_ack, p, rtts, &mut out.anomalies));
+            }
+        }
+    }
+    peer.stats.anomalies += flagged;
+    for &r in out.rtt_ms.iter() {
+        f.rtt_min = f.rtt_min.min(r);
+        f.rtt_max = f.rtt_max.max(r);
+        f.rtt_count += 1;
+        if f.rtt.len() >= cfg.max_rtt_samples {
+            let mut i = 0;
+            f.rtt.retain(|_| {
+                i += 1;
+                i % 2 == 0
+            });
+        }
+        f.rtt.push(r);
+    }
+}
+
 fn mark(
     s: &mut SentDatagram,
     is_ack: bool,
