@@ -1,8 +1,8 @@
 //! raknet-dissect: a dissector and analyzer for RakNet, the reliable-UDP
 //! protocol of the original RakNet C++ library and of Minecraft Bedrock.
 //!
-//! The binary is a thin command line ([`cli`]) over these layers, each of
-//! which a program can call on its own (docs/architecture.md draws them):
+//! The binary (`src/main.rs` and its command line, `src/cli/`) is a thin
+//! layer over these, each of which a program can call on its own (docs/architecture.md draws them):
 //!
 //! | layer | owns | start from |
 //! | --- | --- | --- |
@@ -29,7 +29,6 @@
 pub mod analysis;
 pub mod bedrock;
 pub mod capture;
-pub mod cli;
 pub mod display;
 pub mod dissect;
 pub mod mirror;

@@ -1,3 +1,13 @@
+//! The `raknet-dissect` binary: the command line (`cli`) over the library.
+//! It owns what a person sees besides the records: the parsing of the
+//! arguments, standard error, exit codes.
+
+// The library's layers, named `crate::LAYER` in the command line as in the
+// library itself.
+use raknet_dissect::*;
+
+mod cli;
+
 fn main() -> std::process::ExitCode {
-    raknet_dissect::cli::main()
+    cli::main()
 }

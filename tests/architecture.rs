@@ -392,3 +392,13 @@ fn only_the_binary_prints_on_stderr_or_exits() {
         );
     }
 }
+
+/// The command line is the binary's module, not the library's: no layer can
+/// import it, and it is no library API.
+#[test]
+fn the_command_line_is_the_binarys() {
+    let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
+    assert!(!code(&lib).contains("mod cli"), "src/lib.rs declares cli");
+    let main = std::fs::read_to_string(src().join("main.rs")).unwrap();
+    assert!(code(&main).contains("mod cli;"), "src/main.rs does not declare cli");
+}

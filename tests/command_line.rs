@@ -495,32 +495,24 @@ fn the_readme_flows_table_is_true() {
     assert_eq!(got, want);
 }
 
-/// The parser's shapes: clap's own consistency checks, a bare capture is
-/// `read`, and a subcommand's options land in its arguments.
+/// The parser's shapes, through the binary (the command line is the
+/// binary's, not the library's): clap's own consistency checks run in a
+/// debug build, a bare capture is `read`, a subcommand's options land in
+/// its arguments (a file that is missing is then the only complaint).
 #[test]
 fn cli_shapes() {
-    use clap::{CommandFactory, Parser};
-    use raknet_dissect::cli::{Cli, Command, MessagesArgs};
-    Cli::command().debug_assert();
-    let c = Cli::try_parse_from(["raknet-dissect", "f.pcap", "-V"]).unwrap();
-    assert!(c.command.is_none() && c.read.verbose);
-    let argv = [
-        "raknet-dissect",
-        "messages",
-        "f.pcap",
-        "--dir",
-        "c2s",
-        "--id",
-        "0x86",
-    ];
-    let c = Cli::try_parse_from(argv).unwrap();
-    assert!(matches!(
-        c.command,
-        Some(Command::Messages(MessagesArgs { id: Some(0x86), .. }))
-    ));
-    let c = Cli::try_parse_from(["raknet-dissect", "read", "-r", "f.pcap"]).unwrap();
-    assert!(matches!(c.command, Some(Command::Read(_))));
-    let c = Cli::try_parse_from(["raknet-dissect", "stats", "f.pcap", "--threads", "3"]).unwrap();
-    assert!(matches!(c.command, Some(Command::Stats(_))));
-    assert!(Cli::try_parse_from(["raknet-dissect", "f.pcap", "--threads", "0"]).is_err());
+    let missing = "/nonexistent/f.pcap";
+    for args in [
+        &[missing, "-V"][..],
+        &["messages", missing, "--dir", "c2s", "--id", "0x86"],
+        &["read", "-r", missing],
+        &["stats", missing, "--threads", "3"],
+    ] {
+        let o = run(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(3), "{args:?}: {err}");
+        assert!(err.contains(missing), "{args:?}: {err}");
+    }
+    let o = run(&[missing, "--threads", "0"]);
+    assert_eq!(o.status.code(), Some(2));
 }

@@ -97,7 +97,7 @@ pub struct FlowsArgs {
 impl DisplayArgs {
     /// Compile the filter and the field export; `Err` is the exit code,
     /// after one line on stderr.
-    pub(crate) fn compile(&self, record: RecordType, json: bool) -> Result<Shown, u8> {
+    pub fn compile(&self, record: RecordType, json: bool) -> Result<Shown, u8> {
         let format = self.format.map(|f| match f {
             FormatArg::Text => Format::Text,
             FormatArg::Json => Format::Json,
@@ -121,7 +121,7 @@ impl DisplayArgs {
     }
 }
 
-pub(crate) fn mirror_config(cap: &CaptureArgs) -> MirrorConfig {
+pub fn mirror_config(cap: &CaptureArgs) -> MirrorConfig {
     MirrorConfig::reassembling(cap.decode.reassembly())
 }
 
@@ -154,7 +154,7 @@ pub fn run_read(args: &ReadArgs, out: &mut impl Write) -> anyhow::Result<u8> {
 /// `read`, over a live reader when given; `flows` collects the flows as
 /// they end (and at the end), for a table after the packets. Printed on
 /// `--threads` threads (one for a live capture and with `-w`).
-pub(crate) fn read_packets(
+pub fn read_packets(
     args: &ReadArgs,
     live: Option<CaptureReader>,
     mut flows: Option<&mut Vec<FlowMirror>>,

@@ -22,9 +22,9 @@ mod plot;
 mod replay;
 mod stats;
 
-pub(crate) use crate::output::terminal::terminal_width;
+pub use crate::output::terminal::terminal_width;
 pub use args::{CaptureArgs, DisplayArgs, OutputArgs};
-pub(crate) use capture::{drive, drive_items, mirror_config, Next};
+pub use capture::{drive, drive_items, mirror_config, Next};
 pub use capture::{FlowsArgs, MessagesArgs, ReadArgs};
 
 pub use crate::output::exit::*;
