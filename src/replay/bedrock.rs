@@ -42,6 +42,21 @@ pub struct GameScript {
     pub s2c_packets: Vec<(Duration, Vec<u8>)>,
 }
 
+/// Why a capture has no game session to replay.
+#[derive(Debug, thiserror::Error)]
+pub enum GameLoadError {
+    #[error("{0}")]
+    Capture(#[from] crate::capture::CaptureError),
+    /// No player spawned (in flow N, or in any flow).
+    #[error("{}", match .0 {
+        Some(f) => format!("flow {f} has no Bedrock player that spawned (is the key log the capture's?)"),
+        None => "no Bedrock flow whose player spawned: nothing to replay (is the key log the capture's?)".to_string(),
+    })]
+    NoSpawn(Option<u32>),
+    #[error("flow {0}: the game version was not seen")]
+    NoVersion(u32),
+}
+
 #[derive(Default)]
 struct Collect {
     spawned: Option<Duration>,
@@ -51,7 +66,11 @@ struct Collect {
 
 /// The game session of flow `flow` (default: the first whose client
 /// spawned) of `files`, decrypted with `keys`.
-pub fn load_game(files: &[PathBuf], flow: Option<u32>, keys: Keys) -> Result<GameScript, String> {
+pub fn load_game(
+    files: &[PathBuf],
+    flow: Option<u32>,
+    keys: Keys,
+) -> Result<GameScript, GameLoadError> {
     let mut mirror = Mirror::new(MirrorConfig::default(), true);
     let mut game = Game::new(Detect::Auto, keys);
     game.fields = false;
@@ -105,19 +124,13 @@ pub fn load_game(files: &[PathBuf], flow: Option<u32>, keys: Keys) -> Result<Gam
         })
         .unwrap_or_else(|e| match e {});
     if let Some(e) = ended.unreadable.into_iter().next() {
-        return Err(e.error.to_string());
+        return Err(GameLoadError::Capture(e.error));
     }
     let Some((_, c)) = flows.into_iter().find(|(_, c)| c.spawned.is_some()) else {
-        return Err(match flow {
-            Some(f) => format!("flow {f} has no Bedrock player that spawned (is the key log the capture's?)"),
-            None => "no Bedrock flow whose player spawned: nothing to replay (is the key log the capture's?)".into(),
-        });
+        return Err(GameLoadError::NoSpawn(flow));
     };
     if c.script.version.is_empty() {
-        return Err(format!(
-            "flow {}: the game version was not seen",
-            c.script.flow
-        ));
+        return Err(GameLoadError::NoVersion(c.script.flow));
     }
     Ok(c.script)
 }

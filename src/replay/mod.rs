@@ -54,6 +54,25 @@ pub fn is_raknet_internal(id: u8) -> bool {
     matches!(id, 0x00 | 0x03 | 0x04 | 0x09 | 0x10 | 0x13 | 0x15)
 }
 
+/// Why a capture has no session to replay.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoSession {
+    /// `--flow N` names a flow the capture does not have.
+    #[error("no RakNet flow {0}")]
+    NoFlow(u32),
+    /// The first flow's handshake began but never connected.
+    #[error(
+        "no RakNet session to replay: flow {0} never connected (no NewIncomingConnection reached the server)"
+    )]
+    NeverConnected(u32),
+    /// No RakNet flow at all.
+    #[error("no RakNet session to replay")]
+    None,
+    /// The flow asked for never connected and its client sent nothing.
+    #[error("flow {0}: nothing to replay, it never connected and its client sent no messages")]
+    NothingSent(u32),
+}
+
 /// Gathers every flow's application messages from the packets of a capture
 /// and the messages the mirror delivered because of them (the caller runs
 /// the capture through the dissector and the mirror, as every command does).
@@ -123,32 +142,25 @@ impl SessionCollector {
 
     /// Flow `flow`, or the first flow whose client sent application
     /// messages (failing that, the first with a handshake).
-    pub fn take(mut self, flow: Option<u32>) -> Result<CapturedSession, String> {
+    pub fn take(mut self, flow: Option<u32>) -> Result<CapturedSession, NoSession> {
         let i = match flow {
             Some(n) => self
                 .sessions
                 .iter()
                 .position(|s| s.flow == n)
-                .ok_or_else(|| format!("no RakNet flow {n}"))?,
+                .ok_or(NoSession::NoFlow(n))?,
             None => self
                 .sessions
                 .iter()
                 .position(|s| !s.c2s.is_empty())
                 .or_else(|| self.sessions.iter().position(|s| s.connected_ts.is_some()))
                 .ok_or_else(|| match self.sessions.first() {
-                    Some(s) if s.protocol.is_some() => format!(
-                        "no RakNet session to replay: flow {} never connected (no \
-                         NewIncomingConnection reached the server)",
-                        s.flow
-                    ),
-                    _ => "no RakNet session to replay".to_string(),
+                    Some(s) if s.protocol.is_some() => NoSession::NeverConnected(s.flow),
+                    _ => NoSession::None,
                 })?,
         };
         if self.sessions[i].c2s.is_empty() && self.sessions[i].connected_ts.is_none() {
-            return Err(format!(
-                "flow {}: nothing to replay, it never connected and its client sent no messages",
-                self.sessions[i].flow
-            ));
+            return Err(NoSession::NothingSent(self.sessions[i].flow));
         }
         let mut s = self.sessions.swap_remove(i);
         s.pong = s

@@ -27,7 +27,7 @@ pub enum LoadError {
     #[error("{0}")]
     Capture(#[from] CaptureError),
     #[error("{file}: {why}")]
-    NoSession { file: String, why: String },
+    NoSession { file: String, why: super::NoSession },
 }
 
 impl LoadError {
@@ -35,9 +35,10 @@ impl LoadError {
     /// have, 3 for a file that cannot be read or holds no session.
     pub fn exit_code(&self) -> u8 {
         match self {
-            LoadError::NoSession { why, .. } if why.starts_with("no RakNet flow ") => {
-                crate::output::exit::EXIT_USAGE
-            }
+            LoadError::NoSession {
+                why: super::NoSession::NoFlow(_),
+                ..
+            } => crate::output::exit::EXIT_USAGE,
             _ => crate::output::exit::EXIT_BAD_FILE,
         }
     }
