@@ -400,5 +400,8 @@ fn the_command_line_is_the_binarys() {
     let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
     assert!(!code(&lib).contains("mod cli"), "src/lib.rs declares cli");
     let main = std::fs::read_to_string(src().join("main.rs")).unwrap();
-    assert!(code(&main).contains("mod cli;"), "src/main.rs does not declare cli");
+    assert!(
+        code(&main).contains("mod cli;"),
+        "src/main.rs does not declare cli"
+    );
 }
