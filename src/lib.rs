@@ -15,7 +15,7 @@
 //! | [`bedrock`] | the Minecraft Bedrock game layer in 0xFE messages: batches, keys, game packets | [`bedrock::Game`] |
 //! | [`analysis`] | statistics and time series computed from the mirror, plain types | [`analysis::stats::Stats`], [`analysis::plot::Collector`] |
 //! | [`display`] | `-Y` display filters, `-T fields` export, the record printers | [`display::DisplayFilter`], [`display::print::PacketPrinter`] |
-//! | [`output`] | formatters only: lines, trees, tables, NDJSON records | [`output::json::PacketJson`] |
+//! | [`output`] | formatters only: lines, trees, tables, NDJSON records | [`output::json::IcmpJson`] |
 //! | [`records`] | each record type's keys described once: the JSON writer, the filters' reading, `fields` | [`records::Described`] |
 //! | [`peer`] | UDP sockets around `session`: a client, a server, the live commands | [`peer::run`], [`peer::printer::Printer`] |
 //! | [`replay`] | a captured session played again to a live server | [`replay::run::load`] |
@@ -36,7 +36,6 @@ pub mod output;
 pub mod peer;
 pub mod pipeline;
 pub mod random;
-/// Each record type described once: its keys, their types, docs and values.
 pub mod records;
 pub mod replay;
 pub mod session;

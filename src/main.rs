@@ -4,6 +4,7 @@
 
 // The library's layers, named `crate::LAYER` in the command line as in the
 // library itself.
+#[doc(no_inline)]
 use raknet_dissect::*;
 
 mod cli;
