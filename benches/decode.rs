@@ -15,8 +15,9 @@ use raknet_dissect::capture::{CaptureReader, UdpDatagram};
 use raknet_dissect::dissect::{Dissector, Options};
 use raknet_dissect::mirror::{Message, Mirror, MirrorConfig};
 use raknet_dissect::output::game::GameJson;
-use raknet_dissect::output::{json::PacketJson, text};
+use raknet_dissect::output::text;
 use raknet_dissect::pipeline::{Input, Item, Next, Pipeline};
+use raknet_dissect::records::packet::PacketRecord;
 use raknet_dissect::wire::{offline_id, Datagram, Offline, Reader};
 
 fn sample() -> Vec<UdpDatagram> {
@@ -135,7 +136,13 @@ fn bench(c: &mut Criterion) {
             let mut dis = Dissector::new(Options::default());
             for d in &packets {
                 if let Some(p) = dis.dissect(d) {
-                    black_box(serde_json::to_string(&PacketJson::new(&p)).ok());
+                    let mut line = Vec::new();
+                    let r = PacketRecord {
+                        packet: &p,
+                        file: None,
+                    };
+                    raknet_dissect::records::write_line(&r, &mut line);
+                    black_box(line);
                 }
             }
         })

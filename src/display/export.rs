@@ -137,7 +137,7 @@ impl FieldExport {
             }
             cell.clear();
             let mut n = 0usize;
-            r.visit(d.field, &mut |v| {
+            r.visit(d.read, &mut |v| {
                 if self.occurrence == Occurrence::Last {
                     cell.clear();
                 } else if n > 0 {
@@ -188,10 +188,12 @@ mod tests {
 
     impl Record for Two {
         fn visit(&self, field: Field, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
+            // The fields as a packet export reads them (resolved to keys).
+            let read = |k| crate::display::fields::read_in(k, RecordType::Packet);
             match field {
-                Field::Flow => f(Value::Int(1)),
-                Field::Channel => f(Value::Int(0)) || f(Value::Int(3)),
-                Field::Name => f(Value::Str("a\"b")),
+                _ if field == read(Field::Flow) => f(Value::Int(1)),
+                _ if field == read(Field::Channel) => f(Value::Int(0)) || f(Value::Int(3)),
+                _ if field == read(Field::Name) => f(Value::Str("a\"b")),
                 _ => false,
             }
         }

@@ -1,6 +1,9 @@
-//! The fields of `packet` and `message` records, by their NDJSON key names,
-//! read straight from a [`Packet`] or a [`Message`] without building the
-//! record: what display filters (`-Y`) and field export (`-T fields`) see.
+//! The fields of every record, by their NDJSON key names, read straight
+//! from what the record is made from without building it: what display
+//! filters (`-Y`) and field export (`-T fields`) see. The described records
+//! (`records`: packet, message, flow, handshake) are read through their
+//! descriptions, each name resolved to key indices once ([`lookup`]); the
+//! `game` records through [`GameRecord`].
 //!
 //! A field may occur several times in one record (`frames.channel`, one per
 //! capsule; `anomalies.kind`, one per anomaly). [`Record::visit`] hands each
@@ -9,13 +12,15 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use crate::dissect::{Anomaly, Body, Packet};
+use crate::dissect::Body;
 use crate::mirror::Message;
 use crate::records::flow::FlowRecord;
 use crate::records::handshake::HandshakeRecord;
-use crate::records::value::visit_display;
+pub use crate::records::message::MessageRecord;
+pub use crate::records::packet::PacketRecord;
+use crate::records::KeyPath;
 pub use crate::records::{Obj, Ty, Value};
-use crate::wire::{Capsule, Datagram, Offline};
+use crate::wire::Offline;
 
 /// Which record a field belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,13 +171,22 @@ pub enum Field {
     AnomalyDetail,
     /// A key of a `flow` record, by its dotted path (`c2s.lost`).
     Path(&'static str),
+    /// A key of a described record (`records`), resolved to its key
+    /// indices when the filter or export was compiled for that record type
+    /// ([`FieldDef::read`]).
+    Key(KeyPath),
 }
 
 /// One row of the field list (`raknet-dissect fields`).
 #[derive(Debug, Clone, Copy)]
 pub struct FieldDef {
     pub name: &'static str,
+    /// What the name means, whatever the record (closed sets of values go
+    /// by it: [`check_closed`]).
     pub field: Field,
+    /// What a record reads: `field`, or in a [`lookup`] for a described
+    /// record type, the key it names there resolved ([`Field::Key`]).
+    pub read: Field,
     pub ty: Ty,
     /// The records that have it: [`PK`], [`MS`], [`FL`] or'ed.
     records: u8,
@@ -189,6 +203,7 @@ const fn def(
     FieldDef {
         name,
         field,
+        read: field,
         ty,
         records,
         meaning,
@@ -212,10 +227,13 @@ const fn game_key(name: &'static str, ty: Ty, meaning: &'static str) -> FieldDef
 }
 
 /// Every field name: those listed below, then the keys of the described
-/// records (`records::flow`, `records::handshake`), in their JSON order.
+/// records (`records::message`, `records::flow`, `records::handshake`), in
+/// their JSON order.
 pub static FIELDS: LazyLock<Vec<FieldDef>> = LazyLock::new(|| {
     let mut all = LISTED.to_vec();
     let described = [
+        (PK, crate::records::paths::<PacketRecord<'static>>()),
+        (MS, crate::records::paths::<MessageRecord<'static>>()),
         (FL, crate::records::paths::<FlowRecord<'static>>()),
         (HS, crate::records::paths::<HandshakeRecord<'static>>()),
     ];
@@ -237,42 +255,98 @@ pub static FIELDS: LazyLock<Vec<FieldDef>> = LazyLock::new(|| {
     all
 });
 
-/// The names of packet, message and game records, in NDJSON key order
-/// (packet keys, frame keys, message keys, game keys), and the names
-/// `flow` and `handshake` records share with them or with each other, for
-/// a doc line that covers them all: which of those two records have a name
-/// (`FL`, `HS`) comes from their descriptions, not from here.
+/// The fields of each record type (in [`RecordType::ALL`]'s order), with
+/// what they read resolved for it ([`FieldDef::read`]).
+static BY_RECORD: LazyLock<Vec<Vec<FieldDef>>> = LazyLock::new(|| {
+    RecordType::ALL
+        .iter()
+        .map(|&r| {
+            FIELDS
+                .iter()
+                .filter(|d| d.in_record(r))
+                .map(|d| FieldDef {
+                    read: resolve(d, r),
+                    ..*d
+                })
+                .collect()
+        })
+        .collect()
+});
+
+/// What a filter compiled for `record`s reads for a name of `field`: for
+/// test records that answer by hand-listed field.
+#[cfg(test)]
+pub(crate) fn read_in(field: Field, record: RecordType) -> Field {
+    FIELDS
+        .iter()
+        .filter(|d| d.field == field && d.in_record(record))
+        .find_map(|d| lookup(d.name, record).ok())
+        .map_or(field, |d| d.read)
+}
+
+/// The key indices `path` names in `record`s, when they are described.
+fn key_path(record: RecordType, path: &str) -> Option<KeyPath> {
+    use crate::records::key_path;
+    match record {
+        RecordType::Packet => key_path::<PacketRecord<'static>>(path),
+        RecordType::Message => key_path::<MessageRecord<'static>>(path),
+        RecordType::Flow => key_path::<FlowRecord<'static>>(path),
+        RecordType::Handshake => key_path::<HandshakeRecord<'static>>(path),
+        RecordType::Game => None,
+    }
+}
+
+/// What `d` reads in `record`s: the key it names, or for an alias
+/// (`frame.number`, `frame.time_epoch`), the key a name of the same field
+/// names; else (`frame.time_relative`, which [`Since`] answers) `d.field`.
+fn resolve(d: &FieldDef, record: RecordType) -> Field {
+    key_path(record, d.name)
+        .or_else(|| {
+            FIELDS
+                .iter()
+                .filter(|e| e.field == d.field && e.in_record(record))
+                .find_map(|e| key_path(record, e.name))
+        })
+        .map_or(d.field, Field::Key)
+}
+
+/// The names of game records, the aliases of tshark's and the packet's
+/// own (its frames' keys at the top level, its MOTD's keys), and the names
+/// the described records (`packet`, `message`, `flow`, `handshake`) share
+/// with them or with each other, for a doc line that covers them all:
+/// which of the described records have a name (`PK`, `MS`, `FL`, `HS`)
+/// comes from their descriptions, not from here.
 const LISTED: &[FieldDef] = &[
     def(
         "type",
         Field::Type,
         Ty::Str,
-        PK | MS | GM,
+        GM,
         "The record type: \"packet\", \"message\", \"flow\", \"handshake\", \"game\" or \"game_opaque\".",
     ),
     def(
         "file",
         Field::File,
         Ty::Str,
-        PK | MS | GM,
+        GM,
         "The capture file: of a packet, message or game record when several files are read as one capture; of every record with --separate.",
     ),
     def(
         "frame",
         Field::Frame,
         Ty::Int,
-        PK | MS | GM,
+        GM,
         "Frame number in the capture, 1-based (message, game: the packet that completed delivery).",
     ),
     def(
         "ts",
         Field::Ts,
         Ty::Float,
-        PK | MS | GM,
+        GM,
         "Capture time, seconds since the Unix epoch (handshake: the attempt's start).",
     ),
-    def("src", Field::Src, Ty::Str, PK, "Sender, \"ip:port\"."),
-    def("dst", Field::Dst, Ty::Str, PK, "Receiver, \"ip:port\"."),
+    def("src", Field::Src, Ty::Str, 0, "Sender, \"ip:port\"."),
+    def("dst", Field::Dst, Ty::Str, 0, "Receiver, \"ip:port\"."),
     def(
         "frame.number",
         Field::Frame,
@@ -340,119 +414,119 @@ const LISTED: &[FieldDef] = &[
         "flow",
         Field::Flow,
         Ty::Int,
-        PK | MS | GM,
+        GM,
         "Flow id, 1-based in order of first sight.",
     ),
     def(
         "dir",
         Field::Dir,
         Ty::Str,
-        PK | MS | GM,
+        GM,
         "\"c2s\" or \"s2c\" (message, game: c2s is received by the server).",
     ),
     def(
         "kind",
         Field::Kind,
         Ty::Str,
-        PK,
+        0,
         "\"offline\", \"data\", \"ack\" or \"nack\".",
     ),
     def(
         "len",
         Field::Len,
         Ty::Int,
-        PK | MS | GM,
+        GM,
         "Packet: UDP payload bytes. Message: bytes of the whole message. Game: bytes of the game packet, header included (game_opaque: of the batch).",
     ),
     def(
         "id",
         Field::Id,
         Ty::Int,
-        PK | MS | GM,
+        GM,
         "Message id. Packet: the offline message id, or else each frame's id. Game: the game packet id (10 bits).",
     ),
     def(
         "name",
         Field::Name,
         Ty::Str,
-        PK | MS | GM,
+        GM,
         "Message name (ID_*). Packet: the offline message's, or else each frame's. Game: the game packet's (login, play_status, ...).",
     ),
     def(
         "protocol",
         Field::Protocol,
         Ty::Int,
-        PK,
+        0,
         "RakNet protocol byte (Open Connection Request 1, Incompatible Protocol Version).",
     ),
     def(
         "mtu",
         Field::Mtu,
         Ty::Int,
-        PK,
+        0,
         "MTU in an open connection request or reply (flow, handshake: the one agreed).",
     ),
     def(
         "client_guid",
         Field::ClientGuid,
         Ty::Guid,
-        PK,
+        0,
         "Client GUID (unconnected ping, Open Connection Request 2).",
     ),
     def(
         "server_guid",
         Field::ServerGuid,
         Ty::Guid,
-        PK,
+        0,
         "Server GUID (pong, replies, refusals).",
     ),
     def(
         "guid",
         Field::Guid,
         Ty::Guid,
-        PK,
+        0,
         "Sender GUID of an out-of-band message (0x0d).",
     ),
     def(
         "time",
         Field::Time,
         Ty::Int,
-        PK,
+        0,
         "sendPingTime of an unconnected ping or pong, ms.",
     ),
     def(
         "cookie",
         Field::Cookie,
         Ty::Int,
-        PK,
+        0,
         "Security cookie in Reply 1 or Request 2.",
     ),
     def(
         "security",
         Field::Security,
         Ty::Bool,
-        PK,
+        0,
         "Reply 1: server has security. Reply 2: a security answer is present.",
     ),
     def(
         "address",
         Field::Address,
         Ty::Str,
-        PK,
+        0,
         "Request 2: the server's address. Reply 2: the client's address.",
     ),
     def(
         "payload",
         Field::Payload,
         Ty::Bytes,
-        PK,
+        0,
         "Pong payload or out-of-band payload.",
     ),
     def(
         "motd",
         Field::Motd,
         Ty::Object,
-        PK,
+        0,
         "Minecraft MOTD of a pong, as an object.",
     ),
     def(
@@ -550,28 +624,28 @@ const LISTED: &[FieldDef] = &[
         "seq",
         Field::Seq,
         Ty::Int,
-        PK,
+        0,
         "datagramNumber of a data datagram.",
     ),
     def(
         "frames",
         Field::Frames,
         Ty::Object,
-        PK,
+        0,
         "The capsules of a data datagram (present when there is at least one).",
     ),
     def(
         "ranges",
         Field::Ranges,
         Ty::Ranges,
-        PK,
+        0,
         "Datagram numbers an ACK or NACK covers; `ranges == N` holds when N is covered.",
     ),
     def(
         "reliability",
         Field::Reliability,
         Ty::Str,
-        PK | MS,
+        PK,
         "Reliability name. Packet: each frame's.",
     ),
     def(
@@ -599,7 +673,7 @@ const LISTED: &[FieldDef] = &[
         "channel",
         Field::Channel,
         Ty::Int,
-        PK | MS,
+        PK,
         "Ordering channel. Packet: each frame's.",
     ),
     def(
@@ -634,105 +708,105 @@ const LISTED: &[FieldDef] = &[
         "frames.reliability",
         Field::Reliability,
         Ty::Str,
-        PK,
+        0,
         "Same as reliability.",
     ),
     def(
         "frames.reliable_index",
         Field::ReliableIndex,
         Ty::Int,
-        PK,
+        0,
         "Same as reliable_index.",
     ),
     def(
         "frames.sequence_index",
         Field::SequenceIndex,
         Ty::Int,
-        PK,
+        0,
         "Same as sequence_index.",
     ),
     def(
         "frames.order_index",
         Field::OrderIndex,
         Ty::Int,
-        PK,
+        0,
         "Same as order_index.",
     ),
     def(
         "frames.channel",
         Field::Channel,
         Ty::Int,
-        PK,
+        0,
         "Same as channel.",
     ),
     def(
         "frames.split",
         Field::Split,
         Ty::Object,
-        PK,
+        0,
         "Same as split.",
     ),
     def(
         "frames.split.count",
         Field::SplitCount,
         Ty::Int,
-        PK,
+        0,
         "Same as split.count.",
     ),
     def(
         "frames.split.id",
         Field::SplitId,
         Ty::Int,
-        PK,
+        0,
         "Same as split.id.",
     ),
     def(
         "frames.split.index",
         Field::SplitIndex,
         Ty::Int,
-        PK,
+        0,
         "Same as split.index.",
     ),
     def(
         "frames.len",
         Field::FrameLen,
         Ty::Int,
-        PK,
+        0,
         "Bytes of each frame's payload.",
     ),
     def(
         "frames.id",
         Field::FrameId,
         Ty::Int,
-        PK,
+        0,
         "Each frame's message id (whole messages and first fragments).",
     ),
     def(
         "frames.name",
         Field::FrameName,
         Ty::Str,
-        PK,
+        0,
         "Each frame's message name.",
     ),
     def(
         "game",
         Field::Game,
         Ty::Str,
-        MS,
+        0,
         "Bedrock flows: message, the names of the game packets inside (or encrypted, decompress, malformed); flow, the game session (an object); handshake, where the game login got, in words.",
     ),
     def(
         "data",
         Field::Data,
         Ty::Bytes,
-        MS | GM,
+        GM,
         "The whole message, id byte included (game: the decompressed packet, header included); not cut by --data-limit.",
     ),
     def(
         "data_truncated",
         Field::DataTruncated,
         Ty::Bool,
-        MS | GM,
+        GM,
         "Whether --data-limit cut the printed data.",
     ),
     game_key("batch", Ty::Int, "Game: the batch's index in its direction, 0-based (the 0xFE messages of the flow that way)."),
@@ -749,21 +823,21 @@ const LISTED: &[FieldDef] = &[
         "anomalies",
         Field::Anomalies,
         Ty::Object,
-        PK | MS,
+        0,
         "Findings of the dissector and the mirror; as a test: at least one.",
     ),
     def(
         "anomalies.kind",
         Field::AnomalyKind,
         Ty::Str,
-        PK | MS,
+        0,
         "Each anomaly's kind (gap, resend, duplicate, ...).",
     ),
     def(
         "anomalies.detail",
         Field::AnomalyDetail,
         Ty::Str,
-        PK | MS,
+        0,
         "Each anomaly's detail text.",
     ),
 ];
@@ -772,6 +846,13 @@ const LISTED: &[FieldDef] = &[
 pub fn lookup(name: &str, record: RecordType) -> Result<&'static FieldDef, String> {
     if record == RecordType::Game {
         return game_lookup(name);
+    }
+    let of_record = RecordType::ALL
+        .iter()
+        .position(|&r| r == record)
+        .and_then(|i| BY_RECORD.get(i));
+    if let Some(d) = of_record.and_then(|all| all.iter().find(|d| d.name == name)) {
+        return Ok(d);
     }
     match FIELDS.iter().find(|d| d.name == name) {
         Some(d) if d.in_record(record) => Ok(d),
@@ -967,180 +1048,53 @@ impl Record for Since<'_> {
     }
 }
 
-fn visit_name(id: u8, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
-    f(Value::Str(&crate::wire::message_name(id)))
-}
-
-fn visit_anomalies(a: &[Anomaly], field: Field, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
-    a.iter().any(|a| match field {
-        Field::Anomalies => f(Value::Object(Obj::Anomaly(a))),
-        Field::AnomalyKind => f(Value::Str(a.kind)),
-        _ => f(Value::Str(&a.detail)),
-    })
-}
-
-impl Record for Packet<'_> {
+/// A packet, its fields read through its description (`records::packet`)
+/// at the key indices the filter resolved; the tshark aliases of its
+/// addresses and ports, and the MOTD's keys (which vary by payload), read
+/// here.
+impl Record for PacketRecord<'_> {
     fn visit(&self, field: Field, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
-        let offline = match &self.body {
-            Body::Offline { id, msg } => Some((*id, msg.as_ref())),
-            Body::Datagram(_) => None,
-        };
-        let msg = offline.and_then(|(_, m)| m);
-        let capsules: &[Capsule<'_>] = match &self.body {
-            Body::Datagram(Some(Datagram::Data(d))) => &d.capsules,
-            _ => &[],
-        };
-        let int = |v: u64, f: &mut dyn FnMut(Value<'_>) -> bool| f(Value::Int(v.into()));
-        let each = |get: &dyn Fn(&Capsule<'_>) -> Option<u64>,
-                    f: &mut dyn FnMut(Value<'_>) -> bool| {
-            capsules
-                .iter()
-                .filter_map(get)
-                .any(|v| f(Value::Int(v.into())))
-        };
+        let p = self.packet;
+        let port = |v: u16, f: &mut dyn FnMut(Value<'_>) -> bool| f(Value::Int(v.into()));
         match field {
-            Field::Type => f(Value::Str("packet")),
-            Field::Frame => int(self.frame, f),
-            Field::Ts => f(Value::Float(self.ts.as_secs_f64())),
-            Field::Src => visit_display(self.src, f),
-            Field::Dst => visit_display(self.dst, f),
-            Field::SrcIp => f(Value::Ip(self.src.ip())),
-            Field::DstIp => f(Value::Ip(self.dst.ip())),
-            Field::AnyIp => f(Value::Ip(self.src.ip())) || f(Value::Ip(self.dst.ip())),
-            Field::SrcPort => int(self.src.port().into(), f),
-            Field::DstPort => int(self.dst.port().into(), f),
-            Field::AnyPort => int(self.src.port().into(), f) || int(self.dst.port().into(), f),
-            Field::Flow => int(self.flow.into(), f),
-            Field::Dir => f(Value::Str(self.dir.as_str())),
-            Field::Kind => f(Value::Str(self.kind())),
-            Field::Len => int(self.payload.len() as u64, f),
-            Field::Id => match offline {
-                Some((id, _)) => int(id.into(), f),
-                None => self.visit(Field::FrameId, f),
-            },
-            Field::Name => match offline {
-                Some((id, _)) => visit_name(id, f),
-                None => self.visit(Field::FrameName, f),
-            },
-            Field::Protocol => msg
-                .and_then(Offline::protocol)
-                .is_some_and(|v| int(v.into(), f)),
-            Field::Mtu => msg.and_then(Offline::mtu).is_some_and(|v| int(v.into(), f)),
-            Field::ClientGuid => msg
-                .and_then(Offline::client_guid)
-                .is_some_and(|g| f(Value::Guid(g))),
-            Field::ServerGuid => msg
-                .and_then(Offline::server_guid)
-                .is_some_and(|g| f(Value::Guid(g))),
-            Field::Guid => msg
-                .and_then(Offline::sender_guid)
-                .is_some_and(|g| f(Value::Guid(g))),
-            Field::Time => msg.and_then(Offline::time).is_some_and(|v| int(v, f)),
-            Field::Cookie => msg
-                .and_then(Offline::cookie)
-                .is_some_and(|v| int(v.into(), f)),
-            Field::Security => msg
-                .and_then(Offline::security)
-                .is_some_and(|b| f(Value::Bool(b))),
-            Field::Address => msg
-                .and_then(Offline::address)
-                .is_some_and(|a| visit_display(a, f)),
-            Field::Payload => msg
-                .and_then(Offline::payload)
-                .is_some_and(|p| f(Value::Bytes(p))),
-            Field::Motd => match msg {
-                Some(m) if m.motd().is_some() => {
-                    m.payload().is_some_and(|p| f(Value::Object(Obj::Motd(p))))
-                }
-                _ => false,
-            },
-            Field::MotdKey(k) => msg.and_then(Offline::motd).is_some_and(|m| {
-                m.fields
-                    .iter()
-                    .rev()
-                    .find(|(key, _)| *key == k)
-                    .is_some_and(|(_, v)| f(Value::Str(v)))
-            }),
-            Field::Seq => match &self.body {
-                Body::Datagram(Some(Datagram::Data(d))) => int(d.seq.into(), f),
-                _ => false,
-            },
-            Field::Frames => capsules.iter().any(|c| f(Value::Object(Obj::Frame(c)))),
-            Field::Ranges => match &self.body {
-                Body::Datagram(Some(Datagram::Ack(l) | Datagram::Nack(l))) => {
-                    l.ranges.iter().any(|r| f(Value::Range(r.min, r.max)))
-                }
-                _ => false,
-            },
-            Field::Reliability => capsules.iter().any(|c| f(Value::Str(c.reliability.name()))),
-            Field::ReliableIndex => each(&|c| c.reliable_index.map(u64::from), f),
-            Field::SequenceIndex => each(&|c| c.sequence_index.map(u64::from), f),
-            Field::OrderIndex => each(&|c| c.order_index.map(u64::from), f),
-            Field::Channel => each(&|c| c.channel.map(u64::from), f),
-            Field::Split => capsules
-                .iter()
-                .filter_map(|c| c.split)
-                .any(|s| f(Value::Object(Obj::Split(s)))),
-            Field::SplitCount => each(&|c| c.split.map(|s| s.count.into()), f),
-            Field::SplitId => each(&|c| c.split.map(|s| s.id.into()), f),
-            Field::SplitIndex => each(&|c| c.split.map(|s| s.index.into()), f),
-            Field::FrameLen => each(&|c| Some(c.payload.len() as u64), f),
-            Field::FrameId => each(&|c| c.message_id().map(u64::from), f),
-            Field::FrameName => capsules
-                .iter()
-                .filter_map(|c| c.message_id())
-                .any(|id| visit_name(id, f)),
-            Field::Data
-            | Field::DataTruncated
-            | Field::Game
-            | Field::Path(_)
-            | Field::File
-            | Field::TimeRelative => false,
-            Field::Anomalies | Field::AnomalyKind | Field::AnomalyDetail => {
-                visit_anomalies(&self.anomalies, field, f)
+            Field::Key(k) => {
+                crate::records::visit_index::<PacketRecord<'static>>(self, k.indices(), f)
             }
+            Field::SrcIp => f(Value::Ip(p.src.ip())),
+            Field::DstIp => f(Value::Ip(p.dst.ip())),
+            Field::AnyIp => f(Value::Ip(p.src.ip())) || f(Value::Ip(p.dst.ip())),
+            Field::SrcPort => port(p.src.port(), f),
+            Field::DstPort => port(p.dst.port(), f),
+            Field::AnyPort => port(p.src.port(), f) || port(p.dst.port(), f),
+            Field::MotdKey(k) => {
+                let msg = match &p.body {
+                    Body::Offline { msg, .. } => msg.as_ref(),
+                    Body::Datagram(_) => None,
+                };
+                msg.and_then(Offline::motd).is_some_and(|m| {
+                    m.fields
+                        .iter()
+                        .rev()
+                        .find(|(key, _)| *key == k)
+                        .is_some_and(|(_, v)| f(Value::Str(v)))
+                })
+            }
+            _ => false,
         }
     }
 
     fn time(&self) -> Option<Duration> {
-        Some(self.ts)
+        Some(self.packet.ts)
     }
 }
 
-/// A delivered message, with the `--data-limit` its record is printed with.
-pub struct MessageRecord<'a> {
-    pub message: &'a Message,
-    pub data_limit: Option<usize>,
-    /// In a Bedrock flow, what the game layer found inside.
-    pub game: Option<&'a [String]>,
-}
-
+/// A delivered message, its fields read through its description
+/// (`records::message`) at the key indices the filter resolved.
 impl Record for MessageRecord<'_> {
     fn visit(&self, field: Field, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
-        let m = self.message;
-        let id = m.data.first().copied();
         match field {
-            Field::Type => f(Value::Str("message")),
-            Field::Frame => f(Value::Int(m.frame.into())),
-            Field::Ts => f(Value::Float(m.ts.as_secs_f64())),
-            Field::Flow => f(Value::Int(m.flow.into())),
-            Field::Dir => f(Value::Str(m.dir.as_str())),
-            Field::Len => f(Value::Int(m.data.len() as i128)),
-            Field::Id => id.is_some_and(|i| f(Value::Int(i.into()))),
-            Field::Name => id.is_some_and(|i| visit_name(i, f)),
-            Field::Reliability => f(Value::Str(m.reliability.name())),
-            Field::Channel => m.channel.is_some_and(|c| f(Value::Int(c.into()))),
-            Field::Data => f(Value::Bytes(&m.data)),
-            Field::Game => self
-                .game
-                .is_some_and(|g| g.iter().any(|n| f(Value::Str(n)))),
-            Field::DataTruncated => self
-                .data_limit
-                .is_some_and(|n| n < m.data.len())
-                .then_some(())
-                .is_some_and(|()| f(Value::Bool(true))),
-            Field::Anomalies | Field::AnomalyKind | Field::AnomalyDetail => {
-                visit_anomalies(&m.anomalies, field, f)
+            Field::Key(p) => {
+                crate::records::visit_index::<MessageRecord<'static>>(self, p.indices(), f)
             }
             _ => false,
         }
@@ -1224,6 +1178,7 @@ pub struct DescribedRecord<'a>(pub &'a dyn crate::records::Keyed);
 impl Record for DescribedRecord<'_> {
     fn visit(&self, field: Field, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
         let path = match field {
+            Field::Key(p) => return self.0.visit_key(p.indices(), f),
             Field::Path(p) => p,
             Field::Type => "type",
             Field::File => "file",
@@ -1273,6 +1228,7 @@ fn walk(v: &serde_json::Value, path: &str, f: &mut dyn FnMut(Value<'_>) -> bool)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::records::value::visit_display;
 
     #[test]
     fn names_are_unique_and_found() {
@@ -1294,20 +1250,76 @@ mod tests {
     }
 
     #[test]
-    fn flow_and_handshake_fields_come_from_their_descriptions() {
+    fn described_fields_come_from_their_descriptions() {
         use crate::records::paths;
         let flow = paths::<FlowRecord<'static>>();
         let handshake = paths::<HandshakeRecord<'static>>();
+        let message = paths::<MessageRecord<'static>>();
+        let packet = paths::<PacketRecord<'static>>();
         for (record, keys) in [
             (RecordType::Flow, &flow),
             (RecordType::Handshake, &handshake),
+            (RecordType::Message, &message),
+            (RecordType::Packet, &packet),
         ] {
             for (name, k) in keys {
                 let d = lookup(name, record).unwrap();
+                assert!(matches!(d.read, Field::Key(_)), "{name} resolved");
                 if LISTED.iter().all(|l| l.name != name) {
                     assert_eq!((d.ty, d.meaning), (k.ty, k.doc), "{name}");
                 }
             }
+            // Every name of the record: listed or described, never both
+            // ways for the record (its bit comes from its description).
+            for d in FIELDS.iter().filter(|d| d.in_record(record)) {
+                let described = keys.iter().any(|(n, _)| n == d.name);
+                let listed = LISTED
+                    .iter()
+                    .any(|l| l.name == d.name && l.in_record(record));
+                assert!(
+                    described != listed || d.name.starts_with("frame."),
+                    "{}",
+                    d.name
+                );
+            }
+        }
+        // Aliases read the key of the name they stand for; the time since
+        // the capture's start is the context's.
+        let read = |n: &str| lookup(n, RecordType::Message).unwrap().read;
+        assert_eq!(read("frame.number"), read("frame"));
+        assert_eq!(read("frame.time_epoch"), read("ts"));
+        assert_eq!(read("frame.time_relative"), Field::TimeRelative);
+        assert_eq!(
+            lookup("frame.time_epoch", RecordType::Handshake)
+                .unwrap()
+                .read,
+            lookup("ts", RecordType::Handshake).unwrap().read
+        );
+        // A packet's top-level frame names read its frames' keys; its
+        // addresses' and ports' aliases and the MOTD's keys are its own.
+        let read = |n: &str| lookup(n, RecordType::Packet).unwrap().read;
+        assert_eq!(read("channel"), read("frames.channel"));
+        assert_eq!(read("split.count"), read("frames.split.count"));
+        assert_eq!(read("ip.src"), Field::SrcIp);
+        assert_eq!(read("motd.motd"), Field::MotdKey("motd"));
+        for d in FIELDS.iter().filter(|d| d.in_record(RecordType::Packet)) {
+            let r = read(d.name);
+            assert!(
+                matches!(r, Field::Key(_))
+                    || matches!(
+                        r,
+                        Field::SrcIp
+                            | Field::DstIp
+                            | Field::AnyIp
+                            | Field::SrcPort
+                            | Field::DstPort
+                            | Field::AnyPort
+                            | Field::MotdKey(_)
+                            | Field::TimeRelative
+                    ),
+                "{}",
+                d.name
+            );
         }
         // A name both have is listed, with a doc line that covers both.
         for (name, _) in &flow {

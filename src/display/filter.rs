@@ -547,7 +547,7 @@ impl Parser {
             }
             Some(Tok::Cmp(op)) => (*op, false),
             Some(Tok::Ne) => (Op::Eq, true),
-            _ => return Ok(Node::Present(def.field)),
+            _ => return Ok(Node::Present(def.read)),
         };
         let op_column = self.column();
         self.i += 1;
@@ -566,14 +566,14 @@ impl Parser {
         };
         if op == Op::Matches {
             return pattern(def.ty, &tok)
-                .map(|p| Node::Matches(def.field, p))
+                .map(|p| Node::Matches(def.read, p))
                 .map_err(at);
         }
         let lit = literal(def.ty, op, &tok).map_err(at)?;
         if let (Op::Eq, Lit::Str(v)) = (op, &lit) {
             check_closed(def.field, self.record, v).map_err(at)?;
         }
-        let n = Node::Cmp(def.field, op, lit);
+        let n = Node::Cmp(def.read, op, lit);
         Ok(if negate { Node::Not(Box::new(n)) } else { n })
     }
 
@@ -652,7 +652,7 @@ impl Parser {
         if items.is_empty() {
             return Err(fail(close, "empty set".into()));
         }
-        Ok(Node::In(def.field, items))
+        Ok(Node::In(def.read, items))
     }
 }
 
@@ -907,9 +907,12 @@ mod tests {
 
     impl Record for Fake {
         fn visit(&self, field: Field, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
+            // A field as a packet filter reads it (resolved to keys).
             self.0
                 .iter()
-                .filter(|(k, _)| *k == field)
+                .filter(|(k, _)| {
+                    *k == field || crate::display::fields::read_in(*k, RecordType::Packet) == field
+                })
                 .any(|(_, v)| f(*v))
         }
     }

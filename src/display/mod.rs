@@ -12,5 +12,5 @@ pub mod records;
 pub mod suggest;
 
 pub use export::FieldExport;
-pub use fields::{DescribedRecord, MessageRecord, Record, RecordType, Since, FIELDS};
+pub use fields::{DescribedRecord, MessageRecord, PacketRecord, Record, RecordType, Since, FIELDS};
 pub use filter::{DisplayFilter, FilterError};

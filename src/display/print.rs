@@ -8,12 +8,13 @@ use std::io::{self, Write};
 use std::time::Duration;
 
 use super::{
-    DescribedRecord, DisplayFilter, FieldExport, MessageRecord, Record, RecordType, Since,
+    DescribedRecord, DisplayFilter, FieldExport, MessageRecord, PacketRecord, Record, RecordType,
+    Since,
 };
 use crate::bedrock::GameSummary;
 use crate::dissect::{Anomaly, IcmpNote, Packet};
 use crate::mirror::{FlowMirror, Message};
-use crate::output::json::{EndJson, IcmpJson, MessageJson, PacketJson};
+use crate::output::json::{EndJson, IcmpJson};
 use crate::output::peer::plural;
 use crate::output::table;
 use crate::output::text::{self, LineFormatter, Palette, TimeColumn, TimeFormat};
@@ -217,10 +218,11 @@ impl PacketPrinter {
     /// Whether packet `p` passes the filter (`since`: the capture's first
     /// datagram).
     pub fn wants(&self, p: &Packet<'_>, since: Duration, file: usize) -> bool {
+        let file = self.files.get(file).map(String::as_str);
         self.shown.wants(&Since {
-            record: p,
+            record: &PacketRecord { packet: p, file },
             start: since,
-            file: self.files.get(file).map(String::as_str),
+            file,
         })
     }
 
@@ -290,20 +292,22 @@ impl PacketPrinter {
         file: usize,
         out: &mut dyn Write,
     ) -> io::Result<()> {
+        let file = self.files.get(file).map(String::as_str);
+        let record = PacketRecord { packet: p, file };
         if let Some(x) = &self.shown.export {
             self.row.clear();
             let record = Since {
-                record: p,
+                record: &record,
                 start: since,
-                file: self.files.get(file).map(String::as_str),
+                file,
             };
             x.push_row(&record, &mut self.row);
             return out.write_all(self.row.as_bytes());
         }
         if self.shown.json {
-            let mut j = PacketJson::new(p);
-            j.file = self.files.get(file).cloned();
-            return json_line(out, &j);
+            self.buf.clear();
+            crate::records::write_line(&record, &mut self.buf);
+            return out.write_all(&self.buf);
         }
         self.buf.clear();
         self.lines.push_line(&mut self.buf, p, since);
@@ -392,15 +396,17 @@ impl MessagePrinter {
     /// the capture's first datagram); set [`MessagePrinter::game`] first.
     pub fn wants(&mut self, m: &Message, since: Duration, file: usize) -> bool {
         self.time.seen(m.ts);
+        let file = self.files.get(file).map(String::as_str);
         let record = MessageRecord {
             message: m,
             data_limit: self.data_limit,
             game: self.game.as_deref(),
+            file,
         };
         self.shown.wants(&Since {
             record: &record,
             start: since,
-            file: self.files.get(file).map(String::as_str),
+            file,
         })
     }
 
@@ -412,29 +418,29 @@ impl MessagePrinter {
         file: usize,
         out: &mut dyn Write,
     ) -> io::Result<()> {
+        let file = self.files.get(file).map(String::as_str);
+        let message = MessageRecord {
+            message: m,
+            data_limit: self.data_limit,
+            game: self.game.as_deref(),
+            file,
+        };
         if let Some(x) = &self.shown.export {
-            let message = MessageRecord {
-                message: m,
-                data_limit: self.data_limit,
-                game: self.game.as_deref(),
-            };
             self.row.clear();
             x.push_row(
                 &Since {
                     record: &message,
                     start: since,
-                    file: self.files.get(file).map(String::as_str),
+                    file,
                 },
                 &mut self.row,
             );
             return out.write_all(self.row.as_bytes());
         }
         if self.shown.json {
-            let mut j = MessageJson::new(m, self.data_limit);
-            j.file = self.files.get(file).cloned();
-            j.game = self.game.take();
             self.line.clear();
-            j.write_line(&mut self.line)?;
+            crate::records::write_line(&message, &mut self.line);
+            self.game = None;
             return out.write_all(&self.line);
         }
         let mut line = text::message_line(m, since, &mut self.time, self.pal);

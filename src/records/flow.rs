@@ -58,6 +58,9 @@ impl Keyed for FlowRecord<'_> {
     fn visit(&self, path: &str, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
         super::visit_path::<FlowRecord<'static>>(self, path, f)
     }
+    fn visit_key(&self, path: &[u8], f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
+        super::visit_index::<FlowRecord<'static>>(self, path, f)
+    }
 }
 
 type K = Key<FlowRecord<'static>>;

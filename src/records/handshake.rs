@@ -34,6 +34,9 @@ impl Keyed for HandshakeRecord<'_> {
     fn visit(&self, path: &str, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
         super::visit_path::<HandshakeRecord<'static>>(self, path, f)
     }
+    fn visit_key(&self, path: &[u8], f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
+        super::visit_index::<HandshakeRecord<'static>>(self, path, f)
+    }
 }
 
 type K = Key<HandshakeRecord<'static>>;

@@ -1,26 +1,35 @@
 //! Each record type described once: its keys in JSON order, each with its
 //! name, its type, its doc line and how to read it. From that one
 //! description come the record's NDJSON writer ([`write_line`]), what `-Y`
-//! and `-e` read of it ([`visit_path`], only the keys a filter names), the
+//! and `-e` read of it ([`visit_index`], only the keys a filter names), the
 //! names `raknet-dissect fields` lists (`display::fields::FIELDS`, through
 //! [`paths`]), and the check of docs/json.md's key tables (`tests.rs`).
 //!
 //! To add a key to a record type: one `K::new(name, type, doc, get)` entry
 //! in its `KEYS`, at its place in the JSON order (`.or_null()`, `.skip()`,
-//! `.many()`, `.nested::<N>()` say what JSON shows of it), and a row in its
-//! table in docs/json.md, which a test asks for; the writer, the filters
-//! and `raknet-dissect fields` take it from there. To add a record type: a
-//! struct of what its record is made from, `impl Described` for it (at
-//! `'static`, as [`flow::FlowRecord`], when it borrows) listing its keys,
-//! `impl Keyed` for it (two lines), then its `RecordType` bit in
-//! `display::fields::FIELDS` and its docs/json.md section in `tests.rs`.
+//! `.many()`, `.present(..)`, `.nested::<N>()` say what JSON shows of it),
+//! and a row in its table in docs/json.md, which a test asks for; the
+//! writer, the filters and `raknet-dissect fields` take it from there (a
+//! record written through [`crate::write_keys!`], `message`, also needs
+//! the next index in that call, which fails to compile without it). To add
+//! a record type: a struct of what its record is made from, `impl
+//! Described` for it (at `'static`, as [`flow::FlowRecord`], when it
+//! borrows) listing its keys, `impl Keyed` for it (three lines), then its
+//! `RecordType` bit in `display::fields::FIELDS` (and in its `key_path`)
+//! and its docs/json.md section in `tests.rs`.
 //!
-//! Described so far: `flow` and `handshake` records. The `packet`,
-//! `message` and `game` records are still written by serde and read by
-//! `display::fields::Record` implementations of their own.
+//! A filter or an export names its keys once, when it is compiled: each
+//! name is resolved to a [`KeyPath`] ([`key_path`]), the indices of its
+//! keys, and each record is read at those indices ([`visit_index`]).
+//!
+//! Described so far: `packet`, `message`, `flow` and `handshake` records.
+//! The `game` records are still written by `output::game` and read by
+//! `display::fields::GameRecord`.
 
+pub mod anomaly;
 pub mod flow;
 pub mod handshake;
+pub mod message;
 pub mod packet;
 pub mod value;
 
@@ -62,7 +71,13 @@ pub struct Key<D: Described> {
     /// What filters read instead, when that is more than JSON shows (a
     /// message's whole `data` where JSON has `--data-limit` of it).
     pub filter: Option<Get<D>>,
+    /// For a `many` key: whether the array is there at all (JSON leaves it
+    /// out otherwise, however many values it would hold).
+    pub present: Option<Present<D>>,
 }
+
+/// Whether a record has a key (see [`Key::present`]).
+pub type Present<D> = for<'r, 'a> fn(&'r <D as Described>::Of<'a>) -> bool;
 
 impl<D: Described> Key<D> {
     /// A key with one value, always.
@@ -76,6 +91,7 @@ impl<D: Described> Key<D> {
             nested: None,
             get,
             filter: None,
+            present: None,
         }
     }
 
@@ -100,6 +116,15 @@ impl<D: Described> Key<D> {
     /// Its values are objects described by `N`.
     pub const fn nested<N: Described>(mut self) -> Self {
         self.nested = Some(docs::<N>);
+        self
+    }
+
+    /// An array, left out of the record when `present` says it is not
+    /// there (an empty one is `[]`).
+    pub const fn present(mut self, present: Present<D>) -> Self {
+        self.many = true;
+        self.absent = Absent::Skip;
+        self.present = Some(present);
         self
     }
 
@@ -128,6 +153,12 @@ pub trait Described: Sized + 'static {
     type Of<'a>;
     /// Every key, in JSON order.
     const KEYS: &'static [Key<Self>];
+
+    /// `r` as a JSON object: [`write_object`], or its fast path
+    /// ([`crate::write_keys!`]) for a type written by the million.
+    fn write(r: &Self::Of<'_>, out: &mut Vec<u8>) {
+        write_object::<Self>(r, out);
+    }
 }
 
 /// A described value, whatever its type: what the writer, the filters and
@@ -137,6 +168,8 @@ pub trait Keyed {
     fn write_json(&self, out: &mut Vec<u8>);
     /// Each value at `path` (`c2s.lost`, `steps.step`), as [`visit_path`].
     fn visit(&self, path: &str, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool;
+    /// Each value at the key indices `path`, as [`visit_index`].
+    fn visit_key(&self, path: &[u8], f: &mut dyn FnMut(Value<'_>) -> bool) -> bool;
 }
 
 /// A value with its description.
@@ -144,10 +177,13 @@ pub struct With<'r, 'a, D: Described>(pub &'r D::Of<'a>);
 
 impl<D: Described> Keyed for With<'_, '_, D> {
     fn write_json(&self, out: &mut Vec<u8>) {
-        write_object::<D>(self.0, out);
+        D::write(self.0, out);
     }
     fn visit(&self, path: &str, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
         visit_path::<D>(self.0, path, f)
+    }
+    fn visit_key(&self, path: &[u8], f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
+        visit_index::<D>(self.0, path, f)
     }
 }
 
@@ -168,27 +204,74 @@ pub fn write_object<D: Described>(r: &D::Of<'_>, out: &mut Vec<u8>) {
     out.push(b'{');
     let mut empty = true;
     for k in D::KEYS {
-        let mark = out.len();
-        if !empty {
-            out.push(b',');
-        }
-        // Key names are plain identifiers (a test checks): no escaping.
-        out.push(b'"');
-        out.extend_from_slice(k.name.as_bytes());
-        out.extend_from_slice(b"\":");
-        if write_key(k, r, out) || k.absent != Absent::Skip {
-            empty = false;
-        } else {
-            out.truncate(mark);
-        }
+        write_member::<D, { usize::MAX }>(k, r, out, &mut empty);
     }
     out.push(b'}');
 }
 
+/// The fast path of [`write_object`], for a record type written by the
+/// million (`message`): its key `I`, at an index known when compiled, so
+/// that the key's name, accessor and absence are constants the compiler
+/// folds and inlines, where the loop calls through them (measured:
+/// `messages --json`, 15% slower through the loop). [`crate::write_keys!`] calls
+/// it for each index.
+#[inline(always)]
+pub fn write_at<D: Described, const I: usize>(r: &D::Of<'_>, out: &mut Vec<u8>, empty: &mut bool) {
+    if let Some(k) = D::KEYS.get(I) {
+        write_member::<D, I>(k, r, out, empty);
+    }
+}
+
+/// `r` as a JSON object, as [`write_object`] writes it, through
+/// [`write_at`] for each of the indices given, which must be those of
+/// every key of the type (a compile-time check).
+#[macro_export]
+macro_rules! write_keys {
+    ($d:ty, $r:expr, $out:expr; $($i:literal)*) => {{
+        const _: () = assert!(
+            <$d as $crate::records::Described>::KEYS.len() == [$($i),*].len()
+        );
+        let out: &mut Vec<u8> = $out;
+        out.push(b'{');
+        let mut empty = true;
+        $($crate::records::write_at::<$d, $i>($r, out, &mut empty);)*
+        out.push(b'}');
+    }};
+}
+
+/// Key `k` of `r`, after a comma unless it is the first written, or
+/// nothing when it is left out. `I`, its index for [`write_at`], makes
+/// each key's callback a function of its own, inlined where it is called.
+#[inline(always)]
+fn write_member<D: Described, const I: usize>(
+    k: &Key<D>,
+    r: &D::Of<'_>,
+    out: &mut Vec<u8>,
+    empty: &mut bool,
+) {
+    let mark = out.len();
+    if !*empty {
+        out.push(b',');
+    }
+    // Key names are plain identifiers (a test checks): no escaping.
+    out.push(b'"');
+    out.extend_from_slice(k.name.as_bytes());
+    out.extend_from_slice(b"\":");
+    if write_key::<D, I>(k, r, out) || k.absent != Absent::Skip {
+        *empty = false;
+    } else {
+        out.truncate(mark);
+    }
+}
+
 /// The value(s) of `k` in `r`; whether it had any (without, `null` is
 /// written unless it is left out).
-fn write_key<D: Described>(k: &Key<D>, r: &D::Of<'_>, out: &mut Vec<u8>) -> bool {
+#[inline(always)]
+fn write_key<D: Described, const I: usize>(k: &Key<D>, r: &D::Of<'_>, out: &mut Vec<u8>) -> bool {
     if k.many {
+        if k.present.is_some_and(|present| !present(r)) {
+            return false;
+        }
         out.push(b'[');
         let mut first = true;
         (k.get)(r, &mut |v| {
@@ -232,6 +315,64 @@ pub fn visit_path<D: Described>(
     }
     get(r, &mut |v| match v {
         Value::Object(Obj::Keyed(o)) => o.visit(rest, f),
+        _ => false,
+    })
+}
+
+/// A key path resolved to the indices of its keys, each in the object
+/// the one before holds (`c2s.lost`: `c2s` in the flow record, then
+/// `lost` in its object): what a compiled filter reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeyPath {
+    at: [u8; 7],
+    len: u8,
+}
+
+impl KeyPath {
+    /// The indices, outermost first.
+    pub fn indices(&self) -> &[u8] {
+        &self.at[..usize::from(self.len)]
+    }
+}
+
+/// `path` (`c2s.lost`) in records described by `D`, resolved to key
+/// indices; `None` when a name on it is not a key there (or the path is
+/// deeper than seven keys).
+pub fn key_path<D: Described>(path: &str) -> Option<KeyPath> {
+    let mut keys = docs::<D>();
+    let mut p = KeyPath { at: [0; 7], len: 0 };
+    for (depth, name) in path.split('.').enumerate() {
+        let i = keys.iter().position(|k| k.name == name)?;
+        *p.at.get_mut(depth)? = u8::try_from(i).ok()?;
+        p.len += 1;
+        keys = match keys[i].nested {
+            Some(nested) => nested(),
+            None => Vec::new(),
+        };
+    }
+    Some(p)
+}
+
+/// Each value at the key indices `path` in `r` (from [`key_path`]),
+/// handed to `f` until it returns `true`; returns whether it did. Reads
+/// those keys alone, without a name compared.
+pub fn visit_index<D: Described>(
+    r: &D::Of<'_>,
+    path: &[u8],
+    f: &mut dyn FnMut(Value<'_>) -> bool,
+) -> bool {
+    let Some((k, rest)) = path
+        .split_first()
+        .and_then(|(&i, rest)| Some((D::KEYS.get(usize::from(i))?, rest)))
+    else {
+        return false;
+    };
+    let get = k.filter.unwrap_or(k.get);
+    if rest.is_empty() {
+        return get(r, f);
+    }
+    get(r, &mut |v| match v {
+        Value::Object(Obj::Keyed(o)) => o.visit_key(rest, f),
         _ => false,
     })
 }

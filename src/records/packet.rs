@@ -1,72 +1,361 @@
-//! The objects inside a `packet` record (its frames, a frame's split, a
-//! pong's MOTD), written by serde until the packet record is described.
+//! The `packet` record: one RakNet UDP datagram of a capture (`read`),
+//! with the objects inside it: its frames, a frame's split and a pong's
+//! MOTD (an object whose keys vary by payload: `value::motd_object`).
 
-use serde::Serialize;
+use super::value::{int, visit_addr, visit_display};
+use super::{object, Described, Key, Keyed, Obj, Ty, Value};
+use crate::dissect::{Anomaly, Body, Packet};
+use crate::wire::{Capsule, Datagram, Offline, Split};
 
-use crate::wire::{Capsule, Motd, Split};
-
-/// A split capsule's `{count, id, index}`.
-#[derive(Serialize)]
-pub struct SplitJson {
-    pub count: u32,
-    pub id: u16,
-    pub index: u32,
+/// What a `packet` record is made from.
+pub struct PacketRecord<'a> {
+    pub packet: &'a Packet<'a>,
+    /// The capture file, when several are read.
+    pub file: Option<&'a str>,
 }
 
-impl SplitJson {
-    pub fn new(s: Split) -> Self {
-        SplitJson {
-            count: s.count,
-            id: s.id,
-            index: s.index,
+impl<'a> PacketRecord<'a> {
+    /// An offline message's id, and its fields when it decoded.
+    fn offline(&self) -> Option<(u8, Option<&'a Offline<'a>>)> {
+        match &self.packet.body {
+            Body::Offline { id, msg } => Some((*id, msg.as_ref())),
+            Body::Datagram(_) => None,
+        }
+    }
+    /// The offline message's fields.
+    fn msg(&self) -> Option<&'a Offline<'a>> {
+        self.offline().and_then(|(_, m)| m)
+    }
+    /// A data datagram's capsules (`None`: not a data datagram that decoded).
+    fn capsules(&self) -> Option<&'a [Capsule<'a>]> {
+        match &self.packet.body {
+            Body::Datagram(Some(Datagram::Data(d))) => Some(&d.capsules),
+            _ => None,
         }
     }
 }
 
-/// One capsule of a data datagram.
-#[derive(Serialize)]
-pub struct FrameJson {
-    pub reliability: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reliable_index: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sequence_index: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub order_index: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub channel: Option<u8>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub split: Option<SplitJson>,
-    pub len: usize,
-    /// The message id, for a whole message or a first fragment.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub id: Option<u8>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-}
-
-impl FrameJson {
-    pub fn new(c: &Capsule<'_>) -> Self {
-        let id = c.message_id();
-        FrameJson {
-            reliability: c.reliability.name(),
-            reliable_index: c.reliable_index,
-            sequence_index: c.sequence_index,
-            order_index: c.order_index,
-            channel: c.channel,
-            split: c.split.map(SplitJson::new),
-            len: c.payload.len(),
-            id,
-            name: id.map(|i| crate::wire::message_name(i).into_owned()),
-        }
+impl Keyed for PacketRecord<'_> {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        crate::write_keys!(PacketRecord<'static>, self, out;
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26);
+    }
+    fn visit(&self, path: &str, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
+        super::visit_path::<PacketRecord<'static>>(self, path, f)
+    }
+    fn visit_key(&self, path: &[u8], f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
+        super::visit_index::<PacketRecord<'static>>(self, path, f)
     }
 }
 
-/// A Minecraft MOTD as the `motd` object of a `packet` record: every value a
-/// string, the keys in alphabetical order.
-pub fn motd_object(m: Motd) -> serde_json::Map<String, serde_json::Value> {
-    m.fields
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), serde_json::Value::String(v)))
-        .collect()
+type K = Key<PacketRecord<'static>>;
+
+/// A message id's name, as `name` keys give it.
+fn name(id: u8, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
+    f(Value::Str(&crate::wire::message_name(id)))
+}
+
+impl Described for PacketRecord<'static> {
+    type Of<'a> = PacketRecord<'a>;
+    const KEYS: &'static [K] = &[
+        K::new("type", Ty::Str, "The record type: \"packet\".", |_, f| {
+            f(Value::Str("packet"))
+        }),
+        K::new(
+            "file",
+            Ty::Str,
+            "The capture file, when several are read.",
+            |r, f| r.file.is_some_and(|n| f(Value::Str(n))),
+        )
+        .skip(),
+        K::new(
+            "frame",
+            Ty::Int,
+            "Frame number in the capture, 1-based.",
+            |r, f| int(r.packet.frame, f),
+        ),
+        K::new(
+            "ts",
+            Ty::Float,
+            "Capture time, seconds since the Unix epoch.",
+            |r, f| f(Value::Float(r.packet.ts.as_secs_f64())),
+        ),
+        // Digit by digit, not through Display: measured faster.
+        K::new("src", Ty::Str, "Sender, \"ip:port\".", |r, f| {
+            visit_addr(r.packet.src, f)
+        }),
+        K::new("dst", Ty::Str, "Receiver, \"ip:port\".", |r, f| {
+            visit_addr(r.packet.dst, f)
+        }),
+        K::new("flow", Ty::Int, "Flow id.", |r, f| int(r.packet.flow, f)),
+        K::new("dir", Ty::Str, "c2s or s2c.", |r, f| {
+            f(Value::Str(r.packet.dir.as_str()))
+        }),
+        K::new("kind", Ty::Str, "offline, data, ack or nack.", |r, f| {
+            f(Value::Str(r.packet.kind()))
+        }),
+        K::new("len", Ty::Int, "UDP payload bytes.", |r, f| {
+            int(r.packet.payload.len() as u64, f)
+        }),
+        K::new("id", Ty::Int, "The offline message id.", |r, f| {
+            r.offline().is_some_and(|(i, _)| int(i, f))
+        })
+        .skip()
+        // Filters: the offline id, or else each frame's.
+        .filter(|r, f| match r.offline() {
+            Some((i, _)) => int(i, f),
+            None => r
+                .capsules()
+                .unwrap_or(&[])
+                .iter()
+                .filter_map(Capsule::message_id)
+                .any(|i| int(i, f)),
+        }),
+        K::new("name", Ty::Str, "The offline message name.", |r, f| {
+            r.offline().is_some_and(|(i, _)| name(i, f))
+        })
+        .skip()
+        .filter(|r, f| match r.offline() {
+            Some((i, _)) => name(i, f),
+            None => r
+                .capsules()
+                .unwrap_or(&[])
+                .iter()
+                .filter_map(Capsule::message_id)
+                .any(|i| name(i, f)),
+        }),
+        K::new("protocol", Ty::Int, "RakNet protocol byte.", |r, f| {
+            r.msg()
+                .and_then(Offline::protocol)
+                .is_some_and(|v| int(v, f))
+        })
+        .skip(),
+        K::new(
+            "mtu",
+            Ty::Int,
+            "MTU of an open connection request or reply.",
+            |r, f| r.msg().and_then(Offline::mtu).is_some_and(|v| int(v, f)),
+        )
+        .skip(),
+        K::new("client_guid", Ty::Guid, "Client GUID.", |r, f| {
+            r.msg()
+                .and_then(Offline::client_guid)
+                .is_some_and(|g| f(Value::Guid(g)))
+        })
+        .skip(),
+        K::new("server_guid", Ty::Guid, "Server GUID.", |r, f| {
+            r.msg()
+                .and_then(Offline::server_guid)
+                .is_some_and(|g| f(Value::Guid(g)))
+        })
+        .skip(),
+        K::new(
+            "guid",
+            Ty::Guid,
+            "Sender GUID of an out-of-band message.",
+            |r, f| {
+                r.msg()
+                    .and_then(Offline::sender_guid)
+                    .is_some_and(|g| f(Value::Guid(g)))
+            },
+        )
+        .skip(),
+        K::new("time", Ty::Int, "sendPingTime, ms.", |r, f| {
+            r.msg().and_then(Offline::time).is_some_and(|v| int(v, f))
+        })
+        .skip(),
+        K::new("cookie", Ty::Int, "Security cookie.", |r, f| {
+            r.msg().and_then(Offline::cookie).is_some_and(|v| int(v, f))
+        })
+        .skip(),
+        K::new("security", Ty::Bool, "Security flag.", |r, f| {
+            r.msg()
+                .and_then(Offline::security)
+                .is_some_and(|b| f(Value::Bool(b)))
+        })
+        .skip(),
+        K::new(
+            "address",
+            Ty::Str,
+            "Request 2: the server's address; Reply 2: the client's.",
+            |r, f| {
+                r.msg()
+                    .and_then(Offline::address)
+                    .is_some_and(|a| visit_display(a, f))
+            },
+        )
+        .skip(),
+        K::new(
+            "payload",
+            Ty::Bytes,
+            "Pong or out-of-band payload.",
+            |r, f| {
+                r.msg()
+                    .and_then(Offline::payload)
+                    .is_some_and(|p| f(Value::Bytes(p)))
+            },
+        )
+        .skip(),
+        K::new(
+            "motd",
+            Ty::Object,
+            "Minecraft MOTD of a pong.",
+            |r, f| match r.msg() {
+                Some(m) if m.motd().is_some() => {
+                    m.payload().is_some_and(|p| f(Value::Object(Obj::Motd(p))))
+                }
+                _ => false,
+            },
+        )
+        .skip(),
+        K::new(
+            "seq",
+            Ty::Int,
+            "datagramNumber of a data datagram.",
+            |r, f| match &r.packet.body {
+                Body::Datagram(Some(Datagram::Data(d))) => int(d.seq, f),
+                _ => false,
+            },
+        )
+        .skip(),
+        K::new(
+            "frames",
+            Ty::Object,
+            "The capsules of a data datagram.",
+            |r, f| {
+                r.capsules()
+                    .unwrap_or(&[])
+                    .iter()
+                    .any(|c| object::<FrameOf>(&FrameOf(c), f))
+            },
+        )
+        .present(|r| r.capsules().is_some())
+        .nested::<FrameOf>(),
+        K::new(
+            "ranges",
+            Ty::Ranges,
+            "Datagram numbers an ACK or NACK covers.",
+            |r, f| match &r.packet.body {
+                Body::Datagram(Some(Datagram::Ack(l) | Datagram::Nack(l))) => {
+                    l.ranges.iter().any(|x| f(Value::Range(x.min, x.max)))
+                }
+                _ => false,
+            },
+        )
+        .present(|r| {
+            matches!(
+                &r.packet.body,
+                Body::Datagram(Some(Datagram::Ack(_) | Datagram::Nack(_)))
+            )
+        }),
+        K::new(
+            "anomalies",
+            Ty::Object,
+            "Findings of the dissector and the mirror.",
+            |r, f| r.packet.anomalies.iter().any(|a| object::<Anomaly>(a, f)),
+        )
+        .many()
+        .nested::<Anomaly>(),
+    ];
+}
+
+/// One capsule of a data datagram (an object of `frames`).
+pub struct FrameOf<'a>(pub &'a Capsule<'a>);
+
+type FK = Key<FrameOf<'static>>;
+
+impl Described for FrameOf<'static> {
+    type Of<'a> = FrameOf<'a>;
+    fn write(r: &FrameOf<'_>, out: &mut Vec<u8>) {
+        // Key by key at constant indices: a frame or more per packet.
+        crate::write_keys!(FrameOf<'static>, r, out; 0 1 2 3 4 5 6 7 8);
+    }
+    const KEYS: &'static [FK] = &[
+        FK::new(
+            "reliability",
+            Ty::Str,
+            "Each frame's reliability.",
+            |c, f| f(Value::Str(c.0.reliability.name())),
+        ),
+        FK::new(
+            "reliable_index",
+            Ty::Int,
+            "Each frame's reliableMessageNumber.",
+            |c, f| c.0.reliable_index.is_some_and(|v| int(v, f)),
+        )
+        .skip(),
+        FK::new(
+            "sequence_index",
+            Ty::Int,
+            "Each frame's sequencingIndex.",
+            |c, f| c.0.sequence_index.is_some_and(|v| int(v, f)),
+        )
+        .skip(),
+        FK::new(
+            "order_index",
+            Ty::Int,
+            "Each frame's orderingIndex.",
+            |c, f| c.0.order_index.is_some_and(|v| int(v, f)),
+        )
+        .skip(),
+        FK::new(
+            "channel",
+            Ty::Int,
+            "Each frame's ordering channel.",
+            |c, f| c.0.channel.is_some_and(|v| int(v, f)),
+        )
+        .skip(),
+        FK::new(
+            "split",
+            Ty::Object,
+            "Each split frame's {count, id, index}.",
+            |c, f| c.0.split.as_ref().is_some_and(|s| object::<Split>(s, f)),
+        )
+        .skip()
+        .nested::<Split>(),
+        FK::new("len", Ty::Int, "Bytes of each frame's payload.", |c, f| {
+            int(c.0.payload.len() as u64, f)
+        }),
+        FK::new(
+            "id",
+            Ty::Int,
+            "Each frame's message id (whole messages and first fragments).",
+            |c, f| c.0.message_id().is_some_and(|i| int(i, f)),
+        )
+        .skip(),
+        FK::new("name", Ty::Str, "Each frame's message name.", |c, f| {
+            c.0.message_id().is_some_and(|i| name(i, f))
+        })
+        .skip(),
+    ];
+}
+
+type SK = Key<Split>;
+
+/// A split frame's `split` object.
+impl Described for Split {
+    type Of<'a> = Split;
+    fn write(r: &Split, out: &mut Vec<u8>) {
+        crate::write_keys!(Split, r, out; 0 1 2);
+    }
+    const KEYS: &'static [SK] = &[
+        SK::new(
+            "count",
+            Ty::Int,
+            "splitPacketCount of each split frame.",
+            |s, f| int(s.count, f),
+        ),
+        SK::new(
+            "id",
+            Ty::Int,
+            "splitPacketId of each split frame.",
+            |s, f| int(s.id, f),
+        ),
+        SK::new(
+            "index",
+            Ty::Int,
+            "splitPacketIndex of each split frame.",
+            |s, f| int(s.index, f),
+        ),
+    ];
 }

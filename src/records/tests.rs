@@ -2,6 +2,8 @@ use serde::Serialize;
 
 use super::flow::{FlowRecord, Rtt};
 use super::handshake::{HandshakeRecord, StepOf};
+use super::message::MessageRecord;
+use super::packet::{FrameOf, PacketRecord};
 use super::value::int;
 use super::*;
 use crate::mirror::DirStats;
@@ -220,6 +222,8 @@ fn key_names_need_no_escaping_and_paths_are_unique() {
     for (record, keys) in [
         ("flow", paths::<FlowRecord<'static>>()),
         ("handshake", paths::<HandshakeRecord<'static>>()),
+        ("message", paths::<MessageRecord<'static>>()),
+        ("packet", paths::<PacketRecord<'static>>()),
     ] {
         for (i, (name, _)) in keys.iter().enumerate() {
             assert!(
@@ -245,7 +249,7 @@ fn json_type(k: &KeyDoc) -> String {
         Ty::Bytes => ("string (hex)", "strings (hex)"),
         Ty::Bool => ("bool", "bools"),
         Ty::Object => ("object", "objects"),
-        Ty::Ranges => ("array of `[min, max]`", "ranges"),
+        Ty::Ranges => ("array of `[min, max]`", "`[min, max]`"),
         Ty::Any => ("any", "any"),
     };
     match (k.many, k.absent) {
@@ -365,6 +369,8 @@ fn docs_json_md_lists_the_described_keys() {
     for (record, keys) in [
         ("flow", docs::<FlowRecord<'static>>()),
         ("handshake", docs::<HandshakeRecord<'static>>()),
+        ("message", docs::<MessageRecord<'static>>()),
+        ("packet", docs::<PacketRecord<'static>>()),
     ] {
         let all = tables(record);
         let mut rest = all.iter().skip(1);
@@ -375,4 +381,100 @@ fn docs_json_md_lists_the_described_keys() {
     assert_eq!(docs::<DirStats>().len(), 14);
     assert_eq!(docs::<StepOf<'static>>().len(), 5);
     assert_eq!(docs::<Rtt>().len(), 4);
+    assert_eq!(docs::<crate::dissect::Anomaly>().len(), 2);
+    assert_eq!(docs::<FrameOf<'static>>().len(), 9);
+    assert_eq!(docs::<crate::wire::Split>().len(), 3);
+}
+
+#[test]
+fn every_path_resolves_to_key_indices_that_read_it() {
+    fn each<D: Described>(record: &str) {
+        for (name, _) in paths::<D>() {
+            let p = key_path::<D>(&name).unwrap_or_else(|| panic!("{record}: {name}"));
+            assert_eq!(
+                p.indices().len(),
+                name.split('.').count(),
+                "{record}: {name}"
+            );
+        }
+    }
+    each::<FlowRecord<'static>>("flow");
+    each::<HandshakeRecord<'static>>("handshake");
+    each::<MessageRecord<'static>>("message");
+    each::<PacketRecord<'static>>("packet");
+    each::<Sample>("sample");
+    // The same values by name and by indices.
+    let r = Sample {
+        n: 1,
+        x: 2.5,
+        s: "s".into(),
+        g: None,
+        b: vec![],
+        list: vec![3, 4],
+        inner: Some(Inner {
+            k: 5,
+            items: vec![Inner2 { v: "a" }, Inner2 { v: "b" }],
+        }),
+        flag: false,
+        none: None,
+        gone: None,
+    };
+    for path in [
+        "n",
+        "list",
+        "inner",
+        "inner.k",
+        "inner.items",
+        "inner.items.v",
+        "gone",
+    ] {
+        let text = |by_index: bool| {
+            let mut seen = Vec::new();
+            let mut f = |v: Value<'_>| {
+                seen.push(format!("{v:?}"));
+                false
+            };
+            if by_index {
+                let p = key_path::<Sample>(path).unwrap();
+                visit_index::<Sample>(&r, p.indices(), &mut f);
+            } else {
+                visit_path::<Sample>(&r, path, &mut f);
+            }
+            seen.join(",")
+        };
+        assert_eq!(text(true), text(false), "{path}");
+    }
+    assert!(key_path::<Sample>("inner.nope").is_none());
+    assert!(key_path::<Sample>("n.deeper").is_none());
+    assert!(!visit_index::<Sample>(&r, &[200], &mut |_| true));
+}
+
+#[test]
+fn addresses_as_display_writes_them() {
+    use std::net::SocketAddr;
+    let text = |a: SocketAddr| {
+        let mut seen = String::new();
+        value::visit_addr(a, &mut |v| {
+            if let Value::Str(s) = v {
+                seen = s.to_string();
+            }
+            true
+        });
+        seen
+    };
+    for a in [
+        "0.0.0.0:0",
+        "127.0.0.1:19132",
+        "255.255.255.255:65535",
+        "10.0.9.100:1",
+        "[::1]:19132",
+        "[fe80::1%2]:7",
+    ] {
+        let a: SocketAddr = a.parse().unwrap();
+        assert_eq!(text(a), a.to_string());
+    }
+    for n in (0..=65535u32).step_by(7) {
+        let a = SocketAddr::from(([n as u8, (n >> 8) as u8, 0, 9], n as u16));
+        assert_eq!(text(a), a.to_string());
+    }
 }
