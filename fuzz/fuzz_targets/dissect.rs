@@ -5,7 +5,8 @@
 use libfuzzer_sys::fuzz_target;
 use raknet_dissect::capture::UdpDatagram;
 use raknet_dissect::dissect::{Dissector, Options};
-use raknet_dissect::output::{json::PacketJson, text};
+use raknet_dissect::output::text;
+use raknet_dissect::records::{packet::PacketRecord, write_line};
 use std::time::Duration;
 
 fuzz_target!(|data: &[u8]| {
@@ -24,7 +25,12 @@ fuzz_target!(|data: &[u8]| {
         ..Options::default()
     });
     if let Some(p) = dis.dissect(&d) {
-        let _ = serde_json::to_string(&PacketJson::new(&p));
+        let mut json = Vec::new();
+        let record = PacketRecord {
+            packet: &p,
+            file: None,
+        };
+        write_line(&record, &mut json);
         let _ = text::line(&p, Duration::ZERO, text::Palette { enabled: true });
         if let Some(t) = &p.trace {
             let _ = text::tree(&p, t);

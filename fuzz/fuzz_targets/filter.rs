@@ -5,7 +5,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use raknet_dissect::capture::UdpDatagram;
-use raknet_dissect::display::{DisplayFilter, FieldExport, RecordType, FIELDS};
+use raknet_dissect::display::{DisplayFilter, FieldExport, PacketRecord, RecordType, FIELDS};
 use raknet_dissect::dissect::{Dissector, Options};
 use std::time::Duration;
 
@@ -28,6 +28,10 @@ fuzz_target!(|data: &[u8]| {
         ..Options::default()
     });
     if let Some(p) = dis.dissect(&d) {
+        let p = PacketRecord {
+            packet: &p,
+            file: None,
+        };
         if let Ok(f) = &filter {
             let _ = f.matches(&p);
         }

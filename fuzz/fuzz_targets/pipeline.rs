@@ -15,7 +15,9 @@ use raknet_dissect::bedrock::{Detect, Game, Keys};
 use raknet_dissect::capture::CaptureReader;
 use raknet_dissect::mirror::handshake::HandshakeTracker;
 use raknet_dissect::mirror::{Mirror, MirrorConfig};
-use raknet_dissect::output::json::{MessageJson, PacketJson};
+use raknet_dissect::records::message::MessageRecord;
+use raknet_dissect::records::packet::PacketRecord;
+
 use raknet_dissect::output::text::{self, Palette, TimeColumn, TimeFormat};
 use raknet_dissect::pipeline::{Input, Item, Next, Pipeline, PipelineOptions};
 use raknet_dissect::records::{flow::FlowRecord, write_line};
@@ -44,7 +46,9 @@ fuzz_target!(|data: &[u8]| {
         } = item
         {
             let _ = text::line(packet, since, pal);
-            let _ = serde_json::to_string(&PacketJson::new(packet));
+            let mut json = Vec::new();
+            let record = PacketRecord { packet, file: None };
+            write_line(&record, &mut json);
             if let Some(t) = &packet.trace {
                 let _ = text::tree(packet, t);
             }
@@ -53,7 +57,13 @@ fuzz_target!(|data: &[u8]| {
             plot.observe(packet, obs, since);
             for m in &obs.messages {
                 let _ = text::message_line(m, since, &mut time, pal);
-                let _ = serde_json::to_string(&MessageJson::new(m, Some(64)));
+                let record = MessageRecord {
+                    message: m,
+                    data_limit: Some(64),
+                    game: None,
+                    file: None,
+                };
+                write_line(&record, &mut json);
                 let _ = game.message(m);
             }
             game.packet(packet);

@@ -16,9 +16,14 @@ use raknet_dissect::bedrock::server::GameServer;
 /// The peers before the login, made once: key generation would be most of
 /// each execution.
 static FRESH: LazyLock<(GameClient, GameServer)> = LazyLock::new(|| {
-    let c = GameClient::with_player("1.26.45", Player::new("Steve").expect("randomness"), "127.0.0.1:19132")
-        .expect("the client is made");
-    let s = GameServer::with_key("1.26.45", KeyPair::generate().expect("randomness")).expect("the server is made");
+    let c = GameClient::with_player(
+        "1.26.45",
+        Player::new("Steve").expect("randomness"),
+        "127.0.0.1:19132",
+    )
+    .expect("the client is made");
+    let s = GameServer::with_key("1.26.45", KeyPair::generate().expect("randomness"))
+        .expect("the server is made");
     (c, s)
 });
 
