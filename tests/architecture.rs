@@ -26,6 +26,23 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// Every file under src/: its path from src/ (`peer/mod.rs`) and its text.
+fn sources() -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    files
+        .iter()
+        .map(|f| {
+            let rel = f
+                .strip_prefix(src())
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            (rel, std::fs::read_to_string(f).unwrap())
+        })
+        .collect()
+}
+
 /// The module path of a file: `src/cli/peer.rs` is `["cli", "peer"]`.
 fn module_of(file: &Path) -> Vec<String> {
     let rel = file.strip_prefix(src()).expect("a file under src/");
@@ -297,13 +314,10 @@ fn the_path_reader_expands_groups() {
 /// would make a valid filter an error.
 #[test]
 fn every_anomaly_kind_raised_is_listed() {
-    let mut files = Vec::new();
-    rust_files(&src(), &mut files);
     let raised =
         regex_lite::Regex::new(r#"(?:\banomaly\(\s*|Anomaly \{\s*kind:\s*)"([a-z_]+)""#).unwrap();
     let mut seen = BTreeSet::new();
-    for f in &files {
-        let text = std::fs::read_to_string(f).unwrap();
+    for (_, text) in sources() {
         for c in raised.captures_iter(&text) {
             seen.insert(c[1].to_string());
         }
@@ -328,22 +342,15 @@ fn unsafe_only_at_the_os_edge() {
         "src/lib.rs denies unsafe_code"
     );
     let word = regex_lite::Regex::new(r"\bunsafe\b|allow\(unsafe_code\)").unwrap();
-    let mut files = Vec::new();
-    rust_files(&src(), &mut files);
+    let files = sources();
     assert!(
         files.len() > 50,
         "the scan found only {} files",
         files.len()
     );
     let mut found = Vec::new();
-    for f in &files {
-        let rel = f
-            .strip_prefix(src())
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
-        let text = code(&std::fs::read_to_string(f).unwrap());
-        if word.is_match(&text) && !ALLOWED.contains(&rel.as_str()) {
+    for (rel, text) in files {
+        if word.is_match(&code(&text)) && !ALLOWED.contains(&rel.as_str()) {
             found.push(rel);
         }
     }
@@ -360,20 +367,13 @@ fn only_the_binary_prints_on_stderr_or_exits() {
     const NOT_YET: [&str; 3] = ["peer/printer.rs", "peer/mod.rs", "output/manpages.rs"];
     // Test code prints what a failing test saw.
     const TESTS: [&str; 1] = ["session/pair_tests.rs"];
-    let mut files = Vec::new();
-    rust_files(&src(), &mut files);
     let prints = regex_lite::Regex::new(r"\beprintln!|\beprint!|process::exit\(").unwrap();
     let mut found = BTreeSet::new();
-    for f in &files {
-        let rel = f
-            .strip_prefix(src())
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
+    for (rel, text) in sources() {
         if rel.starts_with("cli/") || rel == "main.rs" || TESTS.contains(&rel.as_str()) {
             continue;
         }
-        if prints.is_match(&code(&std::fs::read_to_string(f).unwrap())) {
+        if prints.is_match(&code(&text)) {
             found.insert(rel);
         }
     }

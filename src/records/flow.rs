@@ -3,7 +3,7 @@
 //! Bedrock flow, its game session.
 
 use super::value::{int, visit_display};
-use super::{object, Described, Key, Keyed, Ty, Value};
+use super::{object, Described, Key, Ty, Value};
 use crate::bedrock::{GameSummary, PerDir};
 use crate::dissect::Dir;
 use crate::mirror::{DirStats, FlowMirror};
@@ -51,17 +51,7 @@ pub struct Rtt {
     pub samples: usize,
 }
 
-impl Keyed for FlowRecord<'_> {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        super::write_object::<FlowRecord<'static>>(self, out);
-    }
-    fn visit(&self, path: &str, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
-        super::visit_path::<FlowRecord<'static>>(self, path, f)
-    }
-    fn visit_key(&self, path: &[u8], f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
-        super::visit_index::<FlowRecord<'static>>(self, path, f)
-    }
-}
+keyed!(FlowRecord);
 
 type K = Key<FlowRecord<'static>>;
 

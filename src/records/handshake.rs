@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::value::{int, visit_display};
-use super::{object, Described, Key, Keyed, Ty, Value};
+use super::{object, Described, Key, Ty, Value};
 use crate::mirror::handshake::{Attempt, Step};
 
 /// What a `handshake` record is made from.
@@ -27,17 +27,7 @@ impl<'a> HandshakeRecord<'a> {
     }
 }
 
-impl Keyed for HandshakeRecord<'_> {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        super::write_object::<HandshakeRecord<'static>>(self, out);
-    }
-    fn visit(&self, path: &str, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
-        super::visit_path::<HandshakeRecord<'static>>(self, path, f)
-    }
-    fn visit_key(&self, path: &[u8], f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
-        super::visit_index::<HandshakeRecord<'static>>(self, path, f)
-    }
-}
+keyed!(HandshakeRecord);
 
 type K = Key<HandshakeRecord<'static>>;
 

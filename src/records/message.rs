@@ -2,7 +2,7 @@
 //! (`messages`), after de-duplication, split reassembly and ordering.
 
 use super::value::int;
-use super::{object, Described, Key, Keyed, Ty, Value};
+use super::{object, Described, Key, Ty, Value};
 use crate::dissect::Anomaly;
 use crate::mirror::Message;
 
@@ -29,18 +29,12 @@ impl MessageRecord<'_> {
     }
 }
 
-impl Keyed for MessageRecord<'_> {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        // Key by key at constant indices: write_object's fast path.
-        crate::write_keys!(MessageRecord<'static>, self, out; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14);
-    }
-    fn visit(&self, path: &str, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
-        super::visit_path::<MessageRecord<'static>>(self, path, f)
-    }
-    fn visit_key(&self, path: &[u8], f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
-        super::visit_index::<MessageRecord<'static>>(self, path, f)
-    }
-}
+// Key by key at constant indices: write_object's fast path.
+keyed!(
+    MessageRecord,
+    |r, out| crate::write_keys!(MessageRecord<'static>, r, out;
+    0 1 2 3 4 5 6 7 8 9 10 11 12 13 14)
+);
 
 type K = Key<MessageRecord<'static>>;
 

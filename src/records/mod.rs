@@ -26,6 +26,31 @@
 //! The `game` records are still written by `output::game` and read by
 //! `display::fields::GameRecord`.
 
+/// `impl Keyed` for record type `$t`, read through its description
+/// (`Described` at `'static`); written by `write_object`, or by `$write`
+/// (`|record, out| ...`: a generated fast path).
+macro_rules! keyed {
+    ($t:ident) => {
+        keyed!($t, |r, out| $crate::records::write_object::<$t<'static>>(
+            r, out
+        ));
+    };
+    ($t:ident, |$r:ident, $out:ident| $write:expr) => {
+        impl $crate::records::Keyed for $t<'_> {
+            fn write_json(&self, $out: &mut Vec<u8>) {
+                let $r = self;
+                $write
+            }
+            fn visit(&self, path: &str, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
+                $crate::records::visit_path::<$t<'static>>(self, path, f)
+            }
+            fn visit_key(&self, path: &[u8], f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
+                $crate::records::visit_index::<$t<'static>>(self, path, f)
+            }
+        }
+    };
+}
+
 pub mod anomaly;
 pub mod flow;
 pub mod handshake;

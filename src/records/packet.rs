@@ -3,7 +3,7 @@
 //! MOTD (an object whose keys vary by payload: `value::motd_object`).
 
 use super::value::{int, visit_addr, visit_display};
-use super::{object, Described, Key, Keyed, Obj, Ty, Value};
+use super::{object, Described, Key, Obj, Ty, Value};
 use crate::dissect::{Anomaly, Body, Packet};
 use crate::wire::{Capsule, Datagram, Offline, Split};
 
@@ -35,18 +35,11 @@ impl<'a> PacketRecord<'a> {
     }
 }
 
-impl Keyed for PacketRecord<'_> {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        crate::write_keys!(PacketRecord<'static>, self, out;
-            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26);
-    }
-    fn visit(&self, path: &str, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
-        super::visit_path::<PacketRecord<'static>>(self, path, f)
-    }
-    fn visit_key(&self, path: &[u8], f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
-        super::visit_index::<PacketRecord<'static>>(self, path, f)
-    }
-}
+keyed!(
+    PacketRecord,
+    |r, out| crate::write_keys!(PacketRecord<'static>, r, out;
+    0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26)
+);
 
 type K = Key<PacketRecord<'static>>;
 
