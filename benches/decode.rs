@@ -14,9 +14,9 @@ use raknet_dissect::bedrock::{Detect, Game, GameEvent};
 use raknet_dissect::capture::{CaptureReader, UdpDatagram};
 use raknet_dissect::dissect::{Dissector, Options};
 use raknet_dissect::mirror::{Message, Mirror, MirrorConfig};
-use raknet_dissect::output::game::GameJson;
 use raknet_dissect::output::text;
 use raknet_dissect::pipeline::{Input, Item, Next, Pipeline};
+use raknet_dissect::records::game::GameRecord;
 use raknet_dissect::records::packet::PacketRecord;
 use raknet_dissect::wire::{offline_id, Datagram, Offline, Reader};
 
@@ -89,8 +89,8 @@ fn bench_game(c: &mut Criterion) {
                 let mut game = Game::new(Detect::Auto, keys.clone());
                 for m in &messages {
                     for e in game.message(m).into_iter().flatten() {
-                        if let GameEvent::Packet(p) = &e {
-                            GameJson::new(p, m, None).write_line(&mut sink).unwrap();
+                        if let GameEvent::Packet(_) = &e {
+                            raknet_dissect::records::write_line(&GameRecord::new(m, &e), &mut sink);
                         }
                     }
                 }

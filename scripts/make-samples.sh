@@ -13,6 +13,8 @@
 #     SKIP_LOSSY=1    skip lossy.pcap
 #     LOSSY_SEED=15   relay seed for lossy.pcap; LOSSY_ATTEMPTS=8: runs tried until one
 #                     delivers every reliable message (see lossy.pcap in samples/README.md)
+#     SKIP_NETHERNET=1  skip nethernet-join.* (needs aiortc in target/venv, installed
+#                     with pip when missing, or NETHERNET_PYTHON = a python with aiortc)
 #     SKIP_CHECK=1    skip the tshark summary at the end
 #
 # What it writes (see samples/README.md):
@@ -40,6 +42,11 @@
 #                                          IPv6 loopback, port 19134); ipv6.expected.json,
 #                                          printout ipv6.txt. The original library's PyPI
 #                                          build has no IPv6 support.
+#     nethernet-join.pcap                  NetherNet: scripts/nethernet_peers.py (aiortc) run
+#                                          by scripts/nethernet-capture.sh, signaling port
+#                                          19760, 2000-byte segments; key log
+#                                          nethernet-join.keylog, ground truth
+#                                          nethernet-join.truth.jsonl
 #
 # Every step is bounded in time (timeout on each peer run and each capture); the
 # script is rerunnable: it overwrites its outputs and nothing else.
@@ -256,6 +263,22 @@ if [ -n "$MC_PAIR" ]; then
         stop_captures
     else
         say "no IPv6 loopback (::1): ipv6.pcap not remade"
+    fi
+fi
+
+# --- 8. nethernet-join.*: a NetherNet session between aiortc peers ----------------------
+if [ -z "${SKIP_NETHERNET:-}" ]; then
+    NPY=${NETHERNET_PYTHON:-$ROOT/target/venv/bin/python}
+    if ! "$NPY" -c 'import aiortc' 2>/dev/null && [ -z "${NETHERNET_PYTHON:-}" ]; then
+        say "installing aiortc into target/venv"
+        [ -x "$NPY" ] || python3 -m venv "$ROOT/target/venv"
+        timeout 300 "$ROOT/target/venv/bin/pip" install --quiet 'aiortc==1.16.0' || true
+    fi
+    if "$NPY" -c 'import aiortc' 2>/dev/null; then
+        say "nethernet-join.pcap (aiortc NetherNet peers, signaling port 19760)"
+        NETHERNET_PYTHON=$NPY SEGMENT=2000 timeout 120 "$ROOT/scripts/nethernet-capture.sh" "$OUT" 19760 >/dev/null
+    else
+        say "$NPY cannot import aiortc: nethernet-join.* not remade"
     fi
 fi
 

@@ -29,16 +29,18 @@ use crate::wire::datagram::FLAG_VALID;
 
 use crate::wire::{Connected, Datagram, Offline, Reader, Spare, Trace};
 pub use heuristic::{looks_like_raknet, parse_decode_as};
-pub use owned::{OwnedPacket, Shell, SpentPackets};
+pub(crate) use owned::{OwnedPacket, Shell, SpentPackets};
 pub use types::*;
 
 use roles::{dir_of, is_internal, learn_offline, learn_roles, sender_is_client};
 use table::{key, FlowHashBuilder, FlowKey};
 
+/// What the dissector takes for RakNet, and how much it keeps.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// Ports forced to RakNet (`-d`).
     pub ports: Vec<u16>,
+    /// Take a flow for RakNet when a datagram of it parses strictly to its end.
     pub heuristics: bool,
     /// Build the `-V` field tree.
     pub trace: bool,
@@ -72,6 +74,7 @@ pub struct Dissector {
 }
 
 impl Dissector {
+    /// An empty flow table.
     pub fn new(opts: Options) -> Self {
         Dissector {
             opts,
@@ -85,22 +88,23 @@ impl Dissector {
 
     /// Hand a packet back when done with it: its lists are reused for the
     /// next one, which saves an allocation per datagram.
-    pub fn recycle(&mut self, p: Packet<'_>) {
+    pub(crate) fn recycle(&mut self, p: Packet<'_>) {
         if let Body::Datagram(Some(d)) = p.body {
             self.spare.keep(d);
         }
     }
 
-    pub fn stats(&self) -> &DissectStats {
+    pub(crate) fn stats(&self) -> &DissectStats {
         &self.stats
     }
 
-    pub fn flow(&self, a: SocketAddr, b: SocketAddr) -> Option<&Flow> {
+    pub(crate) fn flow(&self, a: SocketAddr, b: SocketAddr) -> Option<&Flow> {
         self.flows.get(&key(a, b))
     }
 
     /// Flows currently held, by id.
-    pub fn flows(&self) -> Vec<&Flow> {
+    #[cfg(test)]
+    pub(crate) fn flows(&self) -> Vec<&Flow> {
         let mut v: Vec<&Flow> = self.flows.values().collect();
         v.sort_by_key(|f| f.id);
         v
@@ -146,7 +150,6 @@ impl Dissector {
         &mut self,
         d: &UdpDatagram,
         flow_key: FlowKey,
-        detection: Detection,
         client_is_src: Option<bool>,
     ) -> &mut Flow {
         // Sweep before taking the entry: the table may exceed its bound by the one flow added last.
@@ -173,12 +176,10 @@ impl Dissector {
                     client,
                     server,
                     roles_known: client_is_src.is_some(),
-                    detection,
                     protocol: None,
                     mtu: None,
                     client_guid: None,
                     server_guid: None,
-                    first_seen: d.ts,
                     last_seen: d.ts,
                     packets: 0,
                 })
@@ -228,12 +229,7 @@ impl Dissector {
                     None
                 }
             };
-            let flow = self.flow_mut(
-                d,
-                key(d.src, d.dst),
-                Detection::Handshake,
-                sender_is_client(id),
-            );
+            let flow = self.flow_mut(d, key(d.src, d.dst), sender_is_client(id));
             if let Some(m) = &msg {
                 learn_offline(flow, m);
             }
@@ -294,7 +290,7 @@ impl Dissector {
             let (flow_id, dir) = match seen {
                 Some(s) => s,
                 None => {
-                    let flow = self.flow_mut(d, flow_key, detection, None);
+                    let flow = self.flow_mut(d, flow_key, None);
                     (flow.id, dir_of(flow, d.src))
                 }
             };
@@ -382,7 +378,7 @@ impl Dissector {
                 None => s,
             },
             (None, c) => {
-                let flow = self.flow_mut(d, flow_key, detection, c);
+                let flow = self.flow_mut(d, flow_key, c);
                 (flow.id, dir_of(flow, d.src))
             }
         };

@@ -11,13 +11,13 @@
 //! | [`dissect`] | finding RakNet flows, decoding their datagrams | [`dissect::Dissector`] |
 //! | [`session`] | the sans-IO reliability layer (receive and send halves) | [`session::Connection`] |
 //! | [`mirror`] | each flow's receive state as each side saw it: messages, loss, RTT | [`mirror::Mirror`] |
-//! | [`pipeline`] | capture files → dissector → mirror, one packet at a time | [`pipeline::Pipeline`] |
+//! | [`pipeline`] | capture files → dissector → mirror, one packet at a time; a run's notes, progress and outcome | [`pipeline::Pipeline`], [`pipeline::drive::Reading`] |
 //! | [`bedrock`] | the Minecraft Bedrock game layer in 0xFE messages: batches, keys, game packets | [`bedrock::Game`] |
 //! | [`analysis`] | statistics and time series computed from the mirror, plain types | [`analysis::stats::Stats`], [`analysis::plot::Collector`] |
-//! | [`display`] | `-Y` display filters, `-T fields` export, the record printers | [`display::DisplayFilter`], [`display::print::PacketPrinter`] |
-//! | [`output`] | formatters only: lines, trees, tables, NDJSON records | [`output::json::IcmpJson`] |
-//! | [`records`] | each record type's keys described once: the JSON writer, the filters' reading, `fields` | [`records::Described`] |
-//! | [`peer`] | UDP sockets around `session`: a client, a server, the live commands | [`peer::run`], [`peer::printer::Printer`] |
+//! | [`display`] | `-Y` display filters, `-T fields` export, the record printers; the capture commands as calls | [`display::run`], [`display::DisplayFilter`], [`display::print::PacketPrinter`] |
+//! | [`output`] | formatters only: lines, trees, tables, NDJSON records | [`output::json::PlotFlowJson`] |
+//! | [`records`] | each record type's keys described once: the JSON writer, the filters' reading, `fields`, `export`'s columns; the live commands' records | [`records::Described`] |
+//! | [`peer`] | UDP sockets around `session`: a client, a server, the live commands reporting records and an outcome | [`peer::run`], [`peer::run::Report`] |
 //! | [`replay`] | a captured session played again to a live server | [`replay::run::load`] |
 //!
 //! `examples/flow_loss.rs` opens a capture and prints each flow's loss and
@@ -25,18 +25,29 @@
 
 // `unsafe` only at the OS edge, allowed where libc is called (tests/architecture.rs checks).
 #![deny(unsafe_code)]
+// Every public item is documented. The layers marked `allow(missing_docs)`
+// below are not yet: this list only shrinks (tests/architecture.rs checks).
+#![warn(missing_docs)]
 
 pub mod analysis;
 pub mod bedrock;
 pub mod capture;
+#[allow(missing_docs)]
 pub mod display;
 pub mod dissect;
 pub mod mirror;
+#[allow(missing_docs)]
+pub mod nethernet;
+#[allow(missing_docs)]
 pub mod output;
+#[allow(missing_docs)]
 pub mod peer;
+#[allow(missing_docs)]
 pub mod pipeline;
 pub mod random;
+#[allow(missing_docs)]
 pub mod records;
+#[allow(missing_docs)]
 pub mod replay;
 pub mod session;
 pub mod wire;

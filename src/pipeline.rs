@@ -40,6 +40,7 @@ use crate::mirror::{Mirror, Observation};
 pub mod drive;
 pub mod notes;
 pub mod ordered;
+pub mod progress;
 pub mod separate;
 
 /// Files merged by time are each read on a thread of their own when there
@@ -198,6 +199,15 @@ pub fn threads(asked: Option<u16>, paths: &[PathBuf]) -> usize {
     asked.map_or_else(cores, usize::from)
 }
 
+/// Whether `e` is the reader of the output going away (`| head`): not an
+/// error for a command that prints.
+pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 /// The file names records carry: none for one file.
 pub fn file_names(paths: &[PathBuf]) -> Vec<String> {
     if paths.len() < 2 {
@@ -211,6 +221,25 @@ pub fn file_names(paths: &[PathBuf]) -> Vec<String> {
 pub struct FileError {
     pub file: usize,
     pub error: CaptureError,
+}
+
+/// How a capture run ended, for its caller to report (the command line
+/// gives each its exit code). Every line of it was said through the run's
+/// [`notes::Notes`] already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadOutcome {
+    /// Every file was read to its end.
+    Read,
+    /// A mistake in what the run was asked: no file given, a `--flow` the
+    /// capture does not have.
+    Usage,
+    /// A file could not be opened, or is not a capture (the others were
+    /// still read).
+    BadFile,
+    /// A file is malformed past some point: everything before it was read.
+    Malformed,
+    /// A file was cut short: everything before the cut was read.
+    CutShort,
 }
 
 /// How a run ended.
@@ -302,19 +331,17 @@ impl Ended {
         lines
     }
 
-    /// The command line's exit code for how the files were read: 3 for a
-    /// file that could not be read, 9 for one malformed past a point, 5 for
-    /// one cut short, else 0.
-    pub fn exit_code(&self) -> u8 {
-        use crate::output::exit::*;
+    /// How the files were read, the worst first: a file that could not be
+    /// read, one malformed past a point, one cut short, else all of them.
+    pub fn outcome(&self) -> ReadOutcome {
         if !self.unreadable.is_empty() {
-            EXIT_BAD_FILE
+            ReadOutcome::BadFile
         } else if self.malformed() {
-            EXIT_MALFORMED
+            ReadOutcome::Malformed
         } else if !self.cut_short.is_empty() {
-            EXIT_CUT_SHORT
+            ReadOutcome::CutShort
         } else {
-            EXIT_OK
+            ReadOutcome::Read
         }
     }
 

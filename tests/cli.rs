@@ -548,6 +548,37 @@ fn a_man_page_per_command_with_filters_and_exit_status() {
         stdout(&o).lines().count(),
         std::fs::read_dir(&dir).unwrap().count()
     );
+    // Every page: its title, EXIT STATUS, FILTERS exactly where -Y is, the
+    // licence of the embedded data on the top page and game's.
+    let filters = [
+        "raknet-dissect",
+        "read",
+        "messages",
+        "flows",
+        "handshake",
+        "live",
+        "game",
+    ];
+    for entry in std::fs::read_dir(&dir).expect("pages") {
+        let page = entry.expect("a page").path();
+        let text = std::fs::read_to_string(&page).expect("a page");
+        let title = page.file_stem().unwrap().to_string_lossy().into_owned();
+        let name = title.strip_prefix("raknet-dissect-").unwrap_or(&title);
+        assert!(text.contains(&format!("\n.TH {title} 1 ")), "{title}");
+        assert!(text.contains(".SH \"EXIT STATUS\""), "{title}");
+        let licensed = matches!(name, "raknet-dissect" | "game");
+        let licence = text.contains("Permission is hereby granted");
+        assert_eq!(
+            licence, licensed,
+            "{title}: the licence where data needs it"
+        );
+        let filter = text.contains(".SH \"FILTERS\"");
+        assert_eq!(
+            filter,
+            filters.contains(&name),
+            "{title}: FILTERS where -Y is"
+        );
+    }
     // They render, without a warning from groff.
     if !common::require_tool("groff") {
         return;

@@ -319,6 +319,10 @@ fn flags_say_what_they_are() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("-Y is an option of read, messages"), "{err}");
     assert!(!err.contains("as a value"), "{err}");
+    let o = run_bin(&["ping", "127.0.0.1:9", "-Q"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("no command has -Q"), "{err}");
     let lossy = common::sample("lossy.pcap");
     let lossy = lossy.to_str().unwrap();
     // -w -: a pcapng on standard output, which reads as the capture itself.

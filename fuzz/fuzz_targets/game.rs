@@ -7,6 +7,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use raknet_dissect::records::game::GameRecord;
 use raknet_dissect::bedrock::{Detect, Game, GameEvent, Keys};
 use raknet_dissect::dissect::Dir;
 use raknet_dissect::mirror::Message;
@@ -42,15 +43,13 @@ fuzz_target!(|data: &[u8]| {
         };
         n += 1;
         for e in g.message(&m).unwrap_or_default() {
-            match e {
-                GameEvent::Packet(p) => {
-                    let _ = serde_json::to_string(&game::GameJson::new(&p, &m, None));
-                    let _ = game::line(&p, &m, Duration::ZERO, Palette { enabled: true });
-                    let _ = game::tree(&p);
-                }
-                GameEvent::Opaque(o) => {
-                    let _ = serde_json::to_string(&game::GameOpaqueJson::new(&o, &m));
-                }
+            // The record, as `game --json` writes it: one line of JSON.
+            let mut line = Vec::new();
+            raknet_dissect::records::write_line(&GameRecord::new(&m, &e), &mut line);
+            assert!(serde_json::from_slice::<serde_json::Value>(&line).is_ok());
+            if let GameEvent::Packet(p) = e {
+                let _ = game::line(&p, &m, Duration::ZERO, Palette { enabled: true });
+                let _ = game::tree(&p);
             }
         }
     }

@@ -5,8 +5,8 @@
 //! datagram numbers it received). `output::svg` draws them.
 //!
 //! Memory is bounded whatever the capture: time series live in at most
-//! [`MAX_BUCKETS`] buckets whose width doubles as a flow goes on, RTT samples
-//! and resend markers are thinned past a cap, and at most [`MAX_TRACKED`]
+//! `MAX_BUCKETS` buckets whose width doubles as a flow goes on, RTT samples
+//! and resend markers are thinned past a cap, and at most `MAX_TRACKED`
 //! flows are followed (the first seen).
 
 use std::collections::HashMap;
@@ -18,30 +18,30 @@ use crate::mirror::Observation;
 use crate::wire::Datagram;
 
 /// Buckets a flow's time series has at most; past them, their width doubles.
-pub const MAX_BUCKETS: usize = 256;
+pub(crate) const MAX_BUCKETS: usize = 256;
 /// The narrowest bucket, in microseconds.
-pub const BASE_BUCKET_US: u64 = 1_000;
+pub(crate) const BASE_BUCKET_US: u64 = 1_000;
 /// RTT points kept per flow and direction; past it, every other one goes.
-pub const MAX_RTT_POINTS: usize = 1_000;
+pub(crate) const MAX_RTT_POINTS: usize = 1_000;
 /// Resend markers kept per flow and direction; past it, every other one goes.
-pub const MAX_RESEND_MARKS: usize = 1_000;
+pub(crate) const MAX_RESEND_MARKS: usize = 1_000;
 /// Flows followed at once: the first seen. Later ones are only counted.
-pub const MAX_TRACKED: usize = 256;
+pub(crate) const MAX_TRACKED: usize = 256;
 /// Flows drawn at most: those with the most packets.
-pub const MAX_DRAWN: usize = 16;
+pub(crate) const MAX_DRAWN: usize = 16;
 /// Flows named one by one on stderr when some are left out.
-pub const MAX_LISTED: usize = 20;
+pub(crate) const MAX_LISTED: usize = 20;
 
 /// Series of a flow's buckets: bytes, datagrams NACKed, gaps; each per direction.
-pub const CH_BYTES: usize = 0;
-pub const CH_NACKED: usize = 2;
-pub const CH_GAPS: usize = 4;
-pub const CHANNELS: usize = 6;
+pub(crate) const CH_BYTES: usize = 0;
+pub(crate) const CH_NACKED: usize = 2;
+pub(crate) const CH_GAPS: usize = 4;
+pub(crate) const CHANNELS: usize = 6;
 
 /// Time series in fixed-width buckets from time 0: at most `cap` buckets;
 /// a time past the last doubles the width, merging buckets by pairs.
 #[derive(Debug, Clone)]
-pub struct Buckets {
+pub(crate) struct Buckets {
     width_us: u64,
     cap: usize,
     bins: Vec<[u64; CHANNELS]>,
@@ -49,7 +49,7 @@ pub struct Buckets {
 
 impl Buckets {
     /// Buckets `base_us` wide (at least 1 µs), at most `cap` of them (at least 2).
-    pub fn new(base_us: u64, cap: usize) -> Self {
+    pub(crate) fn new(base_us: u64, cap: usize) -> Self {
         Buckets {
             width_us: base_us.max(1),
             cap: cap.max(2),
@@ -58,7 +58,7 @@ impl Buckets {
     }
 
     /// Add `v` to series `ch` at `t_us` (microseconds from the start).
-    pub fn add(&mut self, t_us: u64, ch: usize, v: u64) {
+    pub(crate) fn add(&mut self, t_us: u64, ch: usize, v: u64) {
         if ch >= CHANNELS {
             return;
         }
@@ -95,22 +95,17 @@ impl Buckets {
     }
 
     /// Width of a bucket, in microseconds.
-    pub fn width_us(&self) -> u64 {
+    pub(crate) fn width_us(&self) -> u64 {
         self.width_us
     }
 
     /// Buckets in use: up to the last one that something fell in.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.bins.len()
     }
 
-    /// Nothing fell in any bucket yet.
-    pub fn is_empty(&self) -> bool {
-        self.bins.is_empty()
-    }
-
     /// Series `ch`, one value per bucket (`len()` values).
-    pub fn series(&self, ch: usize) -> Vec<u64> {
+    pub(crate) fn series(&self, ch: usize) -> Vec<u64> {
         self.bins
             .iter()
             .map(|b| b.get(ch).copied().unwrap_or(0))
@@ -122,7 +117,7 @@ impl Buckets {
 /// `stride`-th item is kept; at the cap, every other kept item goes and the
 /// stride doubles.
 #[derive(Debug, Clone)]
-pub struct Thinned<T> {
+pub(crate) struct Thinned<T> {
     cap: usize,
     stride: u64,
     seen: u64,
@@ -132,7 +127,7 @@ pub struct Thinned<T> {
 impl<T> Thinned<T> {
     /// At most `cap` items (at least 2; rounded up to even, so that the
     /// kept items stay evenly spaced).
-    pub fn new(cap: usize) -> Self {
+    pub(crate) fn new(cap: usize) -> Self {
         Thinned {
             cap: cap.max(2).next_multiple_of(2),
             stride: 1,
@@ -142,7 +137,7 @@ impl<T> Thinned<T> {
     }
 
     /// Offer an item.
-    pub fn push(&mut self, x: T) {
+    pub(crate) fn push(&mut self, x: T) {
         let n = self.seen;
         self.seen += 1;
         if n % self.stride != 0 {
@@ -163,55 +158,56 @@ impl<T> Thinned<T> {
     }
 
     /// The items kept, in the order pushed.
-    pub fn items(&self) -> &[T] {
+    pub(crate) fn items(&self) -> &[T] {
         &self.items
     }
 
     /// Items offered, kept or not.
-    pub fn seen(&self) -> u64 {
+    pub(crate) fn seen(&self) -> u64 {
         self.seen
     }
 
     /// One item kept for every `stride()` offered.
-    pub fn stride(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn stride(&self) -> u64 {
         self.stride
     }
 }
 
 /// Datagram numbers an ACK/NACK range covers (24-bit numbers, so at most 2^24).
-pub fn range_len(min: u32, max: u32) -> u64 {
+pub(crate) fn range_len(min: u32, max: u32) -> u64 {
     u64::from(max.wrapping_sub(min) & 0xff_ffff) + 1
 }
 
 /// What the picture needs of one flow.
 pub struct FlowPlot {
-    pub id: u32,
-    pub client: SocketAddr,
-    pub server: SocketAddr,
-    pub start: Duration,
+    pub(crate) id: u32,
+    pub(crate) client: SocketAddr,
+    pub(crate) server: SocketAddr,
+    pub(crate) start: Duration,
     /// With `--from`/`--to`: `start` in seconds since the capture's first
     /// packet, added to the time axes' labels.
-    pub axis_offset: Option<f64>,
+    pub(crate) axis_offset: Option<f64>,
     /// The latest time seen, in µs from `start`.
-    pub end_us: u64,
-    pub packets: [u64; 2],
+    pub(crate) end_us: u64,
+    pub(crate) packets: [u64; 2],
     /// Connected datagrams (data, ACK, NACK) each way: none for a flow
     /// of unconnected messages only (pings and pongs, a refused handshake).
-    pub datagrams: [u64; 2],
-    pub bytes: [u64; 2],
-    pub buckets: Buckets,
+    pub(crate) datagrams: [u64; 2],
+    pub(crate) bytes: [u64; 2],
+    pub(crate) buckets: Buckets,
     /// RTT points (µs from start, ms), by the direction of the acknowledged datagrams.
-    pub rtt: [Thinned<(u64, f64)>; 2],
-    pub rtt_min: f64,
-    pub rtt_max: f64,
+    pub(crate) rtt: [Thinned<(u64, f64)>; 2],
+    pub(crate) rtt_min: f64,
+    pub(crate) rtt_max: f64,
     /// Times (µs from start) of the packets with a `resend` finding, by direction.
-    pub resends: [Thinned<u64>; 2],
-    pub nacked: [u64; 2],
-    pub gaps: [u64; 2],
+    pub(crate) resends: [Thinned<u64>; 2],
+    pub(crate) nacked: [u64; 2],
+    pub(crate) gaps: [u64; 2],
 }
 
 impl FlowPlot {
-    pub fn new(p: &Packet<'_>) -> Self {
+    pub(crate) fn new(p: &Packet<'_>) -> Self {
         let mut f = FlowPlot {
             id: p.flow,
             client: p.src,
@@ -245,7 +241,7 @@ impl FlowPlot {
         };
     }
 
-    pub fn observe(&mut self, p: &Packet<'_>, obs: &Observation) {
+    pub(crate) fn observe(&mut self, p: &Packet<'_>, obs: &Observation) {
         self.roles(p);
         let t = u64::try_from(p.ts.saturating_sub(self.start).as_micros()).unwrap_or(u64::MAX);
         self.end_us = self.end_us.max(t);
@@ -297,7 +293,7 @@ impl FlowPlot {
         }
     }
 
-    pub fn total_packets(&self) -> u64 {
+    pub(crate) fn total_packets(&self) -> u64 {
         self.packets[0] + self.packets[1]
     }
 }
@@ -306,20 +302,20 @@ impl FlowPlot {
 #[derive(Default)]
 pub struct Collector {
     /// `--flow`: only this flow.
-    pub only: Option<u32>,
+    pub(crate) only: Option<u32>,
     /// `--from`, `--to`: the part of the capture drawn, from its first packet.
-    pub window: Option<(Duration, Duration)>,
-    pub flows: HashMap<u32, FlowPlot>,
+    pub(crate) window: Option<(Duration, Duration)>,
+    pub(crate) flows: HashMap<u32, FlowPlot>,
     /// The highest flow id seen (the dissector numbers flows in sequence).
-    pub max_id: u32,
+    pub(crate) max_id: u32,
     /// Flows seen, and the first [`MAX_LISTED`] of their ids.
-    pub seen_flows: u64,
-    pub first_ids: Vec<u32>,
+    pub(crate) seen_flows: u64,
+    pub(crate) first_ids: Vec<u32>,
     /// The latest packet's time since the capture's first.
-    pub span: Duration,
+    pub(crate) span: Duration,
     /// Flows (and their packets) in the window but past [`MAX_TRACKED`].
-    pub untracked_flows: u64,
-    pub untracked_packets: u64,
+    pub(crate) untracked_flows: u64,
+    pub(crate) untracked_packets: u64,
     /// One bit per flow id: left out for [`MAX_TRACKED`] (an eighth of a
     /// byte per flow of the capture).
     untracked: Vec<u64>,
@@ -383,7 +379,7 @@ impl Collector {
 
     /// The flows to draw (at most [`MAX_DRAWN`]: those with the most
     /// packets) and those left out, each in id order.
-    pub fn choose(&self) -> (Vec<&FlowPlot>, Vec<&FlowPlot>) {
+    pub(crate) fn choose(&self) -> (Vec<&FlowPlot>, Vec<&FlowPlot>) {
         let mut chosen: Vec<&FlowPlot> = self.flows.values().collect();
         // The most packets first; ties by id.
         chosen.sort_by_key(|f| (std::cmp::Reverse(f.total_packets()), f.id));
@@ -396,7 +392,7 @@ impl Collector {
     /// Why there is nothing to draw, when `--flow` or `--from`/`--to` left
     /// no packet: the flow the capture does not have, or the part of the
     /// capture that has no packet, and how long the capture lasts.
-    pub fn nothing_drawn(&self) -> Option<String> {
+    pub(crate) fn nothing_drawn(&self) -> Option<String> {
         if !self.flows.is_empty() || (self.window.is_none() && self.only.is_none()) {
             return None;
         }
@@ -418,7 +414,7 @@ impl Collector {
     }
 
     /// "it has 3 flows: 1, 2, 3" or "it has no RakNet flow".
-    pub fn flow_list(&self) -> String {
+    pub(crate) fn flow_list(&self) -> String {
         let count = self.seen_flows;
         if count == 0 {
             return "it has no RakNet flow".to_string();
@@ -436,7 +432,7 @@ impl Collector {
     /// What the picture leaves out, a sentence each: the flows past
     /// [`MAX_DRAWN`] (`left`, from [`Collector::choose`]) and past
     /// [`MAX_TRACKED`].
-    pub fn left_out(&self, drawn: usize, left: &[&FlowPlot]) -> Vec<String> {
+    pub(crate) fn left_out(&self, drawn: usize, left: &[&FlowPlot]) -> Vec<String> {
         let mut notes = Vec::new();
         if !left.is_empty() {
             let names: Vec<String> = left

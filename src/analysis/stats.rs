@@ -12,19 +12,19 @@ use crate::mirror::{Message, Observation};
 
 /// Intervals counted at most: the buckets are a `Vec` of at most this many.
 /// Traffic past the last one counts in the totals only.
-pub const MAX_INTERVALS: usize = 100_000;
+pub(crate) const MAX_INTERVALS: usize = 100_000;
 /// Interval rows the text table shows at most.
-pub const MAX_TABLE_INTERVALS: usize = 10_000;
+pub(crate) const MAX_TABLE_INTERVALS: usize = 10_000;
 
 /// Messages and their bytes.
 #[derive(Serialize, Default, Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Msgs {
-    pub messages: u64,
-    pub bytes: u64,
+pub(crate) struct Msgs {
+    pub(crate) messages: u64,
+    pub(crate) bytes: u64,
 }
 
 impl Msgs {
-    pub fn add(&mut self, len: usize) {
+    pub(crate) fn add(&mut self, len: usize) {
         self.messages += 1;
         self.bytes += len as u64;
     }
@@ -32,62 +32,64 @@ impl Msgs {
 
 /// Traffic one way, in an interval or in the whole capture.
 #[derive(Serialize, Default, Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Traffic {
+pub(crate) struct Traffic {
     /// RakNet packets sent this way (offline, data, ACK, NACK).
-    pub packets: u64,
+    pub(crate) packets: u64,
     /// Their UDP payload bytes.
-    pub bytes: u64,
-    pub data: u64,
-    pub acks: u64,
-    pub nacks: u64,
+    pub(crate) bytes: u64,
+    pub(crate) data: u64,
+    pub(crate) acks: u64,
+    pub(crate) nacks: u64,
     /// Capsules the mirror flagged `resend`.
-    pub resends: u64,
+    pub(crate) resends: u64,
     /// Messages delivered to this way's receiver, and their bytes.
-    pub messages: u64,
-    pub message_bytes: u64,
+    pub(crate) messages: u64,
+    pub(crate) message_bytes: u64,
 }
 
 /// `[c2s, s2c]`.
-pub type Both<T> = [T; 2];
+pub(crate) type Both<T> = [T; 2];
 
 /// Index of an empty message (no id) in [`Stats::ids`].
-pub const NO_ID: usize = 256;
+pub(crate) const NO_ID: usize = 256;
 /// Index of every reliability above 7 (`INVALID`).
-pub const INVALID: usize = 8;
+pub(crate) const INVALID: usize = 8;
 
 /// Everything `stats` counts; memory is bounded whatever the input.
 pub struct Stats {
-    pub interval: Duration,
+    pub(crate) interval: Duration,
     /// Intervals allocated at most.
-    pub cap: usize,
+    pub(crate) cap: usize,
     /// The first packet's time (the intervals' origin) and the last's.
-    pub first: Option<Duration>,
-    pub last: Duration,
+    pub(crate) first: Option<Duration>,
+    pub(crate) last: Duration,
     /// By message id; [`NO_ID`] for empty messages.
-    pub ids: Vec<Both<Msgs>>,
+    pub(crate) ids: Vec<Both<Msgs>>,
     /// By reliability number; [`INVALID`] above 7.
-    pub reliabilities: Vec<Both<Msgs>>,
-    pub channels: Vec<Both<Msgs>>,
-    pub intervals: Vec<Both<Traffic>>,
+    pub(crate) reliabilities: Vec<Both<Msgs>>,
+    pub(crate) channels: Vec<Both<Msgs>>,
+    pub(crate) intervals: Vec<Both<Traffic>>,
     /// The highest interval number reached, past `cap` too.
-    pub last_interval: u64,
-    pub total: Both<Traffic>,
+    pub(crate) last_interval: u64,
+    pub(crate) total: Both<Traffic>,
     /// Bedrock game packets by name (`unknown(0x1ff)` without one), and
     /// batches that showed none by reason (`encrypted`, ...): at most
     /// [`MAX_GAME_NAMES`] names, the rest under `other`.
-    pub game: std::collections::BTreeMap<String, Both<u64>>,
+    pub(crate) game: std::collections::BTreeMap<String, Both<u64>>,
     /// The game layer that names them (no keys: encrypted batches count
     /// as `encrypted`).
     game_layer: crate::bedrock::Game,
     /// What the whole capture read and skipped (every flow, `--flow` or
     /// not), once it was read.
-    pub capture: Option<crate::dissect::Counted>,
+    pub(crate) capture: Option<crate::dissect::Counted>,
 }
 
 /// Distinct names in [`Stats::game`] at most (ids have 10 bits).
-pub const MAX_GAME_NAMES: usize = 1100;
+pub(crate) const MAX_GAME_NAMES: usize = 1100;
 
 impl Stats {
+    /// Nothing counted yet: traffic in intervals of `interval` (at least
+    /// 1 ns), at most `cap` of them kept.
     pub fn new(interval: Duration, cap: usize) -> Self {
         Stats {
             interval: interval.max(Duration::from_nanos(1)),
@@ -126,7 +128,7 @@ impl Stats {
 
     /// A RakNet packet of `kind` (`Packet::kind`), `len` payload bytes,
     /// carrying `resends` resent capsules.
-    pub fn packet(&mut self, dir: Dir, ts: Duration, kind: &str, len: usize, resends: u64) {
+    pub(crate) fn packet(&mut self, dir: Dir, ts: Duration, kind: &str, len: usize, resends: u64) {
         self.last = if self.first.is_some() {
             self.last.max(ts)
         } else {
@@ -171,7 +173,7 @@ impl Stats {
     }
 
     /// A message delivered (and, in a Bedrock flow, its game packets).
-    pub fn message(&mut self, m: &Message) {
+    pub(crate) fn message(&mut self, m: &Message) {
         if let Some(events) = self.game_layer.message(m) {
             for name in crate::bedrock::event_names(&events) {
                 self.game(m.dir, &name);
@@ -195,7 +197,7 @@ impl Stats {
     }
 
     /// A game packet (or an opaque batch) of direction `dir`, by name.
-    pub fn game(&mut self, dir: Dir, name: &str) {
+    pub(crate) fn game(&mut self, dir: Dir, name: &str) {
         let key = if self.game.len() < MAX_GAME_NAMES || self.game.contains_key(name) {
             name
         } else {
@@ -205,7 +207,7 @@ impl Stats {
     }
 
     /// Intervals from the first packet to the last, counted or not.
-    pub fn interval_count(&self) -> u64 {
+    pub(crate) fn interval_count(&self) -> u64 {
         if self.first.is_some() {
             self.last_interval.saturating_add(1)
         } else {
@@ -214,28 +216,28 @@ impl Stats {
     }
 
     /// Intervals with a row: the first [`Stats::interval_count`], at most `cap`.
-    pub fn rows(&self, max: usize) -> impl Iterator<Item = (usize, Both<Traffic>)> + '_ {
+    pub(crate) fn rows(&self, max: usize) -> impl Iterator<Item = (usize, Both<Traffic>)> + '_ {
         let n = usize::try_from(self.interval_count()).unwrap_or(usize::MAX);
         (0..n.min(self.cap).min(max))
             .map(|i| (i, self.intervals.get(i).copied().unwrap_or_default()))
     }
 
     /// Seconds from the first packet to the start of interval `i`.
-    pub fn start(&self, i: usize) -> f64 {
+    pub(crate) fn start(&self, i: usize) -> f64 {
         u32::try_from(i)
             .ok()
             .and_then(|i| self.interval.checked_mul(i))
             .map_or(f64::INFINITY, |d| d.as_secs_f64())
     }
 
-    pub fn duration(&self) -> Duration {
+    pub(crate) fn duration(&self) -> Duration {
         self.first
             .map_or(Duration::ZERO, |f| self.last.saturating_sub(f))
     }
 }
 
 /// The rows of `v` with a message, with their index.
-pub fn used(v: &[Both<Msgs>]) -> impl Iterator<Item = (usize, &Both<Msgs>)> {
+pub(crate) fn used(v: &[Both<Msgs>]) -> impl Iterator<Item = (usize, &Both<Msgs>)> {
     v.iter()
         .enumerate()
         .filter(|(_, b)| b[0].messages + b[1].messages > 0)
@@ -243,7 +245,7 @@ pub fn used(v: &[Both<Msgs>]) -> impl Iterator<Item = (usize, &Both<Msgs>)> {
 
 /// A round interval (1, 2 or 5 times a power of ten, in seconds) that cuts
 /// `span` seconds into at most `rows` intervals, as `--interval` reads it.
-pub fn nice_interval(span: f64, rows: usize) -> String {
+pub(crate) fn nice_interval(span: f64, rows: usize) -> String {
     let need = (span / rows.saturating_sub(1).max(1) as f64).clamp(1e-9, 1e6);
     let e = need.log10().floor() as i32;
     let base = 10f64.powi(e);

@@ -6,9 +6,9 @@
 use std::fmt;
 
 /// Decompressed bytes of one batch at most (gophertunnel's listener default).
-pub const MAX_DECOMPRESSED: usize = 16 << 20;
+pub(crate) const MAX_DECOMPRESSED: usize = 16 << 20;
 /// Game packets in one batch at most (gophertunnel allows 812, forks 1600).
-pub const MAX_PACKETS_PER_BATCH: usize = 4096;
+pub(crate) const MAX_PACKETS_PER_BATCH: usize = 4096;
 
 /// How a batch body is compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,7 +24,7 @@ pub enum Compression {
 }
 
 impl Compression {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Compression::None => "none",
             Compression::Deflate => "deflate",
@@ -34,7 +34,7 @@ impl Compression {
     }
 
     /// The algorithm byte of 1.20.60 on (and NetworkSettings' u16).
-    pub fn from_algorithm(a: u16) -> Option<Compression> {
+    pub(crate) fn from_algorithm(a: u16) -> Option<Compression> {
         match a {
             0 => Some(Compression::Deflate),
             1 => Some(Compression::Snappy),
@@ -46,7 +46,7 @@ impl Compression {
 
 /// Why a batch does not give packets.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BatchError {
+pub(crate) enum BatchError {
     /// The body does not decompress (or would pass [`MAX_DECOMPRESSED`]).
     Decompress(String),
     /// The records do not add up: a length past the end, an empty packet,
@@ -64,7 +64,7 @@ impl fmt::Display for BatchError {
 
 /// A `varuint32` at `*pos`, moving past it; `None` when cut short or
 /// longer than 5 bytes.
-pub fn read_varu32(b: &[u8], pos: &mut usize) -> Option<u32> {
+pub(crate) fn read_varu32(b: &[u8], pos: &mut usize) -> Option<u32> {
     let mut v: u32 = 0;
     for i in 0..5 {
         let byte = *b.get(*pos)?;
@@ -78,7 +78,7 @@ pub fn read_varu32(b: &[u8], pos: &mut usize) -> Option<u32> {
 }
 
 /// `v` as a `varuint32`, appended to `out`.
-pub fn write_varu32(out: &mut Vec<u8>, mut v: u32) {
+pub(crate) fn write_varu32(out: &mut Vec<u8>, mut v: u32) {
     loop {
         let byte = (v & 0x7f) as u8;
         v >>= 7;
@@ -91,7 +91,7 @@ pub fn write_varu32(out: &mut Vec<u8>, mut v: u32) {
 }
 
 /// `data` decompressed with `c`, at most `limit` bytes.
-pub fn decompress(c: Compression, data: &[u8], limit: usize) -> Result<Vec<u8>, BatchError> {
+pub(crate) fn decompress(c: Compression, data: &[u8], limit: usize) -> Result<Vec<u8>, BatchError> {
     let too_big = || BatchError::Decompress(format!("decompresses to more than {limit} bytes"));
     match c {
         Compression::None => Ok(data.to_vec()),
@@ -158,7 +158,7 @@ fn inflate(zlib: bool, data: &[u8], limit: usize) -> Result<Vec<u8>, BatchError>
 
 /// The records of a decompressed batch: each packet's bytes (header
 /// included), in order.
-pub fn split(body: &[u8]) -> Result<Vec<&[u8]>, BatchError> {
+pub(crate) fn split(body: &[u8]) -> Result<Vec<&[u8]>, BatchError> {
     let mut out = Vec::new();
     let mut pos = 0;
     while pos < body.len() {
@@ -193,17 +193,17 @@ pub fn split(body: &[u8]) -> Result<Vec<&[u8]>, BatchError> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
     /// The packet id, 10 bits.
-    pub id: u16,
+    pub(crate) id: u16,
     /// Sender and target sub-client ids (split screen; normally 0).
-    pub sender: u8,
-    pub target: u8,
+    pub(crate) sender: u8,
+    pub(crate) target: u8,
     /// Bytes the header took.
-    pub len: usize,
+    pub(crate) len: usize,
 }
 
 impl Header {
     /// The header at the start of a packet's bytes.
-    pub fn parse(packet: &[u8]) -> Option<Header> {
+    pub(crate) fn parse(packet: &[u8]) -> Option<Header> {
         let mut pos = 0;
         let v = read_varu32(packet, &mut pos)?;
         Some(Header {
@@ -216,7 +216,7 @@ impl Header {
 }
 
 /// Records `packets` as one uncompressed batch body (for tests and peers).
-pub fn join(packets: &[&[u8]]) -> Vec<u8> {
+pub(crate) fn join(packets: &[&[u8]]) -> Vec<u8> {
     let mut out = Vec::new();
     for p in packets {
         write_varu32(&mut out, p.len() as u32);

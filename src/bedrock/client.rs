@@ -17,19 +17,21 @@ use super::speak::{key_log_line, refusal, SessionEvent, SpeakError, Speaker};
 /// One client connection's game login.
 #[derive(Clone)]
 pub struct GameClient {
+    /// The connection's version, definitions, framing and queues.
     pub speaker: Speaker,
-    pub player: Player,
+    pub(crate) player: Player,
     /// "host:port", for the client data.
     server: String,
     runtime_id: Value,
+    /// PlayStatus `player_spawn` came and the client answered it: in the game.
     pub spawned: bool,
     /// The PlayStatus that refused the login (`failed_client`, ...).
-    pub refused: Option<String>,
+    pub(crate) refused: Option<String>,
 }
 
 impl GameClient {
     /// A client of game `version` logging in as `name` to `server`.
-    pub fn new(version: &str, name: &str, server: &str) -> Result<Self, SpeakError> {
+    pub(crate) fn new(version: &str, name: &str, server: &str) -> Result<Self, SpeakError> {
         GameClient::with_player(version, Player::new(name)?, server)
     }
 
@@ -169,16 +171,18 @@ impl GameClient {
     }
 
     /// Send packet `name` with `set` over its zero value.
-    pub fn send(&mut self, name: &str, set: Value) -> Result<(), SpeakError> {
+    pub(crate) fn send(&mut self, name: &str, set: Value) -> Result<(), SpeakError> {
         self.speaker.queue(name, set)?;
         self.speaker.flush();
         Ok(())
     }
 
+    /// The next 0xFE message to send: a batch, compressed and encrypted as negotiated.
     pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
         self.speaker.poll_transmit()
     }
 
+    /// The next thing the application should hear.
     pub fn poll_event(&mut self) -> Option<SessionEvent> {
         self.speaker.poll_event()
     }

@@ -9,15 +9,15 @@ use super::batch::{self, BatchError, Compression, MAX_DECOMPRESSED};
 use super::crypto::{Decryptor, Encryptor, Mode};
 
 /// 1.19.30: compression negotiated by RequestNetworkSettings.
-pub const NEGOTIATED_FROM: u32 = 554;
+pub(crate) const NEGOTIATED_FROM: u32 = 554;
 /// 1.20.60: the algorithm byte.
-pub const PREFIXED_FROM: u32 = 649;
+pub(crate) const PREFIXED_FROM: u32 = 649;
 /// 1.16.220 (431): AES-CTR; CFB8 before (docs/bedrock-protocol.md §3.2: 429 on).
-pub const CTR_FROM: u32 = 429;
+pub(crate) const CTR_FROM: u32 = 429;
 
 /// Why a batch could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CodecError {
+pub(crate) enum CodecError {
     NotABatch,
     /// The checksum of an encrypted batch does not verify.
     Checksum,
@@ -37,7 +37,7 @@ impl std::fmt::Display for CodecError {
 /// The framing state of one connection at one end.
 #[derive(Clone)]
 pub struct Codec {
-    pub protocol: u32,
+    pub(crate) protocol: u32,
     /// Compression and threshold once NetworkSettings went by.
     settings: Option<(Compression, usize)>,
     enc: Option<Encryptor>,
@@ -45,7 +45,7 @@ pub struct Codec {
 }
 
 impl Codec {
-    pub fn new(protocol: u32) -> Self {
+    pub(crate) fn new(protocol: u32) -> Self {
         Codec {
             protocol,
             settings: None,
@@ -59,12 +59,12 @@ impl Codec {
     }
 
     /// NetworkSettings: compression from the next batch each way.
-    pub fn set_compression(&mut self, c: Compression, threshold: usize) {
+    pub(crate) fn set_compression(&mut self, c: Compression, threshold: usize) {
         self.settings = Some((c, threshold));
     }
 
     /// The key from the handshake: both ways encrypted from now on.
-    pub fn set_key(&mut self, key: [u8; 32]) {
+    pub(crate) fn set_key(&mut self, key: [u8; 32]) {
         let mode = if self.protocol >= CTR_FROM {
             Mode::Ctr
         } else {
@@ -74,7 +74,7 @@ impl Codec {
         self.dec = Some(Decryptor::new(key, mode));
     }
 
-    pub fn encrypted(&self) -> bool {
+    pub(crate) fn encrypted(&self) -> bool {
         self.enc.is_some()
     }
 
@@ -117,7 +117,7 @@ impl Codec {
     }
 
     /// A 0xFE message's packets, each with its header.
-    pub fn decode(&mut self, message: &[u8]) -> Result<Vec<Vec<u8>>, CodecError> {
+    pub(crate) fn decode(&mut self, message: &[u8]) -> Result<Vec<Vec<u8>>, CodecError> {
         let Some((&0xfe, body)) = message.split_first() else {
             return Err(CodecError::NotABatch);
         };

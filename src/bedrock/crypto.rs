@@ -11,21 +11,21 @@ use base64::Engine;
 use sha2::{Digest, Sha256};
 
 /// Bytes of the checksum at the end of every encrypted batch.
-pub const CHECKSUM_LEN: usize = 8;
+pub(crate) const CHECKSUM_LEN: usize = 8;
 
 /// Key material for the connections of a capture.
 #[derive(Default, Clone)]
 pub struct Keys {
     /// `BEDROCK_KEY`: AES keys tried on every connection.
-    pub keys: Vec<[u8; 32]>,
+    pub(crate) keys: Vec<[u8; 32]>,
     /// `BEDROCK_SALT_KEY`: a connection's key, by its salt.
-    pub salt_keys: Vec<(Vec<u8>, [u8; 32])>,
+    pub(crate) salt_keys: Vec<(Vec<u8>, [u8; 32])>,
     /// `BEDROCK_SHARED_SECRET`: ECDH secrets tried with every salt.
-    pub secrets: Vec<[u8; 48]>,
+    pub(crate) secrets: Vec<[u8; 48]>,
     /// `BEDROCK_SALT_SECRET`: a connection's secret, by its salt.
-    pub salt_secrets: Vec<(Vec<u8>, [u8; 48])>,
+    pub(crate) salt_secrets: Vec<(Vec<u8>, [u8; 48])>,
     /// Private keys of either side (`--key`).
-    pub private: Vec<p384::SecretKey>,
+    pub(crate) private: Vec<p384::SecretKey>,
 }
 
 /// Why key files give no keys.
@@ -34,7 +34,9 @@ pub enum KeysError {
     /// The file cannot be read.
     #[error("{}: {error}", path.display())]
     Read {
+        /// The file.
         path: std::path::PathBuf,
+        /// Why it could not be read.
         error: std::io::Error,
     },
     /// The file is not text (a capture or another binary file).
@@ -46,7 +48,9 @@ pub enum KeysError {
         path.display()
     )]
     NoKeyLine {
+        /// The file.
         path: std::path::PathBuf,
+        /// Its lines that are not key lines.
         others: usize,
     },
     /// A PEM file with no EC P-384 private key.
@@ -82,7 +86,7 @@ fn unhex<const N: usize>(s: &str) -> Option<[u8; N]> {
 
 impl Keys {
     /// Whether there is nothing to try.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.keys.is_empty()
             && self.salt_keys.is_empty()
             && self.secrets.is_empty()
@@ -161,7 +165,7 @@ impl Keys {
     }
 
     /// How many keys, secrets and private keys are held.
-    pub fn count(&self) -> usize {
+    pub(crate) fn count(&self) -> usize {
         self.keys.len()
             + self.salt_keys.len()
             + self.secrets.len()
@@ -171,7 +175,7 @@ impl Keys {
 
     /// Adds every EC P-384 private key of a PEM file (PKCS#8 or SEC1);
     /// returns how many it found.
-    pub fn add_pem(&mut self, text: &str) -> usize {
+    pub(crate) fn add_pem(&mut self, text: &str) -> usize {
         use p384::pkcs8::DecodePrivateKey;
         let mut found = 0;
         let mut rest = text;
@@ -199,7 +203,7 @@ impl Keys {
     /// The AES keys to try on a connection with `salt`, whose sides'
     /// public keys (base64 DER, as in the Login and the handshake's `x5u`)
     /// are `publics`: bound ones first.
-    pub fn candidates(&self, salt: &[u8], publics: &[&str]) -> Vec<[u8; 32]> {
+    pub(crate) fn candidates(&self, salt: &[u8], publics: &[&str]) -> Vec<[u8; 32]> {
         let mut out: Vec<[u8; 32]> = Vec::new();
         for (s, k) in &self.salt_keys {
             if s == salt {
@@ -228,7 +232,7 @@ impl Keys {
 }
 
 /// SHA-256(salt ‖ shared secret).
-pub fn derive_key(salt: &[u8], secret: &[u8]) -> [u8; 32] {
+pub(crate) fn derive_key(salt: &[u8], secret: &[u8]) -> [u8; 32] {
     let mut h = Sha256::new();
     h.update(salt);
     h.update(secret);
@@ -237,7 +241,7 @@ pub fn derive_key(salt: &[u8], secret: &[u8]) -> [u8; 32] {
 
 /// The ECDH secret of `private` and a public key given as base64 DER
 /// (SubjectPublicKeyInfo); `None` when it is not a P-384 key.
-pub fn shared_secret(private: &p384::SecretKey, public_b64: &str) -> Option<[u8; 48]> {
+pub(crate) fn shared_secret(private: &p384::SecretKey, public_b64: &str) -> Option<[u8; 48]> {
     use p384::pkcs8::DecodePublicKey;
     let der = decode_base64(public_b64)?;
     let public = p384::PublicKey::from_public_key_der(&der).ok()?;
@@ -247,7 +251,7 @@ pub fn shared_secret(private: &p384::SecretKey, public_b64: &str) -> Option<[u8;
 
 /// Base64 with or without padding, standard or URL-safe alphabet (the
 /// implementations differ).
-pub fn decode_base64(s: &str) -> Option<Vec<u8>> {
+pub(crate) fn decode_base64(s: &str) -> Option<Vec<u8>> {
     use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
     let t = s.trim().trim_end_matches('=');
     STANDARD_NO_PAD
@@ -258,7 +262,7 @@ pub fn decode_base64(s: &str) -> Option<Vec<u8>> {
 
 /// The cipher of one direction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// AES-256-GCM without its tag, which is CTR from `key[0..12] ‖ 00000002` (1.16.220 on).
     Ctr,
     /// AES-256-CFB8 with `key[0..16]` as IV (before 1.16.220).
@@ -280,12 +284,12 @@ fn iv(key: &[u8; 32], mode: Mode) -> [u8; 16] {
 }
 
 /// One direction's decryption state: the stream and the checksum counter.
-pub struct Decryptor {
+pub(crate) struct Decryptor {
     key: [u8; 32],
-    pub mode: Mode,
+    pub(crate) mode: Mode,
     stream: Stream,
     /// Batches decrypted so far (the checksum's counter).
-    pub counter: u64,
+    pub(crate) counter: u64,
     /// Where the stream stands, so that a copy can be made (the RustCrypto
     /// stream types are not `Clone`): bytes through CTR, CFB8's register.
     at: StreamPosition,
@@ -333,7 +337,7 @@ enum Stream {
 }
 
 impl Decryptor {
-    pub fn new(key: [u8; 32], mode: Mode) -> Self {
+    pub(crate) fn new(key: [u8; 32], mode: Mode) -> Self {
         Decryptor::at(key, mode, StreamPosition::new(iv(&key, mode)), 0)
     }
 
@@ -372,7 +376,7 @@ impl Decryptor {
     /// Decrypts a batch and checks its checksum: the plaintext without the
     /// checksum, or `None` when the checksum does not verify (the stream
     /// has moved on all the same).
-    pub fn decrypt(&mut self, data: &[u8]) -> Option<Vec<u8>> {
+    pub(crate) fn decrypt(&mut self, data: &[u8]) -> Option<Vec<u8>> {
         let mut buf = data.to_vec();
         self.apply(&mut buf);
         let counter = self.counter;
@@ -388,13 +392,14 @@ impl Decryptor {
 
     /// Whether `key` in `mode` opens `first`, the first encrypted batch of a
     /// direction (without changing any state).
-    pub fn opens(key: [u8; 32], mode: Mode, first: &[u8]) -> bool {
+    #[cfg(test)]
+    pub(crate) fn opens(key: [u8; 32], mode: Mode, first: &[u8]) -> bool {
         Decryptor::new(key, mode).decrypt(first).is_some()
     }
 }
 
 /// The first 8 bytes of SHA-256(counter as u64 LE ‖ plaintext ‖ key).
-pub fn checksum(counter: u64, plaintext: &[u8], key: &[u8; 32]) -> [u8; CHECKSUM_LEN] {
+pub(crate) fn checksum(counter: u64, plaintext: &[u8], key: &[u8; 32]) -> [u8; CHECKSUM_LEN] {
     let mut h = Sha256::new();
     h.update(counter.to_le_bytes());
     h.update(plaintext);
@@ -414,7 +419,7 @@ impl Clone for Decryptor {
 
 /// One direction's encryption, as a peer does it: the stream and the
 /// checksum counter (for tests, and for peers that speak Bedrock).
-pub struct Encryptor {
+pub(crate) struct Encryptor {
     key: [u8; 32],
     mode: Mode,
     stream: EncStream,
@@ -435,7 +440,7 @@ enum EncStream {
 }
 
 impl Encryptor {
-    pub fn new(key: [u8; 32], mode: Mode) -> Self {
+    pub(crate) fn new(key: [u8; 32], mode: Mode) -> Self {
         Encryptor::at(key, mode, StreamPosition::new(iv(&key, mode)), 0)
     }
 
@@ -457,7 +462,7 @@ impl Encryptor {
     }
 
     /// A batch body (after 0xFE) with its checksum, encrypted.
-    pub fn seal(&mut self, plaintext: &[u8]) -> Vec<u8> {
+    pub(crate) fn seal(&mut self, plaintext: &[u8]) -> Vec<u8> {
         use aes::cipher::BlockModeEncrypt;
         let mut buf = plaintext.to_vec();
         buf.extend_from_slice(&checksum(self.counter, plaintext, &self.key));

@@ -26,22 +26,22 @@ pub struct Fields {
     said: bool,
     /// Keep where each field is on the wire (for the `-V` tree): off, the
     /// decoder keeps no trace.
-    pub layout: bool,
+    pub(crate) layout: bool,
 }
 
 /// What [`Fields::decode`] made of a packet.
 #[derive(Debug, Default)]
-pub struct Decoded {
+pub(crate) struct Decoded {
     /// The definitions' fields with the hand decoders' added (only the
     /// hand decoders' when the definitions have no such packet or it
     /// stopped decoding).
-    pub fields: Option<Value>,
+    pub(crate) fields: Option<Value>,
     /// Where the packet stopped decoding, or, once per flow, that another
     /// protocol's definitions serve this one.
-    pub anomaly: Option<String>,
+    pub(crate) anomaly: Option<String>,
     /// With [`Fields::layout`]: the definitions' fields in wire order,
     /// each with its bytes in the body (the hand decoders' keys have none).
-    pub layout: Option<Vec<Span>>,
+    pub(crate) layout: Option<Vec<Span>>,
 }
 
 impl Fields {
@@ -51,7 +51,7 @@ impl Fields {
     /// anomaly: the field and offset where the packet stopped decoding
     /// (then only `hand` is kept), or, once per flow, that another
     /// protocol's definitions serve this one.
-    pub fn decode(
+    pub(crate) fn decode(
         &mut self,
         protocol: Option<u32>,
         id: u16,

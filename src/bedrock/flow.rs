@@ -18,9 +18,11 @@ pub const GAME_MESSAGE: u8 = 0xfe;
 /// One game packet.
 #[derive(Debug, Clone)]
 pub struct GamePacket {
+    /// Who sent it.
     pub dir: Dir,
     /// The batch's index in its direction, from 0.
     pub batch: u64,
+    /// Its header: packet id and sub-client ids.
     pub header: Header,
     /// Its name in the protocol definitions of the flow's version.
     pub name: Option<&'static str>,
@@ -35,7 +37,7 @@ pub struct GamePacket {
     /// another protocol's definitions were used (once per flow).
     pub anomaly: Option<String>,
     /// Where the definitions' fields are in the body, in wire order: kept
-    /// only for the `-V` tree ([`super::Game::layout`]).
+    /// only for the `-V` tree (`Game::layout`).
     pub layout: Option<Vec<super::schema::Span>>,
 }
 
@@ -51,6 +53,7 @@ pub enum OpaqueReason {
 }
 
 impl OpaqueReason {
+    /// The reason as the records write it (`encrypted`, `decompress`, `malformed`).
     pub fn as_str(self) -> &'static str {
         match self {
             OpaqueReason::Encrypted => "encrypted",
@@ -63,18 +66,24 @@ impl OpaqueReason {
 /// A batch whose packets cannot be shown.
 #[derive(Debug, Clone)]
 pub struct Opaque {
+    /// Who sent it.
     pub dir: Dir,
+    /// The batch's index in its direction, from 0.
     pub batch: u64,
     /// Bytes of the message after its 0xFE.
     pub len: usize,
+    /// Why it shows no packets.
     pub reason: OpaqueReason,
+    /// The error in words.
     pub detail: String,
 }
 
 /// What a batch gave.
 #[derive(Debug, Clone)]
 pub enum GameEvent {
+    /// A game packet decoded (its fields, as far as the schema goes).
     Packet(GamePacket),
+    /// A batch whose packets cannot be shown, and why.
     Opaque(Opaque),
 }
 
@@ -261,10 +270,17 @@ impl GameFlow {
 
     /// A 0xFE message delivered in direction `dir`; its packets or why not.
     pub fn message(&mut self, dir: Dir, message: &[u8]) -> Vec<GameEvent> {
+        self.batch(dir, message.get(1..).unwrap_or_default())
+    }
+
+    /// A batch delivered in direction `dir`, as a transport hands it over
+    /// (RakNet: the 0xFE message without its 0xFE; NetherNet: a message
+    /// reassembled from the reliable channel, which never turns Bedrock's
+    /// encryption on since no ServerToClientHandshake is sent).
+    pub fn batch(&mut self, dir: Dir, payload: &[u8]) -> Vec<GameEvent> {
         let d = dir.index();
         let batch = self.sides[d].batches;
         self.sides[d].batches += 1;
-        let payload = message.get(1..).unwrap_or_default();
         let opaque = |reason, detail: String| {
             vec![GameEvent::Opaque(Opaque {
                 dir,

@@ -16,9 +16,9 @@ use crate::random::{bytes as random, RandomError};
 /// A P-384 key and its public half as Bedrock writes it.
 #[derive(Clone)]
 pub struct KeyPair {
-    pub secret: p384::SecretKey,
+    pub(crate) secret: p384::SecretKey,
     /// Base64 of the DER SubjectPublicKeyInfo (`MHYwEAYHKoZIzj0CAQYFK4EEACIDYgAE…`).
-    pub public: String,
+    pub(crate) public: String,
 }
 
 impl KeyPair {
@@ -31,7 +31,7 @@ impl KeyPair {
         }
     }
 
-    pub fn from_secret(secret: p384::SecretKey) -> Self {
+    pub(crate) fn from_secret(secret: p384::SecretKey) -> Self {
         let public = secret
             .public_key()
             .to_public_key_der()
@@ -41,7 +41,7 @@ impl KeyPair {
     }
 
     /// An ES384 JWT of `claims`, header `x5u` this key.
-    pub fn jwt(&self, claims: &Value) -> String {
+    pub(crate) fn jwt(&self, claims: &Value) -> String {
         let header = json!({"alg": "ES384", "x5u": self.public});
         let signing = format!(
             "{}.{}",
@@ -52,19 +52,10 @@ impl KeyPair {
         let sig: p384::ecdsa::Signature = key.sign(signing.as_bytes());
         format!("{signing}.{}", URL_SAFE_NO_PAD.encode(sig.to_bytes()))
     }
-
-    /// The PEM (PKCS#8) of the secret key, for `--key`.
-    pub fn pem(&self) -> String {
-        use p384::pkcs8::EncodePrivateKey;
-        self.secret
-            .to_pkcs8_pem(p384::pkcs8::LineEnding::LF)
-            .map(|p| p.to_string())
-            .unwrap_or_default()
-    }
 }
 
 /// A random version-4 UUID, as text.
-pub fn uuid4() -> Result<String, RandomError> {
+pub(crate) fn uuid4() -> Result<String, RandomError> {
     let mut b = random::<16>()?;
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
@@ -81,12 +72,13 @@ fn now() -> i64 {
 /// An offline player: a name, a UUID and a fresh key.
 #[derive(Clone)]
 pub struct Player {
-    pub name: String,
-    pub uuid: String,
-    pub key: KeyPair,
+    pub(crate) name: String,
+    pub(crate) uuid: String,
+    pub(crate) key: KeyPair,
 }
 
 impl Player {
+    /// A player called `name`, with a random UUID and a fresh P-384 key.
     pub fn new(name: &str) -> Result<Self, RandomError> {
         Ok(Player {
             name: name.to_string(),
@@ -97,7 +89,7 @@ impl Player {
 
     /// The Login's two strings for `protocol`: the identity (chain, or
     /// Certificate/Token) and the client-data JWT of `game_version`.
-    pub fn login_tokens(
+    pub(crate) fn login_tokens(
         &self,
         protocol: u32,
         game_version: &str,
@@ -158,7 +150,7 @@ impl Player {
 
 /// The server's handshake: a JWT with a fresh 16-byte salt, signed by the
 /// server's key (header `x5u`). Returns it and the salt.
-pub fn server_handshake(key: &KeyPair) -> Result<(String, [u8; 16]), RandomError> {
+pub(crate) fn server_handshake(key: &KeyPair) -> Result<(String, [u8; 16]), RandomError> {
     let salt = random::<16>()?;
     Ok((key.jwt(&json!({"salt": STANDARD.encode(salt)})), salt))
 }

@@ -8,36 +8,36 @@ use super::body::Body;
 use super::crypto::decode_base64;
 
 /// Packet ids with a hand decoder.
-pub const LOGIN: u16 = 1;
-pub const PLAY_STATUS: u16 = 2;
-pub const SERVER_TO_CLIENT_HANDSHAKE: u16 = 3;
-pub const CLIENT_TO_SERVER_HANDSHAKE: u16 = 4;
-pub const DISCONNECT: u16 = 5;
-pub const NETWORK_SETTINGS: u16 = 143;
-pub const REQUEST_NETWORK_SETTINGS: u16 = 193;
+pub(crate) const LOGIN: u16 = 1;
+pub(crate) const PLAY_STATUS: u16 = 2;
+pub(crate) const SERVER_TO_CLIENT_HANDSHAKE: u16 = 3;
+pub(crate) const CLIENT_TO_SERVER_HANDSHAKE: u16 = 4;
+pub(crate) const DISCONNECT: u16 = 5;
+pub(crate) const NETWORK_SETTINGS: u16 = 143;
+pub(crate) const REQUEST_NETWORK_SETTINGS: u16 = 193;
 
 /// What a packet tells the game flow besides its fields.
 #[derive(Debug, Default, Clone, PartialEq)]
-pub struct Learned {
+pub(crate) struct Learned {
     /// The client's protocol (RequestNetworkSettings, Login).
-    pub protocol: Option<u32>,
+    pub(crate) protocol: Option<u32>,
     /// NetworkSettings' algorithm (0 deflate, 1 snappy, 0xffff none).
-    pub algorithm: Option<u16>,
+    pub(crate) algorithm: Option<u16>,
     /// The ServerToClientHandshake's salt and the server's public key.
-    pub salt: Option<Vec<u8>>,
-    pub server_key: Option<String>,
+    pub(crate) salt: Option<Vec<u8>>,
+    pub(crate) server_key: Option<String>,
     /// The Login's client public key, player name and game version.
-    pub client_key: Option<String>,
-    pub player: Option<String>,
-    pub game_version: Option<String>,
+    pub(crate) client_key: Option<String>,
+    pub(crate) player: Option<String>,
+    pub(crate) game_version: Option<String>,
     /// Leave the signatures unchecked (the `*_verifies` and
     /// `signature_valid` fields absent): for the commands that only count
     /// and name packets, as a check costs about 0.9 ms.
-    pub unchecked: bool,
+    pub(crate) unchecked: bool,
 }
 
 /// The names of PlayStatus values (md `packet_play_status`).
-pub fn play_status_name(v: i32) -> Option<&'static str> {
+pub(crate) fn play_status_name(v: i32) -> Option<&'static str> {
     Some(match v {
         0 => "login_success",
         1 => "failed_client",
@@ -54,7 +54,7 @@ pub fn play_status_name(v: i32) -> Option<&'static str> {
 }
 
 /// Device OS numbers of the client data (gophertunnel `os.go`).
-pub fn device_os_name(v: i64) -> Option<&'static str> {
+pub(crate) fn device_os_name(v: i64) -> Option<&'static str> {
     Some(match v {
         1 => "Android",
         2 => "iOS",
@@ -77,7 +77,7 @@ pub fn device_os_name(v: i64) -> Option<&'static str> {
 
 /// Mojang's legacy root public key: the chain of an Xbox-authenticated
 /// Login is signed by it (base64 DER SubjectPublicKeyInfo, P-384).
-pub const MOJANG_ROOT_KEY: &str = "MHYwEAYHKoZIzj0CAQYFK4EEACIDYgAECRXueJeTDqNRRgJi/vlRufByu/2G0i2Ebt6YMar5QX/R0DIIyrJMcUpruK4QveTfJSTp3Shlq4Gk34cD/4GUWwkv0DVuzeuB+tXija7HBxii03NHDbPAD0AKnLr2wdAp";
+pub(crate) const MOJANG_ROOT_KEY: &str = "MHYwEAYHKoZIzj0CAQYFK4EEACIDYgAECRXueJeTDqNRRgJi/vlRufByu/2G0i2Ebt6YMar5QX/R0DIIyrJMcUpruK4QveTfJSTp3Shlq4Gk34cD/4GUWwkv0DVuzeuB+tXija7HBxii03NHDbPAD0AKnLr2wdAp";
 
 /// Signature checks remembered, at most (then forgotten all at once).
 const VERIFIED_CACHE: usize = 4096;
@@ -89,7 +89,7 @@ const VERIFIED_CACHE: usize = 4096;
 /// and again: by each pass of `export` over the same captures, in every
 /// Login of a player who reconnects with the day's chain. The answers are
 /// remembered for the process, by the SHA-256 of token and key.
-pub fn jwt_verifies(token: &str, key: &str) -> bool {
+pub(crate) fn jwt_verifies(token: &str, key: &str) -> bool {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
     h.update((token.len() as u64).to_le_bytes());
@@ -117,7 +117,7 @@ fn verified() -> &'static std::sync::Mutex<std::collections::HashMap<[u8; 32], b
     KNOWN.get_or_init(Default::default)
 }
 
-/// Forgets the checks [`jwt_verifies`] remembered: a benchmark that
+/// Forgets the checks `jwt_verifies` remembered: a benchmark that
 /// measures a capture's first reading calls it between iterations.
 pub fn forget_verified() {
     if let Ok(mut m) = verified().lock() {
@@ -144,7 +144,7 @@ fn check_jwt(token: &str, key: &str) -> bool {
 /// key its predecessor names (`identityPublicKey`), the first by the key in
 /// its own header (`x5u`). Returns whether the whole chain verifies and
 /// whether Mojang's root key signed a link of it.
-pub fn chain_verifies(chain: &[&str]) -> (bool, bool) {
+pub(crate) fn chain_verifies(chain: &[&str]) -> (bool, bool) {
     let mut signer: Option<String> = None;
     let (mut all, mut mojang) = (!chain.is_empty(), false);
     for jwt in chain {
@@ -163,7 +163,7 @@ pub fn chain_verifies(chain: &[&str]) -> (bool, bool) {
 }
 
 /// A JWT's header and payload, as JSON (the signature is not checked here).
-pub fn jwt_parts(token: &str) -> Option<(Value, Value)> {
+pub(crate) fn jwt_parts(token: &str) -> Option<(Value, Value)> {
     let mut it = token.split('.');
     let header = serde_json::from_slice(&decode_base64(it.next()?)?).ok()?;
     let payload = serde_json::from_slice(&decode_base64(it.next()?)?).ok()?;
@@ -173,7 +173,12 @@ pub fn jwt_parts(token: &str) -> Option<(Value, Value)> {
 /// Decodes the fields of packet `id` (`body`: after the header), for
 /// `protocol` when known. `None` for ids without a hand decoder; fields
 /// that do not decode end the object with an `error` key.
-pub fn decode(id: u16, body: &[u8], protocol: Option<u32>, learned: &mut Learned) -> Option<Value> {
+pub(crate) fn decode(
+    id: u16,
+    body: &[u8],
+    protocol: Option<u32>,
+    learned: &mut Learned,
+) -> Option<Value> {
     let mut r = Body::new(body);
     let mut f = Map::new();
     let ok = match id {

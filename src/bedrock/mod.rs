@@ -5,23 +5,23 @@
 //! resends, duplicates and split reassembly already resolved, which
 //! decryption needs), and gives game packets or opaque batches.
 //!
-//! - [`batch`]: framing and compression of one batch, stateless;
+//! - `batch`: framing and compression of one batch, stateless;
 //! - [`crypto`]: key material, key derivation, the ciphers and checksum;
 //! - [`login`]: the early packets decoded by hand;
-//! - [`flow`]: one flow's state: negotiated compression, encryption;
-//! - [`names`]: packet names per protocol version, from minecraft-data.
+//! - `flow`: one flow's state: negotiated compression, encryption;
+//! - `names`: packet names per protocol version, from minecraft-data.
 
-pub mod batch;
+pub(crate) mod batch;
 mod body;
 pub mod client;
-pub mod codec;
+pub(crate) mod codec;
 pub mod crypto;
-pub mod fields;
-pub mod flow;
+pub(crate) mod fields;
+pub(crate) mod flow;
 pub mod identity;
 pub mod login;
-pub mod names;
-pub mod packets;
+pub(crate) mod names;
+pub(crate) mod packets;
 pub mod schema;
 pub mod server;
 pub mod speak;
@@ -34,14 +34,12 @@ use crate::mirror::{Message, Observation};
 use crate::wire::Offline;
 
 pub use crypto::Keys;
-pub use flow::{
-    event_names, GameEvent, GameFlow, GamePacket, GameSummary, Opaque, OpaqueReason, PerDir,
-    GAME_MESSAGE,
-};
+pub(crate) use flow::{event_names, GameFlow, GameSummary, PerDir, GAME_MESSAGE};
+pub use flow::{GameEvent, GamePacket, Opaque, OpaqueReason};
 
 /// Flows with a game layer followed at once; past it, later flows' 0xFE
 /// messages stay RakNet messages (and [`Game::untracked`] counts them).
-pub const MAX_GAME_FLOWS: usize = 65_536;
+pub(crate) const MAX_GAME_FLOWS: usize = 65_536;
 
 /// Which flows are Bedrock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,7 +55,7 @@ pub enum Detect {
 
 impl Detect {
     /// [`Detect::Always`] when `forced` (`--bedrock`), else [`Detect::Auto`].
-    pub fn forced(forced: bool) -> Detect {
+    pub(crate) fn forced(forced: bool) -> Detect {
         if forced {
             Detect::Always
         } else {
@@ -78,23 +76,24 @@ pub struct Game {
     /// Servers' protocol and version, from their Minecraft pongs.
     servers: HashMap<std::net::SocketAddr, (u32, String)>,
     /// 0xFE messages of flows past [`MAX_GAME_FLOWS`].
-    pub untracked: u64,
+    pub(crate) untracked: u64,
     /// Flows found to be Bedrock so far (closed ones included).
-    pub game_flows: u64,
+    pub(crate) game_flows: u64,
     /// RakNet packets seen.
-    pub packets: u64,
+    pub(crate) packets: u64,
     /// Check the logins' signatures (on by default): off for the commands
     /// that only name and count packets.
-    pub signatures: bool,
+    pub(crate) signatures: bool,
     /// Decode every packet's fields by minecraft-data's definitions (on by
     /// default): off for the commands that only name and count packets.
     pub fields: bool,
     /// Keep where each field is on the wire ([`GamePacket::layout`]), for
     /// the `-V` tree (off by default: the decoder then keeps no trace).
-    pub layout: bool,
+    pub(crate) layout: bool,
 }
 
 impl Game {
+    /// No flow seen yet: Bedrock found as `detect` says, batches decrypted with `keys`.
     pub fn new(detect: Detect, keys: Keys) -> Self {
         Game {
             detect,
@@ -114,7 +113,7 @@ impl Game {
 
     /// A game layer for naming and counting packets: the logins'
     /// signatures unchecked.
-    pub fn counting(detect: Detect, keys: Keys) -> Self {
+    pub(crate) fn counting(detect: Detect, keys: Keys) -> Self {
         Game {
             signatures: false,
             fields: false,
@@ -191,7 +190,11 @@ impl Game {
     /// messages it delivered when its flow is Bedrock, for the packet lines
     /// of `read`; `None` in a flow that is not. The flows that ended here
     /// are forgotten.
-    pub fn delivered(&mut self, p: &Packet<'_>, obs: &Observation) -> Option<Vec<GameEvent>> {
+    pub(crate) fn delivered(
+        &mut self,
+        p: &Packet<'_>,
+        obs: &Observation,
+    ) -> Option<Vec<GameEvent>> {
         self.packet(p);
         let mut events = Vec::new();
         for m in &obs.messages {
@@ -218,7 +221,11 @@ impl Game {
     /// Where flow `id`'s game login got, in words, when it has a game
     /// layer; `server`: its server's address, whose pong may have said its
     /// protocol.
-    pub fn diagnosis(&self, id: u32, server: Option<std::net::SocketAddr>) -> Option<String> {
+    pub(crate) fn diagnosis(
+        &self,
+        id: u32,
+        server: Option<std::net::SocketAddr>,
+    ) -> Option<String> {
         let known = server.and_then(|a| self.servers.get(&a));
         let f = self.flows.get(&id)?;
         Some(f.diagnosis(known.map(|(p, v)| (*p, v.as_str()))))
@@ -226,7 +233,10 @@ impl Game {
 
     /// The game login of each connection attempt: the diagnosis goes with
     /// the last attempt of its flow that connected, `None` elsewhere.
-    pub fn logins(&self, attempts: &[crate::mirror::handshake::Attempt]) -> Vec<Option<String>> {
+    pub(crate) fn logins(
+        &self,
+        attempts: &[crate::mirror::handshake::Attempt],
+    ) -> Vec<Option<String>> {
         let last: HashMap<u32, u32> = attempts
             .iter()
             .filter(|a| a.accepted)
@@ -240,11 +250,6 @@ impl Game {
                     .flatten()
             })
             .collect()
-    }
-
-    /// Every game flow, by id.
-    pub fn flows(&self) -> impl Iterator<Item = (u32, &GameFlow)> {
-        self.flows.iter().map(|(k, v)| (*k, v))
     }
 }
 

@@ -164,7 +164,7 @@ impl Names {
 /// assert_eq!(packet_name(Some(649), 1), Some("login"));
 /// assert_eq!(packet_name(None, 0x8f), Some("network_settings"));
 /// ```
-pub fn packet_name(protocol: Option<u32>, id: u16) -> Option<&'static str> {
+pub(crate) fn packet_name(protocol: Option<u32>, id: u16) -> Option<&'static str> {
     let t = names().table(protocol);
     t.binary_search_by_key(&id, |&(i, _)| i)
         .ok()
@@ -174,7 +174,8 @@ pub fn packet_name(protocol: Option<u32>, id: u16) -> Option<&'static str> {
 /// The id of the game packet named `name` under `protocol` (`None`: the
 /// newest known protocol), for filters; the same nearest-older rule as
 /// [`packet_name`].
-pub fn packet_id(protocol: Option<u32>, name: &str) -> Option<u16> {
+#[cfg(test)]
+pub(crate) fn packet_id(protocol: Option<u32>, name: &str) -> Option<u16> {
     names()
         .table(protocol)
         .iter()
@@ -185,7 +186,7 @@ pub fn packet_id(protocol: Option<u32>, name: &str) -> Option<u16> {
 /// The game versions that have protocol number `protocol`, oldest first, as
 /// minecraft-data lists them (`594` is `["1.20.10", "1.20.15"]`); empty for
 /// a number it does not know.
-pub fn versions(protocol: u32) -> &'static [&'static str] {
+pub(crate) fn versions(protocol: u32) -> &'static [&'static str] {
     let n = names();
     match n.nearest(protocol) {
         (i, true) => &n.protocols[i].versions,
@@ -196,20 +197,21 @@ pub fn versions(protocol: u32) -> &'static [&'static str] {
 /// The known protocol number whose table [`packet_name`] uses for
 /// `protocol`, and whether it is `protocol` itself: the nearest older known
 /// one, or the oldest for a number older than all.
-pub fn nearest_protocol(protocol: u32) -> (u32, bool) {
+#[cfg(test)]
+pub(crate) fn nearest_protocol(protocol: u32) -> (u32, bool) {
     let n = names();
     let (i, exact) = n.nearest(protocol);
     (n.protocols[i].number, exact)
 }
 
 /// Whether some protocol's table has a packet called `name`.
-pub fn is_packet_name(name: &str) -> bool {
+pub(crate) fn is_packet_name(name: &str) -> bool {
     all_names().any(|n| n == name)
 }
 
 /// Every name of every table (a name in several tables comes once for
 /// each).
-pub fn all_names() -> impl Iterator<Item = &'static str> {
+pub(crate) fn all_names() -> impl Iterator<Item = &'static str> {
     static ALL: OnceLock<Vec<&'static str>> = OnceLock::new();
     ALL.get_or_init(|| {
         let mut all: Vec<&'static str> = names().tables.iter().flatten().map(|&(_, n)| n).collect();
@@ -222,7 +224,7 @@ pub fn all_names() -> impl Iterator<Item = &'static str> {
 }
 
 /// Every known protocol number, ascending.
-pub fn protocols() -> impl Iterator<Item = u32> {
+pub(crate) fn protocols() -> impl Iterator<Item = u32> {
     names().protocols.iter().map(|p| p.number)
 }
 

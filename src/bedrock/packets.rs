@@ -9,12 +9,12 @@ use serde_json::{json, Map, Value};
 
 use super::body::Body;
 
-pub const RESOURCE_PACKS_INFO: u16 = 6;
-pub const RESOURCE_PACK_STACK: u16 = 7;
-pub const RESOURCE_PACK_CLIENT_RESPONSE: u16 = 8;
-pub const TEXT: u16 = 9;
-pub const START_GAME: u16 = 11;
-pub const TRANSFER: u16 = 85;
+pub(crate) const RESOURCE_PACKS_INFO: u16 = 6;
+pub(crate) const RESOURCE_PACK_STACK: u16 = 7;
+pub(crate) const RESOURCE_PACK_CLIENT_RESPONSE: u16 = 8;
+pub(crate) const TEXT: u16 = 9;
+pub(crate) const START_GAME: u16 = 11;
+pub(crate) const TRANSFER: u16 = 85;
 
 /// Entries of a pack list, a pack-id list or the experiments at most: past
 /// it the list is an `error` (a forged count), not an allocation.

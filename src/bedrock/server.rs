@@ -15,21 +15,23 @@ use super::login::{chain_verifies, jwt_parts, jwt_verifies};
 use super::speak::{key_log_line, SessionEvent, SpeakError, Speaker};
 
 /// Batches above this many bytes are compressed (bedrock-protocol's default).
-pub const COMPRESSION_THRESHOLD: usize = 512;
+pub(crate) const COMPRESSION_THRESHOLD: usize = 512;
 
 /// One client connection at the server.
 #[derive(Clone)]
 pub struct GameServer {
+    /// The connection's version, definitions, framing and queues.
     pub speaker: Speaker,
     key: KeyPair,
     /// The player's name from the Login.
-    pub player: Option<String>,
+    pub(crate) player: Option<String>,
+    /// The client sent SetLocalPlayerAsInitialized: in the game.
     pub spawned: bool,
     started: bool,
 }
 
 impl GameServer {
-    pub fn new(version: &str) -> Result<Self, SpeakError> {
+    pub(crate) fn new(version: &str) -> Result<Self, SpeakError> {
         GameServer::with_key(version, KeyPair::generate()?)
     }
 
@@ -165,17 +167,12 @@ impl GameServer {
         Ok(())
     }
 
-    /// Send packet `name` with `set` over its zero value.
-    pub fn send(&mut self, name: &str, set: Value) -> Result<(), SpeakError> {
-        self.speaker.queue(name, set)?;
-        self.speaker.flush();
-        Ok(())
-    }
-
+    /// The next 0xFE message to send: a batch, compressed and encrypted as negotiated.
     pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
         self.speaker.poll_transmit()
     }
 
+    /// The next thing the application should hear.
     pub fn poll_event(&mut self) -> Option<SessionEvent> {
         self.speaker.poll_event()
     }

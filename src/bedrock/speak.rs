@@ -1,5 +1,5 @@
 //! What a Bedrock client and server share (sans-IO, like `session/`): the
-//! definitions of their version, the framing ([`Codec`]), packets built
+//! definitions of their version, the framing (`Codec`), packets built
 //! from zero values with the fields meant set, a queue of 0xFE messages to
 //! hand to RakNet (reliable ordered, channel 0) and of events for the
 //! application. [`super::client::GameClient`] and
@@ -23,13 +23,21 @@ pub enum SpeakError {
         "no Bedrock version {version:?}; the versions known: {}",
         known_versions().collect::<Vec<_>>().join(", ")
     )]
-    UnknownVersion { version: String },
+    UnknownVersion {
+        /// The version asked for.
+        version: String,
+    },
     /// The definitions of a known protocol did not load.
     #[error("no definitions for protocol {0}")]
     NoDefinitions(u32),
     /// The version has no packet of that name.
     #[error("{version} has no packet {name}")]
-    NoPacket { version: String, name: String },
+    NoPacket {
+        /// The game version.
+        version: String,
+        /// The packet name asked for.
+        name: String,
+    },
     /// A packet's fields do not encode (the schema names the field).
     #[error("{0}")]
     Encode(String),
@@ -45,7 +53,12 @@ pub enum SpeakError {
 #[derive(Debug, Clone, PartialEq)]
 pub enum SessionEvent {
     /// A game packet from the peer, with its fields.
-    Packet { name: String, fields: Value },
+    Packet {
+        /// The packet's name (`start_game`).
+        name: String,
+        /// Its fields as decoded, an object.
+        fields: Value,
+    },
     /// The connection's key, as a key-log line (`BEDROCK_SALT_KEY salt key`,
     /// docs/bedrock-protocol.md §8).
     KeyLog(String),
@@ -63,18 +76,18 @@ pub enum SessionEvent {
 }
 
 /// The protocol number of game version `v` ("1.26.45").
-pub fn protocol_of(version: &str) -> Option<u32> {
+pub(crate) fn protocol_of(version: &str) -> Option<u32> {
     super::names::protocols().find(|&p| super::names::versions(p).contains(&version))
 }
 
 /// The newest game version the definitions know.
-pub fn newest_version() -> &'static str {
+pub(crate) fn newest_version() -> &'static str {
     let p = super::names::protocols().max().unwrap_or(0);
     super::names::versions(p).last().copied().unwrap_or("")
 }
 
 /// Every game version the definitions know, oldest first.
-pub fn known_versions() -> impl Iterator<Item = &'static str> {
+pub(crate) fn known_versions() -> impl Iterator<Item = &'static str> {
     let mut protocols: Vec<u32> = super::names::protocols().collect();
     protocols.sort_unstable();
     protocols
@@ -97,7 +110,7 @@ pub fn known_version(v: &str) -> Result<String, SpeakError> {
 /// version has a plain number (a field mapped in one version and not in
 /// another: `permission_level`) keeps the number: one set of fields serves
 /// every version.
-pub fn merge(base: &mut Value, set: &Value) {
+pub(crate) fn merge(base: &mut Value, set: &Value) {
     match (base, set) {
         (Value::Number(_), Value::String(s)) if s.parse::<f64>().is_err() => {}
         (Value::Object(b), Value::Object(s)) => {
@@ -117,11 +130,12 @@ pub fn merge(base: &mut Value, set: &Value) {
 /// The state one end of a Bedrock connection keeps.
 #[derive(Clone)]
 pub struct Speaker {
-    pub version: String,
-    pub protocol: u32,
-    pub defs: Arc<Definitions>,
+    pub(crate) version: String,
+    pub(crate) protocol: u32,
+    pub(crate) defs: Arc<Definitions>,
+    /// Compression and encryption of the connection's batches.
     pub codec: Codec,
-    pub session: Session,
+    pub(crate) session: Session,
     pending: Vec<Vec<u8>>,
     out: VecDeque<Vec<u8>>,
     events: VecDeque<SessionEvent>,
@@ -129,7 +143,7 @@ pub struct Speaker {
 
 impl Speaker {
     /// For game `version`; an error names the versions known.
-    pub fn new(version: &str) -> Result<Self, SpeakError> {
+    pub(crate) fn new(version: &str) -> Result<Self, SpeakError> {
         let protocol = protocol_of(version).ok_or_else(|| SpeakError::UnknownVersion {
             version: version.to_string(),
         })?;
@@ -147,7 +161,7 @@ impl Speaker {
     }
 
     /// Packet `name`: its zero value with `set` over it, encoded.
-    pub fn build(&self, name: &str, set: &Value) -> Result<Vec<u8>, SpeakError> {
+    pub(crate) fn build(&self, name: &str, set: &Value) -> Result<Vec<u8>, SpeakError> {
         let mut fields = self.defs.zero(name).ok_or_else(|| SpeakError::NoPacket {
             version: self.version.clone(),
             name: name.to_string(),
@@ -159,19 +173,19 @@ impl Speaker {
     }
 
     /// Queue packet `name` for the next batch.
-    pub fn queue(&mut self, name: &str, set: Value) -> Result<(), SpeakError> {
+    pub(crate) fn queue(&mut self, name: &str, set: Value) -> Result<(), SpeakError> {
         let p = self.build(name, &set)?;
         self.pending.push(p);
         Ok(())
     }
 
     /// Queue an already encoded packet (header included).
-    pub fn queue_raw(&mut self, packet: Vec<u8>) {
+    pub(crate) fn queue_raw(&mut self, packet: Vec<u8>) {
         self.pending.push(packet);
     }
 
     /// The queued packets as one batch, framed as things stand now.
-    pub fn flush(&mut self) {
+    pub(crate) fn flush(&mut self) {
         if !self.pending.is_empty() {
             let batch = std::mem::take(&mut self.pending);
             let m = self.codec.encode(&batch);
@@ -179,13 +193,13 @@ impl Speaker {
         }
     }
 
-    pub fn event(&mut self, e: SessionEvent) {
+    pub(crate) fn event(&mut self, e: SessionEvent) {
         self.events.push_back(e);
     }
 
     /// A delivered 0xFE message's packets: name and fields (an error event
     /// for what does not read).
-    pub fn receive(&mut self, message: &[u8]) -> Vec<(String, Value)> {
+    pub(crate) fn receive(&mut self, message: &[u8]) -> Vec<(String, Value)> {
         let packets = match self.codec.decode(message) {
             Ok(p) => p,
             Err(e) => {
@@ -223,17 +237,17 @@ impl Speaker {
     }
 
     /// The next 0xFE message to send.
-    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+    pub(crate) fn poll_transmit(&mut self) -> Option<Vec<u8>> {
         self.out.pop_front()
     }
 
-    pub fn poll_event(&mut self) -> Option<SessionEvent> {
+    pub(crate) fn poll_event(&mut self) -> Option<SessionEvent> {
         self.events.pop_front()
     }
 }
 
 /// The key-log line of a connection.
-pub fn key_log_line(salt: &[u8], key: &[u8; 32]) -> String {
+pub(crate) fn key_log_line(salt: &[u8], key: &[u8; 32]) -> String {
     format!(
         "BEDROCK_SALT_KEY {} {}",
         crate::wire::cursor::hex(salt),
@@ -242,7 +256,7 @@ pub fn key_log_line(salt: &[u8], key: &[u8; 32]) -> String {
 }
 
 /// A PlayStatus refusal in words, with both protocols.
-pub fn refusal(status: &str, ours: u32, theirs: Option<u32>) -> String {
+pub(crate) fn refusal(status: &str, ours: u32, theirs: Option<u32>) -> String {
     let names = |p: u32| {
         super::names::versions(p)
             .last()

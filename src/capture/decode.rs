@@ -30,7 +30,7 @@ struct Frame {
 
 /// Decodes frames and keeps the counters and the reassembly pool.
 pub(crate) struct Decoder {
-    pub stats: CaptureStats,
+    pub(crate) stats: CaptureStats,
     pool: DefragPool,
     /// Payload buffers handed back by the caller, reused for the next datagrams.
     spare: Vec<Vec<u8>>,
@@ -45,7 +45,7 @@ const SPARES: usize = 2048;
 const FRESH_BUFFER: usize = 1536;
 
 impl Decoder {
-    pub fn new(limits: DefragLimits) -> Self {
+    pub(crate) fn new(limits: DefragLimits) -> Self {
         Decoder {
             stats: CaptureStats::default(),
             pool: DefragPool::new(limits),
@@ -54,26 +54,27 @@ impl Decoder {
     }
 
     /// Keep `buf` to hold the next datagram's payload.
-    pub fn recycle(&mut self, mut buf: Vec<u8>) {
+    pub(crate) fn recycle(&mut self, mut buf: Vec<u8>) {
         if buf.capacity() <= SPARE_MAX && self.spare.len() < SPARES {
             buf.clear();
             self.spare.push(buf);
         }
     }
 
-    pub fn set_defrag_limits(&mut self, limits: DefragLimits) {
+    #[cfg(test)]
+    pub(crate) fn set_defrag_limits(&mut self, limits: DefragLimits) {
         self.pool.set_limits(limits);
     }
 
     /// Counts a packet record too broken to decode.
-    pub fn bad_record(&mut self) {
+    pub(crate) fn bad_record(&mut self) {
         self.stats.frames += 1;
         self.stats.bad_records += 1;
     }
 
     /// Decodes the next frame of the capture (`data` as captured, `orig_len`
     /// as it was on the wire).
-    pub fn decode(
+    pub(crate) fn decode(
         &mut self,
         linktype: u32,
         ts: Duration,
@@ -105,7 +106,7 @@ impl Decoder {
 
     /// Take back the counting of the frame just decoded into `d` (a live
     /// capture filter rejected it): frame numbers stay those of what is kept.
-    pub fn forget(&mut self, d: &UdpDatagram) {
+    pub(crate) fn forget(&mut self, d: &UdpDatagram) {
         self.stats.frames = self.stats.frames.saturating_sub(1);
         if d.icmp.is_some() {
             self.stats.icmp_errors = self.stats.icmp_errors.saturating_sub(1);
@@ -115,7 +116,7 @@ impl Decoder {
     }
 
     /// Gives up the reassemblies still in progress (end of the capture).
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         self.pool.finish(&mut self.stats);
     }
 

@@ -17,13 +17,13 @@ use super::CaptureStats;
 
 /// Limits of the fragment reassembly pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DefragLimits {
+pub(crate) struct DefragLimits {
     /// Datagrams reassembled at the same time; the oldest is evicted beyond.
-    pub max_reassemblies: usize,
+    pub(crate) max_reassemblies: usize,
     /// Bytes buffered across all reassemblies; the oldest are evicted beyond.
-    pub max_bytes: usize,
+    pub(crate) max_bytes: usize,
     /// Capture time after the first fragment at which a reassembly is given up.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
 }
 
 impl Default for DefragLimits {
@@ -39,11 +39,11 @@ impl Default for DefragLimits {
 /// What identifies the fragments of one IP datagram (RFC 791 / RFC 8200).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct FragKey {
-    pub src: IpAddr,
-    pub dst: IpAddr,
-    pub id: u32,
+    pub(crate) src: IpAddr,
+    pub(crate) dst: IpAddr,
+    pub(crate) id: u32,
     /// IPv4 protocol, or the next header of the IPv6 fragment header.
-    pub protocol: u8,
+    pub(crate) protocol: u8,
 }
 
 struct Reassembly {
@@ -71,7 +71,7 @@ pub(crate) struct DefragPool {
 }
 
 impl DefragPool {
-    pub fn new(limits: DefragLimits) -> Self {
+    pub(crate) fn new(limits: DefragLimits) -> Self {
         DefragPool {
             limits,
             active: HashMap::new(),
@@ -83,19 +83,20 @@ impl DefragPool {
         }
     }
 
-    pub fn set_limits(&mut self, limits: DefragLimits) {
+    #[cfg(test)]
+    pub(crate) fn set_limits(&mut self, limits: DefragLimits) {
         self.limits = limits;
     }
 
     /// Reassemblies in progress.
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.active.len()
     }
 
     /// Adds one fragment; returns the whole IP payload when this fragment
     /// completes it. Give the returned buffer back with [`Self::recycle`].
-    pub fn add(
+    pub(crate) fn add(
         &mut self,
         key: FragKey,
         now: Duration,
@@ -154,14 +155,14 @@ impl DefragPool {
     }
 
     /// Takes back a buffer returned by [`Self::add`] for reuse.
-    pub fn recycle(&mut self, data: Vec<u8>) {
+    pub(crate) fn recycle(&mut self, data: Vec<u8>) {
         if self.spare_data.len() < SPARES {
             self.spare_data.push(data);
         }
     }
 
     /// Gives up every reassembly still in progress (end of the capture).
-    pub fn finish(&mut self, stats: &mut CaptureStats) {
+    pub(crate) fn finish(&mut self, stats: &mut CaptureStats) {
         while !self.active.is_empty() {
             self.evict_oldest(stats);
         }

@@ -15,22 +15,32 @@ use std::net::{IpAddr, SocketAddr};
 /// A parsed filter.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Filter {
+    /// `a or b`: any of them matches.
     Or(Vec<Filter>),
+    /// `a and b`: all of them match.
     And(Vec<Filter>),
+    /// `not a`.
     Not(Box<Filter>),
+    /// `[src|dst] host ADDR`.
     Host(End, IpAddr),
+    /// `[src|dst] port N`.
     Port(End, u16),
     /// `udp`: every datagram (they all are UDP).
     Any,
+    /// `ip`: IPv4 datagrams.
     Ipv4,
+    /// `ip6`: IPv6 datagrams.
     Ipv6,
 }
 
 /// Which end of the datagram a primitive looks at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum End {
+    /// `src`: the sender.
     Src,
+    /// `dst`: the receiver.
     Dst,
+    /// Neither word: either end.
     Either,
 }
 
@@ -38,11 +48,12 @@ pub enum End {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("filter: {what} at byte {at}")]
 pub struct FilterError {
-    pub at: usize,
-    pub what: String,
+    pub(crate) at: usize,
+    pub(crate) what: String,
 }
 
 impl Filter {
+    /// Parse a filter in the syntax above.
     pub fn parse(text: &str) -> Result<Filter, FilterError> {
         let tokens = tokenize(text);
         let mut p = Parser {

@@ -17,19 +17,19 @@ use super::ipv6::{ipv6_extension, Ipv6Extension};
 pub struct IcmpError {
     /// Who sent the ICMP message: the host or router that refused or
     /// dropped the datagram (the destination itself for port unreachable).
-    pub from: IpAddr,
+    pub(crate) from: IpAddr,
     /// What the error says, grouped across ICMPv4 and ICMPv6.
-    pub kind: IcmpKind,
+    pub(crate) kind: IcmpKind,
     /// The ICMP type as on the wire (ICMPv4 or ICMPv6 numbering: see
     /// whether `from` is an IPv4 or IPv6 address).
-    pub icmp_type: u8,
+    pub(crate) icmp_type: u8,
     /// The ICMP code as on the wire.
-    pub code: u8,
+    pub(crate) code: u8,
 }
 
 /// What an ICMP error says, the same for ICMPv4 and ICMPv6.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum IcmpKind {
+pub(crate) enum IcmpKind {
     /// Nothing listens on the destination port (ICMPv4 3/3, ICMPv6 1/4).
     PortUnreachable,
     /// The destination host cannot be reached (ICMPv4 3/1, 3/7, 3/12;
@@ -59,7 +59,7 @@ pub enum IcmpKind {
 
 impl IcmpKind {
     /// The kind's snake_case name, e.g. `port_unreachable`.
-    pub fn as_str(&self) -> &'static str {
+    pub(crate) fn as_str(&self) -> &'static str {
         match self {
             IcmpKind::PortUnreachable => "port_unreachable",
             IcmpKind::HostUnreachable => "host_unreachable",
@@ -82,14 +82,14 @@ impl fmt::Display for IcmpKind {
 /// An ICMP error and the UDP datagram it quotes.
 #[derive(Debug)]
 pub(crate) struct Quoted<'a> {
-    pub error: IcmpError,
+    pub(crate) error: IcmpError,
     /// The quoted datagram's endpoints, as its sender wrote them.
-    pub src: SocketAddr,
-    pub dst: SocketAddr,
+    pub(crate) src: SocketAddr,
+    pub(crate) dst: SocketAddr,
     /// The payload length in the quoted UDP header (its length field minus 8).
-    pub udp_len: usize,
+    pub(crate) udp_len: usize,
     /// The quoted payload bytes present, at most `udp_len`.
-    pub payload: &'a [u8],
+    pub(crate) payload: &'a [u8],
 }
 
 /// Length of the ICMP header before the quote (type, code, checksum and four

@@ -23,10 +23,10 @@ const SKF_NET_OFF: u32 = 0xfff0_0000u32;
 /// An interface the system has.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Interface {
-    pub index: u32,
-    pub name: String,
-    pub loopback: bool,
-    pub up: bool,
+    pub(crate) index: u32,
+    pub(crate) name: String,
+    pub(crate) loopback: bool,
+    pub(crate) up: bool,
 }
 
 impl std::fmt::Display for Interface {
@@ -135,16 +135,22 @@ fn flags(name: &str) -> io::Result<(bool, bool)> {
 /// Why live capture cannot start.
 #[derive(Debug, thiserror::Error)]
 pub enum LiveError {
+    /// Not allowed to open a packet socket.
     #[error(
         "live capture needs root or the CAP_NET_RAW capability: run it with sudo, or grant it once with \
          `sudo setcap cap_net_raw+ep {exe}`"
     )]
-    Permission { exe: String },
+    Permission {
+        /// The executable, for the `setcap` command suggested.
+        exe: String,
+    },
+    /// The interface named does not exist.
     #[error("no such interface: {0} (raknet-dissect live -D lists them)")]
     NoInterface(String),
     /// libpcap did not compile the filter.
     #[error("-f: {0}")]
     Filter(String),
+    /// Opening or reading the socket failed.
     #[error("{0}")]
     Io(#[from] io::Error),
 }
@@ -160,7 +166,7 @@ pub struct KernelStats {
 
 /// An open packet socket on one interface (or all, for `any`).
 #[derive(Debug)]
-pub struct LiveSocket {
+pub(crate) struct LiveSocket {
     fd: OwnedFd,
     loopbacks: Vec<u32>,
     buf: Vec<u8>,
@@ -220,7 +226,7 @@ fn udp_filter(loopbacks: &[u32]) -> Vec<libc::sock_filter> {
 
 impl LiveSocket {
     /// Open a packet socket on `interface` ("any" for all).
-    pub fn open(interface: &str) -> Result<LiveSocket, LiveError> {
+    pub(crate) fn open(interface: &str) -> Result<LiveSocket, LiveError> {
         let all = interfaces()?;
         let index = if interface == "any" {
             0
@@ -324,7 +330,7 @@ impl LiveSocket {
 
     /// The next IP packet and its time, waiting at most `wait`; `Ok(None)`
     /// when none came in time.
-    pub fn next(&mut self, wait: Duration) -> io::Result<Option<(Duration, &[u8], u32)>> {
+    pub(crate) fn next(&mut self, wait: Duration) -> io::Result<Option<(Duration, &[u8], u32)>> {
         let mut polled = false;
         loop {
             // SAFETY: sockaddr_ll is plain old data.
@@ -401,7 +407,7 @@ impl LiveSocket {
     }
 
     /// The kernel's counters so far.
-    pub fn stats(&mut self) -> KernelStats {
+    pub(crate) fn stats(&mut self) -> KernelStats {
         self.read_stats();
         self.stats
     }
@@ -411,14 +417,15 @@ impl LiveSocket {
 #[derive(Debug, Clone)]
 pub struct LiveOptions {
     /// An interface name, or "any".
-    pub interface: String,
+    pub(crate) interface: String,
     /// Only datagrams (and ICMP errors quoting datagrams) that match.
-    pub filter: Option<super::filter::Filter>,
+    pub(crate) filter: Option<super::filter::Filter>,
     /// With the `libpcap` feature: a filter in tcpdump's full syntax, given
     /// to libpcap (which then captures, instead of the packet socket).
-    pub bpf: Option<String>,
+    #[cfg_attr(not(feature = "libpcap"), allow(dead_code))]
+    pub(crate) bpf: Option<String>,
     /// Capture through libpcap (the `libpcap` feature), not the packet socket.
-    pub libpcap: bool,
+    pub(crate) libpcap: bool,
     /// Also write what is captured (and matches) to this pcapng file.
     pub write: Option<std::path::PathBuf>,
     /// Stop after this long.
@@ -476,7 +483,7 @@ pub(crate) struct LiveSource {
 const POLL: Duration = Duration::from_millis(100);
 
 impl LiveSource {
-    pub fn open(opts: LiveOptions) -> Result<LiveSource, LiveError> {
+    pub(crate) fn open(opts: LiveOptions) -> Result<LiveSource, LiveError> {
         let (backend, linktype) = if opts.libpcap {
             open_pcap(&opts)?
         } else {
@@ -522,7 +529,7 @@ impl LiveSource {
         super::step::Step::End
     }
 
-    pub fn step(&mut self, decoder: &mut super::decode::Decoder) -> super::step::Step {
+    pub(crate) fn step(&mut self, decoder: &mut super::decode::Decoder) -> super::step::Step {
         use super::step::{Failure, Step};
         use std::sync::atomic::Ordering;
         if self.opts.stop.load(Ordering::Relaxed)

@@ -36,6 +36,7 @@ mod link;
 pub mod live;
 mod source;
 mod step;
+pub mod tcp;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -51,8 +52,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use decode::Decoder;
-pub use defrag::DefragLimits;
-pub use icmp::{IcmpError, IcmpKind};
+pub(crate) use defrag::DefragLimits;
+pub(crate) use icmp::{IcmpError, IcmpKind};
 use source::{Source, Step};
 
 /// One UDP datagram taken from a capture, or the UDP datagram quoted by an
@@ -89,14 +90,14 @@ impl UdpDatagram {
     /// True when the capture holds fewer payload bytes than the UDP header
     /// announced (always so for an ICMP error that quotes only part of the
     /// datagram).
-    pub fn truncated(&self) -> bool {
+    pub(crate) fn truncated(&self) -> bool {
         self.payload.len() < self.udp_len
     }
 }
 
 /// The container format of a capture, told by its magic number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CaptureFormat {
+pub(crate) enum CaptureFormat {
     Pcap,
     PcapNg,
 }
@@ -123,25 +124,25 @@ pub struct CaptureStats {
     pub udp: u64,
     /// ICMP and ICMPv6 errors returned as the UDP datagram they quote (with
     /// [`UdpDatagram::icmp`] set).
-    pub icmp_errors: u64,
+    pub(crate) icmp_errors: u64,
     /// Frames that are not UDP: ARP, TCP, ICMP other than the errors
     /// counted in `icmp_errors`, other ethertypes or IP protocols.
-    pub non_udp: u64,
+    pub(crate) non_udp: u64,
     /// Frames of a link type this reader does not decode.
-    pub unsupported_link: u64,
+    pub(crate) unsupported_link: u64,
     /// IP fragments that became part of a reassembled datagram.
-    pub fragments_reassembled: u64,
+    pub(crate) fragments_reassembled: u64,
     /// IP fragments given up: evicted, timed out, inconsistent, cut by the
     /// snapshot length, or still incomplete at the end of the capture.
-    pub fragments_dropped: u64,
+    pub(crate) fragments_dropped: u64,
     /// Frames cut by the snapshot length: returned with a partial payload
     /// (see [`UdpDatagram::truncated`]), or skipped when a header itself was cut.
-    pub truncated: u64,
+    pub(crate) truncated: u64,
     /// Frames skipped because a link, IP or UDP header is malformed.
-    pub bad_ip: u64,
+    pub(crate) bad_ip: u64,
     /// Packet records too malformed to read (bad interface id, lengths
     /// beyond their block), skipped.
-    pub bad_records: u64,
+    pub(crate) bad_records: u64,
 }
 
 /// Why a capture cannot be read, or stopped being readable.
@@ -150,30 +151,57 @@ pub struct CaptureStats {
 /// returned before it are good, nothing follows it.
 #[derive(Debug, thiserror::Error)]
 pub enum CaptureError {
+    /// The file did not open.
     #[error("{}: {source}", path.display())]
-    Open { path: PathBuf, source: io::Error },
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// Why it did not open.
+        source: io::Error,
+    },
+    /// The input is not a pcap or pcapng file.
     #[error("{name}: not a pcap or pcapng file ({reason})")]
-    NotACapture { name: String, reason: String },
+    NotACapture {
+        /// The input's name in messages (a path, or "standard input").
+        name: String,
+        /// What its first bytes were instead.
+        reason: String,
+    },
     /// The file ends in the middle of a record (e.g. cut with `head -c`, or
     /// still being written). `frame` is the last complete frame.
     #[error("capture cut short after frame {frame}: {detail}")]
-    CutShort { frame: u64, detail: String },
+    CutShort {
+        /// The last complete frame.
+        frame: u64,
+        /// What the reader said.
+        detail: String,
+    },
     /// A block that cannot be read past: broken framing (lengths that
     /// disagree), a record larger than the read buffer, or a section or
     /// interface description that pcap-file refuses. `frame` is the last
     /// complete frame.
     #[error("malformed capture after frame {frame}: {detail}")]
-    Malformed { frame: u64, detail: String },
+    Malformed {
+        /// The last complete frame.
+        frame: u64,
+        /// What is wrong with the block.
+        detail: String,
+    },
     /// The input itself failed (not a format problem).
     #[error("read error after frame {frame}: {source}")]
-    Io { frame: u64, source: io::Error },
+    Io {
+        /// The last complete frame.
+        frame: u64,
+        /// The read error.
+        source: io::Error,
+    },
 }
 
 /// Streaming reader of UDP datagrams from a pcap or pcapng capture.
 ///
 /// Reads one record at a time into a fixed buffer, so memory stays constant
 /// whatever the file size; the source need not be seekable.
-/// [`CaptureReader::in_background`] moves the reading and decoding to a
+/// `CaptureReader::in_background` moves the reading and decoding to a
 /// thread of its own, a bounded number of batches ahead of the caller.
 pub struct CaptureReader {
     name: String,
@@ -231,7 +259,7 @@ impl CaptureReader {
 
     /// [`open`](Self::open), adding to `consumed` the bytes read from the
     /// file as they are read (for a progress bar; any thread may load it).
-    pub fn open_counted(
+    pub(crate) fn open_counted(
         path: &Path,
         consumed: Option<Arc<AtomicU64>>,
     ) -> Result<Self, CaptureError> {
@@ -294,7 +322,8 @@ impl CaptureReader {
 
     /// Replaces the limits of the fragment reassembly pool (before reading,
     /// and before [`Self::in_background`]).
-    pub fn with_defrag_limits(mut self, limits: DefragLimits) -> Self {
+    #[cfg(test)]
+    pub(crate) fn with_defrag_limits(mut self, limits: DefragLimits) -> Self {
         if let Engine::Inline { decoder, .. } = &mut self.engine {
             decoder.set_defrag_limits(limits);
         }
@@ -306,7 +335,7 @@ impl CaptureReader {
     /// the file is read while the caller dissects. Same datagrams, same
     /// errors, same order. [`Self::stats`] then counts what the thread has
     /// read so far (exact once `next_datagram` returned `None` or an error).
-    pub fn in_background(mut self) -> Self {
+    pub(crate) fn in_background(mut self) -> Self {
         let Engine::Inline {
             mut source,
             mut decoder,
@@ -403,7 +432,7 @@ impl CaptureReader {
 
     /// Hand a datagram back when done with it: its buffer is reused for the
     /// next one, which saves an allocation per packet.
-    pub fn recycle(&mut self, d: UdpDatagram) {
+    pub(crate) fn recycle(&mut self, d: UdpDatagram) {
         match &mut self.engine {
             Engine::Inline { decoder, .. } => decoder.recycle(d.payload),
             Engine::Background(b) => {
@@ -425,12 +454,14 @@ impl CaptureReader {
     }
 
     /// The container format of the capture.
-    pub fn format(&self) -> CaptureFormat {
+    #[cfg(test)]
+    pub(crate) fn format(&self) -> CaptureFormat {
         self.format
     }
 
     /// The name used in messages: the path, "standard input" or "input".
-    pub fn name(&self) -> &str {
+    #[cfg(test)]
+    pub(crate) fn name(&self) -> &str {
         &self.name
     }
 }

@@ -45,7 +45,7 @@ pub(crate) enum Source {
 
 impl Source {
     /// Tells the format from the first four bytes, then reads the file header.
-    pub fn open(
+    pub(crate) fn open(
         mut r: Box<dyn Read + Send>,
         name: &str,
     ) -> Result<(Source, CaptureFormat), CaptureError> {
@@ -99,7 +99,7 @@ impl Source {
     }
 
     /// Reads one record and decodes it if it is a packet.
-    pub fn step(&mut self, decoder: &mut Decoder) -> Step {
+    pub(crate) fn step(&mut self, decoder: &mut Decoder) -> Step {
         match self {
             Source::Pcap(s) => s.step(decoder),
             Source::PcapNg(s) => s.step(decoder),
@@ -282,14 +282,14 @@ impl Interface {
 /// `if_tsresol`: units of 10^-exponent or 2^-exponent seconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct TsResolution {
-    pub binary: bool,
-    pub exponent: u8,
+    pub(crate) binary: bool,
+    pub(crate) exponent: u8,
 }
 
 impl TsResolution {
     /// Any exponent works, so that a resolution pcap-file might one day accept
     /// beyond 10^-9 or 2^-29 still decodes (rounded down to the nanosecond).
-    pub fn to_duration(self, raw: u64) -> Duration {
+    pub(crate) fn to_duration(self, raw: u64) -> Duration {
         const NANOS_PER_SEC: u128 = 1_000_000_000;
         let raw = u128::from(raw);
         let exponent = u32::from(self.exponent);

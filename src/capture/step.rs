@@ -21,7 +21,7 @@ pub(crate) enum Failure {
 }
 
 impl Failure {
-    pub fn into_error(self, frame: u64) -> CaptureError {
+    pub(crate) fn into_error(self, frame: u64) -> CaptureError {
         match self {
             Failure::CutShort(detail) => CaptureError::CutShort { frame, detail },
             Failure::Malformed(detail) => CaptureError::Malformed { frame, detail },

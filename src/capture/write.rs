@@ -41,13 +41,14 @@ fn io_error(e: impl std::fmt::Display) -> io::Error {
 }
 
 impl Recorder {
+    /// A new file at `path` (`-` is standard output), with its header written.
     pub fn create(path: &Path) -> io::Result<Recorder> {
         Self::create_for(path, DataLink::RAW)
     }
 
     /// A file whose one interface has `linktype` (what libpcap captured);
     /// `-` is standard output (as tshark's `-w -`).
-    pub fn create_for(path: &Path, linktype: DataLink) -> io::Result<Recorder> {
+    pub(crate) fn create_for(path: &Path, linktype: DataLink) -> io::Result<Recorder> {
         let sink: Box<dyn Write + Send> = if writes_stdout(Some(path)) {
             Box::new(io::stdout())
         } else {
@@ -72,13 +73,19 @@ impl Recorder {
     }
 
     /// One UDP datagram from `src` to `dst`, stamped now.
-    pub fn record(&mut self, src: SocketAddr, dst: SocketAddr, payload: &[u8]) -> io::Result<()> {
+    pub(crate) fn record(
+        &mut self,
+        src: SocketAddr,
+        dst: SocketAddr,
+        payload: &[u8],
+    ) -> io::Result<()> {
         let ts = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or(Duration::ZERO);
         self.record_at(ts, src, dst, payload)
     }
 
+    /// One UDP datagram from `src` to `dst`, stamped `ts` (since the Unix epoch).
     pub fn record_at(
         &mut self,
         ts: Duration,
@@ -115,7 +122,12 @@ impl Recorder {
 
     /// One packet as captured, of the file's link type (`orig_len`: its
     /// length on the wire).
-    pub fn write_ip(&mut self, ts: Duration, packet: &[u8], orig_len: u32) -> io::Result<()> {
+    pub(crate) fn write_ip(
+        &mut self,
+        ts: Duration,
+        packet: &[u8],
+        orig_len: u32,
+    ) -> io::Result<()> {
         self.writer
             .write_pcapng_block(EnhancedPacketBlock {
                 interface_id: 0,
@@ -128,6 +140,7 @@ impl Recorder {
         Ok(())
     }
 
+    /// Write out what is buffered.
     pub fn flush(&mut self) -> io::Result<()> {
         self.writer.get_mut().flush()
     }

@@ -10,11 +10,10 @@ use std::path::PathBuf;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, ValueEnum};
 
+use super::printer::Printer;
 use crate::output::text::TimeFormat;
 use crate::output::ColorChoice;
-use crate::peer::printer::Printer;
 use crate::pipeline::drive::Reading;
-use crate::pipeline::PipelineOptions;
 use crate::session::receive::Reassembly;
 
 /// `--json`, `--color`, `-q`: every command that prints.
@@ -85,21 +84,12 @@ pub struct CaptureArgs {
     /// Stop after reading N RakNet packets (as tshark's -c; N > 0).
     #[arg(short = 'c', long = "count", value_name = "N", value_parser = crate::output::text::parse_count::<u64>)]
     pub count: Option<u64>,
-    /// Set by commands that print nothing on standard output until the
-    /// capture is read (`flows`, `stats`, `-q`): their progress bar may share a
-    /// terminal with standard output.
-    #[arg(skip)]
-    pub summary_only: bool,
     /// Threads that print (lines, records, field rows) while one reads and
     /// another dissects: the cores available unless given; 1 runs all on
     /// one thread, the reading too. The output is the same whatever the
     /// number.
     #[arg(long, value_name = "N", value_parser = crate::output::text::parse_count::<u16>)]
     pub threads: Option<u16>,
-    /// Set by `read`: packets handed out owned, for the printing threads,
-    /// and given back here.
-    #[arg(skip)]
-    pub owned: Option<crate::dissect::SpentPackets>,
     /// Each file is a capture of its own (its own flows, flow numbers and
     /// times), not a part of one: the files are read in parallel (--threads)
     /// and printed one after the other, every record naming its file.
@@ -116,53 +106,25 @@ impl CaptureArgs {
         crate::pipeline::expand_paths(self.files.iter().chain(&self.read_file).cloned())
     }
 
-    /// These arguments, for a command that prints only once the capture is
-    /// read (see `summary_only`).
-    pub fn printing_at_end(&self) -> CaptureArgs {
-        CaptureArgs {
-            summary_only: true,
-            ..self.clone()
-        }
+    /// What the pipeline reads, and how.
+    pub fn reading(&self) -> Reading {
+        let paths = self.files.iter().chain(&self.read_file).cloned();
+        let mut r = Reading::new(paths, self.threads);
+        let (o, d) = (&mut r.options, &self.decode);
+        (o.decode_as, o.no_heuristics) = (d.decode_as.clone(), d.no_heuristics);
+        (r.reassembly, r.count, r.flow) = (d.reassembly(), self.count, self.flow);
+        (r.notes, r.progress) = (super::stderr_notes(), super::progress::bar());
+        r.part = self.part.clone();
+        r
     }
 
-    /// What the pipeline reads, and how (`trace`: the `-V` field trees).
-    pub fn reading(&self, trace: bool) -> Reading {
-        // Expanded once: a directory or a glob is a walk of the disk.
-        let paths = self.paths();
-        let options = PipelineOptions {
-            decode_as: self.decode.decode_as.clone(),
-            no_heuristics: self.decode.no_heuristics,
-            trace,
-            consumed: None,
-            owned: self.owned.clone(),
-            one_thread: crate::pipeline::threads(self.threads, &paths) == 1,
-        };
-        let (summary_only, count, flow, part) =
-            (self.summary_only, self.count, self.flow, self.part.clone());
-        let notes = super::stderr_notes();
+    /// [`Self::reading`] for a command that prints only once the capture is
+    /// read: its progress bar may share a terminal with standard output.
+    pub fn reading_at_end(&self) -> Reading {
         Reading {
-            paths,
-            options,
-            summary_only,
-            count,
-            flow,
-            part,
-            notes,
+            summary_only: true,
+            ..self.reading()
         }
-    }
-
-    /// The names records carry: the files' when several are read as one
-    /// capture, this file's in a `--separate` run, none for one file.
-    pub fn file_names(&self) -> Vec<String> {
-        match &self.part {
-            Some(p) => vec![p.name.clone()],
-            None => crate::pipeline::file_names(&self.paths()),
-        }
-    }
-
-    /// The name of this file, on the run of one file of a `--separate` run.
-    pub fn part_name(&self) -> Option<&str> {
-        self.part.as_ref().map(|p| p.name.as_str())
     }
 
     pub fn threads(&self) -> usize {
@@ -199,6 +161,9 @@ pub struct DisplayArgs {
     /// occurrence=a|f|l, quote=d|s|n (repeatable).
     #[arg(short = 'E', value_name = "OPTION=VALUE")]
     pub export_options: Vec<String>,
+    /// Where the records go instead of their lines (`export`'s tables).
+    #[arg(skip)]
+    pub sink: Option<crate::records::walk::SharedSink>,
 }
 
 /// Key material for Bedrock's encryption (docs/bedrock-protocol.md §8).

@@ -1,30 +1,26 @@
-//! The capture commands' wiring: `read`, `messages`, `flows`, `fields`
-//! (each run through [`crate::pipeline::drive`]).
+//! The capture commands' arguments: `read`, `messages`, `flows`,
+//! `handshake`, `game`, `stats`, `fields` (each a call of
+//! [`crate::display::run`]).
 
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::time::Duration;
 
 use clap::Args;
 
-use super::args::{parse_id, CaptureArgs, DirArg, DisplayArgs, FormatArg, OutputArgs, TimeArgs};
-use super::{EXIT_BAD_FILE, EXIT_BAD_FILTER, EXIT_OK, EXIT_USAGE};
-use crate::bedrock::{event_names, Detect, Game, Keys};
+use super::args::{parse_id, parse_interval, CaptureArgs, DirArg, DisplayArgs, FormatArg, KeyArgs};
+use super::args::{OutputArgs, TimeArgs};
+use super::{Code, EXIT_BAD_FILTER, EXIT_OK, EXIT_USAGE};
 use crate::capture::write::{self, Recorder};
 use crate::capture::CaptureReader;
-use crate::display::print::{
-    Choice, FlowPrinter, Format, MessagePrinter, PacketPrinter, ShowError, Shown,
-};
-use crate::display::records::{Clock, MessageChoice, MessageItem, PacketItem, PacketRecords};
+use crate::display::print::{Choice, Format, ShowError, Shown};
+use crate::display::records::MessageChoice;
+use crate::display::run::StatsOptions;
+use crate::display::run::{self, FlowOptions, GameOptions, MessageOptions, PacketOptions};
 use crate::display::RecordType;
-use crate::dissect::{Dir, SpentPackets};
-use crate::mirror::{FlowMirror, Mirror, MirrorConfig, Observation};
+use crate::dissect::Dir;
+use crate::mirror::FlowMirror;
 use crate::output::terminal::terminal_width;
-use crate::output::text::Palette;
-use crate::pipeline::ordered;
-
-pub use crate::pipeline::drive::{drive, drive_items, drive_messages};
-pub use crate::pipeline::Next;
 
 /// `read`'s own options beside the shared ones.
 #[derive(Args, Debug, Default, Clone)]
@@ -52,7 +48,7 @@ pub struct ReadArgs {
     #[arg(short = 'z', value_name = "STAT")]
     pub stat: Option<String>,
     #[command(flatten)]
-    pub keys: super::args::KeyArgs,
+    pub keys: KeyArgs,
 }
 
 #[derive(Args, Debug, Default, Clone)]
@@ -91,7 +87,7 @@ pub struct FlowsArgs {
     #[arg(long)]
     pub wide: bool,
     #[command(flatten)]
-    pub keys: super::args::KeyArgs,
+    pub keys: KeyArgs,
 }
 
 impl DisplayArgs {
@@ -110,6 +106,7 @@ impl DisplayArgs {
             fields,
             export_options: &self.export_options,
             json,
+            sink: self.sink.clone(),
         };
         Shown::new(&c, record).map_err(|e| {
             eprintln!("raknet-dissect: {e}");
@@ -119,10 +116,11 @@ impl DisplayArgs {
             }
         })
     }
-}
 
-pub fn mirror_config(cap: &CaptureArgs) -> MirrorConfig {
-    MirrorConfig::reassembling(cap.decode.reassembly())
+    /// [`Self::compile`], once it succeeded (for each printing thread).
+    pub fn compiled(&self, record: RecordType, json: bool) -> Shown {
+        self.compile(record, json).expect("compiled before")
+    }
 }
 
 /// `read`: one line (or tree, or JSON record) per RakNet packet.
@@ -152,23 +150,20 @@ pub fn run_read(args: &ReadArgs, out: &mut impl Write) -> anyhow::Result<u8> {
 }
 
 /// `read`, over a live reader when given; `flows` collects the flows as
-/// they end (and at the end), for a table after the packets. Printed on
-/// `--threads` threads (one for a live capture and with `-w`).
+/// they end (and at the end), for a table after the packets.
 pub fn read_packets(
     args: &ReadArgs,
     live: Option<CaptureReader>,
-    mut flows: Option<&mut Vec<FlowMirror>>,
+    flows: Option<&mut Vec<FlowMirror>>,
     out: &mut impl Write,
 ) -> anyhow::Result<u8> {
-    let (shown, keys) = match (
+    let keys = match (
         args.display.compile(RecordType::Packet, args.output.json),
         args.keys.load(),
     ) {
-        (Ok(s), Ok(k)) => (s, k),
+        (Ok(_), Ok(k)) => k,
         (Err(code), _) | (_, Err(code)) => return Ok(code),
     };
-    let quiet = args.output.quiet || write::writes_stdout(args.write.as_deref());
-    let pal = Palette::choose(args.output.color, shown.json || shown.export.is_some());
     let writer = match args.write.as_deref().map(Recorder::create).transpose() {
         Ok(w) => w,
         Err(e) => {
@@ -177,71 +172,26 @@ pub fn read_packets(
             return Ok(super::EXIT_ERROR);
         }
     };
-    let mut cfg = mirror_config(&args.capture);
-    // Packets need the mirror's findings, and the game layer the 0xFE
-    // messages' bytes (the lines of Bedrock flows name the game packets).
-    cfg.receive.keep_only = Some(crate::bedrock::GAME_MESSAGE);
-    let mut mirror = Mirror::new(cfg, flows.is_some());
-    let trace = args.verbose && shown.text();
-    if !quiet {
-        shown.write_header(out)?;
-    }
-    let cap = CaptureArgs {
-        summary_only: quiet,
-        owned: Some(SpentPackets::default()),
-        ..args.capture.clone()
+    let o = PacketOptions {
+        color: args.output.color,
+        quiet: args.output.quiet || write::writes_stdout(args.write.as_deref()),
+        time: args.time.time_format,
+        verbose: args.verbose,
+        hex: args.hex,
+        write: writer,
+        keys,
     };
-    let (files, clock) = (args.capture.file_names(), Clock::new(args.time.time_format));
-    let parallel = clock.parallel() && live.is_none() && writer.is_none();
-    let writer = Mutex::new(writer);
-    let printer = || {
-        let shown = args
-            .display
-            .compile(RecordType::Packet, args.output.json)
-            .expect("compiled");
-        let mut printer = PacketPrinter::new(shown, pal, args.time.time_format, files.clone());
-        (printer.verbose, printer.hex, printer.quiet) = (args.verbose, args.hex, quiet);
-        (printer.only, printer.writer) = (cap.flow, writer.lock().ok().and_then(|mut w| w.take()));
-        printer
-    };
-    let threads = if parallel { cap.threads() } else { 1 };
-    let spent = cap.owned.clone().unwrap_or_default();
-    let print = |p: &mut PacketPrinter, item: &mut _, out: &mut dyn Write| p.print(item, out);
-    let mut records = PacketRecords::new(clock, Game::counting(Detect::Auto, keys));
-    let recycle = |item: PacketItem| item.recycle(&spent);
-    ordered::run(threads, out, printer, print, recycle, |sink| {
-        let null = &mut io::sink();
-        let code = drive_items(live, &cap.reading(trace), &mut mirror, null, |item, _| {
-            let r = records.record(item, flows.as_deref_mut());
-            Ok(r.map_or(Ok(()), |r| sink.push(r))
-                .map(|()| Next::Continue)?)
-        })?;
-        // What the receivers still held at the end (incomplete splits,
-        // messages waiting in ordering heaps) belongs to no packet: a line
-        // each, unless a filter or a field export chose what to print.
-        let end = mirror.finish();
-        let stopped = args.capture.count.is_some_and(|n| records.read >= n);
-        sink.push(PacketItem::End {
-            anomalies: end.anomalies,
-            stopped,
-        })?;
-        if let Some(f) = flows {
-            f.extend(end.closed);
-        }
-        Ok(code)
-    })
+    let shown = || args.display.compiled(RecordType::Packet, args.output.json);
+    let reading = args.capture.reading();
+    Ok(run::packets(&reading, &shown, o, live, flows, out)?.code())
 }
 
-/// `messages`: what each application received, in delivery order, printed
-/// on `--threads` threads.
+/// `messages`: what each application received, in delivery order.
 pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result<u8> {
-    let shown = match args.display.compile(RecordType::Message, args.output.json) {
-        Ok(s) => s,
-        Err(code) => return Ok(code),
-    };
-    let pal = Palette::choose(args.output.color, shown.json || shown.export.is_some());
-    let mut mirror = Mirror::new(mirror_config(&args.capture), false);
-    let choice = MessageChoice {
+    if let Err(code) = args.display.compile(RecordType::Message, args.output.json) {
+        return Ok(code);
+    }
+    let only = MessageChoice {
         quiet: args.output.quiet,
         flow: args.capture.flow,
         dir: args
@@ -250,42 +200,15 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
         channel: args.channel,
         id: args.id,
     };
-    if !args.output.quiet {
-        shown.write_header(out)?;
-    }
-    let time = args.time.time_format;
-    let files = args.capture.file_names();
-    let printer = || {
-        let shown = args.display.compile(RecordType::Message, args.output.json);
-        let mut printer =
-            MessagePrinter::new(shown.expect("compiled before"), pal, time, files.clone());
-        printer.data_limit = args.data_limit;
-        printer
+    let (color, time, data_limit) = (args.output.color, args.time.time_format, args.data_limit);
+    let o = MessageOptions {
+        color,
+        time,
+        only,
+        data_limit,
     };
-    let mut clock = Clock::new(time);
-    let threads = if clock.parallel() {
-        args.capture.threads()
-    } else {
-        1
-    };
-    let print = |p: &mut MessagePrinter, m: &mut _, out: &mut dyn Write| p.print(m, &choice, out);
-    // Bedrock flows' 0xFE messages are named by the game packets inside.
-    let mut game = Game::counting(Detect::Auto, Keys::default());
-    ordered::run(threads, out, printer, print, drop, |sink| {
-        let (cap, null) = (&args.capture, &mut io::sink());
-        drive_messages(
-            &cap.reading(false),
-            &mut mirror,
-            &mut game,
-            null,
-            |message, ev, since, file, _| {
-                let (time, game) = (clock.tick(message.ts), ev.as_deref().map(event_names));
-                let bytes = message.data.len();
-                let m = MessageItem::new(message, game, since, file, time);
-                Ok(sink.push_weighing(m, bytes)?)
-            },
-        )
-    })
+    let shown = || args.display.compiled(RecordType::Message, args.output.json);
+    Ok(run::messages(&args.capture.reading(), &shown, &o, out)?.code())
 }
 
 /// `fields`: every name `-Y` and `-e` know, with its type, its records
@@ -297,13 +220,8 @@ pub fn print_fields(o: &OutputArgs, out: &mut impl Write) -> anyhow::Result<u8> 
     Ok(EXIT_OK)
 }
 
-/// `flows`: a row per flow, or a `flow` record per flow as it ends (evicted
-/// while reading, or at the end of the capture).
+/// `flows`: a row per flow, or a `flow` record per flow as it ends.
 pub fn run_flows(args: &FlowsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
-    // The 0xFE messages, for the game layer of Bedrock flows.
-    let mut cfg = mirror_config(&args.capture);
-    cfg.receive.keep_only = Some(crate::bedrock::GAME_MESSAGE);
-    let mut mirror = Mirror::new(cfg, true);
     let (shown, keys) = match (
         args.display.compile(RecordType::Flow, args.output.json),
         args.keys.load(),
@@ -311,38 +229,133 @@ pub fn run_flows(args: &FlowsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         (Ok(s), Ok(k)) => (s, k),
         (Err(code), _) | (_, Err(code)) => return Ok(code),
     };
-    let quiet = args.output.quiet;
-    if let Some(x) = shown.export.as_ref().filter(|_| !quiet) {
-        out.write_all(x.header().as_bytes())?;
-    }
-    let mut printer = FlowPrinter::new(shown);
-    printer.file = args.capture.part_name().map(Into::into);
-    let mut game = Game::counting(Detect::Auto, keys);
-    let mut take = |obs: &mut Observation, game: &mut Game, out: &mut dyn Write| {
-        obs.messages.iter().for_each(|m| drop(game.message(m)));
-        for f in obs.closed.drain(..) {
-            let g = game.close(f.id);
-            if !quiet && args.capture.flow.is_none_or(|n| n == f.id) {
-                printer.flow(f, g, out)?;
-            }
-        }
-        anyhow::Ok(())
+    let (quiet, wide, width) = (args.output.quiet, args.wide, terminal_width());
+    let o = FlowOptions {
+        quiet,
+        wide,
+        width,
+        keys,
     };
-    let code = drive(
-        &args.capture.printing_at_end().reading(false),
-        &mut mirror,
-        out,
-        |p, obs, _, out| {
-            game.packet(p);
-            take(obs, &mut game, out)?;
-            Ok(Next::Continue)
-        },
-    )?;
-    take(&mut mirror.finish(), &mut game, out)?;
-    // No table at all when the capture could not be read or --flow was wrong.
-    let failed = code == EXIT_USAGE || (code == EXIT_BAD_FILE && printer.rows.is_empty());
-    if printer.shown.text() && !quiet && !failed {
-        printer.table(args.wide, terminal_width(), out)?;
-    }
-    Ok(code)
+    let reading = args.capture.reading_at_end();
+    Ok(run::flows(&reading, shown, o, out)?.code())
+}
+
+/// `handshake FILE`: each connection attempt of a capture, its timeline and
+/// its outcome (`mirror::handshake`).
+#[derive(Args, Debug, Default, Clone)]
+pub struct HandshakeArgs {
+    #[command(flatten)]
+    pub capture: CaptureArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub display: DisplayArgs,
+    /// Keys for a Bedrock login after the encryption starts.
+    #[command(flatten)]
+    pub keys: KeyArgs,
+}
+
+pub fn run_handshake(args: &HandshakeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
+    let shown = match args
+        .display
+        .compile(RecordType::Handshake, args.output.json)
+    {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
+    };
+    let keys = match args.keys.load() {
+        Ok(k) => k,
+        Err(code) => return Ok(code),
+    };
+    let reading = args.capture.reading_at_end();
+    Ok(run::handshakes(&reading, &shown, args.output.quiet, keys, out)?.code())
+}
+
+/// `stats FILE`: a capture counted. The messages delivered to each side's
+/// application (what `messages` prints) by message id, reliability and
+/// ordering channel, and the traffic per time interval from the first
+/// packet: packets, bytes, ACKs, NACKs, resends, messages. Across every
+/// flow, or one with `--flow`.
+/// Arguments of `stats`.
+#[derive(Args, Debug, Default, Clone)]
+pub struct StatsArgs {
+    #[command(flatten)]
+    pub capture: CaptureArgs,
+    /// Length of the intervals of the traffic table, in seconds from the first
+    /// packet (fractions allowed).
+    #[arg(long, default_value = "1", value_name = "SECONDS", value_parser = parse_interval)]
+    pub interval: Duration,
+    // --json: `stats_id`, `stats_reliability`, `stats_channel` and
+    // `stats_interval` records, then one `stats` record.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `stats`: count the capture, then print the tables or the records.
+pub fn run_stats(args: &StatsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
+    // Everything is printed at the end: a progress bar may share the terminal.
+    let reading = args.capture.reading_at_end();
+    let (interval, json, quiet) = (args.interval, args.output.json, args.output.quiet);
+    let o = StatsOptions {
+        interval,
+        json,
+        quiet,
+        width: terminal_width(),
+    };
+    Ok(run::stats(&reading, &o, out)?.code())
+}
+
+/// `game FILE`: the Minecraft Bedrock game packets inside the 0xFE
+/// messages each application received (`bedrock::Game` over the mirror).
+#[derive(Args, Debug, Default, Clone)]
+pub struct GameArgs {
+    #[command(flatten)]
+    pub capture: CaptureArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub display: DisplayArgs,
+    /// Print each packet's fields as a tree: in wire order, with offsets.
+    #[arg(short = 'V', long)]
+    pub verbose: bool,
+    /// Hex dump of each decompressed packet.
+    #[arg(short = 'x', long = "hex")]
+    pub hex: bool,
+    /// Bytes of each packet's `data` in --json records (all by default).
+    #[arg(long, value_name = "N")]
+    pub data_limit: Option<usize>,
+    #[command(flatten)]
+    pub keys: KeyArgs,
+    /// Every flow's 0xFE messages are game batches (a capture that starts
+    /// after the login); by default a flow is Bedrock when its first 0xFE
+    /// message is a login or its pong is Minecraft's.
+    #[arg(long)]
+    pub bedrock: bool,
+    /// Only the login packets' fields (decoded by hand), not every
+    /// packet's from minecraft-data's definitions: faster.
+    #[arg(long)]
+    pub no_fields: bool,
+}
+
+/// `game`: a line (or record) per game packet, in delivery order.
+pub fn run_game(a: &GameArgs, out: &mut impl Write) -> anyhow::Result<u8> {
+    let keys = match (
+        a.keys.load(),
+        a.display.compile(RecordType::Game, a.output.json),
+    ) {
+        (Ok(k), Ok(_)) => k,
+        (Err(code), _) | (_, Err(code)) => return Ok(code),
+    };
+    let o = GameOptions {
+        color: a.output.color,
+        quiet: a.output.quiet,
+        verbose: a.verbose,
+        hex: a.hex,
+        data_limit: a.data_limit,
+        keys,
+        bedrock: a.bedrock,
+        fields: !a.no_fields,
+    };
+    let shown = || a.display.compiled(RecordType::Game, a.output.json);
+    Ok(run::game(&a.capture.reading(), &shown, o, out)?.code())
 }

@@ -1,17 +1,19 @@
 //! `export CAPTURE... -o DIR`: Parquet tables of the records `--json`
 //! prints: `read` (packets), `messages`, `flows`, `handshake` (handshakes)
-//! and `game`, each command run as typed with `--json`, its records
-//! written as rows by [`crate::output::parquet`].
+//! and `game`, each command run as with `--json`, its records handed as
+//! records (not their lines) to a table of [`crate::output::parquet`].
 
-use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
-use clap::{Args, Parser};
+use clap::Args;
 
-use super::args::{CaptureArgs, KeyArgs, ReassemblyArg};
-use super::{Cli, EXIT_ERROR, EXIT_OK};
-use crate::output::parquet::{NdjsonToParquet, TableWriter};
+use super::args::{CaptureArgs, DisplayArgs, KeyArgs, OutputArgs};
+use super::{capture::GameArgs, capture::HandshakeArgs, Command, EXIT_ERROR, EXIT_OK};
+use super::{FlowsArgs, MessagesArgs, ReadArgs};
+use crate::output::parquet::{NoText, TableWriter};
+use crate::records::walk::SharedSink;
 
 #[derive(Args, Debug, Clone)]
 pub struct ExportArgs {
@@ -40,40 +42,27 @@ const TABLES: [(&str, &str); 5] = [
     ("game", "game"),
 ];
 
-/// The command line of `command` that gives a table's records.
-fn argv(command: &str, a: &ExportArgs) -> Vec<OsString> {
-    let mut v: Vec<OsString> = ["raknet-dissect", command, "--json", "--threads", "1"]
-        .map(Into::into)
-        .into();
-    v.extend(a.capture.paths().into_iter().map(Into::into));
-    let mut opt = |k: &str, val: String| v.extend([k.into(), val.into()]);
-    for p in &a.capture.decode.decode_as {
-        opt("-d", p.to_string());
+/// `command` as a table's pass runs it: on one thread, its records to `sink`.
+#[allow(clippy::needless_update)] // the same macro for HandshakeArgs, which has no other field
+fn command(command: &str, a: &ExportArgs, sink: SharedSink) -> Command {
+    let (capture, keys) = (a.capture.clone(), a.keys.clone());
+    macro_rules! args {
+        ($t:ident $(, $k:ident)?) => {
+            $t {
+                capture: CaptureArgs { threads: Some(1), ..capture },
+                output: OutputArgs { json: true, ..OutputArgs::default() },
+                display: DisplayArgs { sink: Some(sink), ..DisplayArgs::default() },
+                $($k,)? ..$t::default()
+            }
+        };
     }
-    if let Some(f) = a.capture.flow {
-        opt("--flow", f.to_string());
+    match command {
+        "read" => Command::Read(args!(ReadArgs, keys)),
+        "messages" => Command::Messages(args!(MessagesArgs)),
+        "flows" => Command::Flows(args!(FlowsArgs, keys)),
+        "handshake" => Command::Handshake(args!(HandshakeArgs, keys)),
+        _ => Command::Game(args!(GameArgs, keys)),
     }
-    if let Some(c) = a.capture.count {
-        opt("-c", c.to_string());
-    }
-    if a.capture.decode.reassembly == ReassemblyArg::Arrival {
-        opt("--reassembly", "arrival".into());
-    }
-    if command != "messages" {
-        for k in &a.keys.keylog {
-            opt("--keylog", k.display().to_string());
-        }
-        for k in &a.keys.key {
-            opt("--key", k.display().to_string());
-        }
-    }
-    for (on, flag) in [
-        (a.capture.decode.no_heuristics, "--no-heuristics"),
-        (a.capture.separate, "--separate"),
-    ] {
-        v.extend(on.then(|| flag.into()));
-    }
-    v
 }
 
 /// `export`: each table in turn; a table with no rows is left out.
@@ -87,12 +76,15 @@ pub fn run_export(a: &ExportArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     }
     // The tables at once, a thread each (each pass then prints on one).
     let threads = a.capture.threads();
-    let each = |&(table, command): &(&str, &str)| {
+    let each = |&(table, name): &(&str, &str)| {
         let path = a.out.join(format!("{table}.parquet"));
-        let mut sink = NdjsonToParquet::new(TableWriter::create(&path)?);
-        let cli = Cli::try_parse_from(argv(command, a))?;
-        let c = super::run(cli.command, &cli.read, &mut sink)?;
-        anyhow::Ok((path, sink.finish()?, c))
+        let table = Arc::new(Mutex::new(TableWriter::create(&path)?));
+        let pass = command(name, a, SharedSink(table.clone()));
+        let c = super::run(Some(pass), &ReadArgs::default(), &mut NoText)?;
+        // The pass is over: the printers, and their handles on it, are gone.
+        let table = Arc::into_inner(table).and_then(|t| t.into_inner().ok());
+        let table = table.ok_or_else(|| anyhow::anyhow!("{}: not closed", path.display()))?;
+        anyhow::Ok((path, table.finish()?, c))
     };
     // The longest passes first (the game table: inflating, decrypting, the
     // logins' P-384 checks; the messages), the short ones fill in.

@@ -15,7 +15,6 @@ use super::{CaptureArgs, ReadArgs, EXIT_OK, EXIT_USAGE};
 use crate::capture::live::{interfaces, stop_on_interrupt, LiveError, LiveOptions};
 use crate::capture::write::writes_stdout;
 use crate::capture::CaptureReader;
-use crate::display::print::{FlowPrinter, Shown};
 use crate::mirror::FlowMirror;
 
 #[derive(Args, Debug, Clone)]
@@ -127,19 +126,7 @@ pub fn run_live(a: &LiveArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     // A field export stays one table: no flows after it (nor after a capture).
     if !fields && !writes_stdout(a.write.as_deref()) {
         let json = a.output.json || a.display.format == Some(FormatArg::Json);
-        let (filter, export) = (None, None);
-        let mut printer = FlowPrinter::new(Shown {
-            filter,
-            export,
-            json,
-        });
-        flows.sort_by_key(|f| f.id);
-        for f in flows {
-            printer.flow(f, None, out)?;
-        }
-        if !json && !printer.rows.is_empty() {
-            printer.table(a.wide, terminal_width(), out)?;
-        }
+        crate::display::run::flows_at_end(flows, json, (a.wide, terminal_width()), out)?;
     }
     out.flush()?;
     let k = kernel.lock().map(|k| *k).unwrap_or_default();

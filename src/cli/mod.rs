@@ -1,7 +1,8 @@
 //! The command line: clap definitions, the choice of output, and the
 //! wiring of the library's layers; nothing else. `main.rs` only calls
-//! [`main`]. The exit codes are the `EXIT_*` constants; what each means,
-//! and which commands give it, is [`crate::output::man`]'s table.
+//! [`main`]. The exit codes are the `EXIT_*` constants of [`exit`], with
+//! the code of each outcome the library reports; what each means, and
+//! which commands give it, is [`crate::output::man`]'s table.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -13,21 +14,21 @@ use crate::display::RecordType;
 pub mod args;
 mod capture;
 mod docs;
+pub mod exit;
 mod export;
-mod game;
-mod handshake;
 mod live;
 mod peer;
 mod plot;
+mod printer;
+mod progress;
 mod replay;
-mod stats;
+mod usage;
 
 pub use crate::output::terminal::terminal_width;
 pub use args::{CaptureArgs, DisplayArgs, OutputArgs};
-pub use capture::{drive, drive_items, mirror_config, Next};
 pub use capture::{FlowsArgs, MessagesArgs, ReadArgs};
 
-pub use crate::output::exit::*;
+pub use exit::*;
 
 /// One line on standard error, and `code`.
 fn say(line: &str, code: u8) -> u8 {
@@ -80,7 +81,7 @@ pub enum Command {
     Flows(FlowsArgs),
     /// Each connection attempt: a timeline of handshake steps, an outcome and a diagnosis.
     #[command(mut_arg("filter", |a| a.help(RecordType::Handshake.filter_help())))]
-    Handshake(handshake::HandshakeArgs),
+    Handshake(capture::HandshakeArgs),
     /// Unconnected ping: latency, server GUID, pong payload (Minecraft MOTD fields).
     Ping(peer::PingArgs),
     /// Connect to a server as a RakNet client, send messages, print what comes back.
@@ -96,9 +97,9 @@ pub enum Command {
     Live(live::LiveArgs),
     /// Minecraft Bedrock game packets inside the 0xFE messages, decrypted given keys.
     #[command(mut_arg("filter", |a| a.help(RecordType::Game.filter_help())))]
-    Game(game::GameArgs),
+    Game(capture::GameArgs),
     /// Statistics of a capture: message ids, reliabilities, channels, rates per interval.
-    Stats(stats::StatsArgs),
+    Stats(capture::StatsArgs),
     /// Draw each flow as an SVG: throughput each way, RTT, loss and resends over time.
     #[command(mut_arg("separate", |a| a.conflicts_with("svg").hide(true)))]
     Plot(plot::PlotArgs),
@@ -196,11 +197,12 @@ fn run_separate(
         paths: paths.clone(),
         threads: crate::pipeline::threads(cap.threads, &paths),
         heading,
-        summary_only: cap.summary_only,
+        summary_only: false,
         notes: stderr_notes(),
+        progress: progress::bar(),
     };
     cap.separate = false;
-    Some(plan.run(out, |i, part, out| {
+    let ran = plan.run(out, |i, part, out| {
         let (mut command, mut read) = (command.clone(), read.clone());
         let (cap, display, ..) = separable(&mut command, &mut read).expect("a separable command");
         (cap.files, cap.read_file) = (vec![paths[i].clone()], Vec::new());
@@ -210,7 +212,8 @@ fn run_separate(
             d.export_options.push("header=n".into());
         }
         run(command, &read, out)
-    }))
+    });
+    Some(ran.map(first_failure))
 }
 
 /// Run `command` (`read` when none), printing to `out`.
@@ -224,15 +227,15 @@ fn run(command: Option<Command>, read: &ReadArgs, mut out: &mut dyn Write) -> an
         None => capture::run_read(read, out),
         Some(Command::Messages(a)) => capture::run_messages(&a, out),
         Some(Command::Flows(a)) => capture::run_flows(&a, out),
-        Some(Command::Handshake(a)) => handshake::run_handshake(&a, out),
+        Some(Command::Handshake(a)) => capture::run_handshake(&a, out),
         Some(Command::Ping(a)) => peer::run_ping(&a, out),
         Some(Command::Connect(a)) => peer::run_connect(&a, out),
         Some(Command::Serve(a)) => peer::run_serve(&a, out),
         Some(Command::Probe(a)) => peer::run_probe(&a, out),
         Some(Command::Replay(a)) => replay::run_replay(&a, out),
         Some(Command::Live(a)) => live::run_live(&a, out),
-        Some(Command::Game(a)) => game::run_game(&a, out),
-        Some(Command::Stats(a)) => stats::run_stats(&a, out),
+        Some(Command::Game(a)) => capture::run_game(&a, out),
+        Some(Command::Stats(a)) => capture::run_stats(&a, out),
         Some(Command::Plot(a)) => plot::run_plot(&a, out),
         Some(Command::Export(a)) => export::run_export(&a, out),
         Some(Command::Completions { shell }) => docs::completions(shell, out),
@@ -247,7 +250,7 @@ pub fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
-            match crate::output::usage::explain(&e, &<Cli as clap::CommandFactory>::command()) {
+            match usage::explain(&e, &<Cli as clap::CommandFactory>::command()) {
                 Some(t) => eprint!("{t}"),
                 None => drop(e.print()),
             }
@@ -266,7 +269,7 @@ pub fn main() -> ExitCode {
     let result = run(cli.command, &cli.read, &mut out);
     let code = match result {
         Ok(code) => code,
-        Err(e) if crate::output::is_broken_pipe(&e) => EXIT_OK,
+        Err(e) if crate::pipeline::is_broken_pipe(&e) => EXIT_OK,
         Err(e) => {
             let _ = out.flush();
             eprintln!("raknet-dissect: {e:#}");

@@ -8,8 +8,10 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 
 use super::args::{parse_hex, parse_seconds, parse_target, OutputArgs};
-use super::{EXIT_ERROR, EXIT_USAGE};
+use super::{Code, EXIT_USAGE};
+use crate::peer::bedrock;
 use crate::peer::run::{self, ConnectPlan, ServePlan};
+use crate::replay::run::{ServeGame, ServeReplay};
 use crate::wire::Reliability;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -194,26 +196,17 @@ pub struct ProbeArgs {
 
 pub fn run_ping(a: &PingArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let mut p = a.output.printer(out);
-    Ok(run::ping(a.target, a.count, a.timeout, &mut p)?.exit_code())
+    Ok(run::ping(a.target, a.count, a.timeout, &mut p)?.code())
 }
 
 pub fn run_connect(a: &ConnectArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     if a.game.bedrock {
-        let g = &a.game;
-        let version = g.game_version.clone();
-        let mut plan =
-            crate::peer::bedrock::plan(version, &g.name, g.duration, g.keylog_out.clone());
-        plan.retry_protocol = a.dialect.protocol.is_none();
-        let cfg = crate::peer::bedrock::game_dialect(
-            &plan.version,
-            a.dialect.protocol,
-            a.dialect.addresses,
-            a.mtu,
-        );
+        let (g, d) = (&a.game, &a.dialect);
+        let keylog = g.keylog_out.clone();
+        let plan = bedrock::plan(g.game_version.clone(), &g.name, g.duration, keylog);
         let mut p = a.output.printer(out);
-        return Ok(
-            crate::peer::bedrock::connect_bedrock(a.target, cfg?, &plan, &mut p)?.exit_code(),
-        );
+        let dialect = (d.protocol, d.addresses, a.mtu);
+        return Ok(bedrock::connect_game(a.target, plan, dialect, &mut p)?.code());
     }
     let plan = match run::messages_to_send(&a.send, a.reliability, a.channel, io::stdin().lock()) {
         Ok(messages) => ConnectPlan {
@@ -227,27 +220,32 @@ pub fn run_connect(a: &ConnectArgs, out: &mut impl Write) -> anyhow::Result<u8> 
         }
     };
     let mut p = a.output.printer(out);
-    Ok(run::connect(a.target, a.dialect.get().client(a.mtu)?, &plan, &mut p)?.exit_code())
+    Ok(run::connect(a.target, a.dialect.get().client(a.mtu)?, &plan, &mut p)?.code())
 }
 
 pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
-    let (g, file) = (&a.game, a.replay.as_ref().map(std::slice::from_ref));
-    let session = match file.filter(|_| !g.bedrock) {
-        Some(f) => match super::replay::load(f, a.flow, &[]) {
-            Ok(s) => Some(s),
-            Err(code) => return Ok(code),
-        },
-        None => None,
+    let g = &a.game;
+    // The capture's keys, to play its game session.
+    let keys = match a
+        .replay
+        .as_ref()
+        .filter(|_| g.bedrock)
+        .map(|_| g.keys.load())
+    {
+        Some(Err(code)) => return Ok(code),
+        keys => keys.and_then(Result::ok).unwrap_or_default(),
     };
-    let game = match a.replay.as_ref().filter(|_| g.bedrock) {
-        Some(f) => match super::replay::load_game(f, a.flow, &g.keys) {
-            Ok(s) => Some((s.version, s.s2c_packets, a.asap)),
-            Err(code) => return Ok(code),
-        },
-        None => None,
-    };
-    let bedrock = g.bedrock.then(|| {
-        crate::peer::bedrock::serve_plan(g.version.clone(), a.once, g.keylog_out.clone(), game)
+    let (flow, asap) = (a.flow, a.asap);
+    let replay = a.replay.clone().map(|file| ServeReplay {
+        file,
+        flow,
+        asap,
+        keys,
+    });
+    let (version, keylog_out) = (g.version.clone(), g.keylog_out.clone());
+    let game = g.bedrock.then_some(ServeGame {
+        version,
+        keylog_out,
     });
     let setup = crate::peer::serve::ServeSetup {
         listen: a.listen,
@@ -256,27 +254,23 @@ pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         mtu: a.mtu,
         motd: a.motd.clone(),
         pong_hex: a.pong_hex.clone(),
-        captured_pong: session.as_ref().and_then(|s| s.pong.clone()),
-        captured_protocol: session.as_ref().and_then(|s| s.protocol),
+        captured_pong: None,
+        captured_protocol: None,
         plan: ServePlan {
             echo: a.echo,
             once: a.once,
-            script: session
-                .as_ref()
-                .map(|s| crate::replay::run::server_script(s, a.asap)),
+            script: None,
         },
-        bedrock,
+        bedrock: None,
     };
     let mut p = a.output.printer(out);
-    match crate::peer::serve::serve_setup(setup, &mut p)? {
-        Ok(o) => Ok(o.exit_code()),
-        Err(why) => Ok(super::say(&why, EXIT_ERROR)),
-    }
+    let served = crate::replay::run::serve(setup, game, replay.as_ref(), &mut p)?;
+    Ok(served.map_or_else(|e| super::say(&e.to_string(), e.code()), |o| o.code()))
 }
 
 /// `probe`: the handshake steps performed live, one line each as it
 /// happens, then the outcome and a diagnosis, in the words of `handshake`.
 pub fn run_probe(a: &ProbeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let mut p = a.output.printer(out);
-    Ok(run::probe(a.target, a.dialect.get().client(a.mtu)?, &mut p)?.exit_code())
+    Ok(run::probe(a.target, a.dialect.get().client(a.mtu)?, &mut p)?.code())
 }

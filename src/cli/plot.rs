@@ -1,5 +1,6 @@
 //! `plot FILE -o OUT.svg`: a picture per flow, over capture time
-//! (`analysis::plot` collects the series, `output::svg` draws them).
+//! (`display::run::plot`: `analysis::plot` collects the series,
+//! `output::svg` draws them).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -7,11 +8,8 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{
-    drive, mirror_config, CaptureArgs, Next, OutputArgs, EXIT_BAD_FILE, EXIT_ERROR, EXIT_USAGE,
-};
-use crate::analysis::plot::Collector;
-use crate::mirror::Mirror;
+use super::{CaptureArgs, Code, OutputArgs, EXIT_ERROR, EXIT_USAGE};
+use crate::display::run::{NotDrawn, PlotOptions};
 use crate::output::file::OutputFile;
 
 /// `plot`: draw each flow (or one) as an SVG.
@@ -64,54 +62,35 @@ pub fn run_plot(args: &PlotArgs, out: &mut impl Write) -> anyhow::Result<u8> {
             return Ok(EXIT_ERROR);
         }
     };
-    let mut cfg = mirror_config(&args.capture);
-    // The picture needs findings and RTT samples, not the messages.
-    cfg.receive.keep_data = false;
-    cfg.messages = false;
-    let mut mirror = Mirror::new(cfg, false);
-    let mut col = Collector::new(args.capture.flow, args.from, args.to);
     // Nothing is printed until the picture is written: a progress bar may
     // share the terminal.
-    let code = drive(
-        &args.capture.printing_at_end().reading(false),
-        &mut mirror,
-        &mut std::io::sink(),
-        |p, obs, since, _| {
-            col.observe(p, obs, since);
-            Ok(Next::Continue)
-        },
-    )?;
-    if code == EXIT_USAGE || code == EXIT_BAD_FILE {
-        output.abandon();
-        return Ok(code);
-    }
-    if let Some(why) = col.nothing_drawn() {
-        output.abandon();
-        eprintln!("raknet-dissect: {why}");
-        return Ok(EXIT_USAGE);
-    }
-    let (drawn, left) = col.choose();
-    if !args.output.quiet {
-        for note in col.left_out(drawn.len(), &left) {
-            eprintln!("raknet-dissect: plot: {note}");
+    let reading = args.capture.reading_at_end();
+    let (from, to, quiet, json) = (args.from, args.to, args.output.quiet, args.output.json);
+    let o = PlotOptions {
+        from,
+        to,
+        quiet,
+        json,
+    };
+    let drawn = match crate::display::run::plot(&reading, &o) {
+        Ok(Ok(drawn)) => drawn,
+        Ok(Err(NotDrawn::NotRead(outcome))) => {
+            output.abandon();
+            return Ok(outcome.code());
         }
-    }
-    let svg = match crate::output::svg::render(&drawn) {
-        Ok(s) => s,
+        Ok(Err(NotDrawn::Nothing(why))) => {
+            output.abandon();
+            return Ok(super::say(&why, EXIT_USAGE));
+        }
         Err(e) => {
             output.abandon();
-            anyhow::bail!("plot: drawing failed: {e}");
+            return Err(e);
         }
     };
-    if let Err(e) = output.write(&svg, out) {
+    if let Err(e) = output.write(&drawn.svg, out) {
         eprintln!("raknet-dissect: cannot write {shown}: {e}");
         return Ok(EXIT_ERROR);
     }
-    if args.output.json {
-        for f in &drawn {
-            serde_json::to_writer(&mut *out, &crate::output::json::PlotFlowJson::new(f))?;
-            out.write_all(b"\n")?;
-        }
-    }
-    Ok(code)
+    out.write_all(&drawn.records)?;
+    Ok(drawn.outcome.code())
 }

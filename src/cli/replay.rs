@@ -8,11 +8,8 @@ use std::time::Duration;
 use clap::Args;
 
 use super::args::{parse_decode_as, parse_seconds, parse_speed, parse_target, OutputArgs};
-use super::{EXIT_BAD_FILE, EXIT_ERROR, EXIT_OK};
-use super::{EXIT_NO_CONNECTION, EXIT_REPLAY_CUT};
-use crate::peer::record::Recorder;
-use crate::replay::run::{self, ReplayOptions, ReplayOutcome};
-use crate::replay::CapturedSession;
+use super::Code;
+use crate::replay::run::{self, ReplayFile, ReplayOptions};
 
 #[derive(Args, Debug, Clone)]
 pub struct ReplayArgs {
@@ -68,62 +65,19 @@ pub struct ReplayBedrockArgs {
     pub keylog_out: Option<PathBuf>,
 }
 
-/// A session out of capture files; `Err` is the exit code, after one line.
-pub(super) fn load(
-    files: &[PathBuf],
-    flow: Option<u32>,
-    ports: &[u16],
-) -> Result<CapturedSession, u8> {
-    run::load_ports(files, flow, ports).map_err(|e| {
-        eprintln!("raknet-dissect: {e}");
-        e.exit_code()
-    })
-}
-
-/// The game session of a capture (`--bedrock`); `Err` is the exit code,
-/// after one line.
-pub(super) fn load_game(
-    file: &std::path::Path,
-    flow: Option<u32>,
-    keys: &super::args::KeyArgs,
-) -> Result<crate::replay::bedrock::GameScript, u8> {
-    let keys = keys.load()?;
-    crate::replay::bedrock::load_game(&[file.to_path_buf()], flow, keys)
-        .map_err(|why| super::say(&format!("{}: {why}", file.display()), EXIT_BAD_FILE))
-}
-
+/// `replay`: the captured session (or game session) played to the target.
 pub fn run_replay(a: &ReplayArgs, out: &mut impl Write) -> anyhow::Result<u8> {
-    if a.game.bedrock {
-        let script = match load_game(&a.file, a.flow, &a.game.keys) {
-            Ok(s) => s,
-            Err(code) => return Ok(code),
-        };
-        let o = crate::replay::bedrock::GameReplayOptions {
-            file: a.file.display().to_string(),
-            target: a.target,
-            asap: a.asap,
-            speed: a.speed,
-            wait: a.wait,
-            keylog_out: crate::peer::bedrock::keylog_path(a.game.keylog_out.clone()),
-        };
-        let cfg =
-            crate::peer::bedrock::game_dialect(&script.version, a.protocol, a.addresses, a.mtu);
-        let mut p = a.output.printer(out);
-        return Ok(crate::replay::bedrock::replay_game(&script, cfg?, &o, &mut p)?.exit_code());
-    }
-    let session = match load(std::slice::from_ref(&a.file), a.flow, &a.decode_as) {
-        Ok(s) => s,
+    let game = match a.game.bedrock.then(|| a.game.keys.load()).transpose() {
+        Ok(keys) => keys,
         Err(code) => return Ok(code),
     };
-    let recorder = match &a.record {
-        Some(p) => match Recorder::create(p) {
-            Ok(r) => Some(r),
-            Err(e) => {
-                eprintln!("raknet-dissect: --record {}: {e}", p.display());
-                return Ok(EXIT_ERROR);
-            }
-        },
-        None => None,
+    let f = ReplayFile {
+        file: a.file.clone(),
+        flow: a.flow,
+        ports: a.decode_as.clone(),
+        record: a.record.clone(),
+        game,
+        keylog_out: a.game.keylog_out.clone(),
     };
     let o = ReplayOptions {
         file: a.file.display().to_string(),
@@ -136,11 +90,11 @@ pub fn run_replay(a: &ReplayArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         wait: a.wait,
     };
     let mut p = a.output.printer(out);
-    // The server's messages are records with --json; text shows the summary.
-    p.message_lines = false;
-    Ok(match run::replay(&session, &o, recorder, &mut p)? {
-        ReplayOutcome::Completed => EXIT_OK,
-        ReplayOutcome::CutShort => EXIT_REPLAY_CUT,
-        ReplayOutcome::NoConnection => EXIT_NO_CONNECTION,
+    // A RakNet replay's server messages are records with --json only (text
+    // shows the summary); a game replay's lines show what comes.
+    p.message_lines = a.game.bedrock;
+    Ok(match run::replay_file(&f, &o, &mut p)? {
+        Ok(outcome) => outcome.code(),
+        Err(e) => super::say(&e.to_string(), e.code()),
     })
 }

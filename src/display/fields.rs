@@ -13,8 +13,8 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use crate::dissect::Body;
-use crate::mirror::Message;
 use crate::records::flow::FlowRecord;
+pub use crate::records::game::GameRecord;
 use crate::records::handshake::HandshakeRecord;
 pub use crate::records::message::MessageRecord;
 pub use crate::records::packet::PacketRecord;
@@ -221,11 +221,6 @@ const HS: u8 = 8;
 /// In `game` and `game_opaque` records.
 const GM: u8 = 16;
 
-/// A key of `game` records alone, by its path.
-const fn game_key(name: &'static str, ty: Ty, meaning: &'static str) -> FieldDef {
-    def(name, Field::Path(name), ty, GM, meaning)
-}
-
 /// Every field name: those listed below, then the keys of the described
 /// records (`records::message`, `records::flow`, `records::handshake`), in
 /// their JSON order.
@@ -236,6 +231,7 @@ pub static FIELDS: LazyLock<Vec<FieldDef>> = LazyLock::new(|| {
         (MS, crate::records::paths::<MessageRecord<'static>>()),
         (FL, crate::records::paths::<FlowRecord<'static>>()),
         (HS, crate::records::paths::<HandshakeRecord<'static>>()),
+        (GM, crate::records::paths::<GameRecord<'static>>()),
     ];
     for (bit, keys) in described {
         for (name, k) in keys {
@@ -292,7 +288,7 @@ fn key_path(record: RecordType, path: &str) -> Option<KeyPath> {
         RecordType::Message => key_path::<MessageRecord<'static>>(path),
         RecordType::Flow => key_path::<FlowRecord<'static>>(path),
         RecordType::Handshake => key_path::<HandshakeRecord<'static>>(path),
-        RecordType::Game => None,
+        RecordType::Game => key_path::<GameRecord<'static>>(path),
     }
 }
 
@@ -321,28 +317,28 @@ const LISTED: &[FieldDef] = &[
         "type",
         Field::Type,
         Ty::Str,
-        GM,
+        0,
         "The record type: \"packet\", \"message\", \"flow\", \"handshake\", \"game\" or \"game_opaque\".",
     ),
     def(
         "file",
         Field::File,
         Ty::Str,
-        GM,
+        0,
         "The capture file: of a packet, message or game record when several files are read as one capture; of every record with --separate.",
     ),
     def(
         "frame",
         Field::Frame,
         Ty::Int,
-        GM,
+        0,
         "Frame number in the capture, 1-based (message, game: the packet that completed delivery).",
     ),
     def(
         "ts",
         Field::Ts,
         Ty::Float,
-        GM,
+        0,
         "Capture time, seconds since the Unix epoch (handshake: the attempt's start).",
     ),
     def("src", Field::Src, Ty::Str, 0, "Sender, \"ip:port\"."),
@@ -414,14 +410,14 @@ const LISTED: &[FieldDef] = &[
         "flow",
         Field::Flow,
         Ty::Int,
-        GM,
+        0,
         "Flow id, 1-based in order of first sight.",
     ),
     def(
         "dir",
         Field::Dir,
         Ty::Str,
-        GM,
+        0,
         "\"c2s\" or \"s2c\" (message, game: c2s is received by the server).",
     ),
     def(
@@ -435,21 +431,21 @@ const LISTED: &[FieldDef] = &[
         "len",
         Field::Len,
         Ty::Int,
-        GM,
+        0,
         "Packet: UDP payload bytes. Message: bytes of the whole message. Game: bytes of the game packet, header included (game_opaque: of the batch).",
     ),
     def(
         "id",
         Field::Id,
         Ty::Int,
-        GM,
+        0,
         "Message id. Packet: the offline message id, or else each frame's id. Game: the game packet id (10 bits).",
     ),
     def(
         "name",
         Field::Name,
         Ty::Str,
-        GM,
+        0,
         "Message name (ID_*). Packet: the offline message's, or else each frame's. Game: the game packet's (login, play_status, ...).",
     ),
     def(
@@ -799,23 +795,16 @@ const LISTED: &[FieldDef] = &[
         "data",
         Field::Data,
         Ty::Bytes,
-        GM,
+        0,
         "The whole message, id byte included (game: the decompressed packet, header included); not cut by --data-limit.",
     ),
     def(
         "data_truncated",
         Field::DataTruncated,
         Ty::Bool,
-        GM,
+        0,
         "Whether --data-limit cut the printed data.",
     ),
-    game_key("batch", Ty::Int, "Game: the batch's index in its direction, 0-based (the 0xFE messages of the flow that way)."),
-    game_key("encrypted", Ty::Bool, "Game: whether the batch was encrypted on the wire."),
-    game_key("sender_subclient", Ty::Int, "Game: the sub-client that sent it (split screen), when not 0."),
-    game_key("target_subclient", Ty::Int, "Game: the sub-client it is for, when not 0."),
-    game_key("fields", Ty::Object, "Game: the fields decoded by hand (docs/json.md). One of them: fields.KEY (fields.display_name), or PACKET.KEY, only in packets named PACKET (game.login.display_name, game.disconnect.message); PACKET alone: packets of that name."),
-    game_key("reason", Ty::Str, "game_opaque: why the batch is not shown: encrypted, decompress or malformed."),
-    game_key("detail", Ty::Str, "game_opaque: the reason in words."),
     def("client", Field::Path("client"), Ty::Str, 0, "The client's address, \"ip:port\" (the side that sent Open Connection Request 1)."),
     def("server", Field::Path("server"), Ty::Str, 0, "The server's address, \"ip:port\"."),
     def("duration", Field::Path("duration"), Ty::Float, 0, "Seconds: flow, last_ts - first_ts; handshake, from the attempt's start to its end."),
@@ -847,11 +836,7 @@ pub fn lookup(name: &str, record: RecordType) -> Result<&'static FieldDef, Strin
     if record == RecordType::Game {
         return game_lookup(name);
     }
-    let of_record = RecordType::ALL
-        .iter()
-        .position(|&r| r == record)
-        .and_then(|i| BY_RECORD.get(i));
-    if let Some(d) = of_record.and_then(|all| all.iter().find(|d| d.name == name)) {
+    if let Some(d) = of_record(record).iter().find(|d| d.name == name) {
         return Ok(d);
     }
     match FIELDS.iter().find(|d| d.name == name) {
@@ -862,6 +847,15 @@ pub fn lookup(name: &str, record: RecordType) -> Result<&'static FieldDef, Strin
         )),
         None => Err(unknown(name, record, std::iter::empty())),
     }
+}
+
+/// The fields of `record`s, resolved for them.
+fn of_record(record: RecordType) -> &'static [FieldDef] {
+    RecordType::ALL
+        .iter()
+        .position(|&r| r == record)
+        .and_then(|i| BY_RECORD.get(i))
+        .map_or(&[], Vec::as_slice)
 }
 
 /// Checks a value a filter compares `field` with (`==`, `!=`, `in`) in
@@ -941,10 +935,11 @@ fn unknown<'n>(name: &str, record: RecordType, more: impl Iterator<Item = &'n st
 /// or a decoded field (`game.login.display_name`).
 fn game_lookup(full: &str) -> Result<&'static FieldDef, String> {
     let name = full.strip_prefix("game.").unwrap_or(full);
-    match FIELDS.iter().find(|d| d.name == name) {
-        Some(d) if d.in_record(RecordType::Game) => return Ok(d),
-        Some(_) => return Err(format!("field {full:?} is not in game records")),
-        None => {}
+    if let Some(d) = of_record(RecordType::Game).iter().find(|d| d.name == name) {
+        return Ok(d);
+    }
+    if FIELDS.iter().any(|d| d.name == name) {
+        return Err(format!("field {full:?} is not in game records"));
     }
     if let Some(d) = game_field(name) {
         return Ok(d);
@@ -1105,58 +1100,24 @@ impl Record for MessageRecord<'_> {
     }
 }
 
-/// A `game` or `game_opaque` record: what the game layer made of a
-/// delivered 0xFE message, one event of it.
-pub struct GameRecord<'a> {
-    pub message: &'a Message,
-    pub event: &'a crate::bedrock::GameEvent,
-    pub data_limit: Option<usize>,
-}
-
+/// A game packet or a batch that shows none, its keys read through its
+/// description (`records::game`) at the key indices the filter resolved;
+/// its decoded fields (`fields.KEY`, `PACKET`, `PACKET.KEY`) by name.
 impl Record for GameRecord<'_> {
     fn visit(&self, field: Field, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
-        use crate::bedrock::GameEvent;
-        let m = self.message;
-        let (p, o) = match self.event {
-            GameEvent::Packet(p) => (Some(p), None),
-            GameEvent::Opaque(o) => (None, Some(o)),
-        };
-        let int = |v: u64, f: &mut dyn FnMut(Value<'_>) -> bool| f(Value::Int(v.into()));
+        use crate::records::value::visit_json;
         match field {
-            Field::Type => f(Value::Str(if p.is_some() { "game" } else { "game_opaque" })),
-            Field::Frame => int(m.frame, f),
-            Field::Ts => f(Value::Float(m.ts.as_secs_f64())),
-            Field::Flow => int(m.flow.into(), f),
-            Field::Dir => f(Value::Str(m.dir.as_str())),
-            Field::Len => int(p.map_or(o.map_or(0, |o| o.len), |p| p.data.len()) as u64, f),
-            Field::Id => p.is_some_and(|p| int(p.header.id.into(), f)),
-            Field::Name => p.and_then(|p| p.name).is_some_and(|n| f(Value::Str(n))),
-            Field::Data => p.is_some_and(|p| f(Value::Bytes(&p.data))),
-            Field::DataTruncated => p
-                .is_some_and(|p| self.data_limit.is_some_and(|n| n < p.data.len()))
-                .then_some(())
-                .is_some_and(|()| f(Value::Bool(true))),
-            Field::Path("batch") => int(p.map_or(o.map_or(0, |o| o.batch), |p| p.batch), f),
-            Field::Path("encrypted") => p.is_some_and(|p| f(Value::Bool(p.encrypted))),
-            Field::Path("sender_subclient") => {
-                p.is_some_and(|p| p.header.sender != 0 && int(p.header.sender.into(), f))
+            Field::Key(k) => {
+                crate::records::visit_index::<GameRecord<'static>>(self, k.indices(), f)
             }
-            Field::Path("target_subclient") => {
-                p.is_some_and(|p| p.header.target != 0 && int(p.header.target.into(), f))
-            }
-            Field::Path("reason") => o.is_some_and(|o| f(Value::Str(o.reason.as_str()))),
-            Field::Path("detail") => o.is_some_and(|o| f(Value::Str(&o.detail))),
-            Field::Path("fields") => p
-                .and_then(|p| p.fields.as_ref())
-                .is_some_and(|v| f(Value::Object(Obj::Json(v)))),
             Field::Path(path) => {
-                let Some(p) = p else { return false };
+                let Some(p) = self.packet() else { return false };
                 let (head, rest) = path.split_once('.').unwrap_or((path, ""));
                 if head != "fields" && p.name != Some(head) {
                     return false;
                 }
                 match &p.fields {
-                    Some(v) if !rest.is_empty() || head == "fields" => walk(v, rest, f),
+                    Some(v) if !rest.is_empty() || head == "fields" => visit_json(v, rest, f),
                     Some(v) => f(Value::Object(Obj::Json(v))),
                     // A packet of that name, nothing decoded in it.
                     None => rest.is_empty() && f(Value::Bool(true)),
@@ -1195,36 +1156,6 @@ impl Record for DescribedRecord<'_> {
     }
 }
 
-/// The values at `path` under `v` (a game packet's decoded fields): an
-/// array on the way stands for each of its elements; an array of objects
-/// at the end, for each object.
-fn walk(v: &serde_json::Value, path: &str, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
-    if let serde_json::Value::Array(a) = v {
-        return if path.is_empty() && a.iter().any(|x| x.is_object()) {
-            a.iter().any(|x| f(Value::Object(Obj::Json(x))))
-        } else {
-            a.iter().any(|x| walk(x, path, f))
-        };
-    }
-    if !path.is_empty() {
-        let (key, rest) = path.split_once('.').unwrap_or((path, ""));
-        return v.get(key).is_some_and(|next| walk(next, rest, f));
-    }
-    match v {
-        serde_json::Value::Null => false,
-        serde_json::Value::Bool(b) => f(Value::Bool(*b)),
-        serde_json::Value::Number(n) => match (n.as_u64(), n.as_i64()) {
-            (Some(u), _) => f(Value::Int(u.into())),
-            (None, Some(i)) => f(Value::Int(i.into())),
-            _ => n.as_f64().is_some_and(|x| f(Value::Float(x))),
-        },
-        serde_json::Value::String(s) => f(Value::Str(s)),
-        serde_json::Value::Array(_) | serde_json::Value::Object(_) => {
-            f(Value::Object(Obj::Json(v)))
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1256,11 +1187,13 @@ mod tests {
         let handshake = paths::<HandshakeRecord<'static>>();
         let message = paths::<MessageRecord<'static>>();
         let packet = paths::<PacketRecord<'static>>();
+        let game = paths::<GameRecord<'static>>();
         for (record, keys) in [
             (RecordType::Flow, &flow),
             (RecordType::Handshake, &handshake),
             (RecordType::Message, &message),
             (RecordType::Packet, &packet),
+            (RecordType::Game, &game),
         ] {
             for (name, k) in keys {
                 let d = lookup(name, record).unwrap();
@@ -1352,6 +1285,7 @@ mod tests {
         use crate::bedrock::batch::Header;
         use crate::bedrock::{GameEvent, GamePacket};
         use crate::dissect::Dir;
+        use crate::mirror::Message;
         let m = Message {
             flow: 3,
             dir: Dir::C2s,
@@ -1379,12 +1313,11 @@ mod tests {
         let values = |e: &GameEvent, name: &str| {
             let d = lookup(name, RecordType::Game).unwrap();
             let r = GameRecord {
-                message: &m,
-                event: e,
                 data_limit: Some(2),
+                ..GameRecord::new(&m, e)
             };
             let mut seen = Vec::new();
-            r.visit(d.field, &mut |v| {
+            r.visit(d.read, &mut |v| {
                 seen.push(match v {
                     Value::Int(i) => i.to_string(),
                     Value::Str(s) => s.to_string(),

@@ -1,6 +1,8 @@
 //! Printing the records a user picked: the filter (`-Y`), then a field
-//! export row (`-T fields`), an NDJSON record (`--json`) or a line, for
-//! packets ([`PacketPrinter`]) and delivered messages ([`MessagePrinter`]).
+//! export row (`-T fields`), an NDJSON record (`--json`; or the record
+//! itself, handed to a sink: `export`'s tables, [`Choice::sink`]) or a
+//! line, for packets ([`PacketPrinter`]) and delivered messages
+//! ([`MessagePrinter`]).
 //! The command line only says which; the formatting is `output`'s.
 
 use std::fmt;
@@ -14,11 +16,12 @@ use super::{
 use crate::bedrock::GameSummary;
 use crate::dissect::{Anomaly, IcmpNote, Packet};
 use crate::mirror::{FlowMirror, Message};
-use crate::output::json::{EndJson, IcmpJson};
 use crate::output::peer::plural;
 use crate::output::table;
 use crate::output::text::{self, LineFormatter, Palette, TimeColumn, TimeFormat};
 use crate::records::flow::FlowRecord;
+use crate::records::icmp::{EndRecord, IcmpRecord};
+use crate::records::walk::SharedSink;
 use crate::records::Keyed;
 
 /// The output format asked for (`-T`).
@@ -38,6 +41,8 @@ pub struct Choice<'a> {
     pub fields: &'a [String],
     pub export_options: &'a [String],
     pub json: bool,
+    /// Records to hand to this sink, not printed (`export`): as `--json`.
+    pub sink: Option<SharedSink>,
 }
 
 /// Why a [`Choice`] cannot be printed.
@@ -66,6 +71,8 @@ pub struct Shown {
     pub filter: Option<DisplayFilter>,
     pub export: Option<FieldExport>,
     pub json: bool,
+    /// Where the records go instead of their NDJSON lines ([`Choice::sink`]).
+    pub sink: Option<SharedSink>,
 }
 
 impl Shown {
@@ -94,7 +101,8 @@ impl Shown {
         Ok(Shown {
             filter,
             export,
-            json: c.json || c.format == Some(Format::Json),
+            json: c.json || c.format == Some(Format::Json) || c.sink.is_some(),
+            sink: c.sink.clone(),
         })
     }
 
@@ -129,9 +137,17 @@ impl Shown {
             }
         }
         if self.json {
-            return keyed_line(out, j);
+            return self.keyed(j, out);
         }
         writeln!(out, "{}", lines())
+    }
+
+    /// `r` as an NDJSON line, or to the sink.
+    pub fn keyed(&self, r: &dyn Keyed, out: &mut dyn Write) -> io::Result<()> {
+        match &self.sink {
+            Some(s) => s.record(r),
+            None => keyed_line(out, r),
+        }
     }
 
     /// The field export's header line, if there is one to print.
@@ -276,9 +292,8 @@ impl PacketPrinter {
             return Ok(());
         }
         if self.shown.json {
-            let mut j = IcmpJson::new(n);
-            j.file = self.files.get(file).cloned();
-            json_line(out, &j)
+            let file = self.files.get(file).map(String::as_str);
+            self.shown.keyed(&IcmpRecord { note: n, file }, out)
         } else {
             writeln!(out, "{}", self.lines.icmp_line(n))
         }
@@ -303,6 +318,9 @@ impl PacketPrinter {
             };
             x.push_row(&record, &mut self.row);
             return out.write_all(self.row.as_bytes());
+        }
+        if let Some(s) = self.shown.sink.as_ref() {
+            return s.record(&record);
         }
         if self.shown.json {
             self.buf.clear();
@@ -340,11 +358,7 @@ impl PacketPrinter {
             return Ok(());
         }
         if self.shown.json {
-            let record = EndJson {
-                kind_of_record: "end_of_capture",
-                anomalies,
-            };
-            return json_line(out, &record);
+            return self.shown.keyed(&EndRecord { anomalies }, out);
         }
         for a in anomalies {
             let line = format!("end of capture: [{}: {}]", a.kind, a.detail);
@@ -437,6 +451,11 @@ impl MessagePrinter {
             );
             return out.write_all(self.row.as_bytes());
         }
+        if let Some(s) = self.shown.sink.as_ref() {
+            let r = s.record(&message);
+            self.game = None;
+            return r;
+        }
         if self.shown.json {
             self.line.clear();
             crate::records::write_line(&message, &mut self.line);
@@ -488,37 +507,30 @@ impl GamePrinter {
         use crate::bedrock::GameEvent;
         use crate::output::game;
         for e in events {
-            let record = super::fields::GameRecord {
-                message: m,
-                event: e,
+            let record = crate::records::game::GameRecord {
                 data_limit: self.data_limit,
+                file: self.files.get(file).map(String::as_str),
+                ..crate::records::game::GameRecord::new(m, e)
             };
-            let record = Since {
+            let since_start = Since {
                 record: &record,
                 start: since,
-                file: self.files.get(file).map(String::as_str),
+                file: record.file,
             };
-            if !self.shown.wants(&record) {
+            if !self.shown.wants(&since_start) {
                 continue;
             }
             if let Some(x) = &self.shown.export {
                 let mut row = String::new();
-                x.push_row(&record, &mut row);
+                x.push_row(&since_start, &mut row);
                 out.write_all(row.as_bytes())?;
                 continue;
             }
-            let json = self.shown.json;
+            if self.shown.json {
+                self.shown.keyed(&record, out)?;
+                continue;
+            }
             match e {
-                GameEvent::Packet(p) if json => {
-                    let mut j = game::GameJson::new(p, m, self.data_limit);
-                    j.file = self.files.get(file).map(String::as_str);
-                    j.write_line(out)?;
-                }
-                GameEvent::Opaque(o) if json => {
-                    let mut j = game::GameOpaqueJson::new(o, m);
-                    j.file = self.files.get(file).cloned();
-                    json_line(out, &j)?;
-                }
                 GameEvent::Packet(p) => {
                     writeln!(out, "{}", game::line(p, m, since, self.pal))?;
                     if self.verbose {
@@ -588,7 +600,7 @@ impl FlowPrinter {
                 return out.write_all(self.row.as_bytes());
             }
             if self.shown.json {
-                return keyed_line(out, &record);
+                return self.shown.keyed(&record, out);
             }
         }
         if self.rows.len() < MAX_TABLE_ROWS {
@@ -714,5 +726,39 @@ mod tests {
             .is_some());
         let j = Shown::new(&choice(&[], Some(Format::Json), false), RecordType::Flow).unwrap();
         assert!(j.json && !j.text());
+    }
+
+    /// A sink that keeps each record's JSON.
+    struct Kept(Vec<String>);
+
+    impl crate::records::walk::RecordSink for Kept {
+        fn record(&mut self, r: &dyn Keyed) -> io::Result<()> {
+            let mut line = Vec::new();
+            r.write_json(&mut line);
+            self.0.push(String::from_utf8(line).unwrap_or_default());
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn with_a_sink_the_records_go_there_and_nothing_is_printed() {
+        let kept = std::sync::Arc::new(std::sync::Mutex::new(Kept(Vec::new())));
+        let c = Choice {
+            sink: Some(SharedSink(kept.clone())),
+            ..Choice::default()
+        };
+        let shown = Shown::new(&c, RecordType::Packet).unwrap();
+        assert!(shown.json && !shown.text());
+        let pal = Palette::choose(crate::output::ColorChoice::Never, true);
+        let printer = PacketPrinter::new(shown, pal, TimeFormat::default(), Vec::new());
+        let anomalies = [Anomaly {
+            kind: "gap",
+            detail: "x".into(),
+        }];
+        let mut out = Vec::new();
+        printer.end(&anomalies, &mut out).unwrap();
+        assert!(out.is_empty());
+        let want = r#"{"type":"end_of_capture","anomalies":[{"kind":"gap","detail":"x"}]}"#;
+        assert_eq!(kept.lock().unwrap().0, [want]);
     }
 }

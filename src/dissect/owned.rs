@@ -30,14 +30,14 @@ pub struct OwnedPacket(Cell);
 /// What [`OwnedPacket::recycle`] hands back besides the datagram: nothing
 /// to reuse since the packet's allocation is `self_cell`'s (one per
 /// packet, freed on the reading thread); the pipeline still keeps them.
-pub struct Shell;
+pub(crate) struct Shell;
 
 impl OwnedPacket {
     /// `d` through `dissector`; `d` back when it is not a RakNet packet.
     // The datagram comes back by value, to be recycled: boxing it would
     // allocate for every datagram that is not RakNet.
     #[allow(clippy::result_large_err)]
-    pub fn dissect(
+    pub(crate) fn dissect(
         dissector: &mut Dissector,
         d: UdpDatagram,
         _shells: &mut Vec<Shell>,
@@ -48,7 +48,7 @@ impl OwnedPacket {
     }
 
     /// The packet, borrowing from `self`.
-    pub fn get(&self) -> &Packet<'_> {
+    pub(crate) fn get(&self) -> &Packet<'_> {
         self.0
             .borrow_dependent()
             .as_ref()
@@ -58,7 +58,7 @@ impl OwnedPacket {
     /// Done with: the packet's lists go back to `dissector`, and the
     /// datagram is handed back (for its reader to reuse the payload's
     /// buffer).
-    pub fn recycle(mut self, dissector: &mut Dissector) -> (UdpDatagram, Shell) {
+    pub(crate) fn recycle(mut self, dissector: &mut Dissector) -> (UdpDatagram, Shell) {
         // The packet first: the dissector keeps its lists, emptied.
         self.0.with_dependent_mut(|_, p| {
             if let Some(p) = p.take() {
@@ -69,7 +69,7 @@ impl OwnedPacket {
     }
 
     /// The packet's anomalies, to merge the mirror's findings into.
-    pub fn anomalies_mut(&mut self) -> &mut Vec<Anomaly> {
+    pub(crate) fn anomalies_mut(&mut self) -> &mut Vec<Anomaly> {
         self.0
             .with_dependent_mut(|_, p| &mut p.as_mut().expect("made with a packet").anomalies)
     }
@@ -88,14 +88,14 @@ impl std::fmt::Debug for SpentPackets {
 }
 
 impl SpentPackets {
-    pub fn give(&self, p: OwnedPacket) {
+    pub(crate) fn give(&self, p: OwnedPacket) {
         if let Ok(mut v) = self.0.lock() {
             v.push(p);
         }
     }
 
     /// Everything given so far.
-    pub fn take(&self) -> Vec<OwnedPacket> {
+    pub(crate) fn take(&self) -> Vec<OwnedPacket> {
         self.0
             .lock()
             .map(|mut v| std::mem::take(&mut *v))

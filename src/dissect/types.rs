@@ -13,12 +13,14 @@ use crate::wire::{Datagram, Offline, Trace, WireError};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Dir {
+    /// Client to server.
     C2s,
+    /// Server to client.
     S2c,
 }
 
 impl Dir {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Dir::C2s => "c2s",
             Dir::S2c => "s2c",
@@ -26,7 +28,7 @@ impl Dir {
     }
 
     /// The other direction.
-    pub fn reverse(self) -> Dir {
+    pub(crate) fn reverse(self) -> Dir {
         match self {
             Dir::C2s => Dir::S2c,
             Dir::S2c => Dir::C2s,
@@ -34,7 +36,7 @@ impl Dir {
     }
 
     /// 0 for c2s, 1 for s2c: the index of per-direction pairs `[c2s, s2c]`.
-    pub fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         match self {
             Dir::C2s => 0,
             Dir::S2c => 1,
@@ -69,8 +71,8 @@ pub const ANOMALY_KINDS: [&str; 19] = [
 /// Something wrong or notable about a packet.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Anomaly {
-    pub kind: &'static str,
-    pub detail: String,
+    pub(crate) kind: &'static str,
+    pub(crate) detail: String,
 }
 
 impl Anomaly {
@@ -95,7 +97,7 @@ impl Anomaly {
 /// How a flow was recognised as RakNet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Detection {
+pub(crate) enum Detection {
     Handshake,
     Port,
     Heuristic,
@@ -103,25 +105,23 @@ pub enum Detection {
 
 /// What the table knows of one flow.
 #[derive(Debug, Clone)]
-pub struct Flow {
-    pub id: u32,
-    pub client: SocketAddr,
-    pub server: SocketAddr,
+pub(crate) struct Flow {
+    pub(crate) id: u32,
+    pub(crate) client: SocketAddr,
+    pub(crate) server: SocketAddr,
     /// True once the roles come from a handshake message rather than a guess.
-    pub roles_known: bool,
-    pub detection: Detection,
-    pub protocol: Option<u8>,
-    pub mtu: Option<u16>,
-    pub client_guid: Option<u64>,
-    pub server_guid: Option<u64>,
-    pub first_seen: Duration,
-    pub last_seen: Duration,
-    pub packets: u64,
+    pub(crate) roles_known: bool,
+    pub(crate) protocol: Option<u8>,
+    pub(crate) mtu: Option<u16>,
+    pub(crate) client_guid: Option<u64>,
+    pub(crate) server_guid: Option<u64>,
+    pub(crate) last_seen: Duration,
+    pub(crate) packets: u64,
 }
 
 /// The decoded body of a packet.
 #[derive(Debug, Clone)]
-pub enum Body<'a> {
+pub(crate) enum Body<'a> {
     /// An offline message; `msg` is `None` when it did not decode.
     Offline { id: u8, msg: Option<Offline<'a>> },
     /// A connected datagram; `None` when not even its header decoded.
@@ -131,22 +131,23 @@ pub enum Body<'a> {
 /// One RakNet packet, decoded.
 #[derive(Debug, Clone)]
 pub struct Packet<'a> {
-    pub frame: u64,
-    pub ts: Duration,
-    pub src: SocketAddr,
-    pub dst: SocketAddr,
-    pub flow: u32,
-    pub dir: Dir,
-    pub body: Body<'a>,
-    pub anomalies: Vec<Anomaly>,
+    pub(crate) frame: u64,
+    pub(crate) ts: Duration,
+    pub(crate) src: SocketAddr,
+    pub(crate) dst: SocketAddr,
+    pub(crate) flow: u32,
+    pub(crate) dir: Dir,
+    pub(crate) body: Body<'a>,
+    pub(crate) anomalies: Vec<Anomaly>,
     /// The field tree, when tracing.
     pub trace: Option<Trace>,
+    /// The UDP payload, whole.
     pub payload: &'a [u8],
-    pub udp_len: usize,
+    pub(crate) udp_len: usize,
 }
 
 impl Packet<'_> {
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match &self.body {
             Body::Offline { .. } => "offline",
             Body::Datagram(Some(Datagram::Ack(_))) => "ack",
@@ -160,32 +161,32 @@ impl Packet<'_> {
 /// flow, an event of it.
 #[derive(Debug, Clone)]
 pub struct IcmpNote {
-    pub flow: u32,
+    pub(crate) flow: u32,
     /// The direction of the quoted datagram.
-    pub dir: Dir,
-    pub ts: Duration,
+    pub(crate) dir: Dir,
+    pub(crate) ts: Duration,
     /// The time lines are counted from (the first datagram's).
-    pub since: Duration,
-    pub frame: u64,
+    pub(crate) since: Duration,
+    pub(crate) frame: u64,
     /// `port_unreachable`, `fragmentation_needed`, ... ([`crate::capture::IcmpKind`]).
-    pub kind: &'static str,
+    pub(crate) kind: &'static str,
     /// Who sent the error.
-    pub from: std::net::IpAddr,
+    pub(crate) from: std::net::IpAddr,
     /// The quoted datagram's endpoints.
-    pub src: SocketAddr,
-    pub dst: SocketAddr,
+    pub(crate) src: SocketAddr,
+    pub(crate) dst: SocketAddr,
     /// The MTU a "fragmentation needed" or "packet too big" states.
-    pub mtu: Option<u16>,
+    pub(crate) mtu: Option<u16>,
 }
 
 /// Counters of what was skipped.
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct DissectStats {
-    pub raknet_packets: u64,
-    pub not_raknet: u64,
-    pub flows: u64,
-    pub flows_evicted: u64,
-    pub malformed: u64,
+    pub(crate) raknet_packets: u64,
+    pub(crate) not_raknet: u64,
+    pub(crate) flows: u64,
+    pub(crate) flows_evicted: u64,
+    pub(crate) malformed: u64,
 }
 
 /// What a run read and what it skipped, over all files (`stats` prints
@@ -193,19 +194,19 @@ pub struct DissectStats {
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Counted {
     /// Frames read.
-    pub frames: u64,
+    pub(crate) frames: u64,
     /// RakNet packets handed out.
-    pub raknet_packets: u64,
+    pub(crate) raknet_packets: u64,
     /// Frames that were not UDP.
-    pub non_udp: u64,
+    pub(crate) non_udp: u64,
     /// UDP datagrams that were not RakNet.
-    pub not_raknet: u64,
+    pub(crate) not_raknet: u64,
     /// Frames of a link type not decoded.
-    pub unsupported_link: u64,
+    pub(crate) unsupported_link: u64,
     /// IP fragments given up.
-    pub fragments_dropped: u64,
+    pub(crate) fragments_dropped: u64,
     /// Frames with a malformed link, IP or UDP header.
-    pub bad_ip: u64,
+    pub(crate) bad_ip: u64,
     /// Packet records too malformed to read.
-    pub bad_records: u64,
+    pub(crate) bad_records: u64,
 }

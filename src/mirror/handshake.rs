@@ -97,15 +97,12 @@ pub const OUTCOMES: [(&str, &str); 18] = [
     ("other", "none of the above"),
 ];
 
-/// A peer silent this long while the other keeps sending has timed out
-/// (the original's default time-out).
-pub const TIMEOUT: Duration = Duration::from_secs(10);
 /// One side silent this long while the other keeps sending counts as a
 /// time-out: a peer gives up about the time-out after the last datagram it
 /// *received*, having sent its last resends a little before that (ours
 /// stops ~9 s in with its backoff, the original ~10 s), so a capture shows
 /// less than the full time-out.
-pub const SILENT: Duration = Duration::from_secs(5);
+pub(crate) const SILENT: Duration = Duration::from_secs(5);
 /// A request with no reply this long before the capture ended (or sent
 /// this many times) counts as unanswered, not as cut off by the capture.
 const UNANSWERED_AFTER: Duration = Duration::from_secs(1);
@@ -114,44 +111,44 @@ const UNANSWERED_AFTER: Duration = Duration::from_secs(1);
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
     /// Capture time.
-    pub ts: Duration,
-    pub frame: u64,
-    pub dir: Option<Dir>,
-    pub step: &'static str,
-    pub detail: String,
+    pub(crate) ts: Duration,
+    pub(crate) frame: u64,
+    pub(crate) dir: Option<Dir>,
+    pub(crate) step: &'static str,
+    pub(crate) detail: String,
 }
 
 /// One connection attempt and what became of it.
 #[derive(Debug, Clone, Default)]
 pub struct Attempt {
-    pub flow: u32,
+    pub(crate) flow: u32,
     /// 1-based, per flow.
-    pub number: u32,
-    pub client: Option<SocketAddr>,
-    pub server: Option<SocketAddr>,
-    pub start: Duration,
-    pub end: Duration,
-    pub steps: Vec<Step>,
-    pub steps_omitted: u32,
-    pub pings: u32,
-    pub pongs: u32,
-    pub request1_mtus: Vec<u16>,
-    pub reply1_mtu: Option<u16>,
+    pub(crate) number: u32,
+    pub(crate) client: Option<SocketAddr>,
+    pub(crate) server: Option<SocketAddr>,
+    pub(crate) start: Duration,
+    pub(crate) end: Duration,
+    pub(crate) steps: Vec<Step>,
+    pub(crate) steps_omitted: u32,
+    pub(crate) pings: u32,
+    pub(crate) pongs: u32,
+    pub(crate) request1_mtus: Vec<u16>,
+    pub(crate) reply1_mtu: Option<u16>,
     /// The MTU of the last Request 1 before the first Reply 1: the probe it answered.
     reply1_probe: Option<u16>,
-    pub request2: u32,
-    pub reply2_mtu: Option<u16>,
-    pub client_protocol: Option<u8>,
-    pub server_protocol: Option<u8>,
-    pub refusal: Option<u8>,
+    pub(crate) request2: u32,
+    pub(crate) reply2_mtu: Option<u16>,
+    pub(crate) client_protocol: Option<u8>,
+    pub(crate) server_protocol: Option<u8>,
+    pub(crate) refusal: Option<u8>,
     connection_request_seq: Option<u32>,
-    pub connection_request: bool,
-    pub connection_request_acked: bool,
-    pub accepted: bool,
-    pub new_incoming_connection: bool,
-    pub first_data: Option<Duration>,
-    pub disconnected_by: Option<Dir>,
-    pub icmp: Option<String>,
+    pub(crate) connection_request: bool,
+    pub(crate) connection_request_acked: bool,
+    pub(crate) accepted: bool,
+    pub(crate) new_incoming_connection: bool,
+    pub(crate) first_data: Option<Duration>,
+    pub(crate) disconnected_by: Option<Dir>,
+    pub(crate) icmp: Option<String>,
     last_request: Duration,
     /// When each kind of request was last sent (for "unanswered").
     last_ping: Duration,
@@ -161,8 +158,8 @@ pub struct Attempt {
     disconnected_at: Option<Duration>,
     last_c2s: Option<Duration>,
     last_s2c: Option<Duration>,
-    pub outcome: &'static str,
-    pub diagnosis: String,
+    pub(crate) outcome: &'static str,
+    pub(crate) diagnosis: String,
 }
 
 impl Attempt {
@@ -464,6 +461,7 @@ pub struct HandshakeTracker {
 }
 
 impl HandshakeTracker {
+    /// No attempt seen yet.
     pub fn new() -> Self {
         Self::default()
     }
@@ -675,7 +673,7 @@ impl HandshakeTracker {
     }
 
     /// An ICMP error quoting a datagram of flow `flow` (sent in direction `dir`).
-    pub fn icmp(&mut self, flow: u32, dir: Dir, ts: Duration, frame: u64, kind: &str) {
+    pub(crate) fn icmp(&mut self, flow: u32, dir: Dir, ts: Duration, frame: u64, kind: &str) {
         self.last_ts = self.last_ts.max(ts);
         let a = self.current(flow, ts, false);
         // Only an error about the client's datagrams before the connection

@@ -1,6 +1,6 @@
 //! The reliability mirror: each flow's RakNet state replayed as each side saw it.
 //!
-//! One [`ReceiveHalf`] per direction turns the captured data datagrams into
+//! One receive half (`session::receive`) per direction turns the captured data datagrams into
 //! the messages that side's application received, in delivery order. Around
 //! it, what only an observer can see: which datagrams each ACK and NACK
 //! covers (RTT samples), resends and their cause, duplicated datagrams,
@@ -22,25 +22,27 @@ use crate::session::receive::{Delivered, ReceiveConfig, ReceiveEvent, ReceiveHal
 use crate::wire::ids::*;
 use crate::wire::{AckList, AckRange, DataDatagram, Datagram, Offline, Reliability};
 
+/// Settings of the mirror: each direction's receive half, and the bounds.
 #[derive(Debug, Clone)]
 pub struct MirrorConfig {
+    /// The receive half of each direction (reassembly, bounds on what a peer sends).
     pub receive: ReceiveConfig,
-    pub max_flows: usize,
-    pub idle_timeout: Duration,
+    pub(crate) max_flows: usize,
+    pub(crate) idle_timeout: Duration,
     /// Datagrams remembered per direction for ACK/NACK matching and resends.
-    pub history: usize,
+    pub(crate) history: usize,
     /// RTT samples kept per flow (past it, every other one is dropped).
-    pub max_rtt_samples: usize,
+    pub(crate) max_rtt_samples: usize,
     /// Hand out delivered messages; off, only their counts and findings.
-    pub messages: bool,
+    pub(crate) messages: bool,
     /// Bytes all flows may hold together (messages and parts held, hole
     /// windows, histories); past it the least recently seen flows are closed.
-    pub memory_budget: usize,
+    pub(crate) memory_budget: usize,
 }
 
 impl MirrorConfig {
     /// The defaults, with split packets reassembled as `reassembly` says.
-    pub fn reassembling(reassembly: crate::session::receive::Reassembly) -> MirrorConfig {
+    pub(crate) fn reassembling(reassembly: crate::session::receive::Reassembly) -> MirrorConfig {
         let mut cfg = MirrorConfig::default();
         cfg.receive.reassembly = reassembly;
         cfg
@@ -71,20 +73,27 @@ impl Default for MirrorConfig {
 /// A message delivered to one side's application.
 #[derive(Debug, Clone)]
 pub struct Message {
+    /// The flow's number.
     pub flow: u32,
     /// `c2s`: received by the server.
     pub dir: Dir,
+    /// The frame that completed delivery.
     pub frame: u64,
+    /// That frame's capture time.
     pub ts: Duration,
+    /// The whole message (empty when `receive.keep_data` is off, or `keep_only` names another id).
     pub data: Vec<u8>,
+    /// As on the wire (for a split message, its first-arrived part's).
     pub reliability: Reliability,
+    /// Ordering channel, for ordered and sequenced messages.
     pub channel: Option<u8>,
+    /// What was wrong or notable about its delivery.
     pub anomalies: Vec<Anomaly>,
 }
 
 /// How far a connection got.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum FlowState {
+pub(crate) enum FlowState {
     /// Only pings and pongs.
     Unconnected,
     Handshake,
@@ -96,7 +105,7 @@ pub enum FlowState {
 }
 
 impl FlowState {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             FlowState::Unconnected => "unconnected",
             FlowState::Handshake => "handshake",
@@ -111,23 +120,23 @@ impl FlowState {
 /// Counts for one direction (what its sender sent, what its receiver got).
 #[derive(Debug, Clone, Default)]
 pub struct DirStats {
-    pub packets: u64,
-    pub bytes: u64,
-    pub data_datagrams: u64,
+    pub(crate) packets: u64,
+    pub(crate) bytes: u64,
+    pub(crate) data_datagrams: u64,
     /// ACK and NACK datagrams sent in this direction.
-    pub acks: u64,
-    pub nacks: u64,
+    pub(crate) acks: u64,
+    pub(crate) nacks: u64,
     /// Datagram numbers of this direction NACKed by the receiver.
     pub nacked: u64,
     /// Datagram numbers of this direction never seen in the capture.
     pub never_seen: u64,
     /// Datagrams of this direction that no ACK covered.
-    pub never_acked: u64,
-    pub resends: u64,
-    pub duplicates: u64,
-    pub messages: u64,
-    pub splits: u64,
-    pub anomalies: u64,
+    pub(crate) never_acked: u64,
+    pub(crate) resends: u64,
+    pub(crate) duplicates: u64,
+    pub(crate) messages: u64,
+    pub(crate) splits: u64,
+    pub(crate) anomalies: u64,
 }
 
 struct SentDatagram {
@@ -231,23 +240,26 @@ const INITIAL_SLOTS: usize = 8;
 
 /// What the mirror knows of one flow.
 pub struct FlowMirror {
+    /// The flow's number, as the dissector gave it.
     pub id: u32,
+    /// The client's address.
     pub client: SocketAddr,
+    /// The server's address.
     pub server: SocketAddr,
-    pub client_guid: Option<u64>,
-    pub server_guid: Option<u64>,
-    pub protocol: Option<u8>,
-    pub mtu: Option<u16>,
+    pub(crate) client_guid: Option<u64>,
+    pub(crate) server_guid: Option<u64>,
+    pub(crate) protocol: Option<u8>,
+    pub(crate) mtu: Option<u16>,
     /// State of the flow's latest session.
-    pub state: FlowState,
+    pub(crate) state: FlowState,
     /// Sessions seen: each run of data datagrams with its own reliability
     /// state (a client that reconnects from the same address starts another).
     /// 0 when the flow carried offline messages only.
-    pub sessions: u32,
+    pub(crate) sessions: u32,
     /// Whether the current session has carried data datagrams.
     session_used: bool,
-    pub first_ts: Duration,
-    pub last_ts: Duration,
+    pub(crate) first_ts: Duration,
+    pub(crate) last_ts: Duration,
     halves: [Option<Box<Half>>; 2],
     /// RTT samples in ms (thinned past `max_rtt_samples`), and the exact extremes.
     rtt: Vec<f64>,
@@ -289,6 +301,7 @@ impl FlowMirror {
         }
     }
 
+    /// The counters of one direction (`c2s`: as the server received it).
     pub fn stats(&self, dir: Dir) -> &DirStats {
         match &self.halves[dir.index()] {
             Some(h) => &h.stats,
@@ -417,10 +430,10 @@ impl Hasher for IdHasher {
 
 /// Counters across all flows.
 #[derive(Debug, Default, Clone)]
-pub struct MirrorStats {
-    pub flows_evicted: u64,
+pub(crate) struct MirrorStats {
+    pub(crate) flows_evicted: u64,
     /// Flows closed early because all flows together held more than the budget.
-    pub flows_shed: u64,
+    pub(crate) flows_shed: u64,
 }
 
 /// The flow table of the mirror, keyed by the dissector's flow id.
@@ -432,14 +445,14 @@ pub struct Mirror {
     total: usize,
     /// The capture time of the last sweep for idle flows.
     swept: Option<Duration>,
-    pub stats: MirrorStats,
+    pub(crate) stats: MirrorStats,
 }
 
 /// What observing one packet produced.
 #[derive(Default)]
 pub struct Observation {
     /// To attach to the packet.
-    pub anomalies: Vec<Anomaly>,
+    pub(crate) anomalies: Vec<Anomaly>,
     /// Messages delivered because of this packet.
     pub messages: Vec<Message>,
     /// Flows that ended here (evicted, or at the end), with `keep_done`.
@@ -450,7 +463,7 @@ pub struct Observation {
     /// RTT samples (ms) this packet produced, when it is an ACK: one per
     /// datagram of the other direction that it acknowledged first, the time
     /// from that datagram to this ACK. Cleared by each [`Mirror::observe`].
-    pub rtt_ms: Vec<f64>,
+    pub(crate) rtt_ms: Vec<f64>,
 }
 
 impl Mirror {
@@ -560,7 +573,7 @@ impl Mirror {
     /// `flow` gives the dissector's view of the flow (GUIDs, protocol, MTU),
     /// asked for only when the packet can have changed it. The findings go
     /// into `out`, which is cleared first (its buffers are reused).
-    pub fn observe<'f>(
+    pub(crate) fn observe<'f>(
         &mut self,
         p: &Packet<'_>,
         flow: impl FnOnce() -> Option<&'f Flow>,

@@ -1,151 +1,16 @@
-//! The game layer printed: `game` and `game_opaque` records, a line per
-//! game packet, and the `-V` tree of a packet's decoded fields.
+//! The game layer printed: a line per game packet (or batch that shows
+//! none), and the `-V` tree of a packet's decoded fields. Its records
+//! (`--json`) are `records::game`'s.
 
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::bedrock::{GamePacket, Opaque};
-use crate::dissect::{Anomaly, Dir};
+use crate::dissect::Dir;
 use crate::mirror::Message;
 use crate::output::text::Palette;
-use crate::wire::cursor::hex_extend;
-
-/// A `game` record: one game packet. Its keys up to `encrypted` are this
-/// struct; [`GameJson::write_line`] adds `data` (written as it is encoded,
-/// without a string of its own: it is most of the output), then
-/// `data_truncated` and `fields`.
-#[derive(Serialize)]
-pub struct GameJson<'a> {
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub file: Option<&'a str>,
-    pub frame: u64,
-    pub ts: f64,
-    pub flow: u32,
-    pub dir: &'static str,
-    pub batch: u64,
-    pub id: u16,
-    pub name: Option<&'static str>,
-    #[serde(skip_serializing_if = "is_zero")]
-    pub sender_subclient: u8,
-    #[serde(skip_serializing_if = "is_zero")]
-    pub target_subclient: u8,
-    pub len: usize,
-    pub encrypted: bool,
-    #[serde(skip)]
-    pub data: &'a [u8],
-    #[serde(skip)]
-    pub data_truncated: bool,
-    #[serde(skip)]
-    pub fields: Option<&'a Value>,
-    /// Only when there is one: why the fields stopped decoding.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub anomalies: Vec<Anomaly>,
-}
-
-fn is_zero(v: &u8) -> bool {
-    *v == 0
-}
-
-impl<'a> GameJson<'a> {
-    /// `m`: the RakNet message that carried it; `data_limit`: bytes of
-    /// `data` at most.
-    pub fn new(p: &'a GamePacket, m: &Message, data_limit: Option<usize>) -> Self {
-        let shown = data_limit.map_or(p.data.len(), |n| n.min(p.data.len()));
-        GameJson {
-            kind: "game",
-            file: None,
-            frame: m.frame,
-            ts: m.ts.as_secs_f64(),
-            flow: m.flow,
-            dir: p.dir.as_str(),
-            batch: p.batch,
-            id: p.header.id,
-            name: p.name,
-            sender_subclient: p.header.sender,
-            target_subclient: p.header.target,
-            len: p.data.len(),
-            encrypted: p.encrypted,
-            data: &p.data[..shown],
-            data_truncated: shown < p.data.len(),
-            fields: p.fields.as_ref(),
-            anomalies: p
-                .anomaly
-                .iter()
-                .map(|a| Anomaly {
-                    kind: "fields",
-                    detail: a.clone(),
-                })
-                .collect(),
-        }
-    }
-
-    /// The record as one NDJSON line.
-    pub fn write_line(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        let mut head = serde_json::to_vec(self)?;
-        head.pop(); // its closing brace
-        head.extend_from_slice(b",\"data\":\"");
-        out.write_all(&head)?;
-        // Hex in pieces of 8 KB, straight to `out`.
-        let mut buf = Vec::with_capacity(2 * self.data.len().min(8 << 10));
-        for piece in self.data.chunks(8 << 10) {
-            buf.clear();
-            hex_extend(&mut buf, piece);
-            out.write_all(&buf)?;
-        }
-        out.write_all(b"\"")?;
-        if self.data_truncated {
-            out.write_all(b",\"data_truncated\":true")?;
-        }
-        let Some(f) = self.fields else {
-            return out.write_all(b"}\n");
-        };
-        super::write_line_once(out, |buf| {
-            buf.extend_from_slice(b",\"fields\":");
-            super::value::write_value(buf, f);
-            buf.extend_from_slice(b"}\n");
-            Ok(())
-        })
-    }
-}
-
-/// A `game_opaque` record: a batch whose packets cannot be shown.
-#[derive(Serialize)]
-pub struct GameOpaqueJson<'a> {
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub file: Option<String>,
-    pub frame: u64,
-    pub ts: f64,
-    pub flow: u32,
-    pub dir: &'static str,
-    pub batch: u64,
-    pub len: usize,
-    pub reason: &'static str,
-    pub detail: &'a str,
-}
-
-impl<'a> GameOpaqueJson<'a> {
-    pub fn new(o: &'a Opaque, m: &Message) -> Self {
-        GameOpaqueJson {
-            kind: "game_opaque",
-            file: None,
-            frame: m.frame,
-            ts: m.ts.as_secs_f64(),
-            flow: m.flow,
-            dir: o.dir.as_str(),
-            batch: o.batch,
-            len: o.len,
-            reason: o.reason.as_str(),
-            detail: &o.detail,
-        }
-    }
-}
 
 /// The key fields of a decoded packet, `key=value` each, for its line.
 pub fn key_fields(fields: &Value) -> String {
@@ -498,35 +363,6 @@ mod tests {
             line(&p, &m, Duration::from_millis(500), pal),
             "    40    1.000000   1 s2c #3 play_status (0x02) len=5 encrypted status_name=\"failed_client\""
         );
-        let mut line = Vec::new();
-        GameJson::new(&p, &m, Some(2))
-            .write_line(&mut line)
-            .unwrap();
-        assert_eq!(line.last(), Some(&b'\n'));
-        let j: serde_json::Value = serde_json::from_slice(&line).unwrap();
-        // The keys in the documented order.
-        let text = String::from_utf8(line.clone()).unwrap();
-        let at = |k: &str| text.find(&format!("\"{k}\":")).unwrap();
-        let order = [
-            "type",
-            "frame",
-            "ts",
-            "flow",
-            "dir",
-            "batch",
-            "id",
-            "name",
-            "len",
-            "encrypted",
-            "data",
-            "data_truncated",
-            "fields",
-        ];
-        assert!(order.windows(2).all(|w| at(w[0]) < at(w[1])), "{text}");
-        assert_eq!(j["data"], "0200");
-        assert_eq!(j["data_truncated"], true);
-        assert_eq!(j["fields"]["status"], 1);
-        assert!(j.get("sender_subclient").is_none());
         // No layout (the hand decoder's fields only): the header, then
         // the keys said as decoded.
         let want = [

@@ -3,65 +3,8 @@
 
 use serde::Serialize;
 
-use crate::dissect::{Anomaly, IcmpNote};
-
 pub use crate::records::value::motd_object;
 pub use crate::wire::cursor::hex;
-
-/// The quoted datagram of an `icmp` record.
-#[derive(Serialize)]
-pub struct QuotedJson {
-    pub src: String,
-    pub dst: String,
-    pub dir: &'static str,
-}
-
-/// An `icmp` record: an ICMP error about a datagram of a flow.
-#[derive(Serialize)]
-pub struct IcmpJson {
-    #[serde(rename = "type")]
-    pub kind_of_record: &'static str,
-    pub frame: u64,
-    pub ts: f64,
-    pub flow: u32,
-    pub from: String,
-    pub kind: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mtu: Option<u16>,
-    pub datagram: QuotedJson,
-    /// The capture file, when a run reads several.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub file: Option<String>,
-}
-
-impl IcmpJson {
-    pub fn new(n: &IcmpNote) -> Self {
-        IcmpJson {
-            kind_of_record: "icmp",
-            frame: n.frame,
-            ts: n.ts.as_secs_f64(),
-            flow: n.flow,
-            from: n.from.to_string(),
-            kind: n.kind,
-            mtu: n.mtu,
-            datagram: QuotedJson {
-                src: n.src.to_string(),
-                dst: n.dst.to_string(),
-                dir: n.dir.as_str(),
-            },
-            file: None,
-        }
-    }
-}
-
-/// An `end_of_capture` record: what the receivers still held when the
-/// capture ended (incomplete splits, messages waiting in ordering heaps).
-#[derive(Serialize)]
-pub struct EndJson<'a> {
-    #[serde(rename = "type")]
-    pub kind_of_record: &'static str,
-    pub anomalies: &'a [Anomaly],
-}
 
 #[cfg(test)]
 mod tests {

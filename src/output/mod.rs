@@ -1,12 +1,10 @@
 //! Formatters that only format: summary lines, the `-V` tree, hex, NDJSON.
 
-pub mod exit;
 pub mod file;
 pub mod game;
 pub mod handshake;
 pub mod json;
 pub mod man;
-pub mod manpages;
 pub mod parquet;
 pub mod peer;
 pub mod stats;
@@ -14,8 +12,6 @@ pub mod svg;
 pub mod table;
 pub mod terminal;
 pub mod text;
-pub mod usage;
-pub mod value;
 
 use std::io::IsTerminal;
 
@@ -85,14 +81,5 @@ pub fn write_line_once(
         line.clear();
         line.shrink_to(1 << 20);
         r
-    })
-}
-
-/// Whether `e` is the reader of the output going away (`| head`): not an
-/// error for a command that prints.
-pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
 }

@@ -1,24 +1,25 @@
-//! `export`: NDJSON records written as a Parquet table, streaming.
+//! `export`: records written as a Parquet table, streaming.
 //!
-//! Each record (a JSON object, as `--json` prints it) becomes a row; nested
-//! objects are flattened into columns named by their dotted path, as
-//! `-Y`/`-e` name them (`c2s.lost`, `rtt_ms.median`, `fields.status`), in
-//! the order of first appearance (within a record, the order it prints its
-//! keys in); an array is one column holding its JSON text as printed. The
-//! columns and their types (BOOLEAN, INT64, DOUBLE, or UTF-8 text) come from
-//! the first row group: a number column that also holds fractions is
-//! DOUBLE, one that mixes kinds is text (the JSON of each value). A key
-//! first seen in a later row group, or a value that does not fit its
-//! column, goes to the `_extra` column, a JSON object per row, so nothing
-//! printed is lost.
+//! Each record becomes a row, handed over as a record ([`RecordSink`]), not
+//! as its NDJSON text: its leaves ([`Keyed::leaves`], generated from the
+//! record type's description) come with their dotted paths, as `-Y`/`-e`
+//! name them (`c2s.lost`, `rtt_ms.median`, `fields.status`), and each goes
+//! to the column of that name, the columns in the order of first
+//! appearance (within a record, the order its JSON has its keys in); an
+//! array is one column holding its JSON text as printed. The columns and
+//! their types (BOOLEAN, INT64, DOUBLE, or UTF-8 text) come from the first
+//! row group: a number column that also holds fractions is DOUBLE, one
+//! that mixes kinds is text (the JSON of each value). A key first seen in
+//! a later row group, or a value that does not fit its column, goes to the
+//! `_extra` column, a JSON object per row, so nothing printed is lost.
 //!
-//! The lines are not parsed into `serde_json` values: a scanner walks each
-//! line once and appends every leaf to its column (a cell, and the text in
-//! the column's byte arena), so a row costs a few comparisons per key and
-//! the strings are copied once, into the arena that the Parquet writer then
-//! reads without a copy. Rows are buffered one row group at a time (65,536
-//! rows or 64 MiB of text, whichever comes first), so memory stays bounded;
-//! pages are zstd-compressed.
+//! A leaf is appended to its column as a cell, its text (a string's, or
+//! the JSON of a value in a text column) in the column's byte arena, which
+//! the Parquet writer then reads without a copy; a row costs a comparison
+//! per key (records of one type have their keys in the same order). Rows
+//! are buffered one row group at a time (65,536 rows or 64 MiB of text,
+//! whichever comes first), so memory stays bounded; pages are
+//! zstd-compressed.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -34,6 +35,11 @@ use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::Type;
 
+use crate::records::value::write_value;
+use crate::records::walk::{Leaf, RecordSink};
+use crate::records::{Keyed, Value};
+use crate::wire::cursor::hex_extend;
+
 /// Rows per row group, at most.
 pub const ROW_GROUP: usize = 65_536;
 
@@ -43,9 +49,6 @@ pub const ROW_GROUP_BYTES: usize = 64 << 20;
 
 /// The catch-all column.
 pub const EXTRA: &str = "_extra";
-
-/// Nesting deeper than this is an error (the records nest a few levels).
-const MAX_DEPTH: usize = 64;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -153,9 +156,12 @@ pub struct TableWriter {
     /// Bytes in the arenas.
     bytes: usize,
     /// The column after the last one a leaf went to: records of one kind
-    /// print their keys in the same order, so it is usually the next one.
+    /// have their keys in the same order, so it is usually the next one.
     hint: usize,
+    /// The leaves' dotted paths are built here (kept for its memory).
     path: String,
+    /// The first error of the row being filled.
+    error: Option<io::Error>,
     writer: Option<SerializedFileWriter<File>>,
     /// Rows written so far.
     pub rows_written: u64,
@@ -174,34 +180,26 @@ impl TableWriter {
             bytes: 0,
             hint: 0,
             path: String::new(),
+            error: None,
             writer: None,
             rows_written: 0,
         })
     }
 
-    /// One record: a JSON object on one line.
-    pub fn push_line(&mut self, line: &[u8]) -> io::Result<()> {
-        let mut s = Scanner { b: line, pos: 0 };
-        s.ws();
-        if s.peek() != Some(b'{') {
-            return Err(s.error("a record is not a JSON object"));
-        }
-        self.path.clear();
+    /// One record: a row of its leaves ([`Keyed::leaves`]).
+    pub fn push(&mut self, r: &dyn Keyed) -> io::Result<()> {
         self.hint = 0;
         self.row_extra.clear();
-        if let Err(e) = self.object(&mut s, 0) {
+        let mut path = std::mem::take(&mut self.path);
+        path.clear();
+        r.leaves(&mut path, &mut |p, leaf| self.leaf(p, leaf));
+        self.path = path;
+        if let Some(e) = self.error.take() {
             // The row is dropped: its cells so far are cut back.
             for c in &mut self.columns {
                 c.cells.truncate(self.rows);
             }
             return Err(e);
-        }
-        s.ws();
-        if s.pos != line.len() {
-            for c in &mut self.columns {
-                c.cells.truncate(self.rows);
-            }
-            return Err(s.error("text after the record"));
         }
         self.rows += 1;
         for c in &mut self.columns {
@@ -230,110 +228,23 @@ impl TableWriter {
         Ok(())
     }
 
-    /// The members of the object at `s` (at its `{`), under `self.path`.
-    fn object(&mut self, s: &mut Scanner, depth: usize) -> io::Result<()> {
-        if depth > MAX_DEPTH {
-            return Err(s.error("nested too deep"));
-        }
-        s.pos += 1;
-        s.ws();
-        if s.peek() == Some(b'}') {
-            s.pos += 1;
-            return Ok(());
-        }
-        let base = self.path.len();
-        loop {
-            s.ws();
-            self.path.truncate(base);
-            if base > 0 {
-                self.path.push('.');
-            }
-            s.string_into_path(&mut self.path)?;
-            s.ws();
-            if s.next() != Some(b':') {
-                return Err(s.error("expected ':'"));
-            }
-            s.ws();
-            match s.peek() {
-                Some(b'{')
-                    if s.b
-                        .get(s.pos + 1..)
-                        .is_some_and(|r| r.trim_ascii_start().first() == Some(&b'}')) =>
-                {
-                    // An empty object is a null leaf of its own name.
-                    s.pos += 1;
-                    s.ws();
-                    s.pos += 1;
-                    let col = self.column();
-                    self.leaf(s, col, Tag::Null, 0, s.pos..s.pos, None)?;
-                }
-                Some(b'{') => self.object(s, depth + 1)?,
-                _ => self.value(s)?,
-            }
-            s.ws();
-            match s.next() {
-                Some(b',') => continue,
-                Some(b'}') => break,
-                _ => return Err(s.error("expected ',' or '}'")),
-            }
-        }
-        self.path.truncate(base);
-        Ok(())
-    }
-
-    /// A leaf value at `s`, to the column `self.path`.
-    fn value(&mut self, s: &mut Scanner) -> io::Result<()> {
-        let start = s.pos;
-        let col = self.column();
-        match s.peek() {
-            Some(b'"') => {
-                // Unescaped into the column's arena (for `_extra`, only
-                // passed over: its JSON text goes there).
-                let mark = col.map(|i| self.columns[i].arena.len());
-                s.string_into(col.map(|i| &mut self.columns[i].arena))?;
-                self.leaf(s, col, Tag::Str, 0, start..s.pos, mark)
-            }
-            Some(b'[') => {
-                s.skip_array()?;
-                self.leaf(s, col, Tag::Array, 0, start..s.pos, None)
-            }
-            Some(b't') => {
-                s.literal(b"true")?;
-                self.leaf(s, col, Tag::Bool, 1, start..s.pos, None)
-            }
-            Some(b'f') => {
-                s.literal(b"false")?;
-                self.leaf(s, col, Tag::Bool, 0, start..s.pos, None)
-            }
-            Some(b'n') => {
-                s.literal(b"null")?;
-                self.leaf(s, col, Tag::Null, 0, start..s.pos, None)
-            }
-            Some(b'-' | b'0'..=b'9') => {
-                let (tag, num) = s.number()?;
-                self.leaf(s, col, tag, num, start..s.pos, None)
-            }
-            _ => Err(s.error("expected a value")),
-        }
-    }
-
-    /// The column named `self.path`, if it is one (made while the first
-    /// row group fills; after it, a new key is `_extra`'s).
-    fn column(&mut self) -> Option<usize> {
+    /// The column named `path`, if it is one (made while the first row
+    /// group fills; after it, a new key is `_extra`'s).
+    fn column(&mut self, path: &str) -> Option<usize> {
         if let Some(c) = self.columns.get(self.hint) {
-            if c.name == self.path {
+            if c.name == path {
                 self.hint += 1;
                 return Some(self.hint - 1);
             }
         }
-        let i = match self.index.get(self.path.as_str()) {
+        let i = match self.index.get(path) {
             Some(&i) => i,
-            None if self.writer.is_none() && self.path != EXTRA => {
+            None if self.writer.is_none() && path != EXTRA => {
                 let i = self.columns.len();
-                let mut c = Column::new(self.path.clone());
+                let mut c = Column::new(path.to_string());
                 c.cells.resize(self.rows, NULL);
                 self.columns.push(c);
-                self.index.insert(self.path.clone(), i);
+                self.index.insert(path.to_string(), i);
                 i
             }
             None => return None,
@@ -342,46 +253,34 @@ impl TableWriter {
         Some(i)
     }
 
-    /// A leaf of column `col` (`None`: `_extra`): `text` is its JSON in
-    /// the line; for a string already in the column's arena, `unescaped`
-    /// is where it starts there.
-    fn leaf(
-        &mut self,
-        s: &Scanner,
-        col: Option<usize>,
-        tag: Tag,
-        num: u64,
-        text: std::ops::Range<usize>,
-        unescaped: Option<usize>,
-    ) -> io::Result<()> {
-        let json = &s.b[text];
-        let Some(i) = col else {
-            return self.put_extra(json);
+    /// The leaf at `path`, to its column, or to `_extra` when it has none
+    /// or does not fit it.
+    fn leaf(&mut self, path: &str, leaf: Leaf<'_>) {
+        let (tag, num) = tag(&leaf);
+        let Some(i) = self.column(path) else {
+            return self.put_extra(path, tag, &leaf);
         };
         let c = &mut self.columns[i];
         if c.kind.is_some_and(|k| !fits(k, tag)) {
-            if let Some(m) = unescaped {
-                c.arena.truncate(m);
-            }
-            return self.put_extra(json);
+            return self.put_extra(path, tag, &leaf);
         }
-        let (off, len) = match unescaped {
-            Some(m) => (m, c.arena.len() - m),
+        let off = c.arena.len();
+        match tag {
+            Tag::Null => {}
+            // A string's text, not its JSON.
+            Tag::Str => text(&leaf, &mut c.arena),
             // A typed column keeps no text; a text column (or the first
             // row group, before the types are known) keeps the JSON.
-            None if tag == Tag::Null
-                || matches!(c.kind, Some(Kind::Bool | Kind::Int | Kind::Float)) =>
-            {
-                (c.arena.len(), 0)
-            }
-            None => {
-                c.arena.extend_from_slice(json);
-                (c.arena.len() - json.len(), json.len())
-            }
-        };
-        if c.arena.len() > u32::MAX as usize {
-            return Err(io::Error::other("a value too large for a row group"));
+            _ if matches!(c.kind, Some(Kind::Bool | Kind::Int | Kind::Float)) => {}
+            _ => json(&leaf, &mut c.arena),
         }
+        if c.arena.len() > u32::MAX as usize {
+            c.arena.truncate(off);
+            let e = io::Error::other("a value too large for a row group");
+            self.error.get_or_insert(e);
+            return;
+        }
+        let len = c.arena.len() - off;
         self.bytes += len;
         let cell = Cell {
             tag,
@@ -390,28 +289,26 @@ impl TableWriter {
             len: len as u32,
         };
         if c.cells.len() > self.rows {
-            // A key twice in one record: the last one stands.
+            // A path twice in one record: the last one stands.
             c.cells[self.rows] = cell;
         } else {
             c.cells.push(cell);
         }
-        Ok(())
     }
 
-    /// `self.path: json` into the row's `_extra` object (a null is left out).
-    fn put_extra(&mut self, json: &[u8]) -> io::Result<()> {
-        if json == b"null" || json.is_empty() {
-            return Ok(());
+    /// `path: leaf` into the row's `_extra` object (a null is left out).
+    fn put_extra(&mut self, path: &str, tag: Tag, leaf: &Leaf<'_>) {
+        if tag == Tag::Null {
+            return;
         }
         self.row_extra.push(if self.row_extra.is_empty() {
             b'{'
         } else {
             b','
         });
-        serde_json::to_writer(&mut self.row_extra, &self.path).map_err(io::Error::other)?;
+        write_value(&Value::Str(path), &mut self.row_extra);
         self.row_extra.push(b':');
-        self.row_extra.extend_from_slice(json);
-        Ok(())
+        json(leaf, &mut self.row_extra);
     }
 
     /// The buffered rows as one row group (the first fixes the columns).
@@ -536,222 +433,70 @@ impl TableWriter {
     }
 }
 
-/// A cursor over one NDJSON line.
-struct Scanner<'a> {
-    b: &'a [u8],
-    pos: usize,
-}
-
-impl Scanner<'_> {
-    fn error(&self, what: &str) -> io::Error {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("a record's JSON at byte {}: {what}", self.pos),
-        )
-    }
-
-    fn peek(&self) -> Option<u8> {
-        self.b.get(self.pos).copied()
-    }
-
-    fn next(&mut self) -> Option<u8> {
-        let c = self.peek()?;
-        self.pos += 1;
-        Some(c)
-    }
-
-    fn ws(&mut self) {
-        while matches!(self.peek(), Some(b' ' | b'\t' | b'\r' | b'\n')) {
-            self.pos += 1;
-        }
-    }
-
-    fn literal(&mut self, word: &[u8]) -> io::Result<()> {
-        if self.b[self.pos..].starts_with(word) {
-            self.pos += word.len();
-            Ok(())
-        } else {
-            Err(self.error("expected true, false or null"))
-        }
-    }
-
-    /// A number: an Int when it is an integer that fits an i64, else a
-    /// Float (as serde_json reads them).
-    fn number(&mut self) -> io::Result<(Tag, u64)> {
-        let start = self.pos;
-        let mut integer = true;
-        while let Some(c) = self.peek() {
-            match c {
-                b'0'..=b'9' | b'-' | b'+' => {}
-                b'.' | b'e' | b'E' => integer = false,
-                _ => break,
-            }
-            self.pos += 1;
-        }
-        let text = std::str::from_utf8(&self.b[start..self.pos]).expect("ASCII");
-        if integer {
-            if let Ok(i) = text.parse::<i64>() {
-                return Ok((Tag::Int, i as u64));
-            }
-        }
-        match text.parse::<f64>() {
-            Ok(f) if f.is_finite() => Ok((Tag::Float, f.to_bits())),
-            _ => Err(self.error("not a number")),
-        }
-    }
-
-    /// A string at `"`, unescaped into `out` (or only passed over).
-    fn string_into(&mut self, mut out: Option<&mut Vec<u8>>) -> io::Result<()> {
-        if self.next() != Some(b'"') {
-            return Err(self.error("expected a string"));
-        }
-        loop {
-            let rest = &self.b[self.pos..];
-            let Some(i) = memchr::memchr2(b'"', b'\\', rest) else {
-                return Err(self.error("a string without its end"));
-            };
-            if let Some(o) = out.as_deref_mut() {
-                o.extend_from_slice(&rest[..i]);
-            }
-            self.pos += i + 1;
-            if rest[i] == b'"' {
-                return Ok(());
-            }
-            let c = self
-                .next()
-                .ok_or_else(|| self.error("an escape at the end"))?;
-            let ch = match c {
-                b'"' => '"',
-                b'\\' => '\\',
-                b'/' => '/',
-                b'b' => '\u{8}',
-                b'f' => '\u{c}',
-                b'n' => '\n',
-                b'r' => '\r',
-                b't' => '\t',
-                b'u' => {
-                    let hi = self.hex4()?;
-                    if (0xd800..0xdc00).contains(&hi) && self.b[self.pos..].starts_with(b"\\u") {
-                        self.pos += 2;
-                        let lo = self.hex4()?;
-                        let c = 0x10000 + ((hi - 0xd800) << 10) + lo.wrapping_sub(0xdc00);
-                        char::from_u32(c).unwrap_or('\u{fffd}')
-                    } else {
-                        char::from_u32(hi).unwrap_or('\u{fffd}')
-                    }
-                }
-                _ => return Err(self.error("an unknown escape")),
-            };
-            if let Some(o) = out.as_deref_mut() {
-                let mut buf = [0u8; 4];
-                o.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
-            }
-        }
-    }
-
-    /// A key, unescaped onto the end of `path`.
-    fn string_into_path(&mut self, path: &mut String) -> io::Result<()> {
-        let rest = &self.b[self.pos + 1..];
-        if let Some(i) = memchr::memchr2(b'"', b'\\', rest) {
-            if rest[i] == b'"' {
-                // No escape: the common case.
-                let k = std::str::from_utf8(&rest[..i])
-                    .map_err(|_| self.error("a key that is not UTF-8"))?;
-                path.push_str(k);
-                self.pos += i + 2;
-                return Ok(());
-            }
-        }
-        let mut buf = Vec::new();
-        self.string_into(Some(&mut buf))?;
-        let k = String::from_utf8(buf).map_err(|_| self.error("a key that is not UTF-8"))?;
-        path.push_str(&k);
-        Ok(())
-    }
-
-    fn hex4(&mut self) -> io::Result<u32> {
-        let h = self
-            .b
-            .get(self.pos..self.pos + 4)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u32::from_str_radix(h, 16).ok())
-            .ok_or_else(|| self.error("a bad \\u escape"))?;
-        self.pos += 4;
-        Ok(h)
-    }
-
-    /// Past the array at `[` (nested arrays and objects, strings with
-    /// brackets in them).
-    fn skip_array(&mut self) -> io::Result<()> {
-        let mut depth = 0usize;
-        loop {
-            match self.peek() {
-                None => return Err(self.error("an array without its end")),
-                Some(b'"') => self.string_into(None)?,
-                Some(b'[' | b'{') => {
-                    depth += 1;
-                    self.pos += 1;
-                }
-                Some(b']' | b'}') => {
-                    depth -= 1;
-                    self.pos += 1;
-                    if depth == 0 {
-                        return Ok(());
-                    }
-                }
-                Some(_) => self.pos += 1,
-            }
-        }
+/// What a leaf's cell holds: its tag, and its bool, i64 or f64's bits.
+fn tag(leaf: &Leaf<'_>) -> (Tag, u64) {
+    match *leaf {
+        Leaf::Null => (Tag::Null, 0),
+        Leaf::Json(_) => (Tag::Array, 0),
+        Leaf::Value(v) => match v {
+            Value::Bool(b) => (Tag::Bool, u64::from(b)),
+            // As JSON readers take them: an integer past i64 is a float.
+            Value::Int(i) => match i64::try_from(i) {
+                Ok(i) => (Tag::Int, i as u64),
+                Err(_) => (Tag::Float, (i as f64).to_bits()),
+            },
+            // JSON has no NaN or infinity: the line has `null`.
+            Value::Float(x) if x.is_finite() => (Tag::Float, x.to_bits()),
+            Value::Float(_) => (Tag::Null, 0),
+            Value::Str(_) | Value::Guid(_) | Value::Bytes(_) | Value::Ip(_) => (Tag::Str, 0),
+            // Walked into or handed as JSON by `Keyed::leaves`; as JSON if not.
+            Value::Range(..) | Value::Object(_) => (Tag::Array, 0),
+        },
     }
 }
 
-/// A [`Write`] that takes NDJSON lines and writes each record as a row.
-pub struct NdjsonToParquet {
-    pub table: TableWriter,
-    pending: Vec<u8>,
-}
-
-impl NdjsonToParquet {
-    pub fn new(table: TableWriter) -> Self {
-        NdjsonToParquet {
-            table,
-            pending: Vec::new(),
+/// A string leaf's text (what its JSON string holds), appended to `out`.
+fn text(leaf: &Leaf<'_>, out: &mut Vec<u8>) {
+    match *leaf {
+        Leaf::Value(Value::Str(s)) => out.extend_from_slice(s.as_bytes()),
+        Leaf::Value(Value::Guid(g)) => {
+            out.extend_from_slice(b"0x");
+            hex_extend(out, &g.to_be_bytes());
         }
-    }
-
-    /// The rows written, once every line is in.
-    pub fn finish(mut self) -> io::Result<u64> {
-        let line = std::mem::take(&mut self.pending);
-        self.line(&line)?;
-        self.table.finish()
-    }
-
-    fn line(&mut self, line: &[u8]) -> io::Result<()> {
-        if line.iter().all(u8::is_ascii_whitespace) {
-            return Ok(());
-        }
-        self.table.push_line(line)
+        Leaf::Value(Value::Bytes(b)) => hex_extend(out, b),
+        Leaf::Value(Value::Ip(a)) => drop(write!(out, "{a}")),
+        _ => json(leaf, out),
     }
 }
 
-impl Write for NdjsonToParquet {
+/// A leaf's JSON, as the record's line has it, appended to `out`.
+fn json(leaf: &Leaf<'_>, out: &mut Vec<u8>) {
+    match leaf {
+        Leaf::Null => out.extend_from_slice(b"null"),
+        Leaf::Json(t) => out.extend_from_slice(t),
+        Leaf::Value(v) => write_value(v, out),
+    }
+}
+
+impl RecordSink for TableWriter {
+    fn record(&mut self, r: &dyn Keyed) -> io::Result<()> {
+        self.push(r)
+    }
+}
+
+/// The output of a run whose records go to a [`RecordSink`]: any text
+/// printed there is an error (a record that was not handed over).
+pub struct NoText;
+
+impl Write for NoText {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let mut rest = buf;
-        while let Some(i) = memchr::memchr(b'\n', rest) {
-            if self.pending.is_empty() {
-                self.line(&rest[..i])?;
-            } else {
-                self.pending.extend_from_slice(&rest[..i]);
-                let mut line = std::mem::take(&mut self.pending);
-                self.line(&line)?;
-                // The buffer kept for the next piece.
-                line.clear();
-                self.pending = line;
-            }
-            rest = &rest[i + 1..];
+        if buf.is_empty() {
+            return Ok(0);
         }
-        self.pending.extend_from_slice(rest);
-        Ok(buf.len())
+        Err(io::Error::other(format!(
+            "text where the records go to a table: {:?}",
+            String::from_utf8_lossy(&buf[..buf.len().min(80)])
+        )))
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -762,24 +507,83 @@ impl Write for NdjsonToParquet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::records::{walk, Described, Key, Obj, Ty, Value as V, With};
     use parquet::file::reader::{FileReader, SerializedFileReader};
     use proptest::prelude::*;
     use serde_json::{json, Map, Value};
 
+    /// A record that is a JSON object (its keys in serde_json's order).
+    struct JsonRecord(Value);
+
+    impl Keyed for JsonRecord {
+        fn write_json(&self, out: &mut Vec<u8>) {
+            crate::records::json::write_value(out, &self.0);
+        }
+        fn visit(&self, _: &str, _: &mut dyn FnMut(V<'_>) -> bool) -> bool {
+            false
+        }
+        fn visit_key(&self, _: &[u8], _: &mut dyn FnMut(V<'_>) -> bool) -> bool {
+            false
+        }
+        fn leaves(&self, path: &mut String, f: &mut walk::Leaves<'_>) -> bool {
+            match &self.0 {
+                Value::Object(m) => walk::json_members(m, path, f, 0),
+                _ => false,
+            }
+        }
+    }
+
+    /// A described record: a flow's, in miniature.
+    struct Flow {
+        flow: u32,
+        c2s: Value,
+        anomalies: Vec<Value>,
+        ok: bool,
+        late: Option<&'static str>,
+    }
+
+    impl Described for Flow {
+        type Of<'a> = Flow;
+        const KEYS: &'static [Key<Flow>] = &[
+            Key::<Flow>::new("type", Ty::Str, "t", |_, f| f(V::Str("flow"))),
+            Key::<Flow>::new("flow", Ty::Int, "f", |r, f| f(V::Int(r.flow.into()))),
+            Key::<Flow>::new("c2s", Ty::Object, "c", |r, f| {
+                f(V::Object(Obj::Json(&r.c2s)))
+            }),
+            Key::<Flow>::new("anomalies", Ty::Object, "a", |r, f| {
+                r.anomalies.iter().any(|a| f(V::Object(Obj::Json(a))))
+            })
+            .many(),
+            Key::<Flow>::new("ok", Ty::Bool, "o", |r, f| f(V::Bool(r.ok))),
+            Key::<Flow>::new("late", Ty::Str, "l", |r, f| {
+                r.late.is_some_and(|l| f(V::Str(l)))
+            })
+            .skip(),
+        ];
+    }
+
     #[test]
     fn records_become_rows_and_read_back() {
         let path = std::env::temp_dir().join(format!("rd-parquet-{}.parquet", std::process::id()));
-        let mut w = NdjsonToParquet::new(TableWriter::create(&path).unwrap());
+        let mut w = TableWriter::create(&path).unwrap();
         let recs = [
-            r#"{"type":"flow","flow":1,"c2s":{"lost":2,"rtt":1.5},"anomalies":[],"ok":true}"#,
-            r#"{"type":"flow","flow":2,"c2s":{"lost":null,"rtt":3},"anomalies":[{"kind":"x"}],"ok":false,"late":"x"}"#,
+            Flow {
+                flow: 1,
+                c2s: json!({"lost": 2, "rtt": 1.5}),
+                anomalies: vec![],
+                ok: true,
+                late: None,
+            },
+            Flow {
+                flow: 2,
+                c2s: json!({"lost": null, "rtt": 3}),
+                anomalies: vec![json!({"kind": "x"})],
+                ok: false,
+                late: Some("x"),
+            },
         ];
         for r in &recs {
-            // In two pieces, as a writer may be called.
-            let line = format!("{r}\n");
-            let (a, b) = line.split_at(line.len() / 2);
-            w.write_all(a.as_bytes()).unwrap();
-            w.write_all(b.as_bytes()).unwrap();
+            w.record(&With::<Flow>(r)).unwrap();
         }
         assert_eq!(w.finish().unwrap(), 2);
         let reader = SerializedFileReader::new(File::open(&path).unwrap()).unwrap();
@@ -792,7 +596,7 @@ mod tests {
             .iter()
             .map(|c| c.path().string())
             .collect();
-        // The keys in the order the first records print them, a later one
+        // The keys in the order the first records have them, a later one
         // after them, `_extra` last.
         assert_eq!(
             names,
@@ -817,7 +621,8 @@ mod tests {
             "{rows:?}"
         );
         assert!(
-            rows[1].contains(r#"anomalies: "[{"kind":"x"}]""#),
+            rows[0].contains(r#"anomalies: "[]""#)
+                && rows[1].contains(r#"anomalies: "[{"kind":"x"}]""#),
             "{rows:?}"
         );
         let _ = std::fs::remove_file(&path);
@@ -828,9 +633,9 @@ mod tests {
         let path =
             std::env::temp_dir().join(format!("rd-parquet-x-{}.parquet", std::process::id()));
         let mut t = TableWriter::create(&path).unwrap();
-        t.push_line(br#"{"a": 1}"#).unwrap();
+        t.push(&JsonRecord(json!({"a": 1}))).unwrap();
         t.flush().unwrap();
-        t.push_line(br#"{"a": "text", "b": true, "c": null}"#)
+        t.push(&JsonRecord(json!({"a": "text", "b": true, "c": null})))
             .unwrap();
         assert_eq!(t.finish().unwrap(), 2);
         let reader = SerializedFileReader::new(File::open(&path).unwrap()).unwrap();
@@ -848,6 +653,12 @@ mod tests {
             "{rows:?}"
         );
         let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn text_where_records_go_is_an_error() {
+        assert!(NoText.write_all(b"").is_ok());
+        assert!(NoText.write_all(b"{}\n").is_err());
     }
 
     /// The rows of the Parquet file at `path`, as JSON objects.
@@ -936,7 +747,7 @@ mod tests {
             ));
             let mut t = TableWriter::create(&path).unwrap();
             for (i, r) in recs.iter().enumerate() {
-                t.push_line(r.to_string().as_bytes()).unwrap();
+                t.push(&JsonRecord(r.clone())).unwrap();
                 if i + 1 == split {
                     t.flush().unwrap();
                 }
@@ -983,32 +794,5 @@ mod tests {
                 prop_assert_eq!(got.len(), want.len(), "{:?} for {:?}", got, want);
             }
         }
-    }
-
-    #[test]
-    fn bad_lines_are_errors_and_leave_no_row() {
-        let path =
-            std::env::temp_dir().join(format!("rd-parquet-bad-{}.parquet", std::process::id()));
-        let mut t = TableWriter::create(&path).unwrap();
-        for bad in [
-            &b"[1]"[..],
-            b"{\"a\":1",
-            b"{\"a\":\"x}",
-            b"{\"a\":1} 2",
-            b"{\"a\":tru}",
-            b"{\"a\":-}",
-            b"{\"a\":\"\\q\"}",
-        ] {
-            assert!(
-                t.push_line(bad).is_err(),
-                "{}",
-                String::from_utf8_lossy(bad)
-            );
-        }
-        t.push_line(br#"{"a":1,"a":2}"#).unwrap();
-        assert_eq!(t.finish().unwrap(), 1);
-        let rows = read_back(&path);
-        let _ = std::fs::remove_file(&path);
-        assert_eq!(rows[0]["a"], json!(2), "{rows:?}");
     }
 }

@@ -14,7 +14,7 @@ use serde_json::json;
 use super::run::{connect_client, connected_record, pump, Dialect, Outcome, Pumped, Report};
 use crate::bedrock::client::GameClient;
 use crate::bedrock::speak::{refusal, SessionEvent};
-use crate::output::peer::{PeerGameJson, PeerLoginJson, PeerRecord};
+use crate::records::peer::{PeerGameJson, PeerLoginJson, PeerRecord};
 use crate::session::{ClientConfig, Event};
 use crate::wire::Reliability;
 
@@ -199,6 +199,20 @@ pub fn record_event(
     }))
 }
 
+/// `connect --bedrock` as the command asks it: `plan` over a client of the
+/// game version's dialect, with the RakNet `protocol` and `addresses` when
+/// given (a protocol given is not retried), probing from `mtu`.
+pub fn connect_game(
+    target: SocketAddr,
+    mut plan: BedrockPlan,
+    (protocol, addresses, mtu): (Option<u8>, Option<usize>, Option<u16>),
+    report: &mut dyn Report,
+) -> anyhow::Result<Outcome> {
+    plan.retry_protocol = protocol.is_none();
+    let cfg = game_dialect(&plan.version, protocol, addresses, mtu)?;
+    connect_bedrock(target, cfg, &plan, report)
+}
+
 /// `connect --bedrock`: log in, print what the server sends, stay for the
 /// plan's duration, leave. `Outcome::LoginFailed` when the login did not
 /// reach the spawn (refused, disconnected, no answer).
@@ -364,7 +378,7 @@ pub fn serve_bedrock(
     report: &mut dyn Report,
 ) -> anyhow::Result<Outcome> {
     use crate::bedrock::server::GameServer;
-    use crate::output::peer::{guid_hex, ConnectedJson, ListeningJson};
+    use crate::records::peer::{guid_hex, ConnectedJson, ListeningJson};
     let bound = server.local_addr()?;
     let l = server.listener();
     report.record(PeerRecord::Listening(ListeningJson {

@@ -9,7 +9,6 @@ pub mod record {
 }
 
 pub mod bedrock;
-pub mod printer;
 pub mod run;
 pub mod serve;
 
@@ -243,16 +242,27 @@ pub struct Client {
     pub handshake_time: Duration,
     pub server_guid: Option<u64>,
     local: SocketAddr,
-    recorder: Option<Recorder>,
+    recording: Recording,
 }
 
-/// Record a datagram if recording; a write error stops the recording (and
-/// is reported once).
-fn record(rec: &mut Option<Recorder>, src: SocketAddr, dst: SocketAddr, bytes: &[u8]) {
-    if let Some(r) = rec {
-        if let Err(e) = r.record(src, dst, bytes) {
-            eprintln!("raknet-dissect: recording stopped: {e}");
-            *rec = None;
+/// A client's recording of its datagrams, if it records.
+#[derive(Debug, Default)]
+struct Recording {
+    to: Option<Recorder>,
+    /// The write error that stopped the recording, until it is taken
+    /// ([`Client::recording_stopped`]).
+    stopped: Option<io::Error>,
+}
+
+impl Recording {
+    /// Record a datagram if recording; a write error stops the recording
+    /// (and is kept, to be reported once).
+    fn datagram(&mut self, src: SocketAddr, dst: SocketAddr, bytes: &[u8]) {
+        if let Some(r) = &mut self.to {
+            if let Err(e) = r.record(src, dst, bytes) {
+                self.stopped = Some(e);
+                self.to = None;
+            }
         }
     }
 }
@@ -273,9 +283,13 @@ impl Client {
     pub fn connect_recorded(
         target: SocketAddr,
         cfg: ClientConfig,
-        mut recorder: Option<Recorder>,
+        recorder: Option<Recorder>,
         mut on_step: impl FnMut(Duration, &HandshakeEvent),
     ) -> Result<Client, PeerError> {
+        let mut recording = Recording {
+            to: recorder,
+            stopped: None,
+        };
         let mut s = Socket::bind(wildcard_for(target))?;
         // Connected, so that an ICMP port unreachable comes back as an error.
         s.sock.connect(target)?;
@@ -287,7 +301,7 @@ impl Client {
             let now = s.now();
             if hs.poll_transmit(now, &mut out)? {
                 s.sock.send(&out).map_err(|e| refused(e, target))?;
-                record(&mut recorder, local, target, &out);
+                recording.datagram(local, target, &out);
             }
             while let Some(e) = hs.poll_event() {
                 on_step(now - start, &e);
@@ -296,7 +310,7 @@ impl Client {
             let mut done = None;
             while let Some((_, n)) = s.recv().map_err(|e| refused(e, target))? {
                 let now = s.now();
-                record(&mut recorder, target, local, &s.rbuf[..n]);
+                recording.datagram(target, local, &s.rbuf[..n]);
                 if let Some(c) = hs.handle(now, &s.rbuf[..n])? {
                     done = Some(c);
                     break;
@@ -316,7 +330,7 @@ impl Client {
             let now = s.now();
             while conn.poll_transmit(now, &mut out) {
                 s.sock.send(&out).map_err(|e| refused(e, target))?;
-                record(&mut recorder, local, target, &out);
+                recording.datagram(local, target, &out);
             }
             match conn.poll_event() {
                 Some(Event::Connected) => {
@@ -336,7 +350,7 @@ impl Client {
             while let Some((_, n)) = s.recv().map_err(|e| refused(e, target))? {
                 let now = s.now();
                 let b = &s.rbuf[..n];
-                record(&mut recorder, target, local, b);
+                recording.datagram(target, local, b);
                 if b.first().is_some_and(|b| b & 0x80 != 0) {
                     conn.handle(now, b);
                 }
@@ -350,13 +364,19 @@ impl Client {
             out,
             server_guid,
             local,
-            recorder,
+            recording,
         })
+    }
+
+    /// The write error that stopped the recording, once (`None` while it
+    /// records, or when it does not).
+    pub fn recording_stopped(&mut self) -> Option<io::Error> {
+        self.recording.stopped.take()
     }
 
     /// Stop recording and flush the file.
     pub fn finish_recording(&mut self) -> io::Result<()> {
-        match self.recorder.take() {
+        match self.recording.to.take() {
             Some(mut r) => r.flush(),
             None => Ok(()),
         }
@@ -398,7 +418,7 @@ impl Client {
                     .send_to(target, &out)
                     .map_err(|e| refused(e, target))?;
                 if sent {
-                    record(&mut self.recorder, self.local, target, &out);
+                    self.recording.datagram(self.local, target, &out);
                 }
                 self.out = out;
                 if !sent {
@@ -416,7 +436,8 @@ impl Client {
         while let Some((from, n)) = self.s.recv().map_err(|e| refused(e, target))? {
             if from == target {
                 let now = self.s.now();
-                record(&mut self.recorder, target, self.local, &self.s.rbuf[..n]);
+                self.recording
+                    .datagram(target, self.local, &self.s.rbuf[..n]);
                 self.conn.handle(now, &self.s.rbuf[..n]);
             }
         }
@@ -441,7 +462,7 @@ impl Client {
                 let now = self.s.now();
                 while self.conn.poll_transmit(now, &mut self.out) {
                     if self.s.sock.send(&self.out).is_ok() {
-                        record(&mut self.recorder, self.local, self.server, &self.out);
+                        self.recording.datagram(self.local, self.server, &self.out);
                     }
                 }
                 return Ok(r);

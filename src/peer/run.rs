@@ -7,8 +7,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use super::{Client, PeerError, Server};
-use crate::output::json::motd_object;
-use crate::output::peer::{
+use crate::records::peer::{
     guid_hex, ms, AppCounts, ClosedJson, ConnectedJson, FailedJson, ListeningJson, NoPongJson,
     PeerMessageJson, PeerRecord, PongJson, ProbeJson, ProbeStepJson,
 };
@@ -50,19 +49,6 @@ pub enum Outcome {
     /// A replay the server cut short: it disconnected or went silent
     /// before everything was sent.
     ReplayCut,
-}
-
-impl Outcome {
-    /// The command line's exit code for it.
-    pub fn exit_code(self) -> u8 {
-        use crate::output::exit::*;
-        match self {
-            Outcome::Done => EXIT_OK,
-            Outcome::NoConnection => EXIT_NO_CONNECTION,
-            Outcome::LoginFailed => EXIT_LOGIN_FAILED,
-            Outcome::ReplayCut => EXIT_REPLAY_CUT,
-        }
-    }
 }
 
 /// `HOST:PORT`, `[V6]:PORT`, or a host alone (port [`DEFAULT_PORT`]).
@@ -132,7 +118,7 @@ pub fn ping(
                     rtt_ms: ms(p.rtt),
                     server_guid: guid_hex(p.server_guid),
                     payload: crate::wire::cursor::hex(&p.payload),
-                    motd: motd.map(motd_object),
+                    motd: motd.map(crate::records::value::motd_object),
                     text,
                 }))?;
             }
@@ -151,7 +137,7 @@ pub fn ping(
     Ok(if answered == 0 {
         report.warn(&format!(
             "no pong from {target} to {count} {}",
-            crate::output::peer::plural(count as usize, "ping", "pings")
+            crate::records::peer::plural(count as usize, "ping", "pings")
         ));
         Outcome::NoConnection
     } else {
@@ -178,7 +164,10 @@ pub fn connect_client(
     report: &mut dyn Report,
 ) -> io::Result<Result<Client, Outcome>> {
     match Client::connect_recorded(target, cfg, recorder, |t, e| report.handshake_step(t, e)) {
-        Ok(c) => Ok(Ok(c)),
+        Ok(mut c) => {
+            recording_stopped(&mut c, report);
+            Ok(Ok(c))
+        }
         Err(e) => {
             report.record(failed(target, &e))?;
             Ok(Err(Outcome::NoConnection))
@@ -207,7 +196,9 @@ pub fn pump(
     report: &mut dyn Report,
     on_event: &mut dyn FnMut(Event, &mut dyn Report) -> io::Result<()>,
 ) -> io::Result<Option<Pumped>> {
-    if let Err(e) = client.step(until) {
+    let stepped = client.step(until);
+    recording_stopped(client, report);
+    if let Err(e) = stepped {
         report.warn(&format!("{}: {e}", client.server()));
         return Ok(Some(Pumped::Failed));
     }
@@ -218,6 +209,13 @@ pub fn pump(
         }
     }
     Ok(None)
+}
+
+/// A recording that stopped (a write error) warned of, once.
+pub fn recording_stopped(client: &mut Client, report: &mut dyn Report) {
+    if let Some(e) = client.recording_stopped() {
+        report.warn(&format!("recording stopped: {e}"));
+    }
 }
 
 /// How [`pump`] ended.

@@ -1,6 +1,6 @@
 //! The run every capture command makes: the pipeline over its files (or a
-//! live reader) with a progress bar for large files, `-c`, `--flow`, and
-//! the same errors and exit codes for every command.
+//! live reader) with its progress shown, `-c`, `--flow`, and
+//! the same errors and outcomes for every command.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -8,14 +8,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::notes::{NoteKind, Notes};
+use super::progress::Progress;
 use super::separate::Part;
-use super::{Input, Item, Next, Pipeline, PipelineOptions};
+use super::{Input, Item, Next, Pipeline, PipelineOptions, ReadOutcome};
 use crate::bedrock::{Game, GameEvent};
 use crate::capture::CaptureReader;
 use crate::dissect::Packet;
-use crate::mirror::{Message, Mirror, Observation};
-use crate::output::exit::{EXIT_OK, EXIT_USAGE};
-use crate::output::terminal::Progress;
+use crate::mirror::{Message, Mirror, MirrorConfig, Observation};
+use crate::session::receive::Reassembly;
 
 /// What a capture command reads, and how: its command line's capture
 /// options.
@@ -36,20 +36,67 @@ pub struct Reading {
     pub part: Option<Part>,
     /// Where the run's notes go (files not read, the summary, hints).
     pub notes: Notes,
+    /// Where the run's progress is shown (a file of a `--separate` run
+    /// counts into the run's).
+    pub progress: Progress,
+    /// How split messages are joined (`--reassembly`).
+    pub reassembly: Reassembly,
+    /// Threads that print the records (`--threads`), where the output
+    /// allows several.
+    pub threads: usize,
+}
+
+impl Reading {
+    /// A run over `paths`, expanded ([`super::expand_paths`]: directories,
+    /// globs), printing on the `threads` asked for ([`super::threads`]: the
+    /// cores when none); the rest as by default.
+    pub fn new(paths: impl IntoIterator<Item = PathBuf>, threads: Option<u16>) -> Reading {
+        let paths = super::expand_paths(paths);
+        let threads = super::threads(threads, &paths);
+        let options = PipelineOptions {
+            one_thread: threads == 1,
+            ..PipelineOptions::default()
+        };
+        Reading {
+            paths,
+            options,
+            threads,
+            ..Reading::default()
+        }
+    }
+
+    /// The mirror's configuration of the run.
+    pub fn mirror_config(&self) -> MirrorConfig {
+        MirrorConfig::reassembling(self.reassembly)
+    }
+
+    /// The names records carry: the files' when several are read as one
+    /// capture, this file's in a `--separate` run, none for one file.
+    pub fn file_names(&self) -> Vec<String> {
+        match &self.part {
+            Some(p) => vec![p.name.clone()],
+            None => super::file_names(&self.paths),
+        }
+    }
+
+    /// The name of this file, on the run of one file of a `--separate` run.
+    pub fn part_name(&self) -> Option<&str> {
+        self.part.as_ref().map(|p| p.name.as_str())
+    }
 }
 
 /// Run the pipeline over the capture files of `cap` (or `live`), handing
-/// each item to `each`, with a progress bar for large files, `-c`, and the
-/// same errors for every command: files that cannot be read (exit 3, the
-/// others are still read), files cut short (a warning, exit 5), a `--flow`
-/// the capture does not have (exit 2). Returns the exit code.
+/// each item to `each`, with its progress shown, `-c`, and the
+/// same errors for every command: files that cannot be read (the others
+/// are still read), files cut short (a warning), a `--flow` the capture
+/// does not have, each said through the notes. Returns how it ended.
 pub fn drive_items(
     live: Option<CaptureReader>,
     cap: &Reading,
     mirror: &mut Mirror,
     out: &mut impl Write,
     mut each: impl FnMut(Item<'_, '_>, &mut dyn Write) -> anyhow::Result<Next>,
-) -> anyhow::Result<u8> {
+) -> anyhow::Result<ReadOutcome> {
     let paths = &cap.paths;
     let mut opts = cap.options.clone();
     let (input, bar) = match live {
@@ -57,11 +104,14 @@ pub fn drive_items(
         None if paths.is_empty() => {
             let why = "no capture file given (FILE, -r FILE, or - for standard input)";
             cap.notes.say(NoteKind::Usage, why);
-            return Ok(EXIT_USAGE);
+            return Ok(ReadOutcome::Usage);
         }
         None => {
             // A file of a --separate run counts into the run's one bar.
-            let bar = Progress::start(paths, cap.summary_only).filter(|_| cap.part.is_none());
+            let bar = match cap.part {
+                None => cap.progress.start(paths, cap.summary_only),
+                Some(_) => None,
+            };
             opts.consumed = bar.as_ref().map(|b| Arc::clone(&b.consumed));
             opts.consumed = opts.consumed.or(cap.part.clone().and_then(|p| p.consumed));
             (Input::Files(paths.clone()), bar)
@@ -96,12 +146,12 @@ pub fn drive_items(
     if let Some(why) = nothing_read(&ended, pipeline.dissect_stats(), cap.count) {
         cap.notes.say_once(NoteKind::Hint, &name(why));
     }
-    match (ended.exit_code(), pipeline.no_such_flow(cap.flow)) {
-        (EXIT_OK, Some(why)) => {
+    match (ended.outcome(), pipeline.no_such_flow(cap.flow)) {
+        (ReadOutcome::Read, Some(why)) => {
             cap.notes.say(NoteKind::Usage, &why);
-            Ok(EXIT_USAGE)
+            Ok(ReadOutcome::Usage)
         }
-        (code, _) => Ok(code),
+        (outcome, _) => Ok(outcome),
     }
 }
 
@@ -155,7 +205,7 @@ pub fn drive(
         Duration,
         &mut dyn Write,
     ) -> anyhow::Result<Next>,
-) -> anyhow::Result<u8> {
+) -> anyhow::Result<ReadOutcome> {
     drive_items(None, cap, mirror, out, |item, out| match item {
         Item::Packet {
             packet, obs, since, ..
@@ -180,13 +230,13 @@ pub fn drive_messages(
         usize,
         &mut dyn Write,
     ) -> anyhow::Result<()>,
-) -> anyhow::Result<u8> {
+) -> anyhow::Result<ReadOutcome> {
     let (mut first, mut last_file) = (None, 0);
     let mut on = |game: &mut Game, m: Message, since, file, out: &mut dyn Write| {
         let ev = game.message(&m);
         each(m, ev, since, file, out)
     };
-    let code = drive_items(None, cap, mirror, out, |item, out| {
+    let outcome = drive_items(None, cap, mirror, out, |item, out| {
         if let Item::Packet {
             packet,
             obs,
@@ -206,5 +256,5 @@ pub fn drive_messages(
     for m in mirror.finish().messages {
         on(game, m, first.unwrap_or_default(), last_file, out)?;
     }
-    Ok(code)
+    Ok(outcome)
 }

@@ -32,8 +32,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 
-use crate::output::exit::{EXIT_ERROR, EXIT_OK};
-
 /// Bytes a worker gathers before handing them on.
 pub const CHUNK: usize = 1024 << 10;
 
@@ -61,18 +59,21 @@ pub struct Plan {
     pub summary_only: bool,
     /// Where a file's failure is said.
     pub notes: super::notes::Notes,
+    /// Where the run's progress is shown, one bar for every file.
+    pub progress: super::progress::Progress,
 }
 
 impl Plan {
     /// `run_file(i, part, out)` for each file, its output in file order,
-    /// one progress bar for them all; the first exit code that is not 0
-    /// (an error is said, with its file, and is exit 1).
-    pub fn run(
+    /// one progress bar for them all; each file's result, in file order,
+    /// `None` for a file whose run failed (its error is said, with its
+    /// file, through the notes). A closed output ends the run.
+    pub fn run<R: Send>(
         &self,
         out: &mut dyn Write,
-        run_file: impl Fn(usize, Part, &mut dyn Write) -> anyhow::Result<u8> + Sync,
-    ) -> anyhow::Result<u8> {
-        let bar = crate::output::terminal::Progress::start(&self.paths, self.summary_only);
+        run_file: impl Fn(usize, Part, &mut dyn Write) -> anyhow::Result<R> + Sync,
+    ) -> anyhow::Result<Vec<Option<R>>> {
+        let bar = self.progress.start(&self.paths, self.summary_only);
         let each = |i: usize, out: &mut dyn Write| {
             let path = &self.paths[i];
             if self.heading {
@@ -86,22 +87,19 @@ impl Plan {
         };
         let ran = each_in_order(self.threads, self.paths.len(), out, each);
         drop(bar);
-        let mut first = EXIT_OK;
-        for (code, path) in ran?.into_iter().zip(&self.paths) {
-            let code = match code {
-                Err(e) if crate::output::is_broken_pipe(&e) => return Err(e),
+        let mut results = Vec::with_capacity(self.paths.len());
+        for (r, path) in ran?.into_iter().zip(&self.paths) {
+            results.push(match r {
+                Err(e) if super::is_broken_pipe(&e) => return Err(e),
                 Err(e) => {
                     let line = format!("{}: {e:#}", path.display());
                     self.notes.say(super::notes::NoteKind::Failed, &line);
-                    EXIT_ERROR
+                    None
                 }
-                Ok(c) => c,
-            };
-            if first == EXIT_OK {
-                first = code;
-            }
+                Ok(r) => Some(r),
+            });
         }
-        Ok(first)
+        Ok(results)
     }
 }
 

@@ -3,7 +3,9 @@
 //! description come the record's NDJSON writer ([`write_line`]), what `-Y`
 //! and `-e` read of it ([`visit_index`], only the keys a filter names), the
 //! names `raknet-dissect fields` lists (`display::fields::FIELDS`, through
-//! [`paths`]), and the check of docs/json.md's key tables (`tests.rs`).
+//! [`paths`]), the columns of `export`'s tables ([`walk::leaves`], each
+//! leaf with its dotted path), and the check of docs/json.md's key tables
+//! (`tests.rs`).
 //!
 //! To add a key to a record type: one `K::new(name, type, doc, get)` entry
 //! in its `KEYS`, at its place in the JSON order (`.or_null()`, `.skip()`,
@@ -22,9 +24,12 @@
 //! name is resolved to a [`KeyPath`] ([`key_path`]), the indices of its
 //! keys, and each record is read at those indices ([`visit_index`]).
 //!
-//! Described so far: `packet`, `message`, `flow` and `handshake` records.
-//! The `game` records are still written by `output::game` and read by
-//! `display::fields::GameRecord`.
+//! Described: `packet`, `message`, `flow`, `handshake` and `game` (with
+//! `game_opaque`) records, and `read`'s `icmp` and `end_of_capture`
+//! (`icmp.rs`, not filtered). A key holding decoded JSON (a game packet's
+//! `fields`) is read by name below it ([`visit_path`]), as the JSON
+//! nests. Not described: the live commands' records ([`peer`]: serde
+//! structs, which `peer` and `replay` report and `output::peer` prints).
 
 /// `impl Keyed` for record type `$t`, read through its description
 /// (`Described` at `'static`); written by `write_object`, or by `$write`
@@ -47,16 +52,24 @@ macro_rules! keyed {
             fn visit_key(&self, path: &[u8], f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
                 $crate::records::visit_index::<$t<'static>>(self, path, f)
             }
+            fn leaves(&self, path: &mut String, f: &mut $crate::records::walk::Leaves<'_>) -> bool {
+                $crate::records::walk::leaves::<$t<'static>>(self, path, f)
+            }
         }
     };
 }
 
 pub mod anomaly;
 pub mod flow;
+pub mod game;
 pub mod handshake;
+pub mod icmp;
+pub mod json;
 pub mod message;
 pub mod packet;
+pub mod peer;
 pub mod value;
+pub mod walk;
 
 use std::borrow::Cow;
 
@@ -96,8 +109,9 @@ pub struct Key<D: Described> {
     /// What filters read instead, when that is more than JSON shows (a
     /// message's whole `data` where JSON has `--data-limit` of it).
     pub filter: Option<Get<D>>,
-    /// For a `many` key: whether the array is there at all (JSON leaves it
-    /// out otherwise, however many values it would hold).
+    /// Whether the key is there at all: JSON leaves it out otherwise
+    /// (however many values a `many` key would hold; without `null` for
+    /// one that would be `null`).
     pub present: Option<Present<D>>,
 }
 
@@ -153,6 +167,13 @@ impl<D: Described> Key<D> {
         self
     }
 
+    /// Left out of a record of which `present` says it does not have the
+    /// key (a `game_opaque` record has no `name`, not even `null`).
+    pub const fn when(mut self, present: Present<D>) -> Self {
+        self.present = Some(present);
+        self
+    }
+
     /// What filters read of it, when it is more than JSON shows.
     pub const fn filter(mut self, get: Get<D>) -> Self {
         self.filter = Some(get);
@@ -195,6 +216,8 @@ pub trait Keyed {
     fn visit(&self, path: &str, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool;
     /// Each value at the key indices `path`, as [`visit_index`].
     fn visit_key(&self, path: &[u8], f: &mut dyn FnMut(Value<'_>) -> bool) -> bool;
+    /// Each leaf under `path`, as [`walk::leaves`]; whether there was one.
+    fn leaves(&self, path: &mut String, f: &mut walk::Leaves<'_>) -> bool;
 }
 
 /// A value with its description.
@@ -209,6 +232,9 @@ impl<D: Described> Keyed for With<'_, '_, D> {
     }
     fn visit_key(&self, path: &[u8], f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
         visit_index::<D>(self.0, path, f)
+    }
+    fn leaves(&self, path: &mut String, f: &mut walk::Leaves<'_>) -> bool {
+        walk::leaves::<D>(self.0, path, f)
     }
 }
 
@@ -274,6 +300,9 @@ fn write_member<D: Described, const I: usize>(
     out: &mut Vec<u8>,
     empty: &mut bool,
 ) {
+    if k.present.is_some_and(|present| !present(r)) {
+        return;
+    }
     let mark = out.len();
     if !*empty {
         out.push(b',');
@@ -294,9 +323,6 @@ fn write_member<D: Described, const I: usize>(
 #[inline(always)]
 fn write_key<D: Described, const I: usize>(k: &Key<D>, r: &D::Of<'_>, out: &mut Vec<u8>) -> bool {
     if k.many {
-        if k.present.is_some_and(|present| !present(r)) {
-            return false;
-        }
         out.push(b'[');
         let mut first = true;
         (k.get)(r, &mut |v| {
@@ -340,6 +366,7 @@ pub fn visit_path<D: Described>(
     }
     get(r, &mut |v| match v {
         Value::Object(Obj::Keyed(o)) => o.visit(rest, f),
+        Value::Object(Obj::Json(j)) => value::visit_json(j, rest, f),
         _ => false,
     })
 }

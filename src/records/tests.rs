@@ -1,6 +1,7 @@
 use serde::Serialize;
 
 use super::flow::{FlowRecord, Rtt};
+use super::game::GameRecord;
 use super::handshake::{HandshakeRecord, StepOf};
 use super::message::MessageRecord;
 use super::packet::{FrameOf, PacketRecord};
@@ -221,6 +222,7 @@ fn a_path_reads_its_key_alone_through_nested_objects_and_arrays() {
 fn key_names_need_no_escaping_and_paths_are_unique() {
     for (record, keys) in [
         ("flow", paths::<FlowRecord<'static>>()),
+        ("game", paths::<GameRecord<'static>>()),
         ("handshake", paths::<HandshakeRecord<'static>>()),
         ("message", paths::<MessageRecord<'static>>()),
         ("packet", paths::<PacketRecord<'static>>()),
@@ -368,6 +370,7 @@ fn check(record: &str, rows: &[Row], keys: Vec<KeyDoc>, rest: &mut dyn Iterator<
 fn docs_json_md_lists_the_described_keys() {
     for (record, keys) in [
         ("flow", docs::<FlowRecord<'static>>()),
+        ("game", docs::<GameRecord<'static>>()),
         ("handshake", docs::<HandshakeRecord<'static>>()),
         ("message", docs::<MessageRecord<'static>>()),
         ("packet", docs::<PacketRecord<'static>>()),
@@ -399,6 +402,7 @@ fn every_path_resolves_to_key_indices_that_read_it() {
         }
     }
     each::<FlowRecord<'static>>("flow");
+    each::<GameRecord<'static>>("game");
     each::<HandshakeRecord<'static>>("handshake");
     each::<MessageRecord<'static>>("message");
     each::<PacketRecord<'static>>("packet");

@@ -227,7 +227,40 @@ pub fn write_value(v: &Value<'_>, out: &mut Vec<u8>) {
                 &mut *out,
                 &Motd::parse(p).map(motd_object).unwrap_or_default(),
             ),
-            Obj::Json(j) => serde_json::to_writer(&mut *out, j),
+            Obj::Json(j) => {
+                super::json::write_value(out, j);
+                Ok(())
+            }
         },
     };
+}
+
+/// The values at `path` under `v`, decoded JSON (a game packet's
+/// `fields`): an array on the way stands for each of its elements; an
+/// array of objects at the end, for each object.
+pub fn visit_json(v: &serde_json::Value, path: &str, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
+    if let serde_json::Value::Array(a) = v {
+        return if path.is_empty() && a.iter().any(|x| x.is_object()) {
+            a.iter().any(|x| f(Value::Object(Obj::Json(x))))
+        } else {
+            a.iter().any(|x| visit_json(x, path, f))
+        };
+    }
+    if !path.is_empty() {
+        let (key, rest) = path.split_once('.').unwrap_or((path, ""));
+        return v.get(key).is_some_and(|next| visit_json(next, rest, f));
+    }
+    match v {
+        serde_json::Value::Null => false,
+        serde_json::Value::Bool(b) => f(Value::Bool(*b)),
+        serde_json::Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => f(Value::Int(u.into())),
+            (None, Some(i)) => f(Value::Int(i.into())),
+            _ => n.as_f64().is_some_and(|x| f(Value::Float(x))),
+        },
+        serde_json::Value::String(s) => f(Value::Str(s)),
+        serde_json::Value::Array(_) | serde_json::Value::Object(_) => {
+            f(Value::Object(Obj::Json(v)))
+        }
+    }
 }

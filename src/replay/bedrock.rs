@@ -19,10 +19,10 @@ use crate::bedrock::speak::SessionEvent;
 use crate::bedrock::{Detect, Game, GameEvent};
 use crate::dissect::Dir;
 use crate::mirror::{Mirror, MirrorConfig};
-use crate::output::peer::{GameReplayJson, PeerRecord};
 use crate::peer::bedrock::record_event;
 use crate::peer::run::{connect_client, connected_record, pump, Outcome, Pumped, Report};
 use crate::pipeline::{Input, Item, Next, Pipeline, PipelineOptions};
+use crate::records::peer::{GameReplayJson, PeerRecord};
 use crate::session::{ClientConfig, Event};
 use crate::wire::Reliability;
 

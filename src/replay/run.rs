@@ -1,23 +1,29 @@
 //! `replay` as a library call: [`load`] takes a session out of capture
 //! files, [`replay`] sends its client's messages to a live server with a
 //! new client and compares what comes back with the capture;
-//! [`server_script`] makes its server's messages a script for `serve`.
+//! [`replay_file`] does both (or the game replay of `--bedrock`) for the
+//! command; [`server_script`] makes its server's messages a script for
+//! `serve`.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::bedrock::{load_game, replay_game, GameLoadError, GameReplayOptions, GameScript};
 use super::{CapturedMessage, CapturedSession, SessionCollector};
+use crate::bedrock::Keys;
 use crate::capture::CaptureError;
 use crate::mirror::{Mirror, MirrorConfig};
-use crate::output::peer::{ms, Divergence, IdCount, PeerMessageJson, PeerRecord, ReplayJson};
+use crate::peer::bedrock::serve_plan;
 use crate::peer::record::Recorder;
 use crate::peer::run::{
     addresses_for, connect_client, connected_record, mtus_from, new_guid, pump, pump_until,
-    Outgoing, Pumped, Report, ServerScript, QUEUE_AHEAD,
+    Outcome, Outgoing, Pumped, Report, ServerScript, QUEUE_AHEAD,
 };
+use crate::peer::serve::{serve_setup, ServeSetup};
 use crate::pipeline::{Input, Item, Next, Pipeline, PipelineOptions};
+use crate::records::peer::{ms, Divergence, IdCount, PeerMessageJson, PeerRecord, ReplayJson};
 use crate::session::{ClientConfig, CloseReason, Event};
 use crate::wire::{message_name, Reliability};
 
@@ -31,17 +37,47 @@ pub enum LoadError {
 }
 
 impl LoadError {
-    /// The command line's exit code: 2 for a flow the capture does not
-    /// have, 3 for a file that cannot be read or holds no session.
-    pub fn exit_code(&self) -> u8 {
-        match self {
+    /// Whether the mistake is in what was asked (a flow the capture does
+    /// not have), not in the file (one that cannot be read, or holds no
+    /// session).
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
             LoadError::NoSession {
                 why: super::NoSession::NoFlow(_),
                 ..
-            } => crate::output::exit::EXIT_USAGE,
-            _ => crate::output::exit::EXIT_BAD_FILE,
-        }
+            }
+        )
     }
+}
+
+/// Why a replay, or a `serve` that plays a capture, could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("{0}")]
+    Load(#[from] LoadError),
+    /// The capture's game session (`--bedrock`).
+    #[error("{file}: {why}")]
+    Game { file: String, why: GameLoadError },
+    /// The file to record the new session to cannot be made.
+    #[error("--record {path}: {error}")]
+    Record { path: String, error: std::io::Error },
+    /// `serve`: the address cannot be listened on (in words).
+    #[error("{0}")]
+    Listen(String),
+}
+
+/// The game session of `file` ([`super::bedrock::load_game`]), an error
+/// naming the file.
+pub fn load_game_file(
+    file: &Path,
+    flow: Option<u32>,
+    keys: Keys,
+) -> Result<GameScript, StartError> {
+    load_game(&[file.to_path_buf()], flow, keys).map_err(|why| StartError::Game {
+        file: file.display().to_string(),
+        why,
+    })
 }
 
 /// [`load`] of `files`, decoding `ports` as RakNet.
@@ -141,6 +177,114 @@ pub struct ReplayOptions {
     pub wait: Duration,
 }
 
+/// What `replay` plays besides its [`ReplayOptions`].
+#[derive(Debug, Clone, Default)]
+pub struct ReplayFile {
+    pub file: PathBuf,
+    /// The flow (default: the first whose client sent messages, or spawned).
+    pub flow: Option<u32>,
+    /// UDP ports of the capture decoded as RakNet.
+    pub ports: Vec<u16>,
+    /// Write the new session's own traffic to this pcapng file.
+    pub record: Option<PathBuf>,
+    /// The game replay (`--bedrock`), with the capture's key material.
+    pub game: Option<Keys>,
+    /// With `game`: where the new session's key is appended.
+    pub keylog_out: Option<PathBuf>,
+}
+
+/// `replay`: the session of `f` taken out of its capture and played with
+/// [`replay`] (or its game session with [`replay_game`]); `Err` when it
+/// could not start.
+pub fn replay_file(
+    f: &ReplayFile,
+    o: &ReplayOptions,
+    report: &mut dyn Report,
+) -> anyhow::Result<Result<Outcome, StartError>> {
+    if let Some(keys) = &f.game {
+        let script = match load_game_file(&f.file, f.flow, keys.clone()) {
+            Ok(s) => s,
+            Err(e) => return Ok(Err(e)),
+        };
+        let g = GameReplayOptions {
+            file: o.file.clone(),
+            target: o.target,
+            asap: o.asap,
+            speed: o.speed,
+            wait: o.wait,
+            keylog_out: crate::peer::bedrock::keylog_path(f.keylog_out.clone()),
+        };
+        let cfg =
+            crate::peer::bedrock::game_dialect(&script.version, o.protocol, o.addresses, o.mtu);
+        return Ok(Ok(replay_game(&script, cfg?, &g, report)?));
+    }
+    let session = match load_ports(std::slice::from_ref(&f.file), f.flow, &f.ports) {
+        Ok(s) => s,
+        Err(e) => return Ok(Err(e.into())),
+    };
+    let recorder = match f.record.as_deref().map(|p| (p, Recorder::create(p))) {
+        None => None,
+        Some((_, Ok(r))) => Some(r),
+        Some((p, Err(error))) => {
+            let path = p.display().to_string();
+            return Ok(Err(StartError::Record { path, error }));
+        }
+    };
+    Ok(Ok(match replay(&session, o, recorder, report)? {
+        ReplayOutcome::Completed => Outcome::Done,
+        ReplayOutcome::CutShort => Outcome::ReplayCut,
+        ReplayOutcome::NoConnection => Outcome::NoConnection,
+    }))
+}
+
+/// What `serve` plays of a capture (`--replay`): the captured server of
+/// flow `flow` (its pong, protocol and messages), or, serving the game,
+/// its game packets after the spawn (decrypted with `keys`); `asap`: at
+/// once, not with their timing.
+#[derive(Debug, Clone, Default)]
+pub struct ServeReplay {
+    pub file: PathBuf,
+    pub flow: Option<u32>,
+    pub asap: bool,
+    pub keys: Keys,
+}
+
+/// The game login of `serve --bedrock`: its version (default: the
+/// capture's, else the newest) and where each connection's key goes.
+#[derive(Debug, Clone, Default)]
+pub struct ServeGame {
+    pub version: Option<String>,
+    pub keylog_out: Option<PathBuf>,
+}
+
+/// `serve`: `setup` serving the game when `game` is given, playing the
+/// capture of `replay` when given; `Err` when it could not start.
+pub fn serve(
+    mut setup: ServeSetup,
+    game: Option<ServeGame>,
+    replay: Option<&ServeReplay>,
+    report: &mut dyn Report,
+) -> anyhow::Result<Result<Outcome, StartError>> {
+    let mut captured = None;
+    match replay {
+        Some(r) if game.is_some() => match load_game_file(&r.file, r.flow, r.keys.clone()) {
+            Ok(s) => captured = Some((s.version, s.s2c_packets, r.asap)),
+            Err(e) => return Ok(Err(e)),
+        },
+        Some(r) => match load_ports(std::slice::from_ref(&r.file), r.flow, &[]) {
+            Ok(s) => {
+                (setup.captured_pong, setup.captured_protocol) = (s.pong.clone(), s.protocol);
+                setup.plan.script = Some(server_script(&s, r.asap));
+            }
+            Err(e) => return Ok(Err(e.into())),
+        },
+        None => {}
+    }
+    let once = setup.plan.once;
+    setup.bedrock = game.map(|g| serve_plan(g.version, once, g.keylog_out, captured));
+    Ok(serve_setup(setup, report)?.map_err(StartError::Listen))
+}
+
 /// How a replay ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReplayOutcome {
@@ -194,7 +338,7 @@ pub fn replay(
         session.flow,
         o.file,
         session.c2s.len(),
-        crate::output::peer::plural(session.c2s.len(), "message", "messages"),
+        crate::records::peer::plural(session.c2s.len(), "message", "messages"),
         client.connection().mtu(),
         ms(client.handshake_time)
     );
@@ -273,6 +417,7 @@ pub fn replay(
     while let Some(e) = client.poll_event() {
         handle(e, report)?;
     }
+    crate::peer::run::recording_stopped(&mut client, report);
     if let Err(e) = client.finish_recording() {
         report.warn(&format!("--record: {e}"));
     }

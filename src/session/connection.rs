@@ -20,33 +20,35 @@ use crate::wire::{Connected, Datagram, Reader, Reliability, SystemAddress};
 /// Which side of the connection this is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
+    /// The side that sent Open Connection Request 1.
     Client,
+    /// The side that answered it.
     Server,
 }
 
 /// Settings of one connection.
 #[derive(Debug, Clone)]
 pub struct ConnectionConfig {
-    pub role: Role,
-    pub mtu: u16,
+    pub(crate) role: Role,
+    pub(crate) mtu: u16,
     /// Our GUID.
-    pub guid: u64,
+    pub(crate) guid: u64,
     /// The peer's address, as we see it.
-    pub peer: SocketAddr,
+    pub(crate) peer: SocketAddr,
     /// Our address, as far as we know it (for the address lists).
-    pub local: SocketAddr,
+    pub(crate) local: SocketAddr,
     /// Internal addresses in ConnectionRequestAccepted and
     /// NewIncomingConnection: 10 in the original, 20 in Minecraft.
-    pub address_count: usize,
+    pub(crate) address_count: usize,
     /// A peer silent this long while we wait for an ACK is gone (10 s by default).
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Reliable parts in flight at most (the original's window is 512).
-    pub max_unacked: u32,
-    pub receive: ReceiveConfig,
+    pub(crate) max_unacked: u32,
+    pub(crate) receive: ReceiveConfig,
 }
 
 impl ConnectionConfig {
-    pub fn new(role: Role, peer: SocketAddr, local: SocketAddr) -> Self {
+    pub(crate) fn new(role: Role, peer: SocketAddr, local: SocketAddr) -> Self {
         ConnectionConfig {
             role,
             mtu: 1492,
@@ -78,7 +80,7 @@ pub enum CloseReason {
 }
 
 impl CloseReason {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             CloseReason::ByUs => "closed",
             CloseReason::ByPeer => "disconnected_by_peer",
@@ -95,31 +97,36 @@ pub enum Event {
     Connected,
     /// A message for the application, in delivery order.
     Message(Delivered),
+    /// Every part of the message sent with this receipt number was acknowledged.
     ReceiptAcked(u32),
+    /// The unreliable message sent with this receipt number was NACKed or never acknowledged.
     ReceiptLost(u32),
     /// The connection is over; nothing more will come.
     Closed(CloseReason),
 }
 
+/// Where a connection is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {
     /// Waiting for ConnectionRequest(Accepted) / NewIncomingConnection.
     Connecting,
+    /// The connected handshake is done; messages flow.
     Connected,
     /// Our disconnection notification is out, waiting for its ACK.
     Closing,
+    /// Over: nothing is sent or delivered any more.
     Closed,
 }
 
 /// Counters of one connection.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ConnectionStats {
-    pub datagrams_received: u64,
-    pub bytes_received: u64,
-    pub messages_delivered: u64,
-    pub duplicates_dropped: u64,
-    pub malformed: u64,
-    pub send: SendStats,
+pub(crate) struct ConnectionStats {
+    pub(crate) datagrams_received: u64,
+    pub(crate) bytes_received: u64,
+    pub(crate) messages_delivered: u64,
+    pub(crate) duplicates_dropped: u64,
+    pub(crate) malformed: u64,
+    pub(crate) send: SendStats,
 }
 
 /// One connection: see the module documentation.
@@ -140,7 +147,7 @@ pub struct Connection {
     /// gave its buffers back.
     released: Option<crate::session::send::SendStats>,
     /// The peer's GUID, once known (ConnectionRequest at the server).
-    pub peer_guid: Option<u64>,
+    pub(crate) peer_guid: Option<u64>,
 }
 
 /// Time allowed for our disconnection notification to be acknowledged.
@@ -153,7 +160,7 @@ fn time_ms(now: Duration) -> u64 {
 impl Connection {
     /// A connection right after Open Connection Reply 2. A client queues its
     /// ConnectionRequest at once.
-    pub fn new(cfg: ConnectionConfig, now: Duration) -> Self {
+    pub(crate) fn new(cfg: ConnectionConfig, now: Duration) -> Self {
         let send = SendHalf::new(SendConfig {
             mtu: cfg.mtu,
             max_unacked: cfg.max_unacked,
@@ -187,30 +194,27 @@ impl Connection {
         c
     }
 
+    /// Where the connection is now.
     pub fn state(&self) -> State {
         self.state
     }
 
-    pub fn peer(&self) -> SocketAddr {
-        self.cfg.peer
-    }
-
-    pub fn mtu(&self) -> u16 {
+    pub(crate) fn mtu(&self) -> u16 {
         self.cfg.mtu
     }
 
     /// The connected handshake completed at some point.
-    pub fn ever_connected(&self) -> bool {
+    pub(crate) fn ever_connected(&self) -> bool {
         self.connected_at.is_some()
     }
 
-    pub fn is_closed(&self) -> bool {
+    pub(crate) fn is_closed(&self) -> bool {
         self.state == State::Closed
     }
 
     /// Queue an application message (see [`SendHalf::send`]). Ignored once
     /// the connection is closing.
-    pub fn send(
+    pub(crate) fn send(
         &mut self,
         now: Duration,
         data: &[u8],
@@ -225,7 +229,7 @@ impl Connection {
 
     /// Send a disconnection notification; the connection closes when it is
     /// acknowledged, or after a second.
-    pub fn close(&mut self, now: Duration) {
+    pub(crate) fn close(&mut self, now: Duration) {
         if matches!(self.state, State::Connecting | State::Connected) {
             self.send
                 .send(now, &[0x15], Reliability::RELIABLE_ORDERED, 0, None);
@@ -236,7 +240,7 @@ impl Connection {
 
     /// Close (as [`Connection::close`]) and drop at once what it holds
     /// received: for a server over its budget of held data.
-    pub fn shed(&mut self, now: Duration) {
+    pub(crate) fn shed(&mut self, now: Duration) {
         self.close(now);
         self.recv = ReceiveHalf::new(self.cfg.receive.clone());
     }
@@ -421,7 +425,7 @@ impl Connection {
     }
 
     /// When to call `poll_transmit` next if no datagram arrives before.
-    pub fn poll_timeout(&mut self) -> Option<Duration> {
+    pub(crate) fn poll_timeout(&mut self) -> Option<Duration> {
         if self.state == State::Closed {
             return None;
         }
@@ -439,22 +443,23 @@ impl Connection {
         Some(t)
     }
 
+    /// The next thing the application should hear, in order.
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
     }
 
     /// Events wait to be polled (a driver should not sleep then).
-    pub fn has_events(&self) -> bool {
+    pub(crate) fn has_events(&self) -> bool {
         !self.events.is_empty()
     }
 
     /// When the connection was made (reply 2), in the caller's time.
-    pub fn created(&self) -> Duration {
+    pub(crate) fn created(&self) -> Duration {
         self.created
     }
 
     /// Bytes queued and not yet sent: for a driver that paces a bulk sender.
-    pub fn queued_bytes(&self) -> usize {
+    pub(crate) fn queued_bytes(&self) -> usize {
         self.send.queued_bytes()
     }
 
@@ -463,11 +468,11 @@ impl Connection {
         self.send.is_idle()
     }
 
-    pub fn rtt(&self) -> Option<Duration> {
+    pub(crate) fn rtt(&self) -> Option<Duration> {
         self.send.rtt()
     }
 
-    pub fn stats(&self) -> ConnectionStats {
+    pub(crate) fn stats(&self) -> ConnectionStats {
         ConnectionStats {
             send: match &self.released {
                 Some(s) => s.clone(),
@@ -480,7 +485,7 @@ impl Connection {
     /// A closed connection gives its buffers back: the parts of split
     /// messages and the messages waiting for their order that it held, and
     /// what it still had to send. Its statistics stay.
-    pub fn release(&mut self) {
+    pub(crate) fn release(&mut self) {
         if self.state != State::Closed || self.released.is_some() {
             return;
         }
@@ -498,7 +503,7 @@ impl Connection {
         self.recv.footprint()
     }
 
-    pub fn close_reason(&self) -> Option<CloseReason> {
+    pub(crate) fn close_reason(&self) -> Option<CloseReason> {
         self.close_reason
     }
 }

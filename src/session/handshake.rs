@@ -15,18 +15,19 @@ use crate::wire::ids::{
 use crate::wire::{Offline, Reader, SystemAddress};
 
 /// MTUs the original tries, in order (`RakPeer.cpp` `mtuSizes`).
-pub const MTU_PROBES: [u16; 3] = [1492, 1200, 576];
+pub(crate) const MTU_PROBES: [u16; 3] = [1492, 1200, 576];
 /// The original's `MAXIMUM_MTU_SIZE`.
-pub const MAX_MTU: u16 = 1492;
+pub(crate) const MAX_MTU: u16 = 1492;
 const MIN_MTU: u16 = 576;
 
 /// The RakNet protocol byte of each dialect.
-pub const PROTOCOL_ORIGINAL: u8 = 6;
-pub const PROTOCOL_MINECRAFT: u8 = 11;
+pub(crate) const PROTOCOL_ORIGINAL: u8 = 6;
+pub(crate) const PROTOCOL_MINECRAFT: u8 = 11;
 
 /// Settings of a client's handshake and of the connection it makes.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
+    /// Our GUID, in request 2 and ConnectionRequest.
     pub guid: u64,
     /// RakNet protocol byte in Open Connection Request 1.
     pub protocol: u8,
@@ -36,9 +37,11 @@ pub struct ClientConfig {
     pub attempts_per_mtu: u32,
     /// Attempts of Open Connection Request 2.
     pub request2_attempts: u32,
+    /// Time between attempts.
     pub interval: Duration,
     /// Addresses in NewIncomingConnection: 10 original, 20 Minecraft.
     pub address_count: usize,
+    /// The connection's time-out: a peer silent this long while we wait for an ACK is gone.
     pub timeout: Duration,
 }
 
@@ -61,13 +64,31 @@ impl Default for ClientConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HandshakeError {
     /// No Open Connection Reply 1 to any probe; `mtus` were tried.
-    Request1Unanswered { attempts: u32, mtus: Vec<u16> },
+    Request1Unanswered {
+        /// Requests sent in all.
+        attempts: u32,
+        /// The MTUs probed, in order.
+        mtus: Vec<u16>,
+    },
     /// Reply 1 came, but no reply 2.
-    Request2Unanswered { attempts: u32, mtu: u16 },
+    Request2Unanswered {
+        /// Requests 2 sent.
+        attempts: u32,
+        /// The MTU they asked for.
+        mtu: u16,
+    },
     /// The server speaks another RakNet protocol version.
-    IncompatibleProtocol { ours: u8, server: u8 },
+    IncompatibleProtocol {
+        /// Our protocol byte.
+        ours: u8,
+        /// The server's, from its 0x19.
+        server: u8,
+    },
     /// The server refused with 0x12, 0x14, 0x17 or 0x1a.
-    Refused { id: u8 },
+    Refused {
+        /// The refusal's message id.
+        id: u8,
+    },
     /// The connected handshake (ConnectionRequest) failed.
     ConnectionRequest(CloseReason),
 }
@@ -121,7 +142,7 @@ impl std::error::Error for HandshakeError {}
 
 impl HandshakeError {
     /// The step, in the words of `handshake` outcomes.
-    pub fn step(&self) -> &'static str {
+    pub(crate) fn step(&self) -> &'static str {
         match self {
             HandshakeError::Request1Unanswered { .. } => "mtu_probes_unanswered",
             HandshakeError::Request2Unanswered { .. } => "no_reply_2",
@@ -148,17 +169,26 @@ enum ClientStep {
 /// What a client handshake produced, step by step.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HandshakeEvent {
+    /// Open Connection Request 1 went out.
     Request1Sent {
+        /// The MTU it probes.
         mtu: u16,
     },
+    /// Open Connection Reply 1 arrived.
     Reply1 {
+        /// The server's GUID.
         server_guid: u64,
+        /// The MTU the server took.
         mtu: u16,
     },
+    /// Open Connection Request 2 went out.
     Request2Sent {
+        /// The MTU it asks for.
         mtu: u16,
     },
+    /// Open Connection Reply 2 arrived: the connection starts.
     Reply2 {
+        /// The connection's MTU.
         mtu: u16,
     },
     /// ConnectionRequest queued (the driver reports it).
@@ -182,6 +212,7 @@ pub struct ClientHandshake {
 }
 
 impl ClientHandshake {
+    /// A handshake with `server` from `local`, its first request due at `now`.
     pub fn new(cfg: ClientConfig, server: SocketAddr, local: SocketAddr, now: Duration) -> Self {
         ClientHandshake {
             cfg,
@@ -253,11 +284,11 @@ impl ClientHandshake {
         Ok(true)
     }
 
-    pub fn poll_timeout(&self) -> Duration {
+    pub(crate) fn poll_timeout(&self) -> Duration {
         self.next_at
     }
 
-    pub fn poll_event(&mut self) -> Option<HandshakeEvent> {
+    pub(crate) fn poll_event(&mut self) -> Option<HandshakeEvent> {
         self.events.pop_front()
     }
 
@@ -317,7 +348,7 @@ impl ClientHandshake {
     }
 
     /// The server's GUID, from reply 1.
-    pub fn server_guid(&self) -> Option<u64> {
+    pub(crate) fn server_guid(&self) -> Option<u64> {
         self.server_guid
     }
 }
@@ -325,6 +356,7 @@ impl ClientHandshake {
 /// Settings of a server.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
+    /// Our GUID, in pongs and replies.
     pub guid: u64,
     /// The protocol byte named in 0x19 refusals.
     pub protocol: u8,
@@ -342,8 +374,11 @@ pub struct ServerConfig {
     /// Handshakes in progress from one IP address at most; more are refused
     /// with ID_IP_RECENTLY_CONNECTED.
     pub max_pending_per_ip: usize,
+    /// Largest MTU granted in replies 1 and 2 (by default 1492, the original's).
     pub max_mtu: u16,
+    /// Addresses in ConnectionRequestAccepted: 10 original, 20 Minecraft.
     pub address_count: usize,
+    /// Each connection's time-out: a client silent this long while we wait for an ACK is gone.
     pub timeout: Duration,
     /// Bytes all connections may hold together in split parts and ordering
     /// heaps (each holds 64 MiB at most); past it the largest holder is
@@ -371,14 +406,14 @@ impl Default for ServerConfig {
 
 /// Counters of a server.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ServerStats {
-    pub pings: u64,
-    pub refused: u64,
-    pub junk: u64,
-    pub handshakes_dropped: u64,
+pub(crate) struct ServerStats {
+    pub(crate) pings: u64,
+    pub(crate) refused: u64,
+    pub(crate) junk: u64,
+    pub(crate) handshakes_dropped: u64,
     /// Connections closed because all together held more than
     /// `max_held_total` (the largest holder goes).
-    pub shed: u64,
+    pub(crate) shed: u64,
 }
 
 /// A server: answers offline messages statelessly until Open Connection
@@ -404,6 +439,7 @@ const MAX_OFFLINE_QUEUE: usize = 1024;
 const MAX_RECENTLY_CLOSED: usize = 64;
 
 impl Listener {
+    /// A server with no connection, at `local` (its address in the address lists).
     pub fn new(cfg: ServerConfig, local: SocketAddr) -> Self {
         Listener {
             cfg,
@@ -418,7 +454,7 @@ impl Listener {
         }
     }
 
-    pub fn set_pong(&mut self, pong: Vec<u8>) {
+    pub(crate) fn set_pong(&mut self, pong: Vec<u8>) {
         self.cfg.pong = pong;
     }
 
@@ -673,24 +709,25 @@ impl Listener {
         }
     }
 
-    pub fn poll_timeout(&mut self) -> Option<Duration> {
+    pub(crate) fn poll_timeout(&mut self) -> Option<Duration> {
         self.conns
             .values_mut()
             .filter_map(|c| c.poll_timeout())
             .min()
     }
 
+    /// The next event of a connection, with its client's address.
     pub fn poll_event(&mut self) -> Option<(SocketAddr, Event)> {
         self.events.pop_front()
     }
 
     /// Events or offline replies wait: a driver should not sleep.
-    pub fn is_busy(&self) -> bool {
+    pub(crate) fn is_busy(&self) -> bool {
         !self.events.is_empty() || !self.offline_out.is_empty()
     }
 
     /// Queue a message to a connected client.
-    pub fn send(
+    pub(crate) fn send(
         &mut self,
         now: Duration,
         to: SocketAddr,
@@ -703,29 +740,24 @@ impl Listener {
         }
     }
 
-    pub fn close(&mut self, now: Duration, addr: SocketAddr) {
-        if let Some(c) = self.conns.get_mut(&addr) {
-            c.close(now);
-        }
-    }
-
-    pub fn close_all(&mut self, now: Duration) {
+    pub(crate) fn close_all(&mut self, now: Duration) {
         for c in self.conns.values_mut() {
             c.close(now);
         }
     }
 
     /// The configuration the listener was made with.
-    pub fn config(&self) -> &ServerConfig {
+    pub(crate) fn config(&self) -> &ServerConfig {
         &self.cfg
     }
 
+    /// The connection of the client at `addr`, in any state.
     pub fn connection(&self, addr: SocketAddr) -> Option<&Connection> {
         self.conns.get(&addr)
     }
 
     /// A connection that closed lately (the last 64 are kept), for its statistics.
-    pub fn closed_connection(&self, addr: SocketAddr) -> Option<&Connection> {
+    pub(crate) fn closed_connection(&self, addr: SocketAddr) -> Option<&Connection> {
         self.recently_closed
             .iter()
             .rev()
@@ -738,11 +770,13 @@ impl Listener {
         self.conns.len()
     }
 
+    /// No connection held.
     pub fn is_empty(&self) -> bool {
         self.conns.is_empty()
     }
 
-    pub fn stats(&self) -> &ServerStats {
+    #[cfg(test)]
+    pub(crate) fn stats(&self) -> &ServerStats {
         &self.stats
     }
 }

@@ -6,21 +6,20 @@
 //! - [`receive`]: the receive half (datagram numbers, reliable-index
 //!   de-duplication, split reassembly, ordering channels), written once for
 //!   both the capture mirror and the live peer.
-//! - [`send`]: the send half (indices, splitting, resends, ACKs and NACKs,
+//! - `send`: the send half (indices, splitting, resends, ACKs and NACKs,
 //!   congestion window, RTT).
-//! - [`connection`]: both halves of one side plus RakNet's connected
+//! - `connection`: both halves of one side plus RakNet's connected
 //!   messages, keepalives and time-outs.
 //! - [`handshake`]: the offline handshake of a client, and a server
 //!   ([`handshake::Listener`]) with its table of connections.
 
-pub mod connection;
+pub(crate) mod connection;
 pub mod handshake;
 #[cfg(test)]
 mod pair_tests;
 pub mod receive;
-pub mod send;
+pub(crate) mod send;
 
 pub use connection::{CloseReason, Connection, ConnectionConfig, Event, Role, State};
 pub use handshake::{ClientConfig, ClientHandshake, HandshakeError, Listener, ServerConfig};
-pub use receive::{Delivered, Reassembly, ReceiveConfig, ReceiveEvent, ReceiveHalf};
-pub use send::{SendConfig, SendEvent, SendHalf};
+pub(crate) use receive::Delivered;

@@ -17,14 +17,14 @@ use crate::wire::{AckList, AckRange, Capsule, Datagram, Reliability, Split};
 
 const MASK24: u32 = 0xff_ffff;
 /// Bytes the original assumes for the IP and UDP headers (`UDP_HEADER_SIZE`).
-pub const UDP_HEADER_SIZE: usize = 28;
+pub(crate) const UDP_HEADER_SIZE: usize = 28;
 /// Datagram header budget plus the largest capsule header (docs/wire-format.md §4):
 /// the largest unsplit message is MTU minus this.
-pub const MESSAGE_OVERHEAD: usize = 60;
+pub(crate) const MESSAGE_OVERHEAD: usize = 60;
 /// The original's `SYN`: how long an ACK may wait to be gathered with others.
-pub const ACK_DELAY: Duration = Duration::from_millis(10);
+pub(crate) const ACK_DELAY: Duration = Duration::from_millis(10);
 /// Retransmission timeout before any RTT sample, and its ceiling.
-pub const MAX_RTO: Duration = Duration::from_secs(2);
+pub(crate) const MAX_RTO: Duration = Duration::from_secs(2);
 /// Datagram numbers a single gap is NACKed for, at most (the original's cap).
 const MAX_NACKS_PER_GAP: u32 = 1000;
 /// Sent datagrams remembered for their ACK; older ones are forgotten.
@@ -34,12 +34,12 @@ const HISTORY_AGE: Duration = Duration::from_secs(4);
 
 /// Settings of a send half.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SendConfig {
+pub(crate) struct SendConfig {
     /// The connection's MTU (the datagram payload is at most MTU - 28).
-    pub mtu: u16,
+    pub(crate) mtu: u16,
     /// Reliable messages (parts) sent and not yet acknowledged, at most: the
     /// window of reliable indices. The original's is 512.
-    pub max_unacked: u32,
+    pub(crate) max_unacked: u32,
 }
 
 impl Default for SendConfig {
@@ -53,7 +53,7 @@ impl Default for SendConfig {
 
 /// What the send half reports to its owner.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SendEvent {
+pub(crate) enum SendEvent {
     /// Every part of a message sent with an ACK-receipt reliability was acknowledged.
     ReceiptAcked(u32),
     /// An `UNRELIABLE_WITH_ACK_RECEIPT` message's datagram was NACKed or never acknowledged.
@@ -62,15 +62,15 @@ pub enum SendEvent {
 
 /// Counters of what the send half did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SendStats {
-    pub messages_queued: u64,
-    pub bytes_queued: u64,
-    pub datagrams_sent: u64,
-    pub acks_sent: u64,
-    pub nacks_sent: u64,
-    pub resends_after_nack: u64,
-    pub resends_after_timeout: u64,
-    pub messages_acked: u64,
+pub(crate) struct SendStats {
+    pub(crate) messages_queued: u64,
+    pub(crate) bytes_queued: u64,
+    pub(crate) datagrams_sent: u64,
+    pub(crate) acks_sent: u64,
+    pub(crate) nacks_sent: u64,
+    pub(crate) resends_after_nack: u64,
+    pub(crate) resends_after_timeout: u64,
+    pub(crate) messages_acked: u64,
 }
 
 /// One capsule waiting to go out or to be acknowledged.
@@ -160,7 +160,7 @@ impl RttEstimate {
 
 /// The send half: see the module documentation.
 #[derive(Debug)]
-pub struct SendHalf {
+pub(crate) struct SendHalf {
     cfg: SendConfig,
     queue: VecDeque<Part>,
     queued_bytes: usize,
@@ -208,7 +208,7 @@ fn newer(a: u32, b: u32) -> bool {
 }
 
 impl SendHalf {
-    pub fn new(cfg: SendConfig) -> Self {
+    pub(crate) fn new(cfg: SendConfig) -> Self {
         let mtu = cfg.mtu as usize;
         SendHalf {
             cfg,
@@ -241,12 +241,8 @@ impl SendHalf {
         }
     }
 
-    pub fn mtu(&self) -> u16 {
-        self.cfg.mtu
-    }
-
     /// Largest message sent whole; longer ones are split.
-    pub fn max_unsplit(&self) -> usize {
+    pub(crate) fn max_unsplit(&self) -> usize {
         (self.cfg.mtu as usize)
             .saturating_sub(MESSAGE_OVERHEAD)
             .max(1)
@@ -259,7 +255,7 @@ impl SendHalf {
     /// Queue an application message. `reliability` may be any of 0 to 7
     /// (5 to 7 go out as 0, 2, 3 and report [`SendEvent`]s for `receipt`);
     /// `channel` (0 to 31) matters for ordered and sequenced ones.
-    pub fn send(
+    pub(crate) fn send(
         &mut self,
         now: Duration,
         data: &[u8],
@@ -340,13 +336,13 @@ impl SendHalf {
 
     /// A data datagram arrived: ACK it (the original ACKs every one,
     /// duplicates and late ones included).
-    pub fn on_datagram_received(&mut self, now: Duration, seq: u32) {
+    pub(crate) fn on_datagram_received(&mut self, now: Duration, seq: u32) {
         insert_range(&mut self.acks, seq & MASK24);
         self.acks_since.get_or_insert(now);
     }
 
     /// Datagram numbers the receive half found missing: NACK them.
-    pub fn on_gap(&mut self, first_missing: u32, count: u32) {
+    pub(crate) fn on_gap(&mut self, first_missing: u32, count: u32) {
         let count = count.clamp(1, MAX_NACKS_PER_GAP);
         let min = first_missing & MASK24;
         let max = (first_missing + count - 1) & MASK24;
@@ -359,7 +355,7 @@ impl SendHalf {
     }
 
     /// The peer acknowledged these datagram numbers.
-    pub fn on_ack(&mut self, now: Duration, ranges: &[AckRange]) {
+    pub(crate) fn on_ack(&mut self, now: Duration, ranges: &[AckRange]) {
         for r in ranges {
             let (min, max) = (r.min & MASK24, r.max & MASK24);
             let len = sub24(max, min);
@@ -374,7 +370,7 @@ impl SendHalf {
 
     /// The peer reports these datagram numbers missing: resend their
     /// reliable contents at once.
-    pub fn on_nack(&mut self, _now: Duration, ranges: &[AckRange]) {
+    pub(crate) fn on_nack(&mut self, _now: Duration, ranges: &[AckRange]) {
         for r in ranges {
             let (min, max) = (r.min & MASK24, r.max & MASK24);
             let len = sub24(max, min);
@@ -504,7 +500,7 @@ impl SendHalf {
 
     /// The next datagram to send, written into `out` (cleared first); false
     /// when nothing is due.
-    pub fn poll_transmit(&mut self, now: Duration, out: &mut Vec<u8>) -> bool {
+    pub(crate) fn poll_transmit(&mut self, now: Duration, out: &mut Vec<u8>) -> bool {
         out.clear();
         let budget = self.max_datagram() - 9;
         if !self.nacks.is_empty() {
@@ -679,7 +675,7 @@ impl SendHalf {
     }
 
     /// When `poll_transmit` next has something to send, if nothing is due now.
-    pub fn poll_timeout(&mut self) -> Option<Duration> {
+    pub(crate) fn poll_timeout(&mut self) -> Option<Duration> {
         let ack = self.acks_since.map(|t| {
             if self.rtt.srtt.is_none() {
                 t
@@ -700,52 +696,39 @@ impl SendHalf {
         }
     }
 
-    /// Something can go out at once (data the windows allow, NACKs, or
-    /// resends already due), so the driver should call `poll_transmit` again.
-    pub fn wants_to_send(&self) -> bool {
-        !self.nacks.is_empty() || !self.nacked.is_empty() || !self.queue.is_empty()
-    }
-
-    pub fn poll_event(&mut self) -> Option<SendEvent> {
+    pub(crate) fn poll_event(&mut self) -> Option<SendEvent> {
         self.events.pop_front()
     }
 
     /// Bytes of messages queued and not yet sent once.
-    pub fn queued_bytes(&self) -> usize {
+    pub(crate) fn queued_bytes(&self) -> usize {
         self.queued_bytes
     }
 
     /// Reliable parts sent and not yet acknowledged.
-    pub fn unacked(&self) -> usize {
+    pub(crate) fn unacked(&self) -> usize {
         self.in_flight
     }
 
     /// Everything sent was acknowledged and nothing waits.
-    pub fn is_idle(&self) -> bool {
+    pub(crate) fn is_idle(&self) -> bool {
         self.queue.is_empty() && self.in_flight == 0
     }
 
-    pub fn rtt(&self) -> Option<Duration> {
+    pub(crate) fn rtt(&self) -> Option<Duration> {
         self.rtt.srtt
     }
 
-    pub fn last_rtt(&self) -> Option<Duration> {
-        self.rtt.last
-    }
-
-    pub fn rto(&self) -> Duration {
+    #[cfg(test)]
+    pub(crate) fn rto(&self) -> Duration {
         self.rtt.rto()
     }
 
-    pub fn cwnd(&self) -> usize {
-        self.cwnd
-    }
-
-    pub fn stats(&self) -> &SendStats {
+    pub(crate) fn stats(&self) -> &SendStats {
         &self.stats
     }
 
-    pub fn last_reliable_queued(&self) -> Option<Duration> {
+    pub(crate) fn last_reliable_queued(&self) -> Option<Duration> {
         self.last_reliable_queued
     }
 }

@@ -11,44 +11,30 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use super::cursor::{Reader, Result, WriteExt};
 
 /// Length of an IPv4 `SystemAddress` on the wire.
-pub const V4_LEN: usize = 7;
+pub(crate) const V4_LEN: usize = 7;
 /// Length of an IPv6 `SystemAddress` on the wire (1 + sizeof(sockaddr_in6)).
-pub const V6_LEN: usize = 29;
+pub(crate) const V6_LEN: usize = 29;
 
+/// An address as RakNet writes it: IPv4, or IPv6 with its raw family field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SystemAddress {
+    /// Version 4: the address (bytes inverted on the wire) and port.
     V4(SocketAddrV4),
     /// `family` is the raw first two bytes of the `sockaddr_in6` read
     /// little-endian (10 on Linux, 23 on Windows; BSD puts length and family
     /// in one byte each), kept so that re-encoding is exact.
     V6 {
+        /// Address, port, flow info and scope id.
         addr: SocketAddrV6,
+        /// The raw family field, as described above.
         family: u16,
     },
 }
 
 impl SystemAddress {
     /// `UNASSIGNED_SYSTEM_ADDRESS`, what unused address-list slots hold.
-    pub const UNASSIGNED: SystemAddress =
+    pub(crate) const UNASSIGNED: SystemAddress =
         SystemAddress::V4(SocketAddrV4::new(Ipv4Addr::new(0, 0, 0, 0), 0));
-
-    pub fn socket_addr(&self) -> SocketAddr {
-        match self {
-            SystemAddress::V4(a) => SocketAddr::V4(*a),
-            SystemAddress::V6 { addr, .. } => SocketAddr::V6(*addr),
-        }
-    }
-
-    pub fn is_unassigned(&self) -> bool {
-        *self == Self::UNASSIGNED
-    }
-
-    pub fn wire_len(&self) -> usize {
-        match self {
-            SystemAddress::V4(_) => V4_LEN,
-            SystemAddress::V6 { .. } => V6_LEN,
-        }
-    }
 
     /// An address as the original library on Linux would write it.
     pub fn from_socket_addr(a: SocketAddr) -> Self {
@@ -61,6 +47,7 @@ impl SystemAddress {
         }
     }
 
+    /// Decode one address (7 or 29 bytes, by its version byte); errors name `field`.
     pub fn parse(r: &mut Reader<'_>, field: &'static str) -> Result<Self> {
         let at = r.offset();
         if r.remaining() == 0 {
@@ -103,7 +90,7 @@ impl SystemAddress {
         Ok(a)
     }
 
-    pub fn emit(&self, out: &mut Vec<u8>) {
+    pub(crate) fn emit(&self, out: &mut Vec<u8>) {
         match self {
             SystemAddress::V4(a) => {
                 out.put_u8(4);

@@ -21,46 +21,85 @@ pub struct RequestSecurity<'a> {
     pub identity: Option<&'a [u8]>,
 }
 
+/// A message inside a capsule: one of RakNet's own, or an application's.
+/// Times are the sender's RakNet clock in milliseconds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Connected<'a> {
     /// 0x00
-    ConnectedPing { time: u64 },
+    ConnectedPing {
+        /// The pinger's clock.
+        time: u64,
+    },
     /// 0x03
-    ConnectedPong { ping_time: u64, pong_time: u64 },
+    ConnectedPong {
+        /// The ping's time, echoed.
+        ping_time: u64,
+        /// The ponger's clock.
+        pong_time: u64,
+    },
     /// 0x04, never sent by 4.081 but accepted.
     DetectLostConnections,
     /// 0x09; the password is whatever follows the security fields.
     ConnectionRequest {
+        /// The client's GUID.
         client_guid: u64,
+        /// The client's clock.
         time: u64,
+        /// Present when `doSecurity` is 1.
         security: Option<RequestSecurity<'a>>,
+        /// The bytes after the security fields, compared whole by the server.
         password: &'a [u8],
     },
     /// 0x0a
-    RemoteSystemRequiresPublicKey { reason: u8 },
+    RemoteSystemRequiresPublicKey {
+        /// 1 when the identity is missing, 2 when it is invalid.
+        reason: u8,
+    },
     /// 0x10; the address count is derived from the length (10 original, 20 Minecraft).
     ConnectionRequestAccepted {
+        /// The client's address as the server sees it.
         client_address: SystemAddress,
+        /// The server's slot for the client (big-endian on the wire).
         system_index: u16,
+        /// The server's internal addresses.
         addresses: Vec<SystemAddress>,
+        /// The Connection Request's time, echoed.
         request_time: u64,
+        /// The server's clock.
         time: u64,
     },
     /// 0x13 (no index field).
     NewIncomingConnection {
+        /// The server's address as the client sees it.
         server_address: SystemAddress,
+        /// The client's internal addresses.
         addresses: Vec<SystemAddress>,
+        /// The accepted message's second time (the server's clock), echoed.
         pong_time: u64,
+        /// The client's clock.
         time: u64,
     },
     /// 0x15
     DisconnectionNotification,
     /// 0x18
-    InvalidPassword { guid: u64 },
+    InvalidPassword {
+        /// The sender's GUID.
+        guid: u64,
+    },
     /// 0x1b: a time prefix before an application message.
-    Timestamp { time: u64, rest: &'a [u8] },
+    Timestamp {
+        /// The sender's clock.
+        time: u64,
+        /// The application message that follows, id first.
+        rest: &'a [u8],
+    },
     /// Anything else: an application message, whole.
-    User { id: u8, data: &'a [u8] },
+    User {
+        /// The first byte.
+        id: u8,
+        /// The whole message, id included.
+        data: &'a [u8],
+    },
 }
 
 fn parse_addresses(r: &mut Reader<'_>) -> Result<Vec<SystemAddress>> {
@@ -75,7 +114,7 @@ fn parse_addresses(r: &mut Reader<'_>) -> Result<Vec<SystemAddress>> {
 }
 
 impl<'a> Connected<'a> {
-    pub fn id(&self) -> u8 {
+    pub(crate) fn id(&self) -> u8 {
         match self {
             Connected::ConnectedPing { .. } => CONNECTED_PING,
             Connected::ConnectedPong { .. } => CONNECTED_PONG,
@@ -172,7 +211,7 @@ impl<'a> Connected<'a> {
         Ok(m)
     }
 
-    pub fn emit(&self, out: &mut Vec<u8>) {
+    pub(crate) fn emit(&self, out: &mut Vec<u8>) {
         if let Connected::User { data, .. } = self {
             out.extend_from_slice(data);
             return;

@@ -13,20 +13,27 @@ pub struct WireError {
     pub offset: usize,
     /// The field that could not be decoded, in RakNet's words.
     pub field: &'static str,
+    /// Too short, or invalid and why.
     pub kind: WireErrorKind,
 }
 
+/// The two ways a field fails to decode.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WireErrorKind {
     /// The field needs more bytes than are left.
-    TooShort { need: usize, have: usize },
+    TooShort {
+        /// Bytes the field needs.
+        need: usize,
+        /// Bytes left in the buffer.
+        have: usize,
+    },
     /// The bytes are there but the value is not allowed.
     Invalid(String),
 }
 
 impl WireError {
     /// True when the error is only a lack of bytes (a snapshot-length cut can explain it).
-    pub fn is_too_short(&self) -> bool {
+    pub(crate) fn is_too_short(&self) -> bool {
         matches!(self.kind, WireErrorKind::TooShort { .. })
     }
 }
@@ -45,21 +52,27 @@ impl fmt::Display for WireError {
 
 impl std::error::Error for WireError {}
 
-pub type Result<T> = std::result::Result<T, WireError>;
+pub(crate) type Result<T> = std::result::Result<T, WireError>;
 
 /// One decoded field, for the `-V` tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TraceField {
+    /// Nesting level, 0 at the top.
     pub depth: u8,
+    /// The field's name (or a heading's).
     pub name: &'static str,
+    /// Absolute byte offset of the field.
     pub offset: usize,
+    /// Length in bytes (a heading's covers the fields under it).
     pub len: usize,
+    /// The value as shown (empty when there is none).
     pub value: String,
 }
 
 /// The fields a decoder read, in order, with their nesting depth.
 #[derive(Debug, Default, Clone)]
 pub struct Trace {
+    /// The fields in the order read.
     pub fields: Vec<TraceField>,
     depth: u8,
     /// Indices of the headings opened and not yet closed.
@@ -67,7 +80,7 @@ pub struct Trace {
 }
 
 impl Trace {
-    pub fn push(&mut self, name: &'static str, offset: usize, len: usize, value: String) {
+    pub(crate) fn push(&mut self, name: &'static str, offset: usize, len: usize, value: String) {
         self.fields.push(TraceField {
             depth: self.depth,
             name,
@@ -87,6 +100,7 @@ pub struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
+    /// A reader at the start of `buf`, offsets counted from 0, not tracing.
     pub fn new(buf: &'a [u8]) -> Self {
         Reader {
             buf,
@@ -97,7 +111,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A reader whose reported offsets start at `base` (for a message inside a capsule).
-    pub fn with_base(buf: &'a [u8], base: usize) -> Self {
+    pub(crate) fn with_base(buf: &'a [u8], base: usize) -> Self {
         Reader {
             buf,
             pos: 0,
@@ -112,38 +126,40 @@ impl<'a> Reader<'a> {
         self
     }
 
+    /// The fields recorded so far, when tracing; tracing stops.
     pub fn take_trace(&mut self) -> Option<Trace> {
         self.trace.take()
     }
 
-    pub fn is_tracing(&self) -> bool {
+    pub(crate) fn is_tracing(&self) -> bool {
         self.trace.is_some()
     }
 
     /// Position relative to the start of this reader's buffer.
-    pub fn pos(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn pos(&self) -> usize {
         self.pos
     }
 
     /// Absolute offset of the next byte.
-    pub fn offset(&self) -> usize {
+    pub(crate) fn offset(&self) -> usize {
         self.base + self.pos
     }
 
-    pub fn remaining(&self) -> usize {
+    pub(crate) fn remaining(&self) -> usize {
         self.buf.len() - self.pos
     }
 
-    pub fn rest(&self) -> &'a [u8] {
+    pub(crate) fn rest(&self) -> &'a [u8] {
         &self.buf[self.pos..]
     }
 
-    pub fn peek(&self) -> Option<u8> {
+    pub(crate) fn peek(&self) -> Option<u8> {
         self.buf.get(self.pos).copied()
     }
 
     /// An error for `field` at the current position.
-    pub fn invalid(&self, field: &'static str, why: impl Into<String>) -> WireError {
+    pub(crate) fn invalid(&self, field: &'static str, why: impl Into<String>) -> WireError {
         WireError {
             offset: self.offset(),
             field,
@@ -152,7 +168,11 @@ impl<'a> Reader<'a> {
     }
 
     /// An error for `field` starting at absolute offset `offset`.
-    pub fn invalid_at(offset: usize, field: &'static str, why: impl Into<String>) -> WireError {
+    pub(crate) fn invalid_at(
+        offset: usize,
+        field: &'static str,
+        why: impl Into<String>,
+    ) -> WireError {
         WireError {
             offset,
             field,
@@ -161,7 +181,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Take `n` bytes; the field is not traced (the caller traces it).
-    pub fn raw(&mut self, n: usize, field: &'static str) -> Result<&'a [u8]> {
+    pub(crate) fn raw(&mut self, n: usize, field: &'static str) -> Result<&'a [u8]> {
         if self.remaining() < n {
             return Err(WireError {
                 offset: self.offset(),
@@ -178,7 +198,12 @@ impl<'a> Reader<'a> {
     }
 
     /// Record a field that ended at the current position and was `len` bytes long.
-    pub fn record(&mut self, name: &'static str, len: usize, value: impl FnOnce() -> String) {
+    pub(crate) fn record(
+        &mut self,
+        name: &'static str,
+        len: usize,
+        value: impl FnOnce() -> String,
+    ) {
         let offset = self.offset() - len;
         if let Some(t) = self.trace.as_mut() {
             t.push(name, offset, len, value());
@@ -186,7 +211,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Record a field at an explicit absolute offset (bit fields, derived values).
-    pub fn record_at(
+    pub(crate) fn record_at(
         &mut self,
         name: &'static str,
         offset: usize,
@@ -199,14 +224,14 @@ impl<'a> Reader<'a> {
     }
 
     /// Replace the displayed value of the last recorded field.
-    pub fn describe(&mut self, value: impl FnOnce() -> String) {
+    pub(crate) fn describe(&mut self, value: impl FnOnce() -> String) {
         if let Some(f) = self.trace.as_mut().and_then(|t| t.fields.last_mut()) {
             f.value = value();
         }
     }
 
     /// Nest the following fields one level deeper, under a heading recorded now.
-    pub fn open(&mut self, name: &'static str, value: impl FnOnce() -> String) {
+    pub(crate) fn open(&mut self, name: &'static str, value: impl FnOnce() -> String) {
         let offset = self.offset();
         if let Some(t) = self.trace.as_mut() {
             t.open.push(t.fields.len());
@@ -216,12 +241,12 @@ impl<'a> Reader<'a> {
     }
 
     /// Close the level opened by [`Reader::open`], fixing the heading's length.
-    pub fn close(&mut self) {
+    pub(crate) fn close(&mut self) {
         self.close_with(None::<fn() -> String>);
     }
 
     /// Close the level and set the heading's value, known only now.
-    pub fn close_with(&mut self, value: Option<impl FnOnce() -> String>) {
+    pub(crate) fn close_with(&mut self, value: Option<impl FnOnce() -> String>) {
         let end = self.offset();
         if let Some(t) = self.trace.as_mut() {
             t.depth = t.depth.saturating_sub(1);
@@ -235,23 +260,13 @@ impl<'a> Reader<'a> {
     }
 
     /// Append the fields of a nested trace one level below the current one.
-    pub fn append(&mut self, nested: Trace) {
-        if let Some(t) = self.trace.as_mut() {
-            let d = t.depth;
-            for mut f in nested.fields {
-                f.depth = f.depth.saturating_add(d);
-                t.fields.push(f);
-            }
-        }
-    }
-
-    pub fn u8(&mut self, field: &'static str) -> Result<u8> {
+    pub(crate) fn u8(&mut self, field: &'static str) -> Result<u8> {
         let v = self.raw(1, field)?[0];
         self.record(field, 1, || v.to_string());
         Ok(v)
     }
 
-    pub fn u16_be(&mut self, field: &'static str) -> Result<u16> {
+    pub(crate) fn u16_be(&mut self, field: &'static str) -> Result<u16> {
         let b = self.raw(2, field)?;
         let v = u16::from_be_bytes([b[0], b[1]]);
         self.record(field, 2, || v.to_string());
@@ -259,21 +274,21 @@ impl<'a> Reader<'a> {
     }
 
     /// RakNet's `uint24_t`: three bytes, little-endian.
-    pub fn u24_le(&mut self, field: &'static str) -> Result<u32> {
+    pub(crate) fn u24_le(&mut self, field: &'static str) -> Result<u32> {
         let b = self.raw(3, field)?;
         let v = u32::from_le_bytes([b[0], b[1], b[2], 0]);
         self.record(field, 3, || v.to_string());
         Ok(v)
     }
 
-    pub fn u32_be(&mut self, field: &'static str) -> Result<u32> {
+    pub(crate) fn u32_be(&mut self, field: &'static str) -> Result<u32> {
         let b = self.raw(4, field)?;
         let v = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
         self.record(field, 4, || v.to_string());
         Ok(v)
     }
 
-    pub fn u64_be(&mut self, field: &'static str) -> Result<u64> {
+    pub(crate) fn u64_be(&mut self, field: &'static str) -> Result<u64> {
         let b = self.raw(8, field)?;
         let mut a = [0u8; 8];
         a.copy_from_slice(b);
@@ -283,20 +298,20 @@ impl<'a> Reader<'a> {
     }
 
     /// A GUID: 8 bytes big-endian, shown in hex.
-    pub fn guid(&mut self, field: &'static str) -> Result<u64> {
+    pub(crate) fn guid(&mut self, field: &'static str) -> Result<u64> {
         let v = self.u64_be(field)?;
         self.describe(|| format!("{v:#018x}"));
         Ok(v)
     }
 
-    pub fn bytes(&mut self, n: usize, field: &'static str) -> Result<&'a [u8]> {
+    pub(crate) fn bytes(&mut self, n: usize, field: &'static str) -> Result<&'a [u8]> {
         let s = self.raw(n, field)?;
         self.record(field, n, || short_hex(s));
         Ok(s)
     }
 
     /// Everything left, as one field.
-    pub fn rest_bytes(&mut self, field: &'static str) -> &'a [u8] {
+    pub(crate) fn rest_bytes(&mut self, field: &'static str) -> &'a [u8] {
         let s = &self.buf[self.pos..];
         self.pos = self.buf.len();
         if !s.is_empty() {
@@ -306,7 +321,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The 16-byte offline message magic.
-    pub fn magic(&mut self) -> Result<()> {
+    pub(crate) fn magic(&mut self) -> Result<()> {
         let at = self.offset();
         let m = self.raw(16, "magic")?;
         if m != super::MAGIC {
@@ -323,7 +338,7 @@ impl<'a> Reader<'a> {
 
 /// Lowercase hex of `b`, appended to `out` (`const-hex` picks AVX2 or
 /// SSSE3 at run time: `--json` writes 1,400-byte messages whole).
-pub fn hex_extend(out: &mut Vec<u8>, b: &[u8]) {
+pub(crate) fn hex_extend(out: &mut Vec<u8>, b: &[u8]) {
     let at = out.len();
     out.resize(at + 2 * b.len(), 0);
     const_hex::encode_to_slice(b, &mut out[at..]).expect("two hex digits a byte");
@@ -331,7 +346,7 @@ pub fn hex_extend(out: &mut Vec<u8>, b: &[u8]) {
 
 /// Lowercase hex of `b`.
 /// 16 bytes as a UUID's text in the order given: `8-4-4-4-12` lowercase hex.
-pub fn uuid_text(b: &[u8; 16]) -> String {
+pub(crate) fn uuid_text(b: &[u8; 16]) -> String {
     let h = hex(b);
     format!(
         "{}-{}-{}-{}-{}",
@@ -346,7 +361,7 @@ pub fn uuid_text(b: &[u8; 16]) -> String {
 /// A binary UUID as the game, gophertunnel, PocketMine and CloudburstMC
 /// write it (two little-endian 64-bit halves, most significant first), as
 /// text.
-pub fn uuid_le_halves(b: &[u8; 16]) -> String {
+pub(crate) fn uuid_le_halves(b: &[u8; 16]) -> String {
     let mut x = *b;
     x[..8].reverse();
     x[8..].reverse();
@@ -356,7 +371,7 @@ pub fn uuid_le_halves(b: &[u8; 16]) -> String {
 /// A UUID's text read in byte order (as bedrock-protocol reads a binary
 /// UUID) turned into the game's reading (each half reversed), or the other
 /// way; `None` when `s` is not a UUID.
-pub fn uuid_turned(s: &str) -> Option<String> {
+pub(crate) fn uuid_turned(s: &str) -> Option<String> {
     if s.len() != 36 || s.as_bytes()[8] != b'-' {
         return None;
     }
@@ -365,6 +380,7 @@ pub fn uuid_turned(s: &str) -> Option<String> {
     Some(uuid_le_halves(&b))
 }
 
+/// `b` as lowercase hex, two digits a byte, no separators.
 pub fn hex(b: &[u8]) -> String {
     let mut v = Vec::with_capacity(2 * b.len());
     hex_extend(&mut v, b);
@@ -386,7 +402,7 @@ pub fn parse_hex(s: &str) -> std::result::Result<Vec<u8>, String> {
 }
 
 /// Up to 32 bytes in hex, then an ellipsis and the length.
-pub fn short_hex(s: &[u8]) -> String {
+pub(crate) fn short_hex(s: &[u8]) -> String {
     const MAX: usize = 32;
     let mut out = hex(&s[..s.len().min(MAX)]);
     if s.len() > MAX {
@@ -396,7 +412,7 @@ pub fn short_hex(s: &[u8]) -> String {
 }
 
 /// The writer side: append network-order fields to a byte vector.
-pub trait WriteExt {
+pub(crate) trait WriteExt {
     fn put_u8(&mut self, v: u8);
     fn put_u16_be(&mut self, v: u16);
     fn put_u24_le(&mut self, v: u32);

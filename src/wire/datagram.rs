@@ -9,33 +9,41 @@ use std::fmt;
 
 use super::cursor::{Reader, Result, WireError, WriteExt};
 
-pub const FLAG_VALID: u8 = 0x80;
-pub const FLAG_ACK: u8 = 0x40;
-pub const FLAG_NACK: u8 = 0x20;
+pub(crate) const FLAG_VALID: u8 = 0x80;
+pub(crate) const FLAG_ACK: u8 = 0x40;
+pub(crate) const FLAG_NACK: u8 = 0x20;
 /// In an ACK, bit 5 says the `AS` float follows (CCRakNetUDT builds only).
-pub const FLAG_ACK_HAS_B_AND_AS: u8 = 0x20;
-pub const FLAG_PACKET_PAIR: u8 = 0x10;
-pub const FLAG_CONTINUOUS_SEND: u8 = 0x08;
-pub const FLAG_NEEDS_B_AND_AS: u8 = 0x04;
+pub(crate) const FLAG_ACK_HAS_B_AND_AS: u8 = 0x20;
+pub(crate) const FLAG_PACKET_PAIR: u8 = 0x10;
+pub(crate) const FLAG_CONTINUOUS_SEND: u8 = 0x08;
+pub(crate) const FLAG_NEEDS_B_AND_AS: u8 = 0x04;
 
 /// Ordering channels the original accepts (`NUMBER_OF_ORDERED_STREAMS`).
-pub const ORDERING_CHANNELS: u8 = 32;
+pub(crate) const ORDERING_CHANNELS: u8 = 32;
 
 /// A reliability as it travels in the top three bits of a capsule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Reliability(pub u8);
+pub struct Reliability(pub(crate) u8);
 
 impl Reliability {
+    /// 0: no index, may be lost or reordered.
     pub const UNRELIABLE: Self = Reliability(0);
+    /// 1: a sequence and an ordering index; older arrivals are dropped.
     pub const UNRELIABLE_SEQUENCED: Self = Reliability(1);
+    /// 2: resent until acknowledged, delivered as it arrives.
     pub const RELIABLE: Self = Reliability(2);
+    /// 3: resent until acknowledged, delivered in order on its channel.
     pub const RELIABLE_ORDERED: Self = Reliability(3);
+    /// 4: resent until acknowledged; older arrivals are dropped.
     pub const RELIABLE_SEQUENCED: Self = Reliability(4);
+    /// 5: UNRELIABLE with a local receipt (sent as 0).
     pub const UNRELIABLE_WITH_ACK_RECEIPT: Self = Reliability(5);
+    /// 6: RELIABLE with a local receipt (sent as 2).
     pub const RELIABLE_WITH_ACK_RECEIPT: Self = Reliability(6);
+    /// 7: RELIABLE_ORDERED with a local receipt (sent as 3).
     pub const RELIABLE_ORDERED_WITH_ACK_RECEIPT: Self = Reliability(7);
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self.0 {
             0 => "UNRELIABLE",
             1 => "UNRELIABLE_SEQUENCED",
@@ -71,22 +79,22 @@ impl Reliability {
     }
 
     /// Carries a `reliableMessageNumber` on the wire (the decoder's rule: 2, 3, 4).
-    pub fn has_reliable_index(self) -> bool {
+    pub(crate) fn has_reliable_index(self) -> bool {
         matches!(self.0, 2..=4)
     }
 
     /// Carries a `sequencingIndex` (1, 4).
-    pub fn is_sequenced(self) -> bool {
+    pub(crate) fn is_sequenced(self) -> bool {
         matches!(self.0, 1 | 4)
     }
 
     /// Carries an `orderingIndex` and channel (1, 3, 4, and 7 as the original decodes it).
-    pub fn has_ordering(self) -> bool {
+    pub(crate) fn has_ordering(self) -> bool {
         matches!(self.0, 1 | 3 | 4 | 7)
     }
 
     /// 5 to 7 are local: the original rewrites them to 0, 2, 3 before sending.
-    pub fn is_ack_receipt(self) -> bool {
+    pub(crate) fn is_ack_receipt(self) -> bool {
         matches!(self.0, 5..=7)
     }
 }
@@ -100,22 +108,32 @@ impl fmt::Display for Reliability {
 /// The split header of a fragment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Split {
+    /// Fragments in the message (u32 big-endian).
     pub count: u32,
+    /// The message's split id, shared by its fragments (u16 big-endian).
     pub id: u16,
+    /// This fragment's place, from 0 (u32 big-endian).
     pub index: u32,
 }
 
 /// One message (or fragment) inside a data datagram.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Capsule<'a> {
+    /// The top three bits of the flags byte.
     pub reliability: Reliability,
+    /// `reliableMessageNumber` (24 bits), for reliabilities 2 to 4.
     pub reliable_index: Option<u32>,
+    /// `sequencingIndex` (24 bits), for reliabilities 1 and 4.
     pub sequence_index: Option<u32>,
+    /// `orderingIndex` (24 bits), for reliabilities 1, 3, 4 and 7.
     pub order_index: Option<u32>,
+    /// Ordering channel, 0 to 31, with the ordering index.
     pub channel: Option<u8>,
+    /// The split header, when the message is a fragment.
     pub split: Option<Split>,
     /// `dataBitLength`; the payload is `ceil(bit_length / 8)` bytes.
     pub bit_length: u16,
+    /// The message (or fragment) bytes.
     pub payload: &'a [u8],
 }
 
@@ -270,7 +288,7 @@ impl<'a> Capsule<'a> {
         })
     }
 
-    pub fn emit(&self, out: &mut Vec<u8>) {
+    pub(crate) fn emit(&self, out: &mut Vec<u8>) {
         let split_bit = if self.split.is_some() { 0x10 } else { 0 };
         out.put_u8((self.reliability.0 << 5) | split_bit);
         out.put_u16_be(self.bit_length);
@@ -293,7 +311,7 @@ impl<'a> Capsule<'a> {
     }
 
     /// The message id: the first payload byte, for a whole message or a first fragment.
-    pub fn message_id(&self) -> Option<u8> {
+    pub(crate) fn message_id(&self) -> Option<u8> {
         match self.split {
             Some(s) if s.index != 0 => None,
             _ => self.payload.first().copied(),
@@ -301,7 +319,7 @@ impl<'a> Capsule<'a> {
     }
 
     /// Header bytes this capsule takes before its payload.
-    pub fn header_len(&self) -> usize {
+    pub(crate) fn header_len(&self) -> usize {
         let mut n = 3;
         if self.reliability.has_reliable_index() {
             n += 3;
@@ -322,30 +340,34 @@ impl<'a> Capsule<'a> {
 /// One ACK/NACK record: a single number when `min == max`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AckRange {
+    /// First datagram number (24 bits).
     pub min: u32,
+    /// Last datagram number, included.
     pub max: u32,
 }
 
 /// An ACK or a NACK.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AckList {
+    /// The first byte, as received (valid and ACK or NACK bits).
     pub flags: u8,
     /// The `AS` float of CCRakNetUDT builds (ACK flag 0x20); absent by default.
     pub arrival_rate: Option<f32>,
+    /// The datagram numbers acknowledged (or not), in the order sent.
     pub ranges: Vec<AckRange>,
 }
 
-/// Lists that [`Datagram::parse_lax_in`] fills instead of allocating: the
+/// Lists that `Datagram::parse_lax_in` fills instead of allocating: the
 /// ones of an earlier datagram, handed back.
 #[derive(Debug, Default)]
 pub struct Spare<'a> {
-    pub capsules: Vec<Capsule<'a>>,
-    pub ranges: Vec<AckRange>,
+    pub(crate) capsules: Vec<Capsule<'a>>,
+    pub(crate) ranges: Vec<AckRange>,
 }
 
 impl Spare<'_> {
     /// The lists of a datagram done with, emptied, for the next one.
-    pub fn keep(&mut self, d: Datagram<'_>) {
+    pub(crate) fn keep(&mut self, d: Datagram<'_>) {
         match d {
             Datagram::Data(d) => self.capsules = relabel(d.capsules),
             Datagram::Ack(l) | Datagram::Nack(l) => {
@@ -356,7 +378,7 @@ impl Spare<'_> {
     }
 
     /// The lists for a datagram borrowing from `'b`.
-    pub fn take<'b>(&mut self) -> Spare<'b> {
+    pub(crate) fn take<'b>(&mut self) -> Spare<'b> {
         Spare {
             capsules: relabel(std::mem::take(&mut self.capsules)),
             ranges: std::mem::take(&mut self.ranges),
@@ -381,20 +403,27 @@ pub struct DataDatagram<'a> {
     pub flags: u8,
     /// `datagramNumber`, 24 bits.
     pub seq: u32,
+    /// The messages and fragments, in order.
     pub capsules: Vec<Capsule<'a>>,
 }
 
+/// A connected datagram: data, or an acknowledgement list.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Datagram<'a> {
+    /// Valid bit alone: a datagram number and capsules.
     Data(DataDatagram<'a>),
+    /// Valid and ACK bits: datagrams received.
     Ack(AckList),
+    /// Valid and NACK bits: datagrams missed.
     Nack(AckList),
 }
 
 /// The result of a lax parse: what could be decoded, and the error that stopped it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Lax<T> {
+    /// What was decoded, `None` when not even the header was.
     pub value: Option<T>,
+    /// The error that stopped decoding, `None` when it reached the end.
     pub error: Option<WireError>,
 }
 
@@ -448,7 +477,7 @@ impl<'a> Datagram<'a> {
 
     /// [`parse_lax`](Self::parse_lax), filling the lists of `spare` (emptied
     /// first) instead of allocating new ones.
-    pub fn parse_lax_in(r: &mut Reader<'a>, spare: Spare<'a>) -> Lax<Self> {
+    pub(crate) fn parse_lax_in(r: &mut Reader<'a>, spare: Spare<'a>) -> Lax<Self> {
         let Spare {
             mut capsules,
             mut ranges,
@@ -561,6 +590,7 @@ impl<'a> Datagram<'a> {
         }
     }
 
+    /// Append the datagram's bytes to `out` (at most 65,535 ranges in a list).
     pub fn emit(&self, out: &mut Vec<u8>) {
         match self {
             Datagram::Data(d) => {

@@ -2,35 +2,35 @@
 
 use std::borrow::Cow;
 
-pub const CONNECTED_PING: u8 = 0x00;
-pub const UNCONNECTED_PING: u8 = 0x01;
-pub const UNCONNECTED_PING_OPEN_CONNECTIONS: u8 = 0x02;
-pub const CONNECTED_PONG: u8 = 0x03;
-pub const DETECT_LOST_CONNECTIONS: u8 = 0x04;
-pub const OPEN_CONNECTION_REQUEST_1: u8 = 0x05;
-pub const OPEN_CONNECTION_REPLY_1: u8 = 0x06;
-pub const OPEN_CONNECTION_REQUEST_2: u8 = 0x07;
-pub const OPEN_CONNECTION_REPLY_2: u8 = 0x08;
-pub const CONNECTION_REQUEST: u8 = 0x09;
-pub const REMOTE_SYSTEM_REQUIRES_PUBLIC_KEY: u8 = 0x0a;
-pub const OUT_OF_BAND_INTERNAL: u8 = 0x0d;
-pub const CONNECTION_REQUEST_ACCEPTED: u8 = 0x10;
-pub const CONNECTION_ATTEMPT_FAILED: u8 = 0x11;
-pub const ALREADY_CONNECTED: u8 = 0x12;
-pub const NEW_INCOMING_CONNECTION: u8 = 0x13;
-pub const NO_FREE_INCOMING_CONNECTIONS: u8 = 0x14;
-pub const DISCONNECTION_NOTIFICATION: u8 = 0x15;
-pub const CONNECTION_BANNED: u8 = 0x17;
-pub const INVALID_PASSWORD: u8 = 0x18;
-pub const INCOMPATIBLE_PROTOCOL_VERSION: u8 = 0x19;
-pub const IP_RECENTLY_CONNECTED: u8 = 0x1a;
-pub const TIMESTAMP: u8 = 0x1b;
-pub const UNCONNECTED_PONG: u8 = 0x1c;
-pub const USER_PACKET_ENUM: u8 = 0x86;
+pub(crate) const CONNECTED_PING: u8 = 0x00;
+pub(crate) const UNCONNECTED_PING: u8 = 0x01;
+pub(crate) const UNCONNECTED_PING_OPEN_CONNECTIONS: u8 = 0x02;
+pub(crate) const CONNECTED_PONG: u8 = 0x03;
+pub(crate) const DETECT_LOST_CONNECTIONS: u8 = 0x04;
+pub(crate) const OPEN_CONNECTION_REQUEST_1: u8 = 0x05;
+pub(crate) const OPEN_CONNECTION_REPLY_1: u8 = 0x06;
+pub(crate) const OPEN_CONNECTION_REQUEST_2: u8 = 0x07;
+pub(crate) const OPEN_CONNECTION_REPLY_2: u8 = 0x08;
+pub(crate) const CONNECTION_REQUEST: u8 = 0x09;
+pub(crate) const REMOTE_SYSTEM_REQUIRES_PUBLIC_KEY: u8 = 0x0a;
+pub(crate) const OUT_OF_BAND_INTERNAL: u8 = 0x0d;
+pub(crate) const CONNECTION_REQUEST_ACCEPTED: u8 = 0x10;
+pub(crate) const CONNECTION_ATTEMPT_FAILED: u8 = 0x11;
+pub(crate) const ALREADY_CONNECTED: u8 = 0x12;
+pub(crate) const NEW_INCOMING_CONNECTION: u8 = 0x13;
+pub(crate) const NO_FREE_INCOMING_CONNECTIONS: u8 = 0x14;
+pub(crate) const DISCONNECTION_NOTIFICATION: u8 = 0x15;
+pub(crate) const CONNECTION_BANNED: u8 = 0x17;
+pub(crate) const INVALID_PASSWORD: u8 = 0x18;
+pub(crate) const INCOMPATIBLE_PROTOCOL_VERSION: u8 = 0x19;
+pub(crate) const IP_RECENTLY_CONNECTED: u8 = 0x1a;
+pub(crate) const TIMESTAMP: u8 = 0x1b;
+pub(crate) const UNCONNECTED_PONG: u8 = 0x1c;
+pub(crate) const USER_PACKET_ENUM: u8 = 0x86;
 
 /// The `ID_*` name of a message id; ids above `ID_USER_PACKET_ENUM` are
 /// named by their distance from it (`ID_USER_PACKET_ENUM+120` for 0xfe).
-pub fn message_name(id: u8) -> Cow<'static, str> {
+pub(crate) fn message_name(id: u8) -> Cow<'static, str> {
     match MESSAGE_NAMES.get(id as usize) {
         Some(n) => Cow::Borrowed(n),
         None => Cow::Borrowed(user_names()[usize::from(id - USER_PACKET_ENUM)].as_str()),
@@ -49,7 +49,7 @@ fn user_names() -> &'static [String] {
 }
 
 /// `ID_*` names of MessageIdentifiers.h (RakNet 4.081), indexed by id.
-pub const MESSAGE_NAMES: [&str; 0x87] = [
+pub(crate) const MESSAGE_NAMES: [&str; 0x87] = [
     "ID_CONNECTED_PING",
     "ID_UNCONNECTED_PING",
     "ID_UNCONNECTED_PING_OPEN_CONNECTIONS",

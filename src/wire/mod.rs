@@ -5,35 +5,32 @@
 //! field and its byte offset in the UDP payload. Reads borrow from the input.
 //! The facts come from `docs/wire-format.md` (the original C++ library, 4.081).
 
-pub mod address;
-pub mod connected;
+pub(crate) mod address;
+pub(crate) mod connected;
 pub mod cursor;
-pub mod datagram;
+pub(crate) mod datagram;
 pub mod ids;
-pub mod motd;
-pub mod offline;
+pub(crate) mod motd;
+pub(crate) mod offline;
 
 pub use address::SystemAddress;
 pub use connected::Connected;
 pub use cursor::{Reader, Trace, TraceField, WireError, WireErrorKind};
 pub use datagram::{AckList, AckRange, Capsule, DataDatagram, Datagram, Reliability, Spare, Split};
-pub use ids::message_name;
+pub(crate) use ids::message_name;
 pub use motd::Motd;
 pub use offline::{offline_id, Offline};
 
 /// `OFFLINE_MESSAGE_DATA_ID`, the magic of every offline message.
-pub const MAGIC: [u8; 16] = [
+pub(crate) const MAGIC: [u8; 16] = [
     0x00, 0xff, 0xff, 0x00, 0xfe, 0xfe, 0xfe, 0xfe, 0xfd, 0xfd, 0xfd, 0xfd, 0x12, 0x34, 0x56, 0x78,
 ];
-
-/// RakNet protocol version of the original library (`RAKNET_PROTOCOL_VERSION`).
-pub const PROTOCOL_ORIGINAL: u8 = 6;
 
 #[cfg(test)]
 mod proptests;
 
 /// `one` or `many` as `n` asks ("1 byte", "2 bytes"): every line that counts uses it.
-pub fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
+pub(crate) fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
     if n == 1 {
         one
     } else {

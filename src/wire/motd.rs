@@ -2,7 +2,7 @@
 //! length, then `MCPE;motd;protocol;version;online;max;guid;sub motd;game mode;...`.
 
 /// Names of the `;`-separated fields, in order.
-pub const MOTD_FIELDS: [&str; 12] = [
+pub(crate) const MOTD_FIELDS: [&str; 12] = [
     "edition",
     "motd",
     "protocol_version",
@@ -21,6 +21,7 @@ pub const MOTD_FIELDS: [&str; 12] = [
 /// the twelfth are named `extra`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Motd {
+    /// Each field's name and text, in the order sent.
     pub fields: Vec<(&'static str, String)>,
 }
 
@@ -48,6 +49,7 @@ impl Motd {
         Some(Motd { fields })
     }
 
+    /// The text of the field named `name` (one of the names above, or `extra`).
     pub fn get(&self, name: &str) -> Option<&str> {
         self.fields
             .iter()
@@ -56,7 +58,7 @@ impl Motd {
     }
 
     /// The payload bytes for this MOTD (length prefix, fields, final `;`).
-    pub fn emit(&self, out: &mut Vec<u8>) {
+    pub(crate) fn emit(&self, out: &mut Vec<u8>) {
         let mut s = String::new();
         for (_, v) in &self.fields {
             s.push_str(v);

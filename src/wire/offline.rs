@@ -10,7 +10,7 @@ use super::ids::*;
 use super::MAGIC;
 
 /// `UDP_HEADER_SIZE` of the original: what it adds to a request 1's length to get the MTU.
-pub const UDP_HEADER_SIZE: usize = 28;
+pub(crate) const UDP_HEADER_SIZE: usize = 28;
 /// Bytes of a request 1 before its padding: id, magic, protocol.
 const REQUEST_1_HEAD: usize = 18;
 
@@ -44,6 +44,7 @@ pub fn offline_id(payload: &[u8]) -> Option<u8> {
 /// Security fields of Open Connection Reply 1 (a server built with security).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reply1Security<'a> {
+    /// The cookie request 2 must return (u32 big-endian).
     pub cookie: u32,
     /// 64 bytes when the server is built with libcat; absent from non-libcat writers.
     pub public_key: Option<&'a [u8]>,
@@ -52,54 +53,93 @@ pub struct Reply1Security<'a> {
 /// Security fields of Open Connection Request 2 (sent when reply 1 had them).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request2Security<'a> {
+    /// Reply 1's cookie, returned.
     pub cookie: u32,
     /// The 64-byte challenge, when `clientWroteChallenge` is set.
     pub challenge: Option<&'a [u8]>,
 }
 
+/// An offline message. Times are the sender's RakNet clock in milliseconds,
+/// GUIDs each side's 64-bit identifier.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Offline<'a> {
     /// 0x01, or 0x02 when `open_connections` (answered only by a server with free slots).
     UnconnectedPing {
+        /// Sent as 0x02.
         open_connections: bool,
+        /// The pinger's clock.
         time: u64,
         /// Absent in some old clients' 25-byte pings.
         client_guid: Option<u64>,
     },
     /// 0x1c; `payload` is raw in the original, a length-prefixed MOTD in Minecraft.
     UnconnectedPong {
+        /// The ping's time, echoed.
         time: u64,
+        /// The server's GUID.
         server_guid: u64,
+        /// Everything after the magic.
         payload: &'a [u8],
     },
     /// 0x05; the MTU is the whole UDP payload length plus 28.
-    OpenConnectionRequest1 { protocol: u8, mtu: u16 },
+    OpenConnectionRequest1 {
+        /// The client's RakNet protocol version.
+        protocol: u8,
+        /// The MTU this request probes, from its length.
+        mtu: u16,
+    },
     /// 0x06
     OpenConnectionReply1 {
+        /// The server's GUID.
         server_guid: u64,
+        /// Present when the server has security on.
         security: Option<Reply1Security<'a>>,
+        /// The MTU the server takes from request 1.
         mtu: u16,
     },
     /// 0x07
     OpenConnectionRequest2 {
+        /// Present when reply 1 had security.
         security: Option<Request2Security<'a>>,
+        /// The server's address as the client sees it.
         server_address: SystemAddress,
+        /// The MTU the client asks for.
         mtu: u16,
+        /// The client's GUID.
         client_guid: u64,
     },
     /// 0x08; `security_answer` is the 128-byte answer when the security bit is set.
     OpenConnectionReply2 {
+        /// The server's GUID.
         server_guid: u64,
+        /// The client's address as the server sees it.
         client_address: SystemAddress,
+        /// The MTU the connection uses.
         mtu: u16,
+        /// See above.
         security_answer: Option<&'a [u8]>,
     },
     /// 0x19
-    IncompatibleProtocolVersion { protocol: u8, server_guid: u64 },
+    IncompatibleProtocolVersion {
+        /// The server's protocol version.
+        protocol: u8,
+        /// The server's GUID.
+        server_guid: u64,
+    },
     /// 0x11, 0x12, 0x14, 0x17, 0x1a: `id | magic | GUID`.
-    Refusal { id: u8, server_guid: u64 },
+    Refusal {
+        /// Which refusal, one of the ids above.
+        id: u8,
+        /// The server's GUID.
+        server_guid: u64,
+    },
     /// 0x0d: `id | GUID | magic | payload` (GUID before the magic).
-    OutOfBand { guid: u64, payload: &'a [u8] },
+    OutOfBand {
+        /// The sender's GUID.
+        guid: u64,
+        /// Everything after the magic.
+        payload: &'a [u8],
+    },
 }
 
 /// The fields that several offline messages carry, each `None` for the
@@ -107,7 +147,7 @@ pub enum Offline<'a> {
 impl<'a> Offline<'a> {
     /// The protocol byte: the client's in Request 1, the server's in
     /// Incompatible Protocol Version.
-    pub fn protocol(&self) -> Option<u8> {
+    pub(crate) fn protocol(&self) -> Option<u8> {
         match self {
             Offline::OpenConnectionRequest1 { protocol, .. }
             | Offline::IncompatibleProtocolVersion { protocol, .. } => Some(*protocol),
@@ -116,7 +156,7 @@ impl<'a> Offline<'a> {
     }
 
     /// The MTU of an open connection request or reply.
-    pub fn mtu(&self) -> Option<u16> {
+    pub(crate) fn mtu(&self) -> Option<u16> {
         match self {
             Offline::OpenConnectionRequest1 { mtu, .. }
             | Offline::OpenConnectionReply1 { mtu, .. }
@@ -127,7 +167,7 @@ impl<'a> Offline<'a> {
     }
 
     /// `clientGuid` of a ping (absent in the old 25-byte ones) or of Request 2.
-    pub fn client_guid(&self) -> Option<u64> {
+    pub(crate) fn client_guid(&self) -> Option<u64> {
         match self {
             Offline::UnconnectedPing { client_guid, .. } => *client_guid,
             Offline::OpenConnectionRequest2 { client_guid, .. } => Some(*client_guid),
@@ -136,7 +176,7 @@ impl<'a> Offline<'a> {
     }
 
     /// `serverGuid` of a pong, a reply, Incompatible Protocol Version or a refusal.
-    pub fn server_guid(&self) -> Option<u64> {
+    pub(crate) fn server_guid(&self) -> Option<u64> {
         match self {
             Offline::UnconnectedPong { server_guid, .. }
             | Offline::OpenConnectionReply1 { server_guid, .. }
@@ -148,7 +188,7 @@ impl<'a> Offline<'a> {
     }
 
     /// The sender's GUID of an out-of-band message.
-    pub fn sender_guid(&self) -> Option<u64> {
+    pub(crate) fn sender_guid(&self) -> Option<u64> {
         match self {
             Offline::OutOfBand { guid, .. } => Some(*guid),
             _ => None,
@@ -156,7 +196,7 @@ impl<'a> Offline<'a> {
     }
 
     /// `sendPingTime` of a ping or pong.
-    pub fn time(&self) -> Option<u64> {
+    pub(crate) fn time(&self) -> Option<u64> {
         match self {
             Offline::UnconnectedPing { time, .. } | Offline::UnconnectedPong { time, .. } => {
                 Some(*time)
@@ -166,7 +206,7 @@ impl<'a> Offline<'a> {
     }
 
     /// The security cookie of Reply 1 or Request 2, when there is security.
-    pub fn cookie(&self) -> Option<u32> {
+    pub(crate) fn cookie(&self) -> Option<u32> {
         match self {
             Offline::OpenConnectionReply1 { security, .. } => security.as_ref().map(|s| s.cookie),
             Offline::OpenConnectionRequest2 { security, .. } => security.as_ref().map(|s| s.cookie),
@@ -176,7 +216,7 @@ impl<'a> Offline<'a> {
 
     /// Reply 1: whether the server has security. Reply 2: whether a security
     /// answer is present.
-    pub fn security(&self) -> Option<bool> {
+    pub(crate) fn security(&self) -> Option<bool> {
         match self {
             Offline::OpenConnectionReply1 { security, .. } => Some(security.is_some()),
             Offline::OpenConnectionReply2 {
@@ -188,7 +228,7 @@ impl<'a> Offline<'a> {
 
     /// Request 2: the server's address as the client addressed it. Reply 2:
     /// the client's address as the server sees it.
-    pub fn address(&self) -> Option<&SystemAddress> {
+    pub(crate) fn address(&self) -> Option<&SystemAddress> {
         match self {
             Offline::OpenConnectionRequest2 { server_address, .. } => Some(server_address),
             Offline::OpenConnectionReply2 { client_address, .. } => Some(client_address),
@@ -197,7 +237,7 @@ impl<'a> Offline<'a> {
     }
 
     /// The payload of a pong or of an out-of-band message.
-    pub fn payload(&self) -> Option<&'a [u8]> {
+    pub(crate) fn payload(&self) -> Option<&'a [u8]> {
         match self {
             Offline::UnconnectedPong { payload, .. } | Offline::OutOfBand { payload, .. } => {
                 Some(payload)
@@ -207,14 +247,14 @@ impl<'a> Offline<'a> {
     }
 
     /// A pong's payload parsed as a Minecraft MOTD, when it is one.
-    pub fn motd(&self) -> Option<super::Motd> {
+    pub(crate) fn motd(&self) -> Option<super::Motd> {
         match self {
             Offline::UnconnectedPong { payload, .. } => super::Motd::parse(payload),
             _ => None,
         }
     }
 
-    pub fn id(&self) -> u8 {
+    pub(crate) fn id(&self) -> u8 {
         match self {
             Offline::UnconnectedPing {
                 open_connections, ..
@@ -392,6 +432,7 @@ impl<'a> Offline<'a> {
         Ok(msg)
     }
 
+    /// Append the message's bytes to `out`; request 1 is zero-padded so that its length gives `mtu`.
     pub fn emit(&self, out: &mut Vec<u8>) {
         out.put_u8(self.id());
         match self {

@@ -8,11 +8,11 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 /// A node's index in [`Compiled::nodes`].
-pub type NodeId = u32;
+pub(crate) type NodeId = u32;
 
 /// A number on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Num {
+pub(crate) enum Num {
     I8,
     U8,
     I16,
@@ -43,7 +43,7 @@ pub enum Num {
 
 /// How many elements, bytes or characters.
 #[derive(Debug, Clone)]
-pub enum Count {
+pub(crate) enum Count {
     /// A number read first.
     Prefix(NodeId),
     /// A field read before (`count: "values_len"`).
@@ -54,11 +54,11 @@ pub enum Count {
 /// A field named in a `switch`'s `compareTo`: a path of names, `..` to go
 /// up a container; several joined by `||`.
 #[derive(Debug, Clone)]
-pub struct Compare(pub Vec<Vec<Box<str>>>);
+pub(crate) struct Compare(pub(crate) Vec<Vec<Box<str>>>);
 
 /// One definition.
 #[derive(Debug, Clone)]
-pub enum Node {
+pub(crate) enum Node {
     Num(Num),
     Bool,
     Void,
@@ -117,20 +117,20 @@ pub enum Node {
 
 /// One protocol table's types, compiled.
 #[derive(Debug, Default)]
-pub struct Compiled {
-    pub nodes: Vec<Node>,
+pub(crate) struct Compiled {
+    pub(crate) nodes: Vec<Node>,
     /// Named types compiled so far.
-    pub named: HashMap<Box<str>, NodeId>,
+    pub(crate) named: HashMap<Box<str>, NodeId>,
 }
 
 /// A named type's definition, or none.
-pub trait Types {
+pub(crate) trait Types {
     fn def(&self, name: &str) -> Option<Value>;
 }
 
 impl Compiled {
     /// The node of named type `name` (compiled on first use).
-    pub fn named(&mut self, name: &str, types: &dyn Types) -> NodeId {
+    pub(crate) fn named(&mut self, name: &str, types: &dyn Types) -> NodeId {
         if let Some(&id) = self.named.get(name) {
             return id;
         }
@@ -349,7 +349,7 @@ impl Compiled {
 /// The value `path` names among `scopes` (the containers being read or
 /// written, innermost last): `..` goes up one explicitly, then the first
 /// scope outward that has the name, then into its objects.
-pub fn lookup<'a, S: std::borrow::Borrow<serde_json::Map<String, Value>>>(
+pub(crate) fn lookup<'a, S: std::borrow::Borrow<serde_json::Map<String, Value>>>(
     scopes: &'a [S],
     path: &[Box<str>],
 ) -> Option<&'a Value> {
@@ -373,7 +373,7 @@ pub fn lookup<'a, S: std::borrow::Borrow<serde_json::Map<String, Value>>>(
 impl Compare {
     /// The case a switch takes, as ProtoDef compares: the named value as
     /// text (`"undefined"` when absent); for `a || b`, whether any is set.
-    pub fn key<'a>(&self, find: impl Fn(&[Box<str>]) -> Option<&'a Value>) -> String {
+    pub(crate) fn key<'a>(&self, find: impl Fn(&[Box<str>]) -> Option<&'a Value>) -> String {
         if self.0.len() > 1 {
             let any = self.0.iter().any(|p| {
                 find(p).is_some_and(|v| !matches!(v, Value::Bool(false) | Value::Null) && v != 0)

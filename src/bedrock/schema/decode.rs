@@ -11,16 +11,16 @@ use super::compile::{Compiled, Count, Node, NodeId, Num};
 
 /// Definitions (containers, arrays, switches, options ...) and NBT nested
 /// deeper than this are an error.
-pub const MAX_DEPTH: usize = 96;
+pub(crate) const MAX_DEPTH: usize = 96;
 
 /// Where and why a packet did not decode.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DecodeError {
     /// The field: `a.b[3].c` (empty for the packet itself).
-    pub field: String,
+    pub(crate) field: String,
     /// Offset in the packet body.
-    pub offset: usize,
-    pub what: String,
+    pub(crate) offset: usize,
+    pub(crate) what: String,
 }
 
 impl std::fmt::Display for DecodeError {
@@ -45,22 +45,22 @@ pub struct Session {
 /// Spans a trace holds at most: past them a packet's layout is dropped
 /// (its fields still decode), so a peer's packet of a million tiny
 /// elements costs no more than its value does.
-pub const MAX_SPANS: usize = 1 << 20;
+pub(crate) const MAX_SPANS: usize = 1 << 20;
 
 /// Where one field of a decoded packet is: a step of the trace
-/// [`decode_traced`] keeps, in wire order.
+/// `decode_traced` keeps, in wire order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Span {
     /// 0 for the packet's own fields, one more for each container,
     /// array element or NBT tag it is inside.
-    pub depth: u16,
+    pub(crate) depth: u16,
     /// The field's name, as in the decoded value; `[3]` for an element.
-    pub name: Box<str>,
+    pub(crate) name: Box<str>,
     /// Its bytes, offsets in the body: a bitfield's and a bitflags' parts
     /// each have the whole bitfield's.
-    pub start: usize,
-    pub end: usize,
-    pub shown: Shown,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    pub(crate) shown: Shown,
 }
 
 /// What a [`Span`] shows of its field's value.
@@ -76,16 +76,21 @@ pub enum Shown {
 }
 
 /// Decode `body` as node `root` of `c`; all of it must be used.
-pub fn decode(c: &Compiled, root: NodeId, body: &[u8], s: Session) -> Result<Value, DecodeError> {
+pub(crate) fn decode(
+    c: &Compiled,
+    root: NodeId,
+    body: &[u8],
+    s: Session,
+) -> Result<Value, DecodeError> {
     run(c, root, body, s, None).map(|(v, _)| v)
 }
 
 /// A value and the spans of its fields (`None` past [`MAX_SPANS`]).
-pub type Traced = (Value, Option<Vec<Span>>);
+pub(crate) type Traced = (Value, Option<Vec<Span>>);
 
 /// [`decode`], and where each field was read: the spans in wire order.
 /// Only the `-V` tree asks, so [`decode`] keeps no trace.
-pub fn decode_traced(
+pub(crate) fn decode_traced(
     c: &Compiled,
     root: NodeId,
     body: &[u8],

@@ -13,8 +13,8 @@ use super::decode::{Session, MAX_DEPTH};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EncodeError {
     /// The field: `a.b[3].c`.
-    pub field: String,
-    pub what: String,
+    pub(crate) field: String,
+    pub(crate) what: String,
 }
 
 impl std::fmt::Display for EncodeError {
@@ -24,7 +24,7 @@ impl std::fmt::Display for EncodeError {
 }
 
 /// Write `v` as node `root` of `c`, appending to `out`.
-pub fn encode(
+pub(crate) fn encode(
     c: &Compiled,
     root: NodeId,
     v: &Value,

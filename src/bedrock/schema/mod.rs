@@ -6,17 +6,17 @@
 //! 1.16.201, each distinct definition once, a table per version from type
 //! name to definition, zlib-compressed (323 KB for 55 versions). It is
 //! inflated and parsed on first use; each protocol's table is compiled
-//! ([`compile`]) when a flow of that protocol first needs it, and packets
-//! are walked by [`decode`].
+//! (`compile`) when a flow of that protocol first needs it, and packets
+//! are walked by `decode`.
 //!
 //! A protocol number the data does not know uses the nearest older one
 //! (the nearest newer one below the oldest), as packet names do.
 
 pub mod compare;
-pub mod compile;
-pub mod decode;
-pub mod encode;
-pub mod zero;
+pub(crate) mod compile;
+pub(crate) mod decode;
+pub(crate) mod encode;
+pub(crate) mod zero;
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 
-pub use compile::{Compiled, NodeId};
+pub(crate) use compile::{Compiled, NodeId};
 pub use decode::{DecodeError, Session, Shown, Span};
 
 /// The generated data, embedded.
@@ -64,7 +64,7 @@ fn schema() -> &'static Schema {
 
 /// The protocol number whose definitions serve `protocol`: itself when
 /// known, else the nearest older (or, below all, the oldest).
-pub fn nearest(protocol: u32) -> u32 {
+pub(crate) fn nearest(protocol: u32) -> u32 {
     let ps = &schema().protocols;
     match ps.binary_search_by_key(&protocol, |p| p.0) {
         Ok(i) => ps[i].0,
@@ -82,7 +82,7 @@ pub fn protocols() -> Vec<u32> {
 #[derive(Debug)]
 pub struct Definitions {
     /// The protocol number they are minecraft-data's for.
-    pub protocol: u32,
+    pub(crate) protocol: u32,
     compiled: Compiled,
     /// Packet id → (name, its parameters' node).
     packets: HashMap<u16, (String, NodeId)>,
@@ -148,7 +148,7 @@ impl Definitions {
     }
 
     /// The name of packet `id` in these definitions.
-    pub fn name(&self, id: u16) -> Option<&str> {
+    pub(crate) fn name(&self, id: u16) -> Option<&str> {
         self.packets.get(&id).map(|p| p.0.as_str())
     }
 
@@ -161,7 +161,7 @@ impl Definitions {
 
     /// [`Definitions::decode`], and where each field is in the body
     /// ([`decode::decode_traced`]): for the `-V` tree.
-    pub fn decode_traced(
+    pub(crate) fn decode_traced(
         &self,
         id: u16,
         body: &[u8],
@@ -184,7 +184,7 @@ impl Definitions {
     }
 
     /// The id of the packet named `name`.
-    pub fn id(&self, name: &str) -> Option<u16> {
+    pub(crate) fn id(&self, name: &str) -> Option<u16> {
         self.packets
             .iter()
             .find(|(_, (n, _))| n == name)
@@ -192,13 +192,13 @@ impl Definitions {
     }
 
     /// Packet `name`'s zero value ([`zero`]): every field, set to nothing.
-    pub fn zero(&self, name: &str) -> Option<Value> {
+    pub(crate) fn zero(&self, name: &str) -> Option<Value> {
         let &(_, node) = self.packets.get(&self.id(name)?)?;
         Some(zero::zero(&self.compiled, node))
     }
 
     /// Packet `name` from its fields, header (sub-clients 0) included.
-    pub fn packet(&self, name: &str, fields: &Value, s: Session) -> Result<Vec<u8>, String> {
+    pub(crate) fn packet(&self, name: &str, fields: &Value, s: Session) -> Result<Vec<u8>, String> {
         let id = self
             .id(name)
             .ok_or_else(|| format!("protocol {} has no packet {name}", self.protocol))?;
@@ -213,12 +213,9 @@ impl Definitions {
     }
 
     /// Packets these definitions have.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.packets.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.packets.is_empty()
     }
 }
 

@@ -10,7 +10,7 @@ use super::compile::{Compiled, Count, Node, NodeId};
 use super::decode::MAX_DEPTH;
 
 /// The zero value of node `id` of `c`.
-pub fn zero(c: &Compiled, id: NodeId) -> Value {
+pub(crate) fn zero(c: &Compiled, id: NodeId) -> Value {
     Zero {
         c,
         scopes: Vec::new(),

@@ -14,9 +14,9 @@
 //!   joins them in arrival order ([`Reassembly::Arrival`]), and
 //!   [`Delivered::arrival_order_differs`] says when that would have mattered;
 //! - everything a peer controls is bounded by [`ReceiveConfig`]: what would
-//!   go past a bound is dropped and reported as [`ReceiveEvent::BoundExceeded`].
+//!   go past a bound is dropped and reported as `ReceiveEvent::BoundExceeded`.
 //!
-//! Sans-IO: [`ReceiveHalf::handle_datagram`] in, [`ReceiveHalf::poll_event`] out.
+//! Sans-IO: `ReceiveHalf::handle_datagram` in, `ReceiveHalf::poll_event` out.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt::Write as _;
@@ -40,7 +40,7 @@ const ORDER_WEIGHT: u64 = 1 << 20;
 
 /// Bookkeeping charged to [`ReceiveHalf::held_bytes`] for every held split
 /// part or ordering-heap message, so that many tiny parts count too.
-pub const HELD_ENTRY_OVERHEAD: usize = 64;
+pub(crate) const HELD_ENTRY_OVERHEAD: usize = 64;
 
 /// How the parts of a split message are joined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -56,29 +56,29 @@ pub enum Reassembly {
 /// Bounds on everything a peer controls, and the reassembly mode.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReceiveConfig {
-    pub reassembly: Reassembly,
+    pub(crate) reassembly: Reassembly,
     /// Parts per split message; a part announcing more is dropped.
-    pub max_split_parts: u32,
+    pub(crate) max_split_parts: u32,
     /// Split messages in progress at once; a part of one more is dropped.
-    pub max_concurrent_splits: usize,
+    pub(crate) max_concurrent_splits: usize,
     /// Bytes held in splits and ordering heaps ([`HELD_ENTRY_OVERHEAD`] per entry included).
-    pub max_held_bytes: usize,
+    pub(crate) max_held_bytes: usize,
     /// Ordering index ahead of the channel's read index by more than this: dropped.
-    pub max_ordering_gap: u32,
+    pub(crate) max_ordering_gap: u32,
     /// Reliable index past the first missing one by more than this: dropped
     /// (the original's hole queue bound, 1,000,000).
-    pub max_reliable_hole: u32,
+    pub(crate) max_reliable_hole: u32,
     /// Take the first datagram number, reliable index and per-channel
     /// ordering index seen as the expected ones, for a capture that starts
     /// after the connection did. Off: everything starts at 0, as in the original.
-    pub join_mid_stream: bool,
+    pub(crate) join_mid_stream: bool,
     /// Copy message bytes into `Delivered::data`. Off, `data` is empty: for
     /// a caller that only wants the events (it saves a copy per message).
     pub keep_data: bool,
     /// With `keep_data`, copy only the messages with this id (and the
     /// parts of every split message, whose id comes with its first part):
     /// the Bedrock game layer wants the 0xFE messages alone.
-    pub keep_only: Option<u8>,
+    pub(crate) keep_only: Option<u8>,
 }
 
 impl Default for ReceiveConfig {
@@ -103,15 +103,21 @@ pub struct Delivered {
     /// The datagram that completed delivery: for a message released from an
     /// ordering heap, the one that released it.
     pub frame: u64,
+    /// That datagram's time (the caller's `now`).
     pub ts: Duration,
-    /// The whole message, joined per [`ReceiveConfig::reassembly`].
+    /// The whole message, joined as the configuration's reassembly says
+    /// (empty when `keep_data` is off, or `keep_only` names another id).
     pub data: Vec<u8>,
     /// As on the wire; for a split message, the first-arrived part's
     /// (the original continues with that part's header).
     pub reliability: Reliability,
+    /// Ordering channel, for ordered and sequenced messages.
     pub channel: Option<u8>,
+    /// Ordering index, for ordered and sequenced messages.
     pub order_index: Option<u32>,
+    /// Sequencing index, for sequenced messages.
     pub sequence_index: Option<u32>,
+    /// Reliable index, for reliable messages.
     pub reliable_index: Option<u32>,
     /// `(split id, split count)`.
     pub split: Option<(u16, u32)>,
@@ -123,7 +129,7 @@ pub struct Delivered {
 
 /// What the receive half saw, in the order it happened.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ReceiveEvent {
+pub(crate) enum ReceiveEvent {
     /// A message handed to the application, in delivery order.
     Delivered(Delivered),
     /// Datagram numbers skipped, as the original NAKs them: the last `count`
@@ -252,7 +258,7 @@ struct SplitBuf {
 
 /// The receive half of one direction of a connection.
 #[derive(Debug)]
-pub struct ReceiveHalf {
+pub(crate) struct ReceiveHalf {
     cfg: ReceiveConfig,
     /// `expectedNextSequenceNumber`; `None` until the first one when joining mid-stream.
     expected_datagram: Option<u32>,
@@ -264,7 +270,7 @@ pub struct ReceiveHalf {
 }
 
 impl ReceiveHalf {
-    pub fn new(cfg: ReceiveConfig) -> Self {
+    pub(crate) fn new(cfg: ReceiveConfig) -> Self {
         let start = if cfg.join_mid_stream { None } else { Some(0) };
         // The 32 channels are made on the first ordered or sequenced message.
         let channels = Vec::new();
@@ -284,7 +290,7 @@ impl ReceiveHalf {
 
     /// One data datagram as the receiver got it. `frame` is an opaque tag
     /// carried into events (the capture frame number).
-    pub fn handle_datagram(
+    pub(crate) fn handle_datagram(
         &mut self,
         now: Duration,
         frame: u64,
@@ -321,14 +327,14 @@ impl ReceiveHalf {
         }
     }
 
-    pub fn poll_event(&mut self) -> Option<ReceiveEvent> {
+    pub(crate) fn poll_event(&mut self) -> Option<ReceiveEvent> {
         self.events.pop_front()
     }
 
     /// Whether datagram number `seq` is behind the next one expected: a late
     /// or repeated datagram, or numbering that started over. False before
     /// the first datagram of a half that joins mid-stream.
-    pub fn is_behind(&self, seq: u32) -> bool {
+    pub(crate) fn is_behind(&self, seq: u32) -> bool {
         let seq = seq & MASK24;
         self.expected_datagram
             .is_some_and(|e| seq != e && !datagram_newer(seq, e))
@@ -336,7 +342,7 @@ impl ReceiveHalf {
 
     /// End of input: report split messages still incomplete and messages
     /// still waiting in ordering heaps, and let go of them.
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         for (split_id, s) in std::mem::take(&mut self.splits) {
             self.events.push_back(ReceiveEvent::SplitIncomplete {
                 split_id,
@@ -372,11 +378,12 @@ impl ReceiveHalf {
 
     /// Bytes this half holds that a peer controls: held messages and parts,
     /// and the reliable hole window (one byte per slot).
-    pub fn footprint(&self) -> usize {
+    pub(crate) fn footprint(&self) -> usize {
         self.held + self.reliable.holes.capacity()
     }
 
-    pub fn held_bytes(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn held_bytes(&self) -> usize {
         self.held
     }
 

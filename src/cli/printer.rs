@@ -1,12 +1,13 @@
 //! A [`Report`] that prints the records of the live commands
-//! (`peer::run`, `replay::run`) as lines or NDJSON, as each comes.
+//! (`peer::run`, `replay::run`) as lines or NDJSON, as each comes; what
+//! goes wrong on standard error.
 
 use std::io::{self, IsTerminal, Write};
 use std::time::Duration;
 
-use super::run::{self, Report};
-use crate::output::peer::PeerRecord;
 use crate::output::text::Palette;
+use crate::peer::run::{self, Report};
+use crate::records::peer::PeerRecord;
 use crate::session::handshake::HandshakeEvent;
 
 /// Prints the records of a live command: NDJSON or lines, each flushed as
@@ -42,29 +43,15 @@ impl<W: Write> Report for Printer<'_, W> {
         if self.quiet && r.is_per_message() {
             return Ok(());
         }
-        if let PeerRecord::Failed(f) = &r {
+        if let PeerRecord::Failed(_) = &r {
             // On standard error whatever the format; a record too with --json.
             self.out.flush()?;
-            eprintln!(
-                "raknet-dissect: {}",
-                self.pal
-                    .paint_anomaly(&format!("{}: {} [{}]", f.target, f.error, f.step))
-            );
+            eprintln!("raknet-dissect: {}", self.pal.paint_anomaly(&r.line()));
             if !self.json {
                 return Ok(());
             }
         }
-        if self.json {
-            serde_json::to_writer(&mut *self.out, &r)?;
-            self.out.write_all(b"\n")?;
-        } else if self.message_lines || !matches!(r, PeerRecord::Message(_)) {
-            let line = r.line();
-            let line = match r {
-                PeerRecord::NoPong(_) => self.pal.paint_anomaly(&line),
-                _ => line,
-            };
-            writeln!(self.out, "{line}")?;
-        }
+        r.write(self.json, self.message_lines, &self.pal, &mut *self.out)?;
         self.out.flush()
     }
 

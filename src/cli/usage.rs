@@ -1,8 +1,8 @@
 //! clap's usage errors, said for this command line: a flag that a command
 //! lacks is named with the commands that have it (clap's own tip, "to pass
 //! '-Y' as a value, use '-- -Y'", fits a program whose files start with a
-//! dash, not a mistyped option). Like [`super::manpages`], it reads the
-//! clap definitions and goes with the binary's layer.
+//! dash, not a mistyped option). Like [`super::docs`], it reads the
+//! clap definitions (`tests/usability.rs` checks what it says).
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 
@@ -40,36 +40,4 @@ pub fn explain(e: &clap::Error, root: &clap::Command) -> Option<String> {
         ),
     };
     Some(text.replacen(tip, &instead, 1))
-}
-
-#[cfg(test)]
-mod tests {
-    use clap::{Arg, ArgAction, Command};
-
-    fn root() -> Command {
-        Command::new("raknet-dissect")
-            .subcommand(
-                Command::new("read").arg(Arg::new("filter").short('Y').action(ArgAction::Set)),
-            )
-            .subcommand(
-                Command::new("ping")
-                    .arg(Arg::new("target"))
-                    .arg(Arg::new("count").short('c').action(ArgAction::Set)),
-            )
-    }
-
-    #[test]
-    fn a_flag_of_another_command_names_it() {
-        let e = root()
-            .try_get_matches_from(["raknet-dissect", "ping", "-Y", "x"])
-            .unwrap_err();
-        let said = super::explain(&e, &root()).expect("explained");
-        assert!(said.contains("-Y is an option of read"), "{said}");
-        assert!(!said.contains("as a value"), "{said}");
-        let e = root()
-            .try_get_matches_from(["raknet-dissect", "ping", "-Q"])
-            .unwrap_err();
-        let said = super::explain(&e, &root()).expect("explained");
-        assert!(said.contains("no command has -Q"), "{said}");
-    }
 }

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# One NetherNet session (scripts/nethernet_peers.py: server and client on aiortc,
+# HTTP signaling, ICE, DTLS 1.2, SCTP data channels, loopback) captured by
+# tcpdump on lo. Leaves
+#   OUTDIR/nethernet-join.pcap         the capture (TCP PORT: signaling; UDP: ICE/DTLS/SCTP)
+#   OUTDIR/nethernet-join.keylog       the DTLS key log (NSS CLIENT_RANDOM lines, one per
+#                                      end: the same line twice)
+#   OUTDIR/nethernet-join.truth.jsonl  every data channel message, batch and game packet
+#                                      each side sent and received, the SDPs, the DTLS
+#                                      parameters (scripts/nethernet_peers.py says what)
+# The game packets are those of samples/bedrock-login.packets.jsonl (a bedrock-protocol
+# 1.26.45 session) unless PACKETS=FILE; MAX_PACKETS=N keeps the first N;
+# SEGMENT=N cuts batches into NetherNet segments of N bytes (default 262143: only
+# a batch over 256 KB fragments); PINGS=N unreliable pings (default 3).
+# Needs root (tcpdump) and aiortc in target/venv (.ci/run installs it), or
+# NETHERNET_PYTHON=a python with aiortc.
+#   sudo scripts/nethernet-capture.sh samples
+#   sudo SEGMENT=1000 scripts/nethernet-capture.sh /tmp/out 19770
+# Then, with tshark 4.0: the dtls.keys_list entry (any RSA key file: the keys come
+# from the key log) makes DTLS's payload SCTP; its port is a UDP port of the ICE
+# pair (either end's; the STUN requests show them), not the SCTP port 5000:
+#   openssl genrsa -out /tmp/any.pem 2048
+#   udp=$(tshark -r OUTDIR/nethernet-join.pcap -Y stun -T fields -e udp.srcport | head -1)
+#   tshark -r OUTDIR/nethernet-join.pcap -o tls.keylog_file:OUTDIR/nethernet-join.keylog \
+#     -o udp.try_heuristic_first:TRUE -o "dtls.keys_list:127.0.0.1,$udp,sctp,/tmp/any.pem" -Y 'sctp || http'
+set -euo pipefail
+out=${1:?usage: nethernet-capture.sh OUTDIR [PORT]}
+port=${2:-19760}
+here=$(cd "$(dirname "$0")/.." && pwd)
+py=${NETHERNET_PYTHON:-$here/target/venv/bin/python}
+"$py" -c 'import aiortc' 2>/dev/null || {
+  echo "nethernet-capture: $py cannot import aiortc (target/venv/bin/pip install aiortc==1.16.0)" >&2; exit 1; }
+mkdir -p "$out"
+base="$out/nethernet-join"
+rm -f "$base".pcap "$base".keylog "$base".truth.jsonl
+peer_args=(--port "$port" --truth "$base.truth.jsonl" --keylog "$base.keylog"
+  --segment-size "${SEGMENT:-262143}" --pings "${PINGS:-3}" --max-packets "${MAX_PACKETS:-0}")
+[ -n "${PACKETS:-}" ] && peer_args+=(--packets "$PACKETS")
+err=$(mktemp)
+srv_err=$(mktemp)
+server=""
+# -s 0: every packet whole (a DTLS record of a 262 KB message's chunks is ~1.2 KB, but
+# the HTTP bodies and loopback's 64 KB MTU may be larger).
+tcpdump -i lo -Z root -U --immediate-mode -n -s 0 -w "$base.pcap" \
+  "host 127.0.0.1 and (tcp port $port or udp)" 2>"$err" &
+dump=$!
+cleanup() {
+  [ -n "$server" ] && kill "$server" 2>/dev/null || true
+  kill -INT "$dump" 2>/dev/null || true
+  rm -f "$err" "$srv_err"
+}
+trap cleanup EXIT
+for _ in $(seq 100); do grep -q 'listening on' "$err" && break; sleep 0.05; done
+grep -q 'listening on' "$err" || { cat "$err" >&2; echo "nethernet-capture: tcpdump did not start" >&2; exit 1; }
+sleep 0.2   # the filter is attached just before tcpdump says it listens
+status=0
+timeout 40 "$py" "$here/scripts/nethernet_peers.py" server "${peer_args[@]}" 2>"$srv_err" &
+server=$!
+for _ in $(seq 100); do grep -q 'server listening' "$srv_err" && break; sleep 0.05; done
+if ! grep -q 'server listening' "$srv_err"; then
+  cat "$srv_err" >&2; echo "nethernet-capture: the server did not start" >&2; exit 1
+fi
+timeout 40 "$py" "$here/scripts/nethernet_peers.py" client "${peer_args[@]}" || status=$?
+wait "$server" || { s=$?; [ "$status" -ne 0 ] || status=$s; }
+server=""
+cat "$srv_err" >&2
+sleep 0.5
+kill -INT "$dump"
+wait "$dump" || true
+trap - EXIT
+grep -v 'listening on' "$err" >&2 || true
+rm -f "$err" "$srv_err"
+if [ "$status" -ne 0 ]; then
+  echo "nethernet-capture: nethernet_peers.py failed (exit $status); the capture is incomplete" >&2
+  exit "$status"
+fi
+ls -l "$base".pcap "$base".keylog "$base".truth.jsonl

@@ -1,0 +1,753 @@
+#!/usr/bin/env python3
+"""NetherNet peers: a Minecraft Bedrock NetherNet server and client on aiortc.
+
+Built to Mojang's "NetherNet HTTP Signaling - Partner Onboarding Guide"
+(github Mojang/bedrock-protocol-docs, additional_docs/NetherNetOnboardingGuide.md;
+shared/NETHERNET.md sums it up), on aiortc (PyPI: ICE through aioice, DTLS 1.2
+through pyOpenSSL, SCTP and DCEP in Python), over 127.0.0.1 only:
+
+  signaling  HTTP/1.1 on TCP 127.0.0.1:PORT, plain HTTP as on BDS:
+             GET /v1/join            -> 200 application/json {name, protocol, version,
+                                        level, players, maxPlayers, gameType}
+             POST /v1/join/{networkId} (application/sdp, the offer, full ICE)
+                                     -> 200 application/sdp, the answer (full ICE)
+             Both SDPs carry a session-level a=identity (guide section 5): base64 of
+             {"idp":{"domain":..,"protocol":"default"},"assertion":"{\"token\":JWT,
+             \"fingerprints\":detached JWS}"}; the JWT self-signed ES384 with its cpk
+             (a JWK) as a claim, the JWS over the canonical JSON of the SDP's
+             a=fingerprint lines, signed with the cpk key. The client's token is an
+             OFFLINE stand-in for the GameServerToken of Minecraft's auth service
+             (same kind of claims, marked offline, self-signed). Each side checks the
+             other's assertion and strips a=identity before handing the SDP to aiortc.
+  ICE        host candidates on 127.0.0.1 only (aioice.ice.get_host_addresses is
+             replaced), no STUN/TURN server.
+  channels   the client opens ReliableDataChannel (ordered, reliable) and
+             UnreliableDataChannel (ordered=False, maxRetransmits=0).
+  game       the game packets of a real bedrock-protocol session (a samples/*.packets.jsonl
+             file: side, dir, batch, name, id, hex), re-batched as NetherNet does
+             (guide section 6.1, NETHERNET.md section 2): a batch = [compression byte,
+             from the batch after network_settings on] + varuint32(len) + packet, ...;
+             compressed (0x00, raw DEFLATE) when longer than network_settings'
+             threshold, else 0xff + the packets (bedrock-protocol's rule); no 0xFE, no
+             Bedrock encryption: the handshake packets (server_to_client_handshake,
+             client_to_server_handshake) are left out, the server goes on after Login.
+             A batch is cut into segments of at most --segment-size bytes, each sent
+             as one message [N = segments still to come][bytes] on the reliable
+             channel. The session's order is kept: a side sends its next batch once
+             it has received every batch that precedes it in the jsonl.
+             Before the client's disconnect (or at the end), the server sends
+             --pings network_stack_latency packets (needs_response=1) on the
+             unreliable channel, one batch each, framing byte 0; the client answers
+             each on the unreliable channel (needs_response=0).
+  close      the client closes both channels (SCTP stream reset) once its last
+             message is out; each side then closes its peer connection.
+
+Outputs, both sides appending to the same files (one write per line):
+  --keylog FILE  the DTLS key log, NSS format (CLIENT_RANDOM <client random> <master
+                 secret>), from pyOpenSSL's Context.set_keylog_callback hooked into
+                 aiortc's RTCCertificate._create_ssl_context: both ends write the
+                 association's line, so it appears twice.
+  --truth FILE   JSONL, one object per line, each with "type", "side" (the writer),
+                 "seq" (per writer) and "t" (unix time):
+    meta      versions, port, network id, segment size, packets file
+    http      method, path, status, content_type, body: each request and response,
+              recorded by the side that sent or received it ("event")
+    sdp       kind offer|answer, sdp (as sent, a=identity included), identity (the
+              decoded envelope: idp, token header and claims, fingerprints JWS,
+              canonical fingerprint JSON), verified (the receiver's check)
+    dtls      role (client = sent the ClientHello), version, cipher, local and remote
+              fingerprints, the ICE pair (local/remote address)
+    channel   label, stream_id, ordered, max_retransmits, event open|close
+    message   event sent|received, label, stream_id, ordered, index (per side,
+              label and event), hex (the whole data channel message, framing byte
+              included)
+    batch     event sent|received, dir, label, index (the batch's index in its direction
+              on its channel, 0-based), source_batch (the jsonl's batch), segments,
+              compression (null: no compression byte; "none": 0xff; "deflate": 0x00),
+              hex (the reassembled batch, compression byte included; the packet
+              records that follow are its packets, decompressed)
+    packet    event sent|received, dir, label, batch, index (in the batch), name, id, hex
+    result    ok, error
+Exit status 0 only when everything expected was sent and received intact.
+
+  python3 scripts/nethernet_peers.py server --port 19760 --truth T.jsonl --keylog K.keylog
+  python3 scripts/nethernet_peers.py client --port 19760 --truth T.jsonl --keylog K.keylog
+  (scripts/nethernet-capture.sh runs both under tcpdump.)
+"""
+
+import argparse
+import asyncio
+import base64
+import hashlib
+import json
+import os
+import random
+import re
+import sys
+import time
+import zlib
+
+import aioice.ice
+import aiortc
+import OpenSSL
+from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
+from aiortc.rtcdtlstransport import RTCCertificate
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature, encode_dss_signature
+
+# --- loopback only -------------------------------------------------------------------
+aioice.ice.get_host_addresses = lambda use_ipv4, use_ipv6: ["127.0.0.1"]
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_PACKETS = os.path.join(HERE, "..", "samples", "bedrock-login.packets.jsonl")
+RELIABLE = "ReliableDataChannel"
+UNRELIABLE = "UnreliableDataChannel"
+MAX_MESSAGE_SIZE = 262144  # aiortc's a=max-message-size, the guide's example too
+SKIPPED = {"server_to_client_handshake", "client_to_server_handshake"}
+GAME_VERSIONS = {2169: "1.26.45", 527: "1.19.1"}
+NETWORK_STACK_LATENCY = 115
+
+
+class Failure(Exception):
+    pass
+
+
+# --- output --------------------------------------------------------------------------
+class Recorder:
+    """Appends JSON lines to the truth file, one os.write per line (O_APPEND), so the
+    two processes' lines never mix."""
+
+    def __init__(self, path, side):
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.side = side
+        self.seq = 0
+
+    def __call__(self, type_, **fields):
+        rec = {"type": type_, "side": self.side, "seq": self.seq, "t": round(time.time(), 6)}
+        rec.update(fields)
+        self.seq += 1
+        os.write(self.fd, (json.dumps(rec, separators=(",", ":")) + "\n").encode())
+
+
+def hook_keylog(path):
+    """Every DTLS context aiortc makes writes its NSS key-log lines to `path`."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    original = RTCCertificate._create_ssl_context
+
+    def create(self, srtp_profiles):
+        ctx = original(self, srtp_profiles)
+        ctx.set_keylog_callback(lambda conn, line: os.write(fd, bytes(line) + b"\n"))
+        return ctx
+
+    RTCCertificate._create_ssl_context = create
+
+
+# --- identity (guide section 5) ------------------------------------------------------
+def b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def b64url_decode(text):
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def jwk(public_key):
+    nums = public_key.public_numbers()
+    return {"crv": "P-384", "kty": "EC", "x": b64url(nums.x.to_bytes(48, "big")),
+            "y": b64url(nums.y.to_bytes(48, "big"))}
+
+
+def jwk_public_key(key):
+    if key.get("kty") != "EC" or key.get("crv") != "P-384":
+        raise Failure(f"cpk is not a P-384 JWK: {key}")
+    x = int.from_bytes(b64url_decode(key["x"]), "big")
+    y = int.from_bytes(b64url_decode(key["y"]), "big")
+    return ec.EllipticCurvePublicNumbers(x, y, ec.SECP384R1()).public_key()
+
+
+def es384_sign(private_key, signing_input):
+    r, s = decode_dss_signature(private_key.sign(signing_input, ec.ECDSA(hashes.SHA384())))
+    return r.to_bytes(48, "big") + s.to_bytes(48, "big")
+
+
+def es384_verify(public_key, signing_input, signature):
+    if len(signature) != 96:
+        raise Failure("ES384 signature is not 96 bytes")
+    der = encode_dss_signature(int.from_bytes(signature[:48], "big"), int.from_bytes(signature[48:], "big"))
+    public_key.verify(der, signing_input, ec.ECDSA(hashes.SHA384()))
+
+
+def canonical(obj):
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def make_token(private_key, header_extra, claims):
+    header = {"alg": "ES384"}
+    header.update(header_extra)
+    claims = dict(claims, cpk=jwk(private_key.public_key()))
+    signing_input = (b64url(canonical(header)) + "." + b64url(canonical(claims))).encode()
+    return signing_input.decode() + "." + b64url(es384_sign(private_key, signing_input))
+
+
+def sdp_fingerprints(sdp):
+    """The a=fingerprint lines of an SDP, in order, as the guide's canonical JSON."""
+    fps = []
+    for line in sdp.splitlines():
+        m = re.match(r"a=fingerprint:(\S+) (\S+)$", line.strip())
+        if m:
+            fps.append({"algorithm": m.group(1), "digest": m.group(2)})
+    if not fps:
+        raise Failure("SDP without a=fingerprint")
+    return canonical({"fingerprint": fps})
+
+
+def add_identity(sdp, private_key, token, domain):
+    payload = sdp_fingerprints(sdp)
+    header = b64url(canonical({"alg": "ES384"}))
+    signature = es384_sign(private_key, (header + "." + b64url(payload)).encode())
+    assertion = json.dumps({"fingerprints": header + ".." + b64url(signature), "token": token},
+                           separators=(",", ":"))
+    envelope = json.dumps({"assertion": assertion, "idp": {"domain": domain, "protocol": "default"}},
+                          separators=(",", ":"))
+    line = "a=identity:" + base64.b64encode(envelope.encode()).decode()
+    lines = sdp.split("\r\n")
+    first_m = next(i for i, l in enumerate(lines) if l.startswith("m="))
+    lines.insert(first_m, line)
+    return "\r\n".join(lines)
+
+
+def check_identity(sdp):
+    """Decode and verify an SDP's a=identity: the JWT's self-signature with its cpk and the
+    detached JWS over the fingerprints. Returns (sdp without a=identity, decoded record)."""
+    lines = sdp.split("\r\n")
+    found = [l for l in lines if l.startswith("a=identity:")]
+    if len(found) != 1:
+        raise Failure(f"{len(found)} a=identity lines in the SDP")
+    envelope = json.loads(base64.b64decode(found[0][len("a=identity:"):]))
+    assertion = json.loads(envelope["assertion"])
+    token = assertion["token"]
+    h64, c64, s64 = token.split(".")
+    header = json.loads(b64url_decode(h64))
+    claims = json.loads(b64url_decode(c64))
+    if header.get("alg") != "ES384":
+        raise Failure(f"token alg {header.get('alg')}")
+    key = jwk_public_key(claims["cpk"])
+    es384_verify(key, (h64 + "." + c64).encode(), b64url_decode(s64))
+    fh64, empty, fs64 = assertion["fingerprints"].split(".")
+    if empty:
+        raise Failure("fingerprints JWS is not detached")
+    if json.loads(b64url_decode(fh64)).get("alg") != "ES384":
+        raise Failure("fingerprints JWS alg")
+    payload = sdp_fingerprints(sdp)
+    es384_verify(key, (fh64 + "." + b64url(payload)).encode(), b64url_decode(fs64))
+    if "exp" in claims and claims["exp"] < time.time():
+        raise Failure("token expired")
+    stripped = "\r\n".join(l for l in lines if not l.startswith("a=identity:"))
+    decoded = {"idp": envelope["idp"], "token_header": header, "token_claims": claims,
+               "fingerprints": assertion["fingerprints"], "fingerprints_payload": payload.decode(),
+               "cpk_sha256": hashlib.sha256(canonical(claims["cpk"])).hexdigest()}
+    return stripped, decoded
+
+
+def decode_identity(sdp):
+    """The decoded a=identity of our own SDP (for the record)."""
+    _, decoded = check_identity(sdp)
+    return decoded
+
+
+# --- the Bedrock side: batches -------------------------------------------------------
+def varuint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def read_varuint(data, pos):
+    n = shift = 0
+    while True:
+        if pos >= len(data) or shift > 28:
+            raise Failure("bad varuint32")
+        b = data[pos]
+        pos += 1
+        n |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return n, pos
+        shift += 7
+
+
+def split_packets(data):
+    packets, pos = [], 0
+    while pos < len(data):
+        n, pos = read_varuint(data, pos)
+        if pos + n > len(data):
+            raise Failure("packet runs past the batch")
+        packets.append(data[pos:pos + n])
+        pos += n
+    return packets
+
+
+def network_settings_params(packet):
+    """(threshold, algorithm) of a network_settings packet: u16 LE threshold, then (1.19.30+)
+    u16 LE algorithm 0 = deflate, 1 = snappy, 0xffff = none; before, deflate alone."""
+    _, pos = read_varuint(packet, 0)
+    threshold = int.from_bytes(packet[pos:pos + 2], "little")
+    if len(packet) >= pos + 4:
+        algorithm = {0: "deflate", 1: "snappy", 0xFFFF: "none"}.get(int.from_bytes(packet[pos + 2:pos + 4], "little"))
+    else:
+        algorithm = "deflate"
+    if algorithm not in ("deflate", "none"):
+        raise Failure(f"network_settings algorithm {algorithm}: not supported here")
+    return threshold, algorithm
+
+
+def load_session(path, max_packets):
+    """The session's steps, in order: batches {dir, index, source_batch, packets, compression}
+    and one {"dir": "unreliable"} step for the pings."""
+    packets = []
+    for line in open(path):
+        o = json.loads(line)
+        if o["name"] in SKIPPED:
+            continue
+        packets.append(o)
+    if max_packets:
+        packets = packets[:max_packets]
+    steps = []
+    for o in packets:
+        last = steps[-1] if steps else None
+        if last and last["dir"] == o["dir"] and last["source_batch"] == o["batch"]:
+            last["packets"].append(o)
+        else:
+            steps.append({"dir": o["dir"], "source_batch": o["batch"], "packets": [o]})
+    # Compression: from the batch after network_settings on, each way (gophertunnel turns it
+    # on when it sends / handles network_settings); the parameters are network_settings'.
+    settings, counts = None, {"c2s": 0, "s2c": 0}
+    for step in steps:
+        step["index"] = counts[step["dir"]]
+        counts[step["dir"]] += 1
+        step["compression"] = settings
+        for p in step["packets"]:
+            if p["name"] == "network_settings":
+                settings = network_settings_params(bytes.fromhex(p["hex"]))
+    # The unreliable pings: before the client's disconnect, else at the end.
+    at = next((i for i, s in enumerate(steps) if s["dir"] == "c2s" and
+               any(p["name"] == "disconnect" for p in s["packets"])), len(steps))
+    settings = None
+    for step in steps[:at]:
+        for p in step["packets"]:
+            if p["name"] == "network_settings":
+                settings = network_settings_params(bytes.fromhex(p["hex"]))
+    steps.insert(at, {"dir": "unreliable", "compression": settings})
+    protocol = None
+    for o in packets:
+        pkt = bytes.fromhex(o["hex"])
+        if o["name"] in ("request_network_settings", "login"):
+            _, pos = read_varuint(pkt, 0)
+            protocol = int.from_bytes(pkt[pos:pos + 4], "big")
+            break
+    return steps, protocol
+
+
+def encode_batch(packets, compression):
+    """NetherNet batch bytes: no 0xFE; compression byte only once compression is on."""
+    payload = b"".join(varuint(len(p)) + p for p in packets)
+    if compression is None:
+        return payload, None
+    threshold, algorithm = compression
+    if algorithm == "deflate" and len(payload) > threshold:
+        c = zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, -15)
+        return b"\x00" + c.compress(payload) + c.flush(), "deflate"
+    return b"\xff" + payload, "none"
+
+
+def decode_batch(data, compression):
+    if compression is None:
+        return data, None
+    if not data:
+        raise Failure("empty batch")
+    if data[0] == 0x00:
+        return zlib.decompress(data[1:], -15), "deflate"
+    if data[0] == 0xFF:
+        return data[1:], "none"
+    raise Failure(f"compression byte {data[0]:#x}")
+
+
+def segments(batch, size):
+    parts = [batch[i:i + size] for i in range(0, len(batch), size)] or [b""]
+    if len(parts) > 256:
+        raise Failure(f"a batch of {len(batch)} bytes needs {len(parts)} segments (at most 256)")
+    return [bytes([len(parts) - 1 - i]) + part for i, part in enumerate(parts)]
+
+
+def latency_packet(timestamp, needs_response):
+    return varuint(NETWORK_STACK_LATENCY) + timestamp.to_bytes(8, "little") + bytes([needs_response])
+
+
+# --- one side's session over its two channels ----------------------------------------
+class Peer:
+    def __init__(self, side, args, record):
+        self.side = side
+        self.args = args
+        self.record = record
+        self.channels = {}
+        self.inbox = {RELIABLE: asyncio.Queue(), UNRELIABLE: asyncio.Queue()}
+        self.counts = {}
+        self.partial = {RELIABLE: [], UNRELIABLE: []}
+        self.closed = {RELIABLE: asyncio.Event(), UNRELIABLE: asyncio.Event()}
+        self.both_open = asyncio.Event()
+
+    def chan_info(self, ch):
+        return {"label": ch.label, "stream_id": ch.id, "ordered": ch.ordered}
+
+    def add_channel(self, ch):
+        if ch.label not in (RELIABLE, UNRELIABLE):
+            raise Failure(f"unexpected data channel {ch.label!r}")
+        self.channels[ch.label] = ch
+
+        def opened():
+            self.record("channel", event="open", max_retransmits=ch.maxRetransmits,
+                        max_packet_life_time=ch.maxPacketLifeTime, protocol=ch.protocol,
+                        negotiated=ch.negotiated, **self.chan_info(ch))
+            if len(self.channels) == 2 and all(c.readyState == "open" for c in self.channels.values()):
+                self.both_open.set()
+
+        @ch.on("message")
+        def on_message(msg):
+            if isinstance(msg, str):
+                msg = msg.encode()
+            self.note_message("received", ch, msg)
+            self.inbox[ch.label].put_nowait(msg)
+
+        @ch.on("close")
+        def on_close():
+            self.record("channel", event="close", **self.chan_info(ch))
+            self.closed[ch.label].set()
+
+        if ch.readyState == "open":
+            opened()
+        else:
+            ch.on("open", opened)
+
+    def note_message(self, event, ch, msg):
+        key = (ch.label, event)
+        index = self.counts.get(key, 0)
+        self.counts[key] = index + 1
+        self.record("message", event=event, index=index, hex=msg.hex(), **self.chan_info(ch))
+
+    def send(self, label, msg):
+        ch = self.channels[label]
+        self.note_message("sent", ch, msg)
+        ch.send(msg)
+
+    async def send_batch(self, label, step, packets):
+        batch, comp = encode_batch(packets, step["compression"])
+        size = self.args.segment_size if label == RELIABLE else MAX_MESSAGE_SIZE - 1
+        segs = segments(batch, size)
+        if label == UNRELIABLE and len(segs) != 1:
+            raise Failure("the unreliable channel does not fragment")
+        for seg in segs:
+            self.send(label, seg)
+        self.note_batch("sent", label, step, batch, comp, len(segs), packets)
+
+    def note_batch(self, event, label, step, batch, comp, nsegs, packets):
+        d = step["dir"]
+        self.record("batch", event=event, dir=d, label=label, index=step.get("index"),
+                    source_batch=step.get("source_batch"), segments=nsegs, compression=comp,
+                    hex=batch.hex())
+        for i, p in enumerate(packets):
+            pid, _ = read_varuint(p, 0)
+            name = None
+            if step.get("packets"):
+                name = step["packets"][i]["name"]
+            elif pid & 0x3FF == NETWORK_STACK_LATENCY:
+                name = "network_stack_latency"
+            self.record("packet", event=event, dir=d, label=label, batch=step.get("index"), index=i,
+                        name=name, id=pid & 0x3FF, hex=p.hex())
+
+    async def recv_batch(self, label, step, timeout):
+        """Reassemble one NetherNet message: segments counting down to 0."""
+        parts, expect, nsegs = [], None, 0
+        while True:
+            msg = await asyncio.wait_for(self.inbox[label].get(), timeout)
+            if not msg:
+                raise Failure(f"empty message on {label}")
+            n = msg[0]
+            if expect is not None and n != expect:
+                raise Failure(f"segment countdown {n}, expected {expect}")
+            if label == UNRELIABLE and n != 0:
+                raise Failure(f"framing byte {n} on the unreliable channel")
+            parts.append(msg[1:])
+            nsegs += 1
+            if n == 0:
+                break
+            expect = n - 1
+        batch = b"".join(parts)
+        payload, comp = decode_batch(batch, step["compression"])
+        packets = split_packets(payload)
+        self.note_batch("received", label, step, batch, comp, nsegs, packets)
+        return packets
+
+    async def run_session(self, steps):
+        mine = "c2s" if self.side == "client" else "s2c"
+        for step in steps:
+            if step["dir"] == "unreliable":
+                await self.pings(step)
+                continue
+            expected = [bytes.fromhex(p["hex"]) for p in step["packets"]]
+            if step["dir"] == mine:
+                await self.send_batch(RELIABLE, step, expected)
+            else:
+                got = await self.recv_batch(RELIABLE, step, self.args.step_timeout)
+                if got != expected:
+                    raise Failure(f"{step['dir']} batch {step['index']}: received packets differ from the jsonl's")
+
+    async def pings(self, step):
+        n = self.args.pings
+        stamps = [1_000_000 * (i + 1) for i in range(n)]
+        if self.side == "server":
+            for i, ts in enumerate(stamps):
+                await self.send_batch(UNRELIABLE, dict(step, dir="s2c", index=i), [latency_packet(ts, 1)])
+            for i, ts in enumerate(stamps):
+                got = await self.recv_batch(UNRELIABLE, dict(step, dir="c2s", index=i), self.args.step_timeout)
+                if got != [latency_packet(ts, 0)]:
+                    raise Failure("unexpected ping answer")
+        else:
+            for i, ts in enumerate(stamps):
+                got = await self.recv_batch(UNRELIABLE, dict(step, dir="s2c", index=i), self.args.step_timeout)
+                if got != [latency_packet(ts, 1)]:
+                    raise Failure("unexpected ping")
+                await self.send_batch(UNRELIABLE, dict(step, dir="c2s", index=i), [latency_packet(ts, 0)])
+
+    def check_drained(self):
+        for label, q in self.inbox.items():
+            if not q.empty():
+                raise Failure(f"{q.qsize()} unexpected messages left on {label}")
+
+
+def record_dtls(record, pc):
+    dtls = pc.sctp.transport
+    ssl = dtls._ssl
+    conn = getattr(dtls.transport.iceGatherer, "_connection", None)
+    pair = getattr(conn, "_nominated", {}).get(1)
+    record("dtls", role=dtls._role, version=ssl.get_protocol_version_name(), cipher=ssl.get_cipher_name(),
+           local_fingerprints=[f.__dict__ for f in dtls.getLocalParameters().fingerprints],
+           ice_role=dtls.transport.role,
+           local_address=list(pair.local_addr) if pair else None,
+           remote_address=list(pair.remote_addr) if pair else None,
+           sctp_remote_partial_reliability=pc.sctp._remote_partial_reliability,
+           sctp_remote_max_message_size=pc.sctp._remote_max_message_size)
+
+
+# --- HTTP/1.1, the minimum ------------------------------------------------------------
+async def read_http(reader):
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    first = lines[0]
+    headers = {}
+    for l in lines[1:]:
+        if ":" in l:
+            k, v = l.split(":", 1)
+            headers[k.strip().lower()] = v.strip()
+    body = await reader.readexactly(int(headers.get("content-length", "0")))
+    return first, headers, body
+
+
+def http_message(first, headers, body):
+    out = first + "\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers) + f"Content-Length: {len(body)}\r\n\r\n"
+    return out.encode() + body
+
+
+async def http_request(port, method, path, ctype=None, body=b""):
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    headers = [("Host", f"127.0.0.1:{port}"), ("User-Agent", "raknet-dissect-nethernet-peers"),
+               ("Connection", "close")]
+    if ctype:
+        headers.append(("Content-Type", ctype))
+    writer.write(http_message(f"{method} {path} HTTP/1.1", headers, body))
+    await writer.drain()
+    first, rheaders, rbody = await read_http(reader)
+    writer.close()
+    await writer.wait_closed()
+    status = int(first.split()[1])
+    return status, rheaders, rbody
+
+
+# --- the server -----------------------------------------------------------------------
+async def server_main(args, record, steps, protocol):
+    key = ec.generate_private_key(ec.SECP384R1())
+    der = key.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    now = int(time.time())
+    # As BDS / go-nethernet: x5u (base64 DER of the key) in the header, iat/exp, cpk.
+    token = make_token(key, {"x5u": base64.b64encode(der).decode()},
+                       {"iat": now, "exp": now + 3600, "iss": "raknet-dissect nethernet_peers.py server"})
+    peer = Peer("server", args, record)
+    session = {}
+    joined = asyncio.Event()
+    info = {"name": "raknet-dissect NetherNet test server", "protocol": protocol or 0,
+            "version": args.game_version or GAME_VERSIONS.get(protocol, "unknown"), "level": "Bedrock level",
+            "players": 0, "maxPlayers": 10, "gameType": 0}
+
+    async def handle(reader, writer):
+        try:
+            first, headers, body = await read_http(reader)
+            method, path = first.split()[:2]
+            record("http", event="received", method=method, path=path,
+                   content_type=headers.get("content-type"), body=body.decode("utf-8", "replace"))
+            status, ctype, out = 404, "text/plain", b"not found\n"
+            if method == "GET" and path == "/v1/join":
+                status, ctype, out = 200, "application/json", json.dumps(info, separators=(",", ":")).encode()
+            elif method == "POST" and path.startswith("/v1/join/") and "pc" not in session:
+                status, ctype, out = 200, "application/sdp", (await answer(path[len("/v1/join/"):], body)).encode()
+            elif method == "POST":
+                status, ctype, out = 409, "text/plain", b"one session only\n"
+            writer.write(http_message(f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}",
+                                      [("Content-Type", ctype), ("Connection", "close")], out))
+            record("http", event="sent", status=status, content_type=ctype, body=out.decode("utf-8", "replace"))
+            await writer.drain()
+        except Exception as exc:  # noqa: BLE001 - recorded, the session fails
+            session.setdefault("error", f"HTTP: {exc!r}")
+            joined.set()
+        finally:
+            writer.close()
+
+    async def answer(network_id, body):
+        offer = body.decode()
+        stripped, ident = check_identity(offer)
+        record("sdp", kind="offer", network_id=network_id, sdp=offer, identity=ident, verified=True)
+        pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+        session["pc"] = pc
+        pc.on("datachannel", peer.add_channel)
+        await pc.setRemoteDescription(RTCSessionDescription(stripped, "offer"))
+        await pc.setLocalDescription(await pc.createAnswer())  # gathers every candidate
+        sdp = add_identity(pc.localDescription.sdp, key, token, "self")
+        record("sdp", kind="answer", network_id=network_id, sdp=sdp, identity=decode_identity(sdp))
+        joined.set()
+        return sdp
+
+    server = await asyncio.start_server(handle, "127.0.0.1", args.port)
+    print(f"nethernet_peers: server listening on 127.0.0.1:{args.port}", file=sys.stderr, flush=True)
+    try:
+        await asyncio.wait_for(joined.wait(), args.timeout)
+        if "error" in session:
+            raise Failure(session["error"])
+        pc = session["pc"]
+        await asyncio.wait_for(peer.both_open.wait(), args.step_timeout)
+        record_dtls(record, pc)
+        await peer.run_session(steps)
+        # The client closes the channels after its last message.
+        await asyncio.wait_for(asyncio.gather(*(e.wait() for e in peer.closed.values())), args.step_timeout)
+        peer.check_drained()
+        await pc.close()
+    finally:
+        server.close()
+        if "pc" in session:
+            await session["pc"].close()
+
+
+# --- the client -----------------------------------------------------------------------
+async def client_main(args, record, steps, protocol):
+    status, headers, body = await http_request(args.port, "GET", "/v1/join")
+    record("http", event="received", method="GET", path="/v1/join", status=status,
+           content_type=headers.get("content-type"), body=body.decode("utf-8", "replace"))
+    if not 200 <= status < 300:
+        raise Failure(f"GET /v1/join: {status}")
+    json.loads(body)
+
+    key = ec.generate_private_key(ec.SECP384R1())
+    now = int(time.time())
+    rnd = random.Random(args.seed)
+    network_id = str(rnd.getrandbits(63))
+    # OFFLINE stand-in for the GameServerToken (really RS256 from Minecraft's auth service).
+    token = make_token(key, {"typ": "JWT"}, {
+        "offline": True, "iss": "raknet-dissect OFFLINE (not Minecraft auth)",
+        "xid": "0", "xname": "Steve", "pfid": "OFFLINE0000000000",
+        "uuid": "00000000-0000-4000-8000-000000000000", "perms": [], "iat": now, "exp": now + 3600})
+    pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+    peer = Peer("client", args, record)
+    try:
+        peer.add_channel(pc.createDataChannel(RELIABLE))
+        peer.add_channel(pc.createDataChannel(UNRELIABLE, ordered=False, maxRetransmits=0))
+        await pc.setLocalDescription(await pc.createOffer())  # gathers every candidate
+        offer = add_identity(pc.localDescription.sdp, key, token, "offline.raknet-dissect.invalid")
+        record("sdp", kind="offer", network_id=network_id, sdp=offer, identity=decode_identity(offer))
+        path = f"/v1/join/{network_id}"
+        record("http", event="sent", method="POST", path=path, content_type="application/sdp", body=offer)
+        status, headers, body = await http_request(args.port, "POST", path, "application/sdp", offer.encode())
+        record("http", event="received", status=status, content_type=headers.get("content-type"),
+               body=body.decode("utf-8", "replace"))
+        if not 200 <= status < 300:
+            raise Failure(f"POST {path}: {status}")
+        answer = body.decode()
+        stripped, ident = check_identity(answer)
+        record("sdp", kind="answer", network_id=network_id, sdp=answer, identity=ident, verified=True)
+        await pc.setRemoteDescription(RTCSessionDescription(stripped, "answer"))
+        await asyncio.wait_for(peer.both_open.wait(), args.step_timeout)
+        record_dtls(record, pc)
+        await peer.run_session(steps)
+        # Let every message leave before the stream resets.
+        for _ in range(200):
+            if all(ch.bufferedAmount == 0 for ch in peer.channels.values()):
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(args.linger)
+        for ch in peer.channels.values():
+            ch.close()
+        await asyncio.wait_for(asyncio.gather(*(e.wait() for e in peer.closed.values())), args.step_timeout)
+        peer.check_drained()
+    finally:
+        await pc.close()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("role", choices=["server", "client"])
+    ap.add_argument("--port", type=int, default=19760, help="the signaling TCP port (default 19760)")
+    ap.add_argument("--packets", default=DEFAULT_PACKETS,
+                    help="the game packets to replay (default samples/bedrock-login.packets.jsonl, 1.26.45)")
+    ap.add_argument("--max-packets", type=int, default=0,
+                    help="only the first N packets of --packets (handshake packets not counted; 0 = all)")
+    ap.add_argument("--game-version", help="the version string of GET /v1/join (default: from the protocol)")
+    ap.add_argument("--segment-size", type=int, default=MAX_MESSAGE_SIZE - 1,
+                    help="bytes of a batch per reliable message, the framing byte not counted (default 262143)")
+    ap.add_argument("--pings", type=int, default=3, help="network_stack_latency pings on the unreliable channel")
+    ap.add_argument("--truth", required=True, help="JSONL of everything sent and received (appended)")
+    ap.add_argument("--keylog", required=True, help="the DTLS NSS key log (appended)")
+    ap.add_argument("--seed", type=int, default=1, help="seed of the client's network id")
+    ap.add_argument("--timeout", type=float, default=30, help="the whole run, seconds")
+    ap.add_argument("--step-timeout", type=float, default=10, help="each wait, seconds")
+    ap.add_argument("--linger", type=float, default=0.2, help="client: seconds before closing the channels")
+    args = ap.parse_args()
+    if not 1 <= args.segment_size <= MAX_MESSAGE_SIZE - 1:
+        ap.error("--segment-size must be 1..262143")
+
+    hook_keylog(args.keylog)
+    record = Recorder(args.truth, args.role)
+    steps, protocol = load_session(args.packets, args.max_packets)
+    record("meta", role=args.role, pid=os.getpid(), aiortc=aiortc.__version__,
+           aioice=getattr(aioice, "__version__", None), pyopenssl=OpenSSL.__version__,
+           openssl=OpenSSL.SSL.OpenSSL_version(OpenSSL.SSL.OPENSSL_VERSION).decode(),
+           python=sys.version.split()[0], port=args.port, packets=os.path.basename(args.packets),
+           max_packets=args.max_packets, protocol=protocol, segment_size=args.segment_size, pings=args.pings,
+           steps=[{k: v for k, v in s.items() if k != "packets"} | {"names": [p["name"] for p in s.get("packets", [])]}
+                  for s in steps])
+    run = server_main if args.role == "server" else client_main
+    error = None
+    try:
+        asyncio.run(asyncio.wait_for(run(args, record, steps, protocol), args.timeout))
+    except (Exception, asyncio.TimeoutError) as exc:  # noqa: BLE001
+        error = f"{type(exc).__name__}: {exc}"
+    record("result", ok=error is None, error=error)
+    if error:
+        print(f"nethernet_peers {args.role}: FAILED: {error}", file=sys.stderr)
+        sys.exit(1)
+    print(f"nethernet_peers {args.role}: ok", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,496 @@
+//! The capture commands that print records, as library calls: [`packets`]
+//! (`read`, `live`), [`messages`], [`flows`], [`handshakes`], [`game`],
+//! [`stats`] and [`plot`]
+//! run the pipeline over what a [`Reading`] names and print what it finds
+//! with the printers of [`super::print`], on `reading.threads` threads
+//! where the output allows it. What to print comes compiled ([`Shown`]:
+//! the caller said what was wrong with the options), made again for each
+//! printing thread; each call returns how the capture was read.
+
+use std::io::{self, Write};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use super::print::{Choice, FlowPrinter, GamePrinter, MessagePrinter, PacketPrinter, Shown};
+use super::records::{Clock, GameItem, MessageChoice, MessageItem, PacketItem, PacketRecords};
+use super::RecordType;
+use crate::analysis::plot::Collector;
+use crate::analysis::stats::{Stats, MAX_INTERVALS};
+use crate::bedrock::{event_names, Detect, Game, Keys};
+use crate::capture::write::Recorder;
+use crate::capture::CaptureReader;
+use crate::dissect::SpentPackets;
+use crate::mirror::handshake::{Attempt, HandshakeTracker};
+use crate::mirror::{FlowMirror, Mirror, Observation};
+use crate::output::handshake::HandshakeJson;
+use crate::output::json::PlotFlowJson;
+use crate::output::stats::{write_json, write_text};
+use crate::output::text::{Palette, TimeFormat};
+use crate::output::ColorChoice;
+use crate::pipeline::drive::{drive, drive_items, drive_messages, no_game, Reading};
+use crate::pipeline::notes::NoteKind;
+use crate::pipeline::{ordered, Item, Next, ReadOutcome};
+
+/// What to print of each record, compiled (once per printing thread).
+pub type Compile<'a> = &'a (dyn Fn() -> Shown + Sync);
+
+/// `read`'s options beside what it reads and what it shows.
+#[derive(Default)]
+pub struct PacketOptions {
+    pub color: ColorChoice,
+    /// No lines, only what comes at the end (`-q`, `-w -`).
+    pub quiet: bool,
+    pub time: TimeFormat,
+    /// The field tree of each packet (`-V`).
+    pub verbose: bool,
+    /// A hex dump of each packet's UDP payload (`-x`).
+    pub hex: bool,
+    /// Where the packets shown are written as pcapng (`-w`).
+    pub write: Option<Recorder>,
+    /// Key material for the game packets the lines name.
+    pub keys: Keys,
+}
+
+/// `read`: one line (or tree, or record) per RakNet packet, over `live`
+/// when given; `flows` collects the flows as they end (and at the end),
+/// for a table after the packets. Printed on `reading.threads` threads
+/// (one for a live capture, with `-w`, and with `-t dd`).
+pub fn packets(
+    reading: &Reading,
+    shown: Compile<'_>,
+    o: PacketOptions,
+    live: Option<CaptureReader>,
+    mut flows: Option<&mut Vec<FlowMirror>>,
+    out: &mut impl Write,
+) -> anyhow::Result<ReadOutcome> {
+    let first = shown();
+    let pal = Palette::choose(o.color, first.json || first.export.is_some());
+    let mut cfg = reading.mirror_config();
+    // Packets need the mirror's findings, and the game layer the 0xFE
+    // messages' bytes (the lines of Bedrock flows name the game packets).
+    cfg.receive.keep_only = Some(crate::bedrock::GAME_MESSAGE);
+    let mut mirror = Mirror::new(cfg, flows.is_some());
+    if !o.quiet {
+        first.write_header(out)?;
+    }
+    let mut cap = reading.clone();
+    (cap.summary_only, cap.options.trace) = (o.quiet, o.verbose && first.text());
+    cap.options.owned = Some(SpentPackets::default());
+    let (files, clock) = (reading.file_names(), Clock::new(o.time));
+    let parallel = clock.parallel() && live.is_none() && o.write.is_none();
+    let writer = Mutex::new(o.write);
+    let printer = || {
+        let mut printer = PacketPrinter::new(shown(), pal, o.time, files.clone());
+        (printer.verbose, printer.hex, printer.quiet) = (o.verbose, o.hex, o.quiet);
+        (printer.only, printer.writer) = (cap.flow, writer.lock().ok().and_then(|mut w| w.take()));
+        printer
+    };
+    let threads = if parallel { reading.threads.max(1) } else { 1 };
+    let spent = cap.options.owned.clone().unwrap_or_default();
+    let print = |p: &mut PacketPrinter, item: &mut _, out: &mut dyn Write| p.print(item, out);
+    let mut records = PacketRecords::new(clock, Game::counting(Detect::Auto, o.keys));
+    let recycle = |item: PacketItem| item.recycle(&spent);
+    ordered::run(threads, out, printer, print, recycle, |sink| {
+        let null = &mut io::sink();
+        let outcome = drive_items(live, &cap, &mut mirror, null, |item, _| {
+            let r = records.record(item, flows.as_deref_mut());
+            Ok(r.map_or(Ok(()), |r| sink.push(r))
+                .map(|()| Next::Continue)?)
+        })?;
+        // What the receivers still held at the end (incomplete splits,
+        // messages waiting in ordering heaps) belongs to no packet: a line
+        // each, unless a filter or a field export chose what to print.
+        let end = mirror.finish();
+        let stopped = reading.count.is_some_and(|n| records.read >= n);
+        sink.push(PacketItem::End {
+            anomalies: end.anomalies,
+            stopped,
+        })?;
+        if let Some(f) = flows {
+            f.extend(end.closed);
+        }
+        Ok(outcome)
+    })
+}
+
+/// `messages`' options beside what it reads and what it shows.
+pub struct MessageOptions {
+    pub color: ColorChoice,
+    pub time: TimeFormat,
+    /// Which messages are printed (`-q`, `--flow`, `--dir`, ...).
+    pub only: MessageChoice,
+    /// Bytes of each message's data in a record, at most.
+    pub data_limit: Option<usize>,
+}
+
+/// `messages`: what each application received, in delivery order, printed
+/// on `reading.threads` threads.
+pub fn messages(
+    reading: &Reading,
+    shown: Compile<'_>,
+    o: &MessageOptions,
+    out: &mut impl Write,
+) -> anyhow::Result<ReadOutcome> {
+    let first = shown();
+    let pal = Palette::choose(o.color, first.json || first.export.is_some());
+    let mut mirror = Mirror::new(reading.mirror_config(), false);
+    if !o.only.quiet {
+        first.write_header(out)?;
+    }
+    let files = reading.file_names();
+    let printer = || {
+        let mut printer = MessagePrinter::new(shown(), pal, o.time, files.clone());
+        printer.data_limit = o.data_limit;
+        printer
+    };
+    let mut clock = Clock::new(o.time);
+    let threads = if clock.parallel() {
+        reading.threads.max(1)
+    } else {
+        1
+    };
+    let print = |p: &mut MessagePrinter, m: &mut _, out: &mut dyn Write| p.print(m, &o.only, out);
+    // Bedrock flows' 0xFE messages are named by the game packets inside.
+    let mut game = Game::counting(Detect::Auto, Keys::default());
+    ordered::run(threads, out, printer, print, drop, |sink| {
+        let null = &mut io::sink();
+        drive_messages(
+            reading,
+            &mut mirror,
+            &mut game,
+            null,
+            |message, ev, since, file, _| {
+                let (time, game) = (clock.tick(message.ts), ev.as_deref().map(event_names));
+                let bytes = message.data.len();
+                let m = MessageItem::new(message, game, since, file, time);
+                Ok(sink.push_weighing(m, bytes)?)
+            },
+        )
+    })
+}
+
+/// `flows`' options beside what it reads and what it shows.
+#[derive(Default)]
+pub struct FlowOptions {
+    /// No rows, no table (`-q`).
+    pub quiet: bool,
+    /// Every column of the table.
+    pub wide: bool,
+    /// The terminal's width, for the table.
+    pub width: Option<u16>,
+    /// Key material for the flows' game sessions.
+    pub keys: Keys,
+}
+
+/// `flows`: a row per flow, or a `flow` record per flow as it ends (evicted
+/// while reading, or at the end of the capture).
+pub fn flows(
+    reading: &Reading,
+    shown: Shown,
+    o: FlowOptions,
+    out: &mut impl Write,
+) -> anyhow::Result<ReadOutcome> {
+    // The 0xFE messages, for the game layer of Bedrock flows.
+    let mut cfg = reading.mirror_config();
+    cfg.receive.keep_only = Some(crate::bedrock::GAME_MESSAGE);
+    let mut mirror = Mirror::new(cfg, true);
+    let quiet = o.quiet;
+    if let Some(x) = shown.export.as_ref().filter(|_| !quiet) {
+        out.write_all(x.header().as_bytes())?;
+    }
+    let mut printer = FlowPrinter::new(shown);
+    printer.file = reading.part_name().map(Into::into);
+    let mut game = Game::counting(Detect::Auto, o.keys);
+    let mut take = |obs: &mut Observation, game: &mut Game, out: &mut dyn Write| {
+        obs.messages.iter().for_each(|m| drop(game.message(m)));
+        for f in obs.closed.drain(..) {
+            let g = game.close(f.id);
+            if !quiet && reading.flow.is_none_or(|n| n == f.id) {
+                printer.flow(f, g, out)?;
+            }
+        }
+        anyhow::Ok(())
+    };
+    let outcome = drive(reading, &mut mirror, out, |p, obs, _, out| {
+        game.packet(p);
+        take(obs, &mut game, out)?;
+        Ok(Next::Continue)
+    })?;
+    take(&mut mirror.finish(), &mut game, out)?;
+    // No table at all when the capture could not be read or --flow was wrong.
+    let failed = outcome == ReadOutcome::Usage
+        || (outcome == ReadOutcome::BadFile && printer.rows.is_empty());
+    if printer.shown.text() && !quiet && !failed {
+        printer.table(o.wide, o.width, out)?;
+    }
+    Ok(outcome)
+}
+
+/// The flows of a live capture after its packets: a `flow` record each, or
+/// their table (`wide`: every column; `width`: the terminal's).
+pub fn flows_at_end(
+    mut flows: Vec<FlowMirror>,
+    json: bool,
+    (wide, width): (bool, Option<u16>),
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let choice = Choice {
+        json,
+        ..Choice::default()
+    };
+    let shown = Shown::new(&choice, RecordType::Flow).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut printer = FlowPrinter::new(shown);
+    flows.sort_by_key(|f| f.id);
+    for f in flows {
+        printer.flow(f, None, out)?;
+    }
+    if !json && !printer.rows.is_empty() {
+        printer.table(wide, width, out)?;
+    }
+    Ok(())
+}
+
+/// `handshake`: each connection attempt, as its flow ends (then the rest
+/// at the end, in flow order), with its Bedrock login (`keys`).
+pub fn handshakes(
+    reading: &Reading,
+    shown: &Shown,
+    quiet: bool,
+    keys: Keys,
+    out: &mut impl Write,
+) -> anyhow::Result<ReadOutcome> {
+    let mut mirror = Mirror::new(reading.mirror_config(), false);
+    let mut tracker = HandshakeTracker::new();
+    // Bedrock flows: the game login after the RakNet connection.
+    let mut game = Game::counting(Detect::Auto, keys);
+    if !quiet {
+        shown.write_header(out)?;
+    }
+    // Attempts as their flows end (then at the end, in flow order).
+    let print = |attempts: Vec<Attempt>, game: &mut Game, out: &mut dyn Write| {
+        for (a, login) in attempts.iter().zip(game.logins(&attempts)) {
+            if !quiet && reading.flow.is_none_or(|f| f == a.flow) {
+                let mut j = HandshakeJson::new(a);
+                (j.game, j.file) = (login, reading.part_name());
+                shown.record(&j, || j.lines(), out)?;
+            }
+        }
+        anyhow::Ok(())
+    };
+    let outcome = drive_items(None, reading, &mut mirror, out, |item, out| {
+        match item {
+            Item::Icmp { note: i, .. } => tracker.icmp(i.flow, i.dir, i.ts, i.frame, i.kind),
+            Item::Packet { packet, obs, .. } => {
+                tracker.observe(packet, &obs.messages);
+                game.packet(packet);
+                obs.messages.iter().for_each(|m| drop(game.message(m)));
+                print(tracker.take_ended(&obs.ended), &mut game, out)?;
+                // The flows that ended, not those of every attempt handed
+                // out: a flow past its bounded attempts goes on.
+                obs.ended.iter().for_each(|&f| drop(game.close(f)));
+            }
+            Item::File { .. } | Item::Counted(_) | Item::Owned { .. } => {}
+        }
+        Ok(Next::Continue)
+    })?;
+    print(tracker.finish(), &mut game, out)?;
+    Ok(outcome)
+}
+
+/// `game`'s options beside what it reads and what it shows.
+#[derive(Default)]
+pub struct GameOptions {
+    pub color: ColorChoice,
+    /// No lines or records.
+    pub quiet: bool,
+    /// Each packet's fields as a tree, in wire order, with offsets.
+    pub verbose: bool,
+    /// A hex dump of each decompressed packet.
+    pub hex: bool,
+    /// Bytes of each packet's `data` in a record, at most.
+    pub data_limit: Option<usize>,
+    pub keys: Keys,
+    /// Every flow's 0xFE messages are game batches (`--bedrock`).
+    pub bedrock: bool,
+    /// Every packet's fields decoded, not only the login's.
+    pub fields: bool,
+}
+
+/// `game`: a line (or record) per game packet, in delivery order; a run
+/// that found no Bedrock flow says so, with what to try.
+pub fn game(
+    reading: &Reading,
+    shown: Compile<'_>,
+    o: GameOptions,
+    out: &mut impl Write,
+) -> anyhow::Result<ReadOutcome> {
+    let first = shown();
+    let mut game = Game::new(Detect::forced(o.bedrock), o.keys);
+    (game.fields, game.layout) = (o.fields, o.verbose && first.text());
+    let mut mirror = Mirror::new(reading.mirror_config(), false);
+    let pal = Palette::choose(o.color, !first.text());
+    if !o.quiet {
+        first.write_header(out)?;
+    }
+    let files = reading.file_names();
+    let printer = || {
+        let mut p = GamePrinter::new(shown(), pal, files.clone());
+        (p.verbose, p.hex, p.data_limit) = (o.verbose, o.hex, o.data_limit);
+        p
+    };
+    let print = |p: &mut GamePrinter, g: &mut _, out: &mut dyn Write| p.print(g, out);
+    let (only, null) = (reading.flow, &mut io::sink());
+    let threads = reading.threads.max(1);
+    let outcome = ordered::run(threads, out, printer, print, drop, |sink| {
+        drive_messages(
+            reading,
+            &mut mirror,
+            &mut game,
+            null,
+            |message, ev, since, file, _| match ev {
+                Some(events) if !o.quiet && only.is_none_or(|f| f == message.flow) => {
+                    let bytes = message.data.len() * 4;
+                    let item = GameItem {
+                        events,
+                        message,
+                        since,
+                        file,
+                    };
+                    Ok(sink.push_weighing(item, bytes)?)
+                }
+                _ => Ok(()),
+            },
+        )
+    })?;
+    if let Some(line) = no_game(&game) {
+        reading.notes.say(NoteKind::Hint, &line);
+    }
+    Ok(outcome)
+}
+
+/// `stats`' options beside what it reads.
+#[derive(Debug, Clone, Default)]
+pub struct StatsOptions {
+    /// The length of the traffic table's intervals.
+    pub interval: Duration,
+    /// The records, not the tables.
+    pub json: bool,
+    /// Nothing printed.
+    pub quiet: bool,
+    /// The terminal's width, for the tables.
+    pub width: Option<u16>,
+}
+
+/// `stats`: count the capture (one flow with `reading.flow`), then print
+/// the tables or the records; nothing when the capture could not be read.
+pub fn stats(
+    reading: &Reading,
+    o: &StatsOptions,
+    out: &mut impl Write,
+) -> anyhow::Result<ReadOutcome> {
+    let mut mirror = Mirror::new(reading.mirror_config(), false);
+    let mut st = Stats::new(o.interval, MAX_INTERVALS);
+    let only = reading.flow;
+    let outcome = drive_items(None, reading, &mut mirror, out, |item, _| {
+        match item {
+            Item::Packet { packet, obs, .. } => st.observe(packet, obs, only),
+            Item::Counted(c) => st.capture = Some(c),
+            _ => {}
+        }
+        Ok(Next::Continue)
+    })?;
+    if matches!(outcome, ReadOutcome::Usage | ReadOutcome::BadFile) {
+        return Ok(outcome);
+    }
+    let finished = mirror.finish();
+    for m in finished
+        .messages
+        .iter()
+        .filter(|m| only.is_none_or(|f| f == m.flow))
+    {
+        st.message(m);
+    }
+    if o.quiet {
+        return Ok(outcome);
+    }
+    if o.json {
+        if let Some(warning) = write_json(&st, only, reading.part_name(), out)? {
+            out.flush()?;
+            reading
+                .notes
+                .say(NoteKind::Problem, &format!("warning: {warning}"));
+        }
+    } else {
+        write_text(&st, only, o.width, out)?;
+    }
+    Ok(outcome)
+}
+
+/// `plot`'s options beside what it reads.
+#[derive(Debug, Clone, Default)]
+pub struct PlotOptions {
+    /// Draw from this time on (since the capture's first packet).
+    pub from: Option<Duration>,
+    /// Draw up to this time.
+    pub to: Option<Duration>,
+    /// No notes on the flows left out.
+    pub quiet: bool,
+    /// A `plot_flow` record per flow drawn.
+    pub json: bool,
+}
+
+/// What `plot` drew: the SVG, and the `plot_flow` records asked for.
+#[derive(Debug)]
+pub struct Drawn {
+    pub outcome: ReadOutcome,
+    pub svg: String,
+    pub records: Vec<u8>,
+}
+
+/// Why `plot` drew nothing.
+#[derive(Debug)]
+pub enum NotDrawn {
+    /// The capture could not be read, or has no flow `reading.flow` (said).
+    NotRead(ReadOutcome),
+    /// Nothing falls between `from` and `to`, or in the flow: why.
+    Nothing(String),
+}
+
+/// `plot`: each flow of the capture (one with `reading.flow`) drawn, the
+/// flows left out said through the notes.
+pub fn plot(reading: &Reading, o: &PlotOptions) -> anyhow::Result<Result<Drawn, NotDrawn>> {
+    let mut cfg = reading.mirror_config();
+    // The picture needs findings and RTT samples, not the messages.
+    cfg.receive.keep_data = false;
+    cfg.messages = false;
+    let mut mirror = Mirror::new(cfg, false);
+    let mut col = Collector::new(reading.flow, o.from, o.to);
+    let outcome = drive(reading, &mut mirror, &mut io::sink(), |p, obs, since, _| {
+        col.observe(p, obs, since);
+        Ok(Next::Continue)
+    })?;
+    if matches!(outcome, ReadOutcome::Usage | ReadOutcome::BadFile) {
+        return Ok(Err(NotDrawn::NotRead(outcome)));
+    }
+    if let Some(why) = col.nothing_drawn() {
+        return Ok(Err(NotDrawn::Nothing(why)));
+    }
+    let (drawn, left) = col.choose();
+    if !o.quiet {
+        for note in col.left_out(drawn.len(), &left) {
+            reading.notes.say(NoteKind::Hint, &format!("plot: {note}"));
+        }
+    }
+    let svg = crate::output::svg::render(&drawn)
+        .map_err(|e| anyhow::anyhow!("plot: drawing failed: {e}"))?;
+    let mut records = Vec::new();
+    for f in drawn.iter().filter(|_| o.json) {
+        serde_json::to_writer(&mut records, &PlotFlowJson::new(f))?;
+        records.push(b'\n');
+    }
+    Ok(Ok(Drawn {
+        outcome,
+        svg,
+        records,
+    }))
+}

@@ -1,0 +1,488 @@
+//! One NetherNet connection's UDP 5-tuple as a capture shows it, read in
+//! the sans-IO manner of `session`: fed each datagram with its sender, it
+//! yields what happened ([`Event`]): STUN checks, the DTLS handshake in the
+//! clear and its alerts, the data channels DCEP opened, every message each
+//! side's SCTP stack delivered, and the NetherNet batches reassembled from
+//! the reliable channel's segments, in the order each application got
+//! them. The DTLS records open when a key log names the association's
+//! ClientHello random; without one, the handshake and the counts are all
+//! there is.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use super::{classify, dcep, delivery, dtls, framing, sctp, stun, Demux};
+
+/// The two directions of an association, by the DTLS role of the sender.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Side {
+    /// Sent by the DTLS client (the SDP's `setup:active` side).
+    DtlsClient,
+    /// Sent by the DTLS server.
+    DtlsServer,
+}
+
+/// A data channel DCEP opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Channel {
+    pub stream: u16,
+    pub label: String,
+    pub ordered: bool,
+    pub reliability: dcep::Reliability,
+    /// Who opened it (the NetherNet client, normally).
+    pub opened_by: SocketAddr,
+}
+
+/// What a datagram showed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// A STUN message: its class, USERNAME, whether it nominates the pair.
+    Stun {
+        class: stun::Class,
+        username: Option<String>,
+        use_candidate: bool,
+        fingerprint_ok: Option<bool>,
+    },
+    /// A whole handshake message in the clear.
+    Handshake { from: SocketAddr, kind: u8 },
+    /// The DTLS version and cipher suite the ServerHello chose.
+    Negotiated { version: u16, suite: u16 },
+    /// The SHA-256 fingerprint of a side's certificate.
+    Certificate {
+        from: SocketAddr,
+        fingerprint: String,
+    },
+    /// An alert: in the clear, or decrypted (`level`, `description`); an
+    /// encrypted one without keys is `None`.
+    Alert {
+        from: SocketAddr,
+        alert: Option<(u8, u8)>,
+    },
+    /// A channel opened.
+    ChannelOpen(Channel),
+    /// A message a side's stack delivered to a channel.
+    Message {
+        to: SocketAddr,
+        stream: u16,
+        ppid: u32,
+        data: Vec<u8>,
+    },
+    /// A NetherNet batch, reassembled on the reliable channel or whole on
+    /// the unreliable one (a Bedrock batch without 0xFE: the compression
+    /// byte first, after the first one each way).
+    Batch { to: SocketAddr, data: Vec<u8> },
+    /// Something wrong with the traffic: what, and in words.
+    Anomaly { kind: Problem, detail: String },
+}
+
+/// What kind of thing went wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Problem {
+    /// A datagram on the 5-tuple that is neither STUN nor DTLS.
+    NotWebrtc,
+    /// Bytes that do not parse as what they claim to be.
+    Malformed,
+    /// A record that did not open (no key, or the wrong one), or a suite
+    /// this tool does not decrypt.
+    Undecryptable,
+    /// An SCTP packet whose CRC-32C does not match.
+    Checksum,
+    /// Messages the sender gave up on (FORWARD-TSN).
+    Abandoned,
+    /// A bound was reached and something held was let go.
+    Bounded,
+    /// NetherNet segments that do not follow each other.
+    Framing,
+}
+
+impl Problem {
+    /// Its name, as a record would say it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Problem::NotWebrtc => "not_webrtc",
+            Problem::Malformed => "malformed",
+            Problem::Undecryptable => "undecryptable",
+            Problem::Checksum => "checksum",
+            Problem::Abandoned => "abandoned",
+            Problem::Bounded => "bound_exceeded",
+            Problem::Framing => "framing",
+        }
+    }
+}
+
+/// Counts of one direction.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub stun: u64,
+    pub dtls_records: u64,
+    /// Records after the handshake, sealed.
+    pub encrypted: u64,
+    /// Of those, opened with the key log.
+    pub decrypted: u64,
+    pub sctp_packets: u64,
+    pub retransmitted: u64,
+    pub messages: u64,
+    pub batches: u64,
+}
+
+/// The label of NetherNet's reliable channel, which splits batches into
+/// segments.
+pub const RELIABLE: &str = "ReliableDataChannel";
+/// The label of its unreliable channel (unordered, not resent), whose
+/// messages are whole batches, their segment count always 0.
+pub const UNRELIABLE: &str = "UnreliableDataChannel";
+
+/// One UDP 5-tuple: ICE, DTLS, SCTP and the channels on it.
+#[derive(Debug)]
+pub struct Association {
+    /// The DTLS client's address (who sent the ClientHello).
+    pub dtls_client: Option<SocketAddr>,
+    client_random: Option<[u8; 32]>,
+    pub suite: Option<u16>,
+    keys: Option<dtls::Keys>,
+    /// Whether the key log lacked this association's random (said once).
+    missing_key_said: bool,
+    flights: BTreeMap<SocketAddr, dtls::Reassembly>,
+    receivers: BTreeMap<SocketAddr, delivery::Receiver>,
+    framers: BTreeMap<(SocketAddr, u16), framing::Reassembler>,
+    pub channels: BTreeMap<u16, Channel>,
+    pub counts: BTreeMap<SocketAddr, Counts>,
+    limits: delivery::Limits,
+    mid_stream: bool,
+}
+
+impl Association {
+    /// An association seen from its first datagram (`mid_stream` when
+    /// the capture began after it started: no handshake, streams numbered
+    /// from the first message seen).
+    pub fn new(limits: delivery::Limits, mid_stream: bool) -> Self {
+        Association {
+            dtls_client: None,
+            client_random: None,
+            suite: None,
+            keys: None,
+            missing_key_said: false,
+            flights: BTreeMap::new(),
+            receivers: BTreeMap::new(),
+            framers: BTreeMap::new(),
+            channels: BTreeMap::new(),
+            counts: BTreeMap::new(),
+            limits,
+            mid_stream,
+        }
+    }
+
+    /// Whether the records open (the key log named this association).
+    pub fn decrypts(&self) -> bool {
+        self.keys.is_some()
+    }
+
+    /// Take one datagram from `from` to `to`.
+    pub fn datagram(
+        &mut self,
+        from: SocketAddr,
+        to: SocketAddr,
+        payload: &[u8],
+        keylog: &dtls::KeyLog,
+        out: &mut Vec<Event>,
+    ) {
+        match classify(payload) {
+            Demux::Stun => self.stun(from, payload, out),
+            Demux::Dtls => self.dtls(from, to, payload, keylog, out),
+            _ => out.push(Event::Anomaly {
+                kind: Problem::NotWebrtc,
+                detail: format!(
+                    "a datagram of {} bytes that is neither STUN nor DTLS (first byte {:#04x})",
+                    payload.len(),
+                    payload.first().copied().unwrap_or(0)
+                ),
+            }),
+        }
+    }
+
+    fn stun(&mut self, from: SocketAddr, payload: &[u8], out: &mut Vec<Event>) {
+        self.counts.entry(from).or_default().stun += 1;
+        match stun::Message::parse(payload) {
+            Ok(m) => out.push(Event::Stun {
+                class: m.class,
+                username: m.username().map(str::to_string),
+                use_candidate: m.use_candidate(),
+                fingerprint_ok: m.fingerprint_ok(),
+            }),
+            Err(e) => out.push(Event::Anomaly {
+                kind: Problem::Malformed,
+                detail: format!("STUN {e}"),
+            }),
+        }
+    }
+
+    fn dtls(
+        &mut self,
+        from: SocketAddr,
+        to: SocketAddr,
+        payload: &[u8],
+        keylog: &dtls::KeyLog,
+        out: &mut Vec<Event>,
+    ) {
+        let records = match dtls::records(payload) {
+            Ok(r) => r,
+            Err(e) => {
+                return out.push(Event::Anomaly {
+                    kind: Problem::Malformed,
+                    detail: format!("DTLS {e}"),
+                })
+            }
+        };
+        for r in records {
+            self.counts.entry(from).or_default().dtls_records += 1;
+            if r.epoch == 0 {
+                self.clear(from, &r, keylog, out);
+                continue;
+            }
+            self.counts.entry(from).or_default().encrypted += 1;
+            let Some(keys) = &self.keys else {
+                if r.content == dtls::content::ALERT {
+                    out.push(Event::Alert { from, alert: None });
+                }
+                continue;
+            };
+            let from_client = self.dtls_client == Some(from);
+            let plain = match keys.decrypt(&r, from_client) {
+                Ok(p) => p,
+                Err(e) => {
+                    out.push(Event::Anomaly {
+                        kind: Problem::Undecryptable,
+                        detail: format!("a DTLS {} record: {e}", dtls::content_name(r.content)),
+                    });
+                    continue;
+                }
+            };
+            self.counts.entry(from).or_default().decrypted += 1;
+            match r.content {
+                dtls::content::APPLICATION_DATA => self.sctp(from, to, &plain, out),
+                dtls::content::ALERT => out.push(Event::Alert {
+                    from,
+                    alert: (plain.len() == 2).then(|| (plain[0], plain[1])),
+                }),
+                // The encrypted Finished: nothing more to read.
+                _ => {}
+            }
+        }
+    }
+
+    /// A record of epoch 0: the handshake in the clear, or an alert.
+    fn clear(
+        &mut self,
+        from: SocketAddr,
+        r: &dtls::Record<'_>,
+        keylog: &dtls::KeyLog,
+        out: &mut Vec<Event>,
+    ) {
+        if r.content == dtls::content::ALERT {
+            let alert = (r.fragment.len() == 2).then(|| (r.fragment[0], r.fragment[1]));
+            return out.push(Event::Alert { from, alert });
+        }
+        if r.content != dtls::content::HANDSHAKE {
+            return;
+        }
+        let fragments = match dtls::handshakes(r.fragment, r.at + 13) {
+            Ok(f) => f,
+            Err(e) => {
+                return out.push(Event::Anomaly {
+                    kind: Problem::Malformed,
+                    detail: format!("DTLS {e}"),
+                })
+            }
+        };
+        for f in fragments {
+            let whole = match self.flights.entry(from).or_default().push(&f) {
+                Ok(Some(w)) => w,
+                Ok(None) => continue,
+                Err(e) => {
+                    out.push(Event::Anomaly {
+                        kind: Problem::Malformed,
+                        detail: format!("DTLS handshake: {e}"),
+                    });
+                    continue;
+                }
+            };
+            out.push(Event::Handshake {
+                from,
+                kind: whole.kind,
+            });
+            match whole.kind {
+                1 => {
+                    if let Ok(h) = dtls::hello(&whole.body, true) {
+                        // A ClientHello after a HelloVerifyRequest has the
+                        // same random.
+                        self.dtls_client = Some(from);
+                        self.client_random = Some(h.random);
+                    }
+                }
+                2 => {
+                    if let Ok(h) = dtls::hello(&whole.body, false) {
+                        let suite = h.cipher_suites.first().copied().unwrap_or(0);
+                        self.suite = Some(suite);
+                        out.push(Event::Negotiated {
+                            version: h.version,
+                            suite,
+                        });
+                        self.key(suite, &h.random, keylog, out);
+                    }
+                }
+                11 => {
+                    if let Some(first) = dtls::certificates(&whole.body)
+                        .ok()
+                        .and_then(|c| c.first().copied())
+                    {
+                        out.push(Event::Certificate {
+                            from,
+                            fingerprint: dtls::fingerprint(first),
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The keys, from the key log, once both randoms are known.
+    fn key(
+        &mut self,
+        suite: u16,
+        server_random: &[u8; 32],
+        keylog: &dtls::KeyLog,
+        out: &mut Vec<Event>,
+    ) {
+        let Some(cr) = self.client_random else { return };
+        let Some(s) = dtls::Suite::from_id(suite) else {
+            return out.push(Event::Anomaly {
+                kind: Problem::Undecryptable,
+                detail: format!(
+                    "cipher suite {:#06x} ({}) is not one this tool decrypts",
+                    suite,
+                    dtls::suite_name(suite).unwrap_or("unknown")
+                ),
+            });
+        };
+        match keylog.master(&cr) {
+            Some(m) => self.keys = Some(dtls::Keys::derive(s, m, &cr, server_random)),
+            None if !keylog.is_empty() && !self.missing_key_said => {
+                self.missing_key_said = true;
+                out.push(Event::Anomaly {
+                    kind: Problem::Undecryptable,
+                    detail: "the key log has no CLIENT_RANDOM line for this association".into(),
+                });
+            }
+            None => {}
+        }
+    }
+
+    /// A decrypted record's SCTP packet, from `from` to `to`.
+    fn sctp(&mut self, from: SocketAddr, to: SocketAddr, plain: &[u8], out: &mut Vec<Event>) {
+        if !sctp::checksum_ok(plain) {
+            out.push(Event::Anomaly {
+                kind: Problem::Checksum,
+                detail: "an SCTP packet whose CRC-32C does not match".into(),
+            });
+        }
+        let p = match sctp::Packet::parse(plain) {
+            Ok(p) => p,
+            Err(e) => {
+                return out.push(Event::Anomaly {
+                    kind: Problem::Malformed,
+                    detail: format!("SCTP {e}"),
+                })
+            }
+        };
+        self.counts.entry(from).or_default().sctp_packets += 1;
+        let (limits, mid) = (self.limits, self.mid_stream);
+        let receiver = self.receivers.entry(to).or_insert_with(|| {
+            if mid {
+                delivery::Receiver::mid_stream(limits)
+            } else {
+                delivery::Receiver::new(limits)
+            }
+        });
+        let mut events = Vec::new();
+        receiver.chunks(&p.chunks, &mut events);
+        for e in events {
+            match e {
+                delivery::Event::Delivered(m) => self.message(from, to, m, out),
+                delivery::Event::Retransmitted { .. } => {
+                    self.counts.entry(from).or_default().retransmitted += 1;
+                }
+                delivery::Event::Abandoned { stream, messages } => out.push(Event::Anomaly {
+                    kind: Problem::Abandoned,
+                    detail: format!(
+                        "stream {stream}: {messages} messages given up by the sender (FORWARD-TSN)"
+                    ),
+                }),
+                delivery::Event::Dropped(what) => out.push(Event::Anomaly {
+                    kind: Problem::Bounded,
+                    detail: format!("dropped {what}"),
+                }),
+            }
+        }
+    }
+
+    fn message(
+        &mut self,
+        from: SocketAddr,
+        to: SocketAddr,
+        m: delivery::Message,
+        out: &mut Vec<Event>,
+    ) {
+        if m.ppid == sctp::ppid::DCEP {
+            match dcep::Message::parse(&m.data) {
+                Ok(dcep::Message::Open(o)) => {
+                    let c = Channel {
+                        stream: m.stream,
+                        label: o.label,
+                        ordered: o.ordered,
+                        reliability: o.reliability,
+                        opened_by: from,
+                    };
+                    if self.channels.len() < self.limits.streams {
+                        self.channels.insert(m.stream, c.clone());
+                    }
+                    out.push(Event::ChannelOpen(c));
+                }
+                Ok(dcep::Message::Ack) => {}
+                Err(e) => out.push(Event::Anomaly {
+                    kind: Problem::Malformed,
+                    detail: format!("DCEP {e}"),
+                }),
+            }
+            return;
+        }
+        self.counts.entry(to).or_default().messages += 1;
+        let framed = self
+            .channels
+            .get(&m.stream)
+            .is_some_and(|c| c.label == RELIABLE || c.label == UNRELIABLE);
+        let step = framed.then(|| {
+            self.framers
+                .entry((to, m.stream))
+                .or_insert_with(|| framing::Reassembler::new(framing::DEFAULT_LIMIT))
+                .push(&m.data)
+        });
+        out.push(Event::Message {
+            to,
+            stream: m.stream,
+            ppid: m.ppid,
+            data: m.data,
+        });
+        match step {
+            Some(framing::Step::Whole(data)) => {
+                self.counts.entry(to).or_default().batches += 1;
+                out.push(Event::Batch { to, data });
+            }
+            Some(framing::Step::Broken(why)) => out.push(Event::Anomaly {
+                kind: Problem::Framing,
+                detail: why.to_string(),
+            }),
+            Some(framing::Step::Partial) | None => {}
+        }
+    }
+}
