@@ -13,8 +13,10 @@
 #     SKIP_LOSSY=1    skip lossy.pcap
 #     LOSSY_SEED=15   relay seed for lossy.pcap; LOSSY_ATTEMPTS=8: runs tried until one
 #                     delivers every reliable message (see lossy.pcap in samples/README.md)
-#     SKIP_NETHERNET=1  skip nethernet-join.* (needs aiortc in target/venv, installed
-#                     with pip when missing, or NETHERNET_PYTHON = a python with aiortc)
+#     SKIP_NETHERNET=1  skip nethernet-join.* and nethernet-lossy.* (need aiortc in
+#                     target/venv, installed with pip when missing, or NETHERNET_PYTHON =
+#                     a python with aiortc)
+#     NETHERNET_LOSSY_SEED=15  relay seed for nethernet-lossy.*
 #     SKIP_CHECK=1    skip the tshark summary at the end
 #
 # What it writes (see samples/README.md):
@@ -47,6 +49,12 @@
 #                                          19760, 2000-byte segments; key log
 #                                          nethernet-join.keylog, ground truth
 #                                          nethernet-join.truth.jsonl
+#     nethernet-lossy.pcap                 the same peers through scripts/relay.py (seed
+#                                          15, 10% loss, 5% dup, 5% reorder), signaling
+#                                          port 19770, relay ports 19771/19772, first 20
+#                                          packets, 2000-byte segments, 20 pings; both legs
+#                                          of the relay captured; nethernet-lossy.keylog,
+#                                          .truth.jsonl, .relay.json, .relay-trace.jsonl
 #
 # Every step is bounded in time (timeout on each peer run and each capture); the
 # script is rerunnable: it overwrites its outputs and nothing else.
@@ -266,7 +274,7 @@ if [ -n "$MC_PAIR" ]; then
     fi
 fi
 
-# --- 8. nethernet-join.*: a NetherNet session between aiortc peers ----------------------
+# --- 8. nethernet-join.*, nethernet-lossy.*: NetherNet sessions between aiortc peers ----------------------
 if [ -z "${SKIP_NETHERNET:-}" ]; then
     NPY=${NETHERNET_PYTHON:-$ROOT/target/venv/bin/python}
     if ! "$NPY" -c 'import aiortc' 2>/dev/null && [ -z "${NETHERNET_PYTHON:-}" ]; then
@@ -277,8 +285,17 @@ if [ -z "${SKIP_NETHERNET:-}" ]; then
     if "$NPY" -c 'import aiortc' 2>/dev/null; then
         say "nethernet-join.pcap (aiortc NetherNet peers, signaling port 19760)"
         NETHERNET_PYTHON=$NPY SEGMENT=2000 timeout 120 "$ROOT/scripts/nethernet-capture.sh" "$OUT" 19760 >/dev/null
+        # The same peers through the seeded relay. Whatever the loss, SCTP retransmits, so a
+        # run fails only on a timeout; retry (same seed) at most 3 times.
+        rc=1
+        for attempt in 1 2 3; do
+            say "nethernet-lossy.pcap (relay seed ${NETHERNET_LOSSY_SEED:-15}, signaling port 19770, attempt $attempt)"
+            NETHERNET_PYTHON=$NPY RELAY=${NETHERNET_LOSSY_SEED:-15} SEGMENT=2000 MAX_PACKETS=20 PINGS=20 \
+                timeout 180 "$ROOT/scripts/nethernet-capture.sh" "$OUT" 19770 >/dev/null && { rc=0; break; }
+        done
+        [ $rc = 0 ] || say "WARNING: nethernet-lossy.* failed 3 times (see nethernet_peers.py's error above)"
     else
-        say "$NPY cannot import aiortc: nethernet-join.* not remade"
+        say "$NPY cannot import aiortc: nethernet-join.* and nethernet-lossy.* not remade"
     fi
 fi
 

@@ -12,6 +12,16 @@
 # 1.26.45 session) unless PACKETS=FILE; MAX_PACKETS=N keeps the first N;
 # SEGMENT=N cuts batches into NetherNet segments of N bytes (default 262143: only
 # a batch over 256 KB fragments); PINGS=N unreliable pings (default 3).
+# RELAY=SEED: the UDP leg goes through scripts/relay.py (seed SEED; LOSS, DUP, REORDER:
+# its rates, default 0.1 0.05 0.05 as lossy.pcap's): the client starts it toward the
+# server's candidate (nethernet_peers.py --relay PORT+1:PORT+2, --lossy: pings best
+# effort) and each side's only remote candidate is a relay socket (client -> PORT+1,
+# server -> PORT+2). The files are then OUTDIR/nethernet-lossy.* (PORT default 19770),
+# plus nethernet-lossy.relay.json (the relay's counts) and nethernet-lossy.relay-trace.jsonl
+# (its decisions). The capture keeps both legs (udp port PORT+1 or PORT+2): the client's
+# side and the server's side of the relay (samples/README.md says why). tshark must read
+# them one conversation at a time: scripts/nethernet-tshark-check.py OUTDIR/nethernet-lossy
+#   sudo RELAY=15 SEGMENT=2000 MAX_PACKETS=20 PINGS=20 scripts/nethernet-capture.sh samples
 # Needs root (tcpdump) and aiortc in target/venv (.ci/run installs it), or
 # NETHERNET_PYTHON=a python with aiortc.
 #   sudo scripts/nethernet-capture.sh samples
@@ -25,24 +35,40 @@
 #     -o udp.try_heuristic_first:TRUE -o "dtls.keys_list:127.0.0.1,$udp,sctp,/tmp/any.pem" -Y 'sctp || http'
 set -euo pipefail
 out=${1:?usage: nethernet-capture.sh OUTDIR [PORT]}
-port=${2:-19760}
+relay=${RELAY:-}
+if [ -n "$relay" ]; then port=${2:-19770}; name=nethernet-lossy; else port=${2:-19760}; name=nethernet-join; fi
 here=$(cd "$(dirname "$0")/.." && pwd)
 py=${NETHERNET_PYTHON:-$here/target/venv/bin/python}
 "$py" -c 'import aiortc' 2>/dev/null || {
   echo "nethernet-capture: $py cannot import aiortc (target/venv/bin/pip install aiortc==1.16.0)" >&2; exit 1; }
 mkdir -p "$out"
-base="$out/nethernet-join"
+base="$out/$name"
 rm -f "$base".pcap "$base".keylog "$base".truth.jsonl
+[ -n "$relay" ] && rm -f "$base".relay.json "$base".relay-trace.jsonl
 peer_args=(--port "$port" --truth "$base.truth.jsonl" --keylog "$base.keylog"
   --segment-size "${SEGMENT:-262143}" --pings "${PINGS:-3}" --max-packets "${MAX_PACKETS:-0}")
 [ -n "${PACKETS:-}" ] && peer_args+=(--packets "$PACKETS")
+client_args=() server_args=() udp_filter="udp" peer_timeout=40
+if [ -n "$relay" ]; then
+  rates="--loss ${LOSS:-0.1} --dup ${DUP:-0.05} --reorder ${REORDER:-0.05} --duration 120"
+  peer_args+=(--lossy --step-timeout 30 --timeout 100)
+  client_args=(--relay "$((port + 1)):$((port + 2))"
+    "--relay-args=--seed $relay $rates --stats-json $base.relay.json --trace $base.relay-trace.jsonl")
+  server_args=(--relay-candidate "$((port + 2))")
+  udp_filter="udp port $((port + 1)) or udp port $((port + 2))"
+  peer_timeout=110
+fi
 err=$(mktemp)
 srv_err=$(mktemp)
 server=""
 # -s 0: every packet whole (a DTLS record of a 262 KB message's chunks is ~1.2 KB, but
 # the HTTP bodies and loopback's 64 KB MTU may be larger).
-tcpdump -i lo -Z root -U --immediate-mode -n -s 0 -w "$base.pcap" \
-  "host 127.0.0.1 and (tcp port $port or udp)" 2>"$err" &
+# With the relay each datagram crosses lo twice, in bursts: a bigger buffer (-B, KiB) so
+# that the kernel drops none.
+buf=()
+[ -n "$relay" ] && buf=(-B 32768)
+tcpdump -i lo -Z root -U --immediate-mode -n -s 0 ${buf[@]+"${buf[@]}"} -w "$base.pcap" \
+  "host 127.0.0.1 and (tcp port $port or $udp_filter)" 2>"$err" &
 dump=$!
 cleanup() {
   [ -n "$server" ] && kill "$server" 2>/dev/null || true
@@ -54,13 +80,13 @@ for _ in $(seq 100); do grep -q 'listening on' "$err" && break; sleep 0.05; done
 grep -q 'listening on' "$err" || { cat "$err" >&2; echo "nethernet-capture: tcpdump did not start" >&2; exit 1; }
 sleep 0.2   # the filter is attached just before tcpdump says it listens
 status=0
-timeout 40 "$py" "$here/scripts/nethernet_peers.py" server "${peer_args[@]}" 2>"$srv_err" &
+timeout "$peer_timeout" "$py" "$here/scripts/nethernet_peers.py" server "${peer_args[@]}" ${server_args[@]+"${server_args[@]}"} 2>"$srv_err" &
 server=$!
 for _ in $(seq 100); do grep -q 'server listening' "$srv_err" && break; sleep 0.05; done
 if ! grep -q 'server listening' "$srv_err"; then
   cat "$srv_err" >&2; echo "nethernet-capture: the server did not start" >&2; exit 1
 fi
-timeout 40 "$py" "$here/scripts/nethernet_peers.py" client "${peer_args[@]}" || status=$?
+timeout "$peer_timeout" "$py" "$here/scripts/nethernet_peers.py" client "${peer_args[@]}" ${client_args[@]+"${client_args[@]}"} || status=$?
 wait "$server" || { s=$?; [ "$status" -ne 0 ] || status=$s; }
 server=""
 cat "$srv_err" >&2
@@ -75,3 +101,4 @@ if [ "$status" -ne 0 ]; then
   exit "$status"
 fi
 ls -l "$base".pcap "$base".keylog "$base".truth.jsonl
+[ -z "$relay" ] || ls -l "$base".relay.json "$base".relay-trace.jsonl

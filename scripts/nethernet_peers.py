@@ -70,6 +70,20 @@ Outputs, both sides appending to the same files (one write per line):
     result    ok, error
 Exit status 0 only when everything expected was sent and received intact.
 
+Through a lossy path (scripts/nethernet-capture.sh RELAY=SEED): the client runs
+--relay LISTEN:UPSTREAM: before applying the answer, it starts scripts/relay.py --listen
+127.0.0.1:LISTEN --upstream 127.0.0.1:UPSTREAM --target <the server's candidate> (plus
+--relay-args: seed, rates, output files) and rewrites the address and port of every
+a=candidate line of the answer to 127.0.0.1:LISTEN; the server runs --relay-candidate
+UPSTREAM: it rewrites the offer's candidates to 127.0.0.1:UPSTREAM. So each side's only
+remote candidate is a socket of the one relay, and every UDP datagram goes
+client <-> LISTEN (relay) UPSTREAM <-> server (relay.py's "c2s" is client to server).
+The SDPs recorded (sdp, http) stay the ones sent on the wire; a "relay" record gives the
+rewritten SDP each side applied and the relay's arguments. --lossy makes the unreliable
+pings best effort: the server sends them all, the client answers each one it receives
+within --ping-wait seconds, the server collects the answers for as long; a "pings"
+record says which arrived (the reliable channel must still be intact).
+
   python3 scripts/nethernet_peers.py server --port 19760 --truth T.jsonl --keylog K.keylog
   python3 scripts/nethernet_peers.py client --port 19760 --truth T.jsonl --keylog K.keylog
   (scripts/nethernet-capture.sh runs both under tcpdump.)
@@ -83,6 +97,8 @@ import json
 import os
 import random
 import re
+import signal
+import subprocess
 import sys
 import time
 import zlib
@@ -510,6 +526,8 @@ class Peer:
     async def pings(self, step):
         n = self.args.pings
         stamps = [1_000_000 * (i + 1) for i in range(n)]
+        if self.args.lossy:
+            return await self.lossy_pings(step, stamps)
         if self.side == "server":
             for i, ts in enumerate(stamps):
                 await self.send_batch(UNRELIABLE, dict(step, dir="s2c", index=i), [latency_packet(ts, 1)])
@@ -524,8 +542,43 @@ class Peer:
                     raise Failure("unexpected ping")
                 await self.send_batch(UNRELIABLE, dict(step, dir="c2s", index=i), [latency_packet(ts, 0)])
 
+    async def lossy_pings(self, step, stamps):
+        """Best-effort pings: any may be lost (maxRetransmits=0) or arrive out of order."""
+        mine, theirs, flag_in = ("s2c", "c2s", 0) if self.side == "server" else ("c2s", "s2c", 1)
+        if self.side == "server":
+            for i, ts in enumerate(stamps):
+                await self.send_batch(UNRELIABLE, dict(step, dir=mine, index=i), [latency_packet(ts, 1)])
+        got, answered = [], []
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.args.ping_wait
+        while len(got) < len(stamps):
+            left = deadline - loop.time()
+            if left <= 0:
+                break
+            try:
+                msg = await asyncio.wait_for(self.inbox[UNRELIABLE].get(), left)
+            except asyncio.TimeoutError:
+                break
+            if not msg or msg[0] != 0:
+                raise Failure("bad framing byte on the unreliable channel")
+            payload, comp = decode_batch(msg[1:], step["compression"])
+            packets = split_packets(payload)
+            match = [i for i, ts in enumerate(stamps) if packets == [latency_packet(ts, flag_in)]]
+            if not match or match[0] in got:
+                raise Failure("unexpected or repeated message on the unreliable channel")
+            i = match[0]
+            got.append(i)
+            self.note_batch("received", UNRELIABLE, dict(step, dir=theirs, index=i), msg[1:], comp, 1, packets)
+            if self.side == "client":
+                await self.send_batch(UNRELIABLE, dict(step, dir=mine, index=i), [latency_packet(stamps[i], 0)])
+                answered.append(i)
+        self.record("pings", sent=len(stamps) if self.side == "server" else len(answered),
+                    received=got, lost=[i for i in range(len(stamps)) if i not in got])
+
     def check_drained(self):
         for label, q in self.inbox.items():
+            if self.args.lossy and label == UNRELIABLE:
+                continue
             if not q.empty():
                 raise Failure(f"{q.qsize()} unexpected messages left on {label}")
 
@@ -542,6 +595,57 @@ def record_dtls(record, pc):
            remote_address=list(pair.remote_addr) if pair else None,
            sctp_remote_partial_reliability=pc.sctp._remote_partial_reliability,
            sctp_remote_max_message_size=pc.sctp._remote_max_message_size)
+
+
+# --- the lossy path --------------------------------------------------------------------
+CANDIDATE = re.compile(r"^(a=candidate:\S+ \d+ \S+ \d+ )(\S+) (\d+)( typ .*)$")
+
+
+class RelayProcess:
+    """scripts/relay.py between this side and the other side's candidate (see --relay)."""
+
+    def __init__(self, args, record):
+        self.args = args
+        self.record = record
+        self.proc = None
+
+    async def apply(self, sdp):
+        """Start the relay toward the SDP's candidate; the SDP with the relay as candidate."""
+        if not (self.args.relay or self.args.relay_candidate):
+            return sdp
+        if self.args.relay:
+            listen, upstream = self.args.relay.split(":")
+        else:
+            listen, upstream = self.args.relay_candidate, None
+        lines = sdp.split("\r\n")
+        targets = []
+        for i, l in enumerate(lines):
+            m = CANDIDATE.match(l)
+            if m:
+                targets.append(f"{m.group(2)}:{m.group(3)}")
+                lines[i] = f"{m.group(1)}127.0.0.1 {listen}{m.group(4)}"
+        if len(set(targets)) != 1 or not targets[0].startswith("127.0.0.1:"):
+            raise Failure(f"--relay wants one 127.0.0.1 candidate, the SDP has {targets}")
+        if upstream is None:  # --relay-candidate: the other side runs the relay
+            self.record("relay", candidate=f"127.0.0.1:{listen}", target=targets[0],
+                        remote_sdp_applied="\r\n".join(lines))
+            return "\r\n".join(lines)
+        cmd = [sys.executable, os.path.join(HERE, "relay.py"), "--listen", f"127.0.0.1:{listen}",
+               "--upstream", f"127.0.0.1:{upstream}", "--target", targets[0]] + self.args.relay_args.split()
+        self.proc = await asyncio.create_subprocess_exec(*cmd, stderr=subprocess.PIPE)
+        line = await asyncio.wait_for(self.proc.stderr.readline(), 5)
+        if b"listening on" not in line:
+            raise Failure(f"relay.py did not start: {line!r}")
+        self.record("relay", listen=f"127.0.0.1:{listen}", upstream=f"127.0.0.1:{upstream}", target=targets[0],
+                    argv=cmd[1:], remote_sdp_applied="\r\n".join(lines))
+        return "\r\n".join(lines)
+
+    async def stop(self):
+        if self.proc and self.proc.returncode is None:
+            self.proc.send_signal(signal.SIGINT)
+            rest = await asyncio.wait_for(self.proc.stderr.read(), 10)
+            await self.proc.wait()
+            sys.stderr.write(f"nethernet_peers: " + rest.decode(errors="replace"))
 
 
 # --- HTTP/1.1, the minimum ------------------------------------------------------------
@@ -587,6 +691,7 @@ async def server_main(args, record, steps, protocol):
     token = make_token(key, {"x5u": base64.b64encode(der).decode()},
                        {"iat": now, "exp": now + 3600, "iss": "raknet-dissect nethernet_peers.py server"})
     peer = Peer("server", args, record)
+    relay = RelayProcess(args, record)
     session = {}
     joined = asyncio.Event()
     info = {"name": "raknet-dissect NetherNet test server", "protocol": protocol or 0,
@@ -623,7 +728,7 @@ async def server_main(args, record, steps, protocol):
         pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
         session["pc"] = pc
         pc.on("datachannel", peer.add_channel)
-        await pc.setRemoteDescription(RTCSessionDescription(stripped, "offer"))
+        await pc.setRemoteDescription(RTCSessionDescription(await relay.apply(stripped), "offer"))
         await pc.setLocalDescription(await pc.createAnswer())  # gathers every candidate
         sdp = add_identity(pc.localDescription.sdp, key, token, "self")
         record("sdp", kind="answer", network_id=network_id, sdp=sdp, identity=decode_identity(sdp))
@@ -648,6 +753,7 @@ async def server_main(args, record, steps, protocol):
         server.close()
         if "pc" in session:
             await session["pc"].close()
+        await relay.stop()
 
 
 # --- the client -----------------------------------------------------------------------
@@ -670,6 +776,7 @@ async def client_main(args, record, steps, protocol):
         "uuid": "00000000-0000-4000-8000-000000000000", "perms": [], "iat": now, "exp": now + 3600})
     pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
     peer = Peer("client", args, record)
+    relay = RelayProcess(args, record)
     try:
         peer.add_channel(pc.createDataChannel(RELIABLE))
         peer.add_channel(pc.createDataChannel(UNRELIABLE, ordered=False, maxRetransmits=0))
@@ -686,7 +793,7 @@ async def client_main(args, record, steps, protocol):
         answer = body.decode()
         stripped, ident = check_identity(answer)
         record("sdp", kind="answer", network_id=network_id, sdp=answer, identity=ident, verified=True)
-        await pc.setRemoteDescription(RTCSessionDescription(stripped, "answer"))
+        await pc.setRemoteDescription(RTCSessionDescription(await relay.apply(stripped), "answer"))
         await asyncio.wait_for(peer.both_open.wait(), args.step_timeout)
         record_dtls(record, pc)
         await peer.run_session(steps)
@@ -702,6 +809,7 @@ async def client_main(args, record, steps, protocol):
         peer.check_drained()
     finally:
         await pc.close()
+        await relay.stop()
 
 
 def main():
@@ -722,6 +830,18 @@ def main():
     ap.add_argument("--timeout", type=float, default=30, help="the whole run, seconds")
     ap.add_argument("--step-timeout", type=float, default=10, help="each wait, seconds")
     ap.add_argument("--linger", type=float, default=0.2, help="client: seconds before closing the channels")
+    ap.add_argument("--relay", metavar="LISTEN:UPSTREAM",
+                    help="reach the other side through scripts/relay.py listening on 127.0.0.1:LISTEN, "
+                         "its upstream socket on 127.0.0.1:UPSTREAM (the top of this file says how)")
+    ap.add_argument("--relay-candidate", metavar="PORT",
+                    help="make 127.0.0.1:PORT the other side's only candidate, no relay started "
+                         "(the other side's --relay UPSTREAM port: its relay's socket toward this side)")
+    ap.add_argument("--relay-args", default="--seed 1",
+                    help="more relay.py arguments, one string (default '--seed 1')")
+    ap.add_argument("--lossy", action="store_true",
+                    help="the path loses datagrams: the unreliable pings are best effort")
+    ap.add_argument("--ping-wait", type=float, default=3.0,
+                    help="--lossy: seconds each side waits for the pings / their answers (default 3)")
     args = ap.parse_args()
     if not 1 <= args.segment_size <= MAX_MESSAGE_SIZE - 1:
         ap.error("--segment-size must be 1..262143")
@@ -734,6 +854,8 @@ def main():
            openssl=OpenSSL.SSL.OpenSSL_version(OpenSSL.SSL.OPENSSL_VERSION).decode(),
            python=sys.version.split()[0], port=args.port, packets=os.path.basename(args.packets),
            max_packets=args.max_packets, protocol=protocol, segment_size=args.segment_size, pings=args.pings,
+           **({"relay": args.relay, "relay_args": args.relay_args, "relay_candidate": args.relay_candidate,
+              "lossy": args.lossy} if args.relay or args.relay_candidate else {}),
            steps=[{k: v for k, v in s.items() if k != "packets"} | {"names": [p["name"] for p in s.get("packets", [])]}
                   for s in steps])
     run = server_main if args.role == "server" else client_main

@@ -9,7 +9,7 @@
 //! - [`crypto`]: key material, key derivation, the ciphers and checksum;
 //! - [`login`]: the early packets decoded by hand;
 //! - `flow`: one flow's state: negotiated compression, encryption;
-//! - `names`: packet names per protocol version, from minecraft-data.
+//! - [`names`]: packet names per protocol version, from minecraft-data.
 
 pub(crate) mod batch;
 mod body;
@@ -20,7 +20,7 @@ pub(crate) mod fields;
 pub(crate) mod flow;
 pub mod identity;
 pub mod login;
-pub(crate) mod names;
+pub mod names;
 pub(crate) mod packets;
 pub mod schema;
 pub mod server;

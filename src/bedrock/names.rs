@@ -9,7 +9,7 @@
 //! A protocol number that the data does not know uses the nearest older
 //! known one (packet ids are only ever added, renamed or retired, so an older
 //! table is the best guess for a version in between); one older than all uses
-//! the oldest. [`nearest_protocol`] says which table that is.
+//! the oldest. `nearest_protocol` says which table that is.
 
 use std::sync::OnceLock;
 
@@ -156,7 +156,7 @@ impl Names {
 
 /// The name of game packet `id` under `protocol` (`None`: the newest known
 /// protocol), or `None` where that table has no such id. An unknown protocol
-/// uses the nearest older known one (see [`nearest_protocol`]). `id` is the
+/// uses the nearest older known one (see `nearest_protocol`). `id` is the
 /// packet id of the header, already masked to its 10 bits by the caller.
 ///
 /// ```
@@ -164,7 +164,7 @@ impl Names {
 /// assert_eq!(packet_name(Some(649), 1), Some("login"));
 /// assert_eq!(packet_name(None, 0x8f), Some("network_settings"));
 /// ```
-pub(crate) fn packet_name(protocol: Option<u32>, id: u16) -> Option<&'static str> {
+pub fn packet_name(protocol: Option<u32>, id: u16) -> Option<&'static str> {
     let t = names().table(protocol);
     t.binary_search_by_key(&id, |&(i, _)| i)
         .ok()

@@ -131,7 +131,8 @@ pub(crate) enum Body<'a> {
 /// One RakNet packet, decoded.
 #[derive(Debug, Clone)]
 pub struct Packet<'a> {
-    pub(crate) frame: u64,
+    /// Frame number in its capture file, from 1.
+    pub frame: u64,
     pub(crate) ts: Duration,
     pub(crate) src: SocketAddr,
     pub(crate) dst: SocketAddr,
@@ -147,7 +148,8 @@ pub struct Packet<'a> {
 }
 
 impl Packet<'_> {
-    pub(crate) fn kind(&self) -> &'static str {
+    /// `offline`, `data`, `ack` or `nack`.
+    pub fn kind(&self) -> &'static str {
         match &self.body {
             Body::Offline { .. } => "offline",
             Body::Datagram(Some(Datagram::Ack(_))) => "ack",

@@ -70,7 +70,12 @@ pub enum Event {
     /// A NetherNet batch, reassembled on the reliable channel or whole on
     /// the unreliable one (a Bedrock batch without 0xFE: the compression
     /// byte first, after the first one each way).
-    Batch { to: SocketAddr, data: Vec<u8> },
+    Batch {
+        to: SocketAddr,
+        /// The channel's stream.
+        stream: u16,
+        data: Vec<u8>,
+    },
     /// Something wrong with the traffic: what, and in words.
     Anomaly { kind: Problem, detail: String },
 }
@@ -476,7 +481,11 @@ impl Association {
         match step {
             Some(framing::Step::Whole(data)) => {
                 self.counts.entry(to).or_default().batches += 1;
-                out.push(Event::Batch { to, data });
+                out.push(Event::Batch {
+                    to,
+                    stream: m.stream,
+                    data,
+                });
             }
             Some(framing::Step::Broken(why)) => out.push(Event::Anomaly {
                 kind: Problem::Framing,

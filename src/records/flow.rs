@@ -75,6 +75,12 @@ impl Described for FlowRecord<'static> {
             |r, f| int(r.flow.id, f),
         ),
         K::new(
+            "transport",
+            Ty::Str,
+            "The transport: \"raknet\" (NetherNet's flows, when read, say \"nethernet\").",
+            |_, f| f(Value::Str("raknet")),
+        ),
+        K::new(
             "client",
             Ty::Str,
             "The client's address, \"ip:port\" (the side that sent Open Connection Request 1).",
