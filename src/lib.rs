@@ -14,11 +14,11 @@
 //! | [`pipeline`] | capture files → dissector → mirror, one packet at a time; a run's notes, progress and outcome | [`pipeline::Pipeline`], [`pipeline::drive::Reading`] |
 //! | [`bedrock`] | the Minecraft Bedrock game layer in 0xFE messages: batches, keys, game packets | [`bedrock::Game`] |
 //! | [`analysis`] | statistics and time series computed from the mirror, plain types | [`analysis::stats::Stats`], [`analysis::plot::Collector`] |
-//! | [`display`] | `-Y` display filters, `-T fields` export, the record printers; the capture commands as calls | [`display::run`], [`display::DisplayFilter`], [`display::print::PacketPrinter`] |
-//! | [`output`] | formatters only: lines, trees, tables, NDJSON records | [`output::json::PlotFlowJson`] |
+//! | [`display`] | `-Y` display filters, `-T fields` export, the record printers; the capture commands as calls | [`display::run`], [`display::DisplayFilter`], [`display::FieldExport`] |
+//! | [`output`] | formatters only: lines, trees, tables, NDJSON records | [`output::text::line`], [`output::text::Palette`] |
 //! | [`records`] | each record type's keys described once: the JSON writer, the filters' reading, `fields`, `export`'s columns; the live commands' records | [`records::Described`] |
 //! | [`peer`] | UDP sockets around `session`: a client, a server, the live commands reporting records and an outcome | [`peer::run`], [`peer::run::Report`] |
-//! | [`replay`] | a captured session played again to a live server | [`replay::run::load`] |
+//! | [`replay`] | a captured session played again to a live server | [`replay::run::replay_file`] |
 //!
 //! `examples/flow_loss.rs` opens a capture and prints each flow's loss and
 //! RTT in under 40 lines.
@@ -32,22 +32,15 @@
 pub mod analysis;
 pub mod bedrock;
 pub mod capture;
-#[allow(missing_docs)]
 pub mod display;
 pub mod dissect;
 pub mod mirror;
-#[allow(missing_docs)]
 pub mod nethernet;
-#[allow(missing_docs)]
 pub mod output;
-#[allow(missing_docs)]
 pub mod peer;
-#[allow(missing_docs)]
 pub mod pipeline;
 pub mod random;
-#[allow(missing_docs)]
 pub mod records;
-#[allow(missing_docs)]
 pub mod replay;
 pub mod session;
 pub mod wire;

@@ -59,7 +59,9 @@ const MAX_SHELLS: usize = 1 << 14;
 /// Whether to read on after an item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Next {
+    /// Read on.
     Continue,
+    /// Stop reading: the run ends, its last item [`Item::Counted`].
     Stop,
 }
 
@@ -102,7 +104,9 @@ pub enum Item<'p, 'a> {
     /// A RakNet packet, its anomalies not yet merged with the mirror's
     /// findings in `obs` (messages delivered, flows closed, RTT samples).
     Packet {
+        /// The packet, borrowing the datagram read.
         packet: &'p mut Packet<'a>,
+        /// What the mirror found in it.
         obs: &'p mut Observation,
         /// The time lines are counted from (the first datagram's).
         since: Duration,
@@ -112,15 +116,29 @@ pub enum Item<'p, 'a> {
     /// A RakNet packet as [`Item::Packet`], owning its datagram (with
     /// [`PipelineOptions::owned`]).
     Owned {
+        /// The packet and its datagram.
         packet: OwnedPacket,
+        /// What the mirror found in it.
         obs: &'p mut Observation,
+        /// The time lines are counted from (the first datagram's).
         since: Duration,
+        /// Index of the file in [`Input::Files`] (0 for a reader).
         file: usize,
     },
     /// An ICMP error quoting a datagram of a RakNet flow.
-    Icmp { note: IcmpNote, file: usize },
+    Icmp {
+        /// The error and the flow it names.
+        note: IcmpNote,
+        /// Index of the file in [`Input::Files`] (0 for a reader).
+        file: usize,
+    },
     /// The pipeline starts reading file `index` (not for a reader).
-    File { index: usize, path: &'p Path },
+    File {
+        /// Index of the file in [`Input::Files`].
+        index: usize,
+        /// Its path, as given.
+        path: &'p Path,
+    },
     /// Everything was read (or the run stopped): what was counted and
     /// skipped, over all files; the last item.
     Counted(Counted),
@@ -209,7 +227,7 @@ pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
 }
 
 /// The file names records carry: none for one file.
-pub fn file_names(paths: &[PathBuf]) -> Vec<String> {
+pub(crate) fn file_names(paths: &[PathBuf]) -> Vec<String> {
     if paths.len() < 2 {
         return Vec::new();
     }
@@ -219,7 +237,9 @@ pub fn file_names(paths: &[PathBuf]) -> Vec<String> {
 /// A file that could not be read to its end.
 #[derive(Debug)]
 pub struct FileError {
+    /// Index of the file in [`Input::Files`].
     pub file: usize,
+    /// Why it could not be read on.
     pub error: CaptureError,
 }
 
@@ -281,7 +301,7 @@ impl Ended {
 
     /// What went wrong, a line each: the files that could not be read, then
     /// those cut short (warnings, named when `paths` has several).
-    pub fn problems(&self, paths: &[PathBuf]) -> Vec<String> {
+    pub(crate) fn problems(&self, paths: &[PathBuf]) -> Vec<String> {
         let mut lines: Vec<String> = self
             .unreadable
             .iter()
@@ -333,7 +353,7 @@ impl Ended {
 
     /// How the files were read, the worst first: a file that could not be
     /// read, one malformed past a point, one cut short, else all of them.
-    pub fn outcome(&self) -> ReadOutcome {
+    pub(crate) fn outcome(&self) -> ReadOutcome {
         if !self.unreadable.is_empty() {
             ReadOutcome::BadFile
         } else if self.malformed() {
@@ -347,14 +367,14 @@ impl Ended {
 
     /// Whether a file stopped at a block that cannot be read past (not
     /// merely cut short at its end).
-    pub fn malformed(&self) -> bool {
+    pub(crate) fn malformed(&self) -> bool {
         self.cut_short
             .iter()
             .any(|e| matches!(e.error, CaptureError::Malformed { .. }))
     }
 
     /// The counts of this run, with the dissector's.
-    pub fn counted(&self, d: &DissectStats) -> Counted {
+    pub(crate) fn counted(&self, d: &DissectStats) -> Counted {
         Counted {
             frames: self.frames,
             raknet_packets: d.raknet_packets,
@@ -368,7 +388,7 @@ impl Ended {
     }
 
     /// What was read: frames, RakNet packets and flows, what was skipped.
-    pub fn summary(&self, d: &DissectStats) -> String {
+    pub(crate) fn summary(&self, d: &DissectStats) -> String {
         let plural = crate::wire::plural;
         format!(
             "{} frames, {} RakNet {} in {} {}, {} other UDP datagrams and {} non-UDP frames skipped",
@@ -400,6 +420,7 @@ fn is_small(path: &std::path::Path) -> bool {
 }
 
 impl Pipeline {
+    /// A pipeline with a dissector set by `opts`, before any run.
     pub fn new(opts: PipelineOptions) -> Pipeline {
         let dissector = Dissector::new(Options {
             ports: opts.decode_as.clone(),
@@ -415,13 +436,13 @@ impl Pipeline {
     }
 
     /// The dissector's counters (RakNet packets, flows, other UDP).
-    pub fn dissect_stats(&self) -> &DissectStats {
+    pub(crate) fn dissect_stats(&self) -> &DissectStats {
         self.dissector.stats()
     }
 
     /// After a run: why `--flow N` names no flow of the capture, if so
     /// (`no flow 7: the capture has 6 RakNet flows`).
-    pub fn no_such_flow(&self, flow: Option<u32>) -> Option<String> {
+    pub(crate) fn no_such_flow(&self, flow: Option<u32>) -> Option<String> {
         let flows = self.dissector.stats().flows;
         let n = flow.filter(|&n| u64::from(n) > flows)?;
         let plural = crate::wire::plural(flows, "flow", "flows");

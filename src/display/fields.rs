@@ -2,7 +2,7 @@
 //! from what the record is made from without building it: what display
 //! filters (`-Y`) and field export (`-T fields`) see. The described records
 //! (`records`: packet, message, flow, handshake) are read through their
-//! descriptions, each name resolved to key indices once ([`lookup`]); the
+//! descriptions, each name resolved to key indices once (`lookup`); the
 //! `game` records through [`GameRecord`].
 //!
 //! A field may occur several times in one record (`frames.channel`, one per
@@ -14,27 +14,31 @@ use std::time::Duration;
 
 use crate::dissect::Body;
 use crate::records::flow::FlowRecord;
-pub use crate::records::game::GameRecord;
+pub(crate) use crate::records::game::GameRecord;
 use crate::records::handshake::HandshakeRecord;
-pub use crate::records::message::MessageRecord;
+use crate::records::message::MessageRecord;
 pub use crate::records::packet::PacketRecord;
 use crate::records::KeyPath;
-pub use crate::records::{Obj, Ty, Value};
+pub(crate) use crate::records::{Obj, Ty, Value};
 use crate::wire::Offline;
 
 /// Which record a field belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RecordType {
+    /// `packet` records (`read`).
     Packet,
+    /// `message` records (`messages`).
     Message,
+    /// `flow` records (`flows`).
     Flow,
+    /// `handshake` records (`handshakes`).
     Handshake,
     /// `game` and `game_opaque` records (the `game` command).
     Game,
 }
 
 impl RecordType {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             RecordType::Packet => "packet",
             RecordType::Message => "message",
@@ -46,7 +50,7 @@ impl RecordType {
 
     /// Filters that hold for some records of this type in the samples,
     /// for `-Y`'s help (checked against them by `tests/command_line.rs`).
-    pub fn filter_examples(self) -> &'static [&'static str] {
+    pub(crate) fn filter_examples(self) -> &'static [&'static str] {
         match self {
             RecordType::Packet => &[
                 "kind == nack",
@@ -108,89 +112,136 @@ impl RecordType {
 /// A field, resolved from its name once, when the filter is compiled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Field {
+    /// The field named `type`.
     Type,
-    /// The capture file: only through [`Since`] (packets, messages, game
+    /// The capture file: only through `Since` (packets, messages, game
     /// packets) or a record's `file` key.
     File,
+    /// The field named `frame` or `frame.number`.
     Frame,
+    /// The field named `ts` or `frame.time_epoch`.
     Ts,
     /// Seconds since the capture's first datagram, as `read`'s time column:
-    /// only through [`Since`], which knows when that was.
+    /// only through `Since`, which knows when that was.
     TimeRelative,
+    /// The field named `src`.
     Src,
+    /// The field named `dst`.
     Dst,
     /// The address of `src`, of `dst`, of either (`ip.addr`).
     SrcIp,
+    /// The field named `ip.dst`.
     DstIp,
+    /// The field named `ip.addr`.
     AnyIp,
     /// The port of `src`, of `dst`, of either (`udp.port`).
     SrcPort,
+    /// The field named `udp.dstport`.
     DstPort,
+    /// The field named `udp.port`.
     AnyPort,
+    /// The field named `flow`.
     Flow,
+    /// The field named `dir`.
     Dir,
+    /// The field named `kind`.
     Kind,
+    /// The field named `len`.
     Len,
     /// The record's `id`, or in a packet without one (a data datagram), its
     /// frames' ids.
     Id,
+    /// The field named `name`.
     Name,
+    /// The field named `protocol`.
     Protocol,
+    /// The field named `mtu`.
     Mtu,
+    /// The field named `client_guid`.
     ClientGuid,
+    /// The field named `server_guid`.
     ServerGuid,
+    /// The field named `guid`.
     Guid,
+    /// The field named `time`.
     Time,
+    /// The field named `cookie`.
     Cookie,
+    /// The field named `security`.
     Security,
+    /// The field named `address`.
     Address,
+    /// The field named `payload`.
     Payload,
+    /// The field named `motd`.
     Motd,
+    /// A key of a pong's MOTD (`motd.edition`, `motd.players_online`, ...), by its name.
     MotdKey(&'static str),
+    /// The field named `seq`.
     Seq,
+    /// The field named `frames`.
     Frames,
+    /// The field named `ranges`.
     Ranges,
+    /// The field named `reliability` or `frames.reliability`.
     Reliability,
+    /// The field named `reliable_index` or `frames.reliable_index`.
     ReliableIndex,
+    /// The field named `sequence_index` or `frames.sequence_index`.
     SequenceIndex,
+    /// The field named `order_index` or `frames.order_index`.
     OrderIndex,
+    /// The field named `channel` or `frames.channel`.
     Channel,
+    /// The field named `split` or `frames.split`.
     Split,
+    /// The field named `split.count` or `frames.split.count`.
     SplitCount,
+    /// The field named `split.id` or `frames.split.id`.
     SplitId,
+    /// The field named `split.index` or `frames.split.index`.
     SplitIndex,
+    /// The field named `frames.len`.
     FrameLen,
+    /// The field named `frames.id`.
     FrameId,
+    /// The field named `frames.name`.
     FrameName,
+    /// The field named `data`.
     Data,
     /// Bedrock: a message's game packets, a handshake's game login.
     Game,
+    /// The field named `data_truncated`.
     DataTruncated,
+    /// The field named `anomalies`.
     Anomalies,
+    /// The field named `anomalies.kind`.
     AnomalyKind,
+    /// The field named `anomalies.detail`.
     AnomalyDetail,
     /// A key of a `flow` record, by its dotted path (`c2s.lost`).
     Path(&'static str),
     /// A key of a described record (`records`), resolved to its key
     /// indices when the filter or export was compiled for that record type
-    /// ([`FieldDef::read`]).
+    /// (`FieldDef::read`).
     Key(KeyPath),
 }
 
 /// One row of the field list (`raknet-dissect fields`).
 #[derive(Debug, Clone, Copy)]
 pub struct FieldDef {
+    /// The field's name, as `-Y` and `-e` take it.
     pub name: &'static str,
     /// What the name means, whatever the record (closed sets of values go
     /// by it: [`check_closed`]).
-    pub field: Field,
+    pub(crate) field: Field,
     /// What a record reads: `field`, or in a [`lookup`] for a described
     /// record type, the key it names there resolved ([`Field::Key`]).
-    pub read: Field,
-    pub ty: Ty,
+    pub(crate) read: Field,
+    pub(crate) ty: Ty,
     /// The records that have it: [`PK`], [`MS`], [`FL`] or'ed.
     records: u8,
-    pub meaning: &'static str,
+    pub(crate) meaning: &'static str,
 }
 
 const fn def(
@@ -832,7 +883,7 @@ const LISTED: &[FieldDef] = &[
 ];
 
 /// The field called `name` in `record`s; `Err` says why there is none.
-pub fn lookup(name: &str, record: RecordType) -> Result<&'static FieldDef, String> {
+pub(crate) fn lookup(name: &str, record: RecordType) -> Result<&'static FieldDef, String> {
     if record == RecordType::Game {
         return game_lookup(name);
     }
@@ -863,7 +914,7 @@ fn of_record(record: RecordType) -> &'static [FieldDef] {
 /// directions, anomaly kinds, message and game packet names,
 /// reliabilities): a value outside it is a typo, said with the nearest
 /// valid one. Fields of open sets take anything.
-pub fn check_closed(field: Field, record: RecordType, value: &str) -> Result<(), String> {
+pub(crate) fn check_closed(field: Field, record: RecordType, value: &str) -> Result<(), String> {
     use crate::wire::Reliability;
     const TYPES: [&str; 8] = [
         "packet",
@@ -966,7 +1017,7 @@ fn game_lookup(full: &str) -> Result<&'static FieldDef, String> {
 
 /// Distinct decoded game field names made at most in one process (each is
 /// made once and kept for the process: a filter or export names a few).
-pub const MAX_GAME_FIELDS: usize = 4096;
+pub(crate) const MAX_GAME_FIELDS: usize = 4096;
 
 /// A decoded field of game records: `fields.PATH`, `PACKET` or
 /// `PACKET.PATH` with PACKET a game packet name minecraft-data knows. Made
@@ -997,6 +1048,7 @@ fn game_field(name: &str) -> Option<&'static FieldDef> {
 }
 
 impl FieldDef {
+    /// Whether records of type `r` have the field.
     pub fn in_record(&self, r: RecordType) -> bool {
         self.records & r.bit() != 0
     }
@@ -1019,11 +1071,11 @@ pub trait Record {
 /// A packet or message record with the time its capture started (the
 /// first datagram's, which `read`'s time column counts from), so that it
 /// has `frame.time_relative`.
-pub struct Since<'a> {
-    pub record: &'a dyn Record,
-    pub start: Duration,
+pub(crate) struct Since<'a> {
+    pub(crate) record: &'a dyn Record,
+    pub(crate) start: Duration,
     /// The capture file it came from, when records name it.
-    pub file: Option<&'a str>,
+    pub(crate) file: Option<&'a str>,
 }
 
 impl Record for Since<'_> {
@@ -1134,7 +1186,7 @@ impl Record for GameRecord<'_> {
 
 /// A described record (`flow`, `handshake`), its fields read through its
 /// description (`records`): only the key a filter or an export names.
-pub struct DescribedRecord<'a>(pub &'a dyn crate::records::Keyed);
+pub(crate) struct DescribedRecord<'a>(pub(crate) &'a dyn crate::records::Keyed);
 
 impl Record for DescribedRecord<'_> {
     fn visit(&self, field: Field, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {

@@ -24,7 +24,7 @@
 //! tshark's PCRE2 for what filters use), case-insensitive as in tshark
 //! (`(?-i)` turns that off), over a string field or over a bytes field's
 //! bytes (each byte one character: `"\\x86"` is byte 0x86); patterns are
-//! at most [`MAX_PATTERN`] characters and run in time linear in the input.
+//! at most `MAX_PATTERN` characters and run in time linear in the input.
 
 use std::fmt;
 use std::net::IpAddr;
@@ -35,8 +35,8 @@ use super::fields::{check_closed, lookup, Field, FieldDef, Record, RecordType, T
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FilterError {
     /// Character position in the expression, 1-based.
-    pub column: usize,
-    pub what: String,
+    pub(crate) column: usize,
+    pub(crate) what: String,
 }
 
 impl fmt::Display for FilterError {
@@ -109,7 +109,7 @@ impl Pattern {
 
 /// Longest regular expression, in characters: the cost of compiling and of
 /// matching grows with it (linearly: regex-lite does not backtrack).
-pub const MAX_PATTERN: usize = 512;
+pub(crate) const MAX_PATTERN: usize = 512;
 
 #[derive(Debug, Clone, PartialEq)]
 enum Node {

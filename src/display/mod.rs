@@ -14,5 +14,5 @@ pub mod run;
 pub mod suggest;
 
 pub use export::FieldExport;
-pub use fields::{DescribedRecord, MessageRecord, PacketRecord, Record, RecordType, Since, FIELDS};
+pub use fields::{PacketRecord, RecordType, FIELDS};
 pub use filter::{DisplayFilter, FilterError};

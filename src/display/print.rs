@@ -1,18 +1,16 @@
 //! Printing the records a user picked: the filter (`-Y`), then a field
 //! export row (`-T fields`), an NDJSON record (`--json`; or the record
-//! itself, handed to a sink: `export`'s tables, [`Choice::sink`]) or a
-//! line, for packets ([`PacketPrinter`]) and delivered messages
-//! ([`MessagePrinter`]).
+//! itself, handed to a sink: `export`'s tables, `Choice::sink`) or a
+//! line, for packets (`PacketPrinter`) and delivered messages
+//! (`MessagePrinter`).
 //! The command line only says which; the formatting is `output`'s.
 
 use std::fmt;
 use std::io::{self, Write};
 use std::time::Duration;
 
-use super::{
-    DescribedRecord, DisplayFilter, FieldExport, MessageRecord, PacketRecord, Record, RecordType,
-    Since,
-};
+use super::fields::{DescribedRecord, Record, Since};
+use super::{DisplayFilter, FieldExport, PacketRecord, RecordType};
 use crate::bedrock::GameSummary;
 use crate::dissect::{Anomaly, IcmpNote, Packet};
 use crate::mirror::{FlowMirror, Message};
@@ -21,14 +19,18 @@ use crate::output::table;
 use crate::output::text::{self, LineFormatter, Palette, TimeColumn, TimeFormat};
 use crate::records::flow::FlowRecord;
 use crate::records::icmp::{EndRecord, IcmpRecord};
+use crate::records::message::MessageRecord;
 use crate::records::walk::SharedSink;
 use crate::records::Keyed;
 
 /// The output format asked for (`-T`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
+    /// Text (`-T text`).
     Text,
+    /// NDJSON records (`-T json`, `--json`).
     Json,
+    /// The `-e` fields, one line per record (`-T fields`).
     Fields,
 }
 
@@ -36,10 +38,15 @@ pub enum Format {
 /// `--json` together.
 #[derive(Debug, Clone, Default)]
 pub struct Choice<'a> {
+    /// The display filter (`-Y`).
     pub filter: Option<&'a str>,
+    /// The output format (`-T`).
     pub format: Option<Format>,
+    /// The fields to print (`-e`).
     pub fields: &'a [String],
+    /// The field export options (`-E`).
     pub export_options: &'a [String],
+    /// NDJSON records (`--json`).
     pub json: bool,
     /// Records to hand to this sink, not printed (`export`): as `--json`.
     pub sink: Option<SharedSink>,
@@ -68,11 +75,11 @@ impl fmt::Display for ShowError {
 /// A [`Choice`] compiled for one record type.
 #[derive(Debug)]
 pub struct Shown {
-    pub filter: Option<DisplayFilter>,
-    pub export: Option<FieldExport>,
-    pub json: bool,
+    pub(crate) filter: Option<DisplayFilter>,
+    pub(crate) export: Option<FieldExport>,
+    pub(crate) json: bool,
     /// Where the records go instead of their NDJSON lines ([`Choice::sink`]).
-    pub sink: Option<SharedSink>,
+    pub(crate) sink: Option<SharedSink>,
 }
 
 impl Shown {
@@ -107,18 +114,18 @@ impl Shown {
     }
 
     /// Whether `r` passes the filter.
-    pub fn wants(&self, r: &dyn Record) -> bool {
+    pub(crate) fn wants(&self, r: &dyn Record) -> bool {
         self.filter.as_ref().is_none_or(|f| f.matches(r))
     }
 
     /// Whether lines of text are printed (no JSON, no field export).
-    pub fn text(&self) -> bool {
+    pub(crate) fn text(&self) -> bool {
         !self.json && self.export.is_none()
     }
 
     /// A record of this type: dropped by the filter, a field export row,
     /// an NDJSON line, or the text `lines` give.
-    pub fn record(
+    pub(crate) fn record(
         &self,
         j: &dyn Keyed,
         lines: impl FnOnce() -> String,
@@ -143,7 +150,7 @@ impl Shown {
     }
 
     /// `r` as an NDJSON line, or to the sink.
-    pub fn keyed(&self, r: &dyn Keyed, out: &mut dyn Write) -> io::Result<()> {
+    pub(crate) fn keyed(&self, r: &dyn Keyed, out: &mut dyn Write) -> io::Result<()> {
         match &self.sink {
             Some(s) => s.record(r),
             None => keyed_line(out, r),
@@ -151,7 +158,7 @@ impl Shown {
     }
 
     /// The field export's header line, if there is one to print.
-    pub fn write_header(&self, out: &mut dyn Write) -> io::Result<()> {
+    pub(crate) fn write_header(&self, out: &mut dyn Write) -> io::Result<()> {
         match &self.export {
             Some(x) => out.write_all(x.header().as_bytes()),
             None => Ok(()),
@@ -177,24 +184,24 @@ fn json_line(out: &mut dyn Write, value: &impl serde::Serialize) -> io::Result<(
 }
 
 /// Packet lines (with `-V` trees and `-x` dumps), rows or records.
-pub struct PacketPrinter {
-    pub shown: Shown,
+pub(crate) struct PacketPrinter {
+    pub(crate) shown: Shown,
     /// File names for the records' `file` key and the `==> FILE <==`
     /// lines: empty for a single capture.
-    pub files: Vec<String>,
+    pub(crate) files: Vec<String>,
     /// `-V`: the field tree after each line.
-    pub verbose: bool,
+    pub(crate) verbose: bool,
     /// `-x`: the hex dump after each line.
-    pub hex: bool,
+    pub(crate) hex: bool,
     /// `-q`: nothing printed (packets still counted).
-    pub quiet: bool,
+    pub(crate) quiet: bool,
     /// `--flow N`: only that flow's packets.
-    pub only: Option<u32>,
+    pub(crate) only: Option<u32>,
     /// `-w`: the packets shown, also written here.
-    pub writer: Option<crate::capture::write::Recorder>,
+    pub(crate) writer: Option<crate::capture::write::Recorder>,
     /// In a Bedrock flow, the game packets inside the messages the next
     /// packet delivered (set before [`PacketPrinter::read`]).
-    pub game: Option<Vec<crate::bedrock::GameEvent>>,
+    pub(crate) game: Option<Vec<crate::bedrock::GameEvent>>,
     pal: Palette,
     lines: LineFormatter,
     buf: Vec<u8>,
@@ -202,7 +209,7 @@ pub struct PacketPrinter {
 }
 
 impl PacketPrinter {
-    pub fn new(shown: Shown, pal: Palette, time: TimeFormat, files: Vec<String>) -> Self {
+    pub(crate) fn new(shown: Shown, pal: Palette, time: TimeFormat, files: Vec<String>) -> Self {
         PacketPrinter {
             shown,
             files,
@@ -221,19 +228,19 @@ impl PacketPrinter {
 
     /// Each ICMP error and each packet read, shown or not, for the time
     /// column's deltas.
-    pub fn seen(&mut self, ts: Duration) {
+    pub(crate) fn seen(&mut self, ts: Duration) {
         self.lines.seen(ts);
     }
 
     /// The time column as it stood before the next record (see
     /// [`crate::display::records`]).
-    pub fn set_time(&mut self, time: TimeColumn) {
+    pub(crate) fn set_time(&mut self, time: TimeColumn) {
         self.lines.set_time(time);
     }
 
     /// Whether packet `p` passes the filter (`since`: the capture's first
     /// datagram).
-    pub fn wants(&self, p: &Packet<'_>, since: Duration, file: usize) -> bool {
+    pub(crate) fn wants(&self, p: &Packet<'_>, since: Duration, file: usize) -> bool {
         let file = self.files.get(file).map(String::as_str);
         self.shown.wants(&Since {
             record: &PacketRecord { packet: p, file },
@@ -244,7 +251,7 @@ impl PacketPrinter {
 
     /// Whether ICMP errors and the end-of-capture anomalies are shown:
     /// not when a filter, a field export or `--flow` chose what to print.
-    pub fn plain(&self) -> bool {
+    pub(crate) fn plain(&self) -> bool {
         !self.quiet
             && self.shown.export.is_none()
             && self.shown.filter.is_none()
@@ -253,7 +260,7 @@ impl PacketPrinter {
 
     /// Packet `p` read: printed (and written with `-w`) when chosen, as
     /// [`PacketPrinter::packet`]; counted either way.
-    pub fn read(
+    pub(crate) fn read(
         &mut self,
         p: &Packet<'_>,
         since: Duration,
@@ -277,7 +284,7 @@ impl PacketPrinter {
 
     /// The line before the records of capture file `path` (text only, and
     /// only when there are several files).
-    pub fn file(&mut self, path: &std::path::Path, out: &mut dyn Write) -> io::Result<()> {
+    pub(crate) fn file(&mut self, path: &std::path::Path, out: &mut dyn Write) -> io::Result<()> {
         if self.quiet || self.files.is_empty() || !self.shown.text() {
             return Ok(());
         }
@@ -286,7 +293,12 @@ impl PacketPrinter {
 
     /// An ICMP error about a flow's datagram, as a line or a record (when
     /// [`PacketPrinter::plain`]).
-    pub fn icmp(&mut self, n: &IcmpNote, file: usize, out: &mut dyn Write) -> io::Result<()> {
+    pub(crate) fn icmp(
+        &mut self,
+        n: &IcmpNote,
+        file: usize,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
         self.seen(n.ts);
         if !self.plain() {
             return Ok(());
@@ -300,7 +312,7 @@ impl PacketPrinter {
     }
 
     /// Packet `p` from capture file `file`, as it was chosen to be shown.
-    pub fn packet(
+    pub(crate) fn packet(
         &mut self,
         p: &Packet<'_>,
         since: Duration,
@@ -353,7 +365,7 @@ impl PacketPrinter {
 
     /// What the receivers still held at the end of the capture: an
     /// `end_of_capture` record, or a line per anomaly.
-    pub fn end(&self, anomalies: &[Anomaly], out: &mut dyn Write) -> io::Result<()> {
+    pub(crate) fn end(&self, anomalies: &[Anomaly], out: &mut dyn Write) -> io::Result<()> {
         if anomalies.is_empty() {
             return Ok(());
         }
@@ -369,16 +381,16 @@ impl PacketPrinter {
 }
 
 /// Message lines, rows or records, in delivery order.
-pub struct MessagePrinter {
-    pub shown: Shown,
+pub(crate) struct MessagePrinter {
+    pub(crate) shown: Shown,
     /// File names for the records' `file` key: empty for one capture.
-    pub files: Vec<String>,
+    pub(crate) files: Vec<String>,
     /// Bytes of each message's data in records and rows (`--data-limit`;
     /// all when `None`).
-    pub data_limit: Option<usize>,
+    pub(crate) data_limit: Option<usize>,
     /// What the game layer found in the next message (its packet names),
     /// for its line and record.
-    pub game: Option<Vec<String>>,
+    pub(crate) game: Option<Vec<String>>,
     pal: Palette,
     time: TimeColumn,
     row: String,
@@ -387,7 +399,7 @@ pub struct MessagePrinter {
 }
 
 impl MessagePrinter {
-    pub fn new(shown: Shown, pal: Palette, time: TimeFormat, files: Vec<String>) -> Self {
+    pub(crate) fn new(shown: Shown, pal: Palette, time: TimeFormat, files: Vec<String>) -> Self {
         MessagePrinter {
             shown,
             files,
@@ -402,13 +414,13 @@ impl MessagePrinter {
 
     /// The time column as it stood before the next message (see
     /// [`crate::display::records`]).
-    pub fn set_time(&mut self, time: TimeColumn) {
+    pub(crate) fn set_time(&mut self, time: TimeColumn) {
         self.time = time;
     }
 
     /// Message `m` was delivered: whether it passes the filter (`since`:
     /// the capture's first datagram); set [`MessagePrinter::game`] first.
-    pub fn wants(&mut self, m: &Message, since: Duration, file: usize) -> bool {
+    pub(crate) fn wants(&mut self, m: &Message, since: Duration, file: usize) -> bool {
         self.time.seen(m.ts);
         let file = self.files.get(file).map(String::as_str);
         let record = MessageRecord {
@@ -425,7 +437,7 @@ impl MessagePrinter {
     }
 
     /// Message `m` (from capture file `file`), as chosen to be shown.
-    pub fn message(
+    pub(crate) fn message(
         &mut self,
         m: &Message,
         since: Duration,
@@ -472,19 +484,19 @@ impl MessagePrinter {
 
 /// Game packet lines (with `-V` trees and `-x` dumps), records or field
 /// export rows, as the filter chooses.
-pub struct GamePrinter {
-    pub shown: Shown,
-    pub verbose: bool,
-    pub hex: bool,
+pub(crate) struct GamePrinter {
+    pub(crate) shown: Shown,
+    pub(crate) verbose: bool,
+    pub(crate) hex: bool,
     /// Bytes of each packet's `data` in records (`--data-limit`).
-    pub data_limit: Option<usize>,
+    pub(crate) data_limit: Option<usize>,
     /// File names for the records' `file` key: empty for one capture.
-    pub files: Vec<String>,
+    pub(crate) files: Vec<String>,
     pal: Palette,
 }
 
 impl GamePrinter {
-    pub fn new(shown: Shown, pal: Palette, files: Vec<String>) -> Self {
+    pub(crate) fn new(shown: Shown, pal: Palette, files: Vec<String>) -> Self {
         GamePrinter {
             shown,
             verbose: false,
@@ -496,7 +508,7 @@ impl GamePrinter {
     }
 
     /// What the game layer made of message `m` (from capture file `file`).
-    pub fn events(
+    pub(crate) fn events(
         &self,
         events: &[crate::bedrock::GameEvent],
         m: &Message,
@@ -553,23 +565,23 @@ impl GamePrinter {
 }
 
 /// Rows the flow tables show at most; past them, `--json` has every flow.
-pub const MAX_TABLE_ROWS: usize = 10_000;
+pub(crate) const MAX_TABLE_ROWS: usize = 10_000;
 
 /// Flow records or rows, as flows end; the table of those kept at the end.
-pub struct FlowPrinter {
-    pub shown: Shown,
+pub(crate) struct FlowPrinter {
+    pub(crate) shown: Shown,
     /// The flows kept for the table (at most [`MAX_TABLE_ROWS`]), with
     /// their game sessions.
-    pub rows: Vec<(FlowMirror, Option<GameSummary>)>,
+    pub(crate) rows: Vec<(FlowMirror, Option<GameSummary>)>,
     /// Flows past [`MAX_TABLE_ROWS`], said under the table.
-    pub omitted: usize,
+    pub(crate) omitted: usize,
     /// The file the records name (`--separate`).
-    pub file: Option<String>,
+    pub(crate) file: Option<String>,
     row: String,
 }
 
 impl FlowPrinter {
-    pub fn new(shown: Shown) -> Self {
+    pub(crate) fn new(shown: Shown) -> Self {
         FlowPrinter {
             shown,
             rows: Vec::new(),
@@ -581,7 +593,7 @@ impl FlowPrinter {
 
     /// Flow `f` ended (with `game`, its game session when it is Bedrock):
     /// a row, a record, or kept for the table.
-    pub fn flow(
+    pub(crate) fn flow(
         &mut self,
         f: FlowMirror,
         game: Option<GameSummary>,
@@ -613,7 +625,12 @@ impl FlowPrinter {
 
     /// The table of the flows kept, in id order: narrow (fits 100 columns)
     /// or `wide`, `width` columns at most.
-    pub fn table(&mut self, wide: bool, width: Option<u16>, out: &mut dyn Write) -> io::Result<()> {
+    pub(crate) fn table(
+        &mut self,
+        wide: bool,
+        width: Option<u16>,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
         self.rows.sort_by_key(|(f, _)| f.id);
         let refs: Vec<_> = self.rows.iter().map(|(f, g)| (f, g.as_ref())).collect();
         let t = if wide {

@@ -3,7 +3,7 @@
 //! [`crate::pipeline::ordered`] while the capture is read, dissected and
 //! mirrored in order on one thread. A record carries what its line depends
 //! on besides itself: the time column as the records before it left it
-//! ([`Clock`]), and what the game layer made of it.
+//! (`Clock`), and what the game layer made of it.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -21,20 +21,20 @@ use crate::pipeline::Item;
 /// shown (`-t dd`): only the printer knows that, so such a run stays on
 /// one thread ([`Clock::parallel`]) and the printer keeps its own column.
 #[derive(Debug, Clone)]
-pub struct Clock(TimeColumn);
+pub(crate) struct Clock(TimeColumn);
 
 impl Clock {
-    pub fn new(format: TimeFormat) -> Clock {
+    pub(crate) fn new(format: TimeFormat) -> Clock {
         Clock(TimeColumn::new(format))
     }
 
     /// Whether records can be printed on other threads.
-    pub fn parallel(&self) -> bool {
+    pub(crate) fn parallel(&self) -> bool {
         !self.0.follows_shown()
     }
 
     /// A record read at `ts`: the column as it stood before it.
-    pub fn tick(&mut self, ts: Duration) -> Option<TimeColumn> {
+    pub(crate) fn tick(&mut self, ts: Duration) -> Option<TimeColumn> {
         let before = self.parallel().then(|| self.0.clone());
         self.0.seen(ts);
         before
@@ -42,7 +42,7 @@ impl Clock {
 }
 
 /// One thing `read` prints (or not, as the filter decides).
-pub enum PacketItem {
+pub(crate) enum PacketItem {
     /// The next capture file starts.
     File(PathBuf),
     Icmp {
@@ -69,14 +69,14 @@ pub enum PacketItem {
 /// What `read` keeps while it turns the pipeline's items into records:
 /// the clock, the game layer (which names the game packets of Bedrock
 /// flows), and the packets read.
-pub struct PacketRecords {
-    pub clock: Clock,
-    pub game: Game,
-    pub read: u64,
+pub(crate) struct PacketRecords {
+    pub(crate) clock: Clock,
+    pub(crate) game: Game,
+    pub(crate) read: u64,
 }
 
 impl PacketRecords {
-    pub fn new(clock: Clock, game: Game) -> PacketRecords {
+    pub(crate) fn new(clock: Clock, game: Game) -> PacketRecords {
         PacketRecords {
             clock,
             game,
@@ -87,7 +87,7 @@ impl PacketRecords {
     /// The record of `item` (with [`crate::pipeline::PipelineOptions::owned`]);
     /// none for the run's counts. The flows that ended go to `flows`, at
     /// most [`MAX_TABLE_ROWS`].
-    pub fn record(
+    pub(crate) fn record(
         &mut self,
         item: Item<'_, '_>,
         flows: Option<&mut Vec<FlowMirror>>,
@@ -127,7 +127,7 @@ impl PacketRecords {
 
 impl PacketItem {
     /// Printed: its packet goes back to the pipeline through `spent`.
-    pub fn recycle(self, spent: &SpentPackets) {
+    pub(crate) fn recycle(self, spent: &SpentPackets) {
         if let PacketItem::Packet { packet, .. } = self {
             spent.give(packet);
         }
@@ -136,7 +136,7 @@ impl PacketItem {
 
 impl PacketPrinter {
     /// Print `item` as [`PacketPrinter::read`] and its siblings do.
-    pub fn print(&mut self, item: &mut PacketItem, out: &mut dyn Write) -> io::Result<()> {
+    pub(crate) fn print(&mut self, item: &mut PacketItem, out: &mut dyn Write) -> io::Result<()> {
         match item {
             PacketItem::File(path) => self.file(path, out),
             PacketItem::Icmp { note, file, time } => {
@@ -172,17 +172,17 @@ impl PacketPrinter {
 }
 
 /// One message delivered, for `messages`.
-pub struct MessageItem {
-    pub message: Message,
+pub(crate) struct MessageItem {
+    pub(crate) message: Message,
     /// The game packets inside it, by name (a Bedrock flow's 0xFE message).
-    pub game: Option<Vec<String>>,
-    pub since: Duration,
-    pub file: usize,
-    pub time: Option<TimeColumn>,
+    pub(crate) game: Option<Vec<String>>,
+    pub(crate) since: Duration,
+    pub(crate) file: usize,
+    pub(crate) time: Option<TimeColumn>,
 }
 
 impl MessageItem {
-    pub fn new(
+    pub(crate) fn new(
         message: Message,
         game: Option<Vec<String>>,
         since: Duration,
@@ -203,15 +203,20 @@ impl MessageItem {
 /// `--id`; none with `-q`.
 #[derive(Debug, Clone, Default)]
 pub struct MessageChoice {
+    /// No messages (`-q`).
     pub quiet: bool,
+    /// Only this flow's (`--flow`).
     pub flow: Option<u32>,
+    /// Only this direction's (`--dir`).
     pub dir: Option<Dir>,
+    /// Only this ordering channel's (`--channel`).
     pub channel: Option<u8>,
+    /// Only those whose first byte, the message id, is this (`--id`).
     pub id: Option<u8>,
 }
 
 impl MessageChoice {
-    pub fn wants(&self, m: &Message) -> bool {
+    pub(crate) fn wants(&self, m: &Message) -> bool {
         !self.quiet
             && self.flow.is_none_or(|f| f == m.flow)
             && self.dir.is_none_or(|d| d == m.dir)
@@ -223,7 +228,7 @@ impl MessageChoice {
 impl MessagePrinter {
     /// Print `m` when it passes the filter and `choice`, as
     /// [`MessagePrinter::wants`] and [`MessagePrinter::message`] do.
-    pub fn print(
+    pub(crate) fn print(
         &mut self,
         m: &mut MessageItem,
         choice: &MessageChoice,
@@ -241,16 +246,16 @@ impl MessagePrinter {
 }
 
 /// One 0xFE message's game packets, for `game`.
-pub struct GameItem {
-    pub events: Vec<GameEvent>,
-    pub message: Message,
-    pub since: Duration,
-    pub file: usize,
+pub(crate) struct GameItem {
+    pub(crate) events: Vec<GameEvent>,
+    pub(crate) message: Message,
+    pub(crate) since: Duration,
+    pub(crate) file: usize,
 }
 
 impl GamePrinter {
     /// Print `g` as [`GamePrinter::events`] does.
-    pub fn print(&mut self, g: &mut GameItem, out: &mut dyn Write) -> io::Result<()> {
+    pub(crate) fn print(&mut self, g: &mut GameItem, out: &mut dyn Write) -> io::Result<()> {
         self.events(&g.events, &g.message, g.since, g.file, out)
     }
 }

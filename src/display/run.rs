@@ -32,14 +32,16 @@ use crate::pipeline::notes::NoteKind;
 use crate::pipeline::{ordered, Item, Next, ReadOutcome};
 
 /// What to print of each record, compiled (once per printing thread).
-pub type Compile<'a> = &'a (dyn Fn() -> Shown + Sync);
+pub(crate) type Compile<'a> = &'a (dyn Fn() -> Shown + Sync);
 
 /// `read`'s options beside what it reads and what it shows.
 #[derive(Default)]
 pub struct PacketOptions {
+    /// When lines are colored (`--color`).
     pub color: ColorChoice,
     /// No lines, only what comes at the end (`-q`, `-w -`).
     pub quiet: bool,
+    /// The time column's format (`-t`).
     pub time: TimeFormat,
     /// The field tree of each packet (`-V`).
     pub verbose: bool,
@@ -115,7 +117,9 @@ pub fn packets(
 
 /// `messages`' options beside what it reads and what it shows.
 pub struct MessageOptions {
+    /// When lines are colored (`--color`).
     pub color: ColorChoice,
+    /// The time column's format (`-t`).
     pub time: TimeFormat,
     /// Which messages are printed (`-q`, `--flow`, `--dir`, ...).
     pub only: MessageChoice,
@@ -300,6 +304,7 @@ pub fn handshakes(
 /// `game`'s options beside what it reads and what it shows.
 #[derive(Default)]
 pub struct GameOptions {
+    /// When lines are colored (`--color`).
     pub color: ColorChoice,
     /// No lines or records.
     pub quiet: bool,
@@ -309,6 +314,7 @@ pub struct GameOptions {
     pub hex: bool,
     /// Bytes of each packet's `data` in a record, at most.
     pub data_limit: Option<usize>,
+    /// Key material to decrypt the game packets with.
     pub keys: Keys,
     /// Every flow's 0xFE messages are game batches (`--bedrock`).
     pub bedrock: bool,
@@ -442,8 +448,11 @@ pub struct PlotOptions {
 /// What `plot` drew: the SVG, and the `plot_flow` records asked for.
 #[derive(Debug)]
 pub struct Drawn {
+    /// How reading the capture ended.
     pub outcome: ReadOutcome,
+    /// The SVG document.
     pub svg: String,
+    /// The `plot_flow` records, NDJSON (empty unless asked for).
     pub records: Vec<u8>,
 }
 

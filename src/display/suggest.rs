@@ -3,7 +3,7 @@
 
 /// The name of `names` nearest `name`, within an edit distance of 2 (case
 /// ignored); the first of equally near ones.
-pub fn nearest<'n>(name: &str, names: impl Iterator<Item = &'n str>) -> Option<&'n str> {
+pub(crate) fn nearest<'n>(name: &str, names: impl Iterator<Item = &'n str>) -> Option<&'n str> {
     let lower = name.to_ascii_lowercase();
     names
         // A length gap past 2 is past 2 edits: no quadratic work on it.

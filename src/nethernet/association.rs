@@ -25,9 +25,13 @@ pub enum Side {
 /// A data channel DCEP opened.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Channel {
+    /// The stream it runs on (both directions use it).
     pub stream: u16,
+    /// Its label.
     pub label: String,
+    /// Whether its messages are delivered in order.
     pub ordered: bool,
+    /// How reliable it is.
     pub reliability: dcep::Reliability,
     /// Who opened it (the NetherNet client, normally).
     pub opened_by: SocketAddr,
@@ -38,46 +42,75 @@ pub struct Channel {
 pub enum Event {
     /// A STUN message: its class, USERNAME, whether it nominates the pair.
     Stun {
+        /// Request, indication or response.
         class: stun::Class,
+        /// USERNAME, when it has one.
         username: Option<String>,
+        /// Whether it nominates the pair (USE-CANDIDATE).
         use_candidate: bool,
+        /// Whether FINGERPRINT holds (`None` without one).
         fingerprint_ok: Option<bool>,
     },
     /// A whole handshake message in the clear.
-    Handshake { from: SocketAddr, kind: u8 },
+    Handshake {
+        /// The side that sent it.
+        from: SocketAddr,
+        /// Its type ([`dtls::handshake_name`]).
+        kind: u8,
+    },
     /// The DTLS version and cipher suite the ServerHello chose.
-    Negotiated { version: u16, suite: u16 },
+    Negotiated {
+        /// The version (0xFEFD: DTLS 1.2).
+        version: u16,
+        /// The suite's number ([`dtls::suite_name`]).
+        suite: u16,
+    },
     /// The SHA-256 fingerprint of a side's certificate.
     Certificate {
+        /// The side that sent it.
         from: SocketAddr,
+        /// Its SHA-256, as an SDP writes it.
         fingerprint: String,
     },
     /// An alert: in the clear, or decrypted (`level`, `description`); an
     /// encrypted one without keys is `None`.
     Alert {
+        /// The side that sent it.
         from: SocketAddr,
+        /// `(level, description)`: 1 warning, 2 fatal; [`dtls::alert_name`].
         alert: Option<(u8, u8)>,
     },
     /// A channel opened.
     ChannelOpen(Channel),
     /// A message a side's stack delivered to a channel.
     Message {
+        /// The side that received it.
         to: SocketAddr,
+        /// Its stream.
         stream: u16,
+        /// Its payload protocol identifier.
         ppid: u32,
+        /// Its bytes (with NetherNet's segment count first).
         data: Vec<u8>,
     },
     /// A NetherNet batch, reassembled on the reliable channel or whole on
     /// the unreliable one (a Bedrock batch without 0xFE: the compression
     /// byte first, after the first one each way).
     Batch {
+        /// The side that received it.
         to: SocketAddr,
         /// The channel's stream.
         stream: u16,
+        /// The batch's bytes.
         data: Vec<u8>,
     },
     /// Something wrong with the traffic: what, and in words.
-    Anomaly { kind: Problem, detail: String },
+    Anomaly {
+        /// What kind of thing.
+        kind: Problem,
+        /// In words.
+        detail: String,
+    },
 }
 
 /// What kind of thing went wrong.
@@ -118,15 +151,21 @@ impl Problem {
 /// Counts of one direction.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
+    /// STUN messages sent.
     pub stun: u64,
+    /// DTLS records sent.
     pub dtls_records: u64,
     /// Records after the handshake, sealed.
     pub encrypted: u64,
     /// Of those, opened with the key log.
     pub decrypted: u64,
+    /// SCTP packets sent (decrypted).
     pub sctp_packets: u64,
+    /// DATA chunks sent again.
     pub retransmitted: u64,
+    /// Messages received.
     pub messages: u64,
+    /// NetherNet batches received.
     pub batches: u64,
 }
 
@@ -143,6 +182,7 @@ pub struct Association {
     /// The DTLS client's address (who sent the ClientHello).
     pub dtls_client: Option<SocketAddr>,
     client_random: Option<[u8; 32]>,
+    /// The cipher suite the ServerHello chose.
     pub suite: Option<u16>,
     keys: Option<dtls::Keys>,
     /// Whether the key log lacked this association's random (said once).
@@ -150,7 +190,9 @@ pub struct Association {
     flights: BTreeMap<SocketAddr, dtls::Reassembly>,
     receivers: BTreeMap<SocketAddr, delivery::Receiver>,
     framers: BTreeMap<(SocketAddr, u16), framing::Reassembler>,
+    /// The channels DCEP opened, by stream.
     pub channels: BTreeMap<u16, Channel>,
+    /// Counts by sending side (by receiving side for `messages` and `batches`).
     pub counts: BTreeMap<SocketAddr, Counts>,
     limits: delivery::Limits,
     mid_stream: bool,

@@ -28,16 +28,22 @@ pub enum Reliability {
 pub struct Open {
     /// Delivered in the order sent.
     pub ordered: bool,
+    /// How often a message is resent.
     pub reliability: Reliability,
+    /// The channel's priority (RFC 8831 §6.4).
     pub priority: u16,
+    /// The channel's name: NetherNet's `ReliableDataChannel` or `UnreliableDataChannel`.
     pub label: String,
+    /// The sub-protocol (empty in NetherNet).
     pub protocol: String,
 }
 
 /// A DCEP message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Message {
+    /// DATA_CHANNEL_OPEN: a channel opens on the stream it came on.
     Open(Open),
+    /// DATA_CHANNEL_ACK: the other side took the channel.
     Ack,
 }
 

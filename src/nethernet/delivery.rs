@@ -47,12 +47,17 @@ impl Default for Limits {
 /// A message delivered to the application.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {
+    /// The stream (the data channel) it came on.
     pub stream: u16,
+    /// Its payload protocol identifier (53: binary; 50: DCEP).
     pub ppid: u32,
+    /// Delivered as it completed, not in stream order.
     pub unordered: bool,
-    /// The TSNs of its first and last fragments.
+    /// The TSN of its first fragment.
     pub first_tsn: u32,
+    /// The TSN of its last fragment.
     pub last_tsn: u32,
+    /// The message's bytes.
     pub data: Vec<u8>,
 }
 
@@ -62,10 +67,20 @@ pub enum Event {
     /// A message delivered, in the order the application got it.
     Delivered(Message),
     /// A chunk whose TSN was seen before: sent again.
-    Retransmitted { tsn: u32 },
+    /// The TSN seen again.
+    Retransmitted {
+        /// Its TSN.
+        tsn: u32,
+    },
     /// Fragments or messages abandoned by a FORWARD-TSN (the sender gave
     /// up on them): how many messages a stream skipped.
-    Abandoned { stream: u16, messages: u32 },
+    /// The stream, and how many of its ordered messages it skipped.
+    Abandoned {
+        /// The stream.
+        stream: u16,
+        /// Its ordered messages skipped.
+        messages: u32,
+    },
     /// A bound was reached and something held was let go: what.
     Dropped(&'static str),
 }
@@ -110,6 +125,7 @@ pub struct Receiver {
     mid_stream: bool,
     /// Messages delivered, retransmissions seen.
     pub delivered: u64,
+    /// Chunks seen again (their TSN was taken before).
     pub retransmitted: u64,
 }
 

@@ -17,11 +17,17 @@ use crate::wire::cursor::{Reader, Result};
 
 /// The record content types (RFC 6347 §4.1, RFC 9147 for 25 and 26).
 pub mod content {
+    /// ChangeCipherSpec: the sender's next records are sealed.
     pub const CHANGE_CIPHER_SPEC: u8 = 20;
+    /// An alert: a level and a description.
     pub const ALERT: u8 = 21;
+    /// Handshake messages.
     pub const HANDSHAKE: u8 = 22;
+    /// Application data: in WebRTC, SCTP packets.
     pub const APPLICATION_DATA: u8 = 23;
+    /// Heartbeat (RFC 6520).
     pub const HEARTBEAT: u8 = 24;
+    /// DTLS 1.3's ACK.
     pub const ACK: u8 = 26;
 }
 
@@ -53,11 +59,15 @@ pub fn version_name(v: u16) -> &'static str {
 pub struct Record<'a> {
     /// Offset of the record's header in the datagram.
     pub at: usize,
+    /// The content type ([`content`]).
     pub content: u8,
+    /// The record version (0xFEFD: DTLS 1.2).
     pub version: u16,
+    /// The epoch: 0 in the clear, 1 on after ChangeCipherSpec.
     pub epoch: u16,
     /// The 48-bit sequence number within the epoch.
     pub seq: u64,
+    /// The record's payload (sealed from epoch 1).
     pub fragment: &'a [u8],
 }
 
@@ -134,11 +144,15 @@ pub fn handshake_name(t: u8) -> &'static str {
 /// A handshake message, or a fragment of one, from a record in the clear.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Handshake<'a> {
+    /// The handshake message type ([`handshake_name`]).
     pub kind: u8,
     /// The whole message's length.
     pub length: u32,
+    /// The message's number in the handshake (DTLS counts them).
     pub message_seq: u16,
+    /// Where this fragment starts in the message.
     pub fragment_offset: u32,
+    /// The fragment's bytes.
     pub body: &'a [u8],
 }
 
@@ -198,8 +212,11 @@ pub const MAX_PENDING: usize = 8;
 /// A whole handshake message, reassembled from its fragments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WholeHandshake {
+    /// The handshake message type ([`handshake_name`]).
     pub kind: u8,
+    /// The message's number in the handshake.
     pub message_seq: u16,
+    /// The whole message's body.
     pub body: Vec<u8>,
 }
 
@@ -223,10 +240,13 @@ pub struct Reassembly {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ReassemblyError {
     #[error("a handshake message of {0} bytes, more than the {MAX_HANDSHAKE} reassembled")]
+    /// The message's declared length.
     TooLong(u32),
+    /// Too many messages at once under reassembly.
     #[error("more than {MAX_PENDING} handshake messages under reassembly")]
     TooMany,
     #[error("a fragment of message {0} disagrees with an earlier one on its type or length")]
+    /// The message sequence number.
     Inconsistent(u16),
 }
 
@@ -291,7 +311,9 @@ impl Reassembly {
 /// What a ClientHello or ServerHello says that a dissector shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hello {
+    /// The version the hello offers or chose.
     pub version: u16,
+    /// The hello's 32 random bytes (the client's names the association in a key log).
     pub random: [u8; 32],
     /// The client's offered suites, or the one the server chose.
     pub cipher_suites: Vec<u16>,
@@ -501,6 +523,7 @@ struct Half {
 /// secret.
 #[derive(Clone)]
 pub struct Keys {
+    /// The suite the keys are for.
     pub suite: Suite,
     client: Half,
     server: Half,
@@ -517,7 +540,9 @@ impl std::fmt::Debug for Keys {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecryptError {
     #[error("record too short for its suite ({0} bytes)")]
+    /// The record's length.
     TooShort(usize),
+    /// The AEAD tag did not verify.
     #[error("authentication failed (a wrong key, or a corrupt record)")]
     Auth,
 }

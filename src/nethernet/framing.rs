@@ -36,6 +36,7 @@ pub struct Reassembler {
 pub const DEFAULT_LIMIT: usize = 16 << 20;
 
 impl Reassembler {
+    /// A reassembler that holds at most `limit` bytes of one message.
     pub fn new(limit: usize) -> Self {
         Reassembler {
             buf: Vec::new(),

@@ -21,18 +21,32 @@ pub const MAX_HEADERS: usize = 64;
 /// The start of a message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Start {
-    Request { method: String, target: String },
-    Response { status: u16, reason: String },
+    /// A request: its method and target (`GET`, `/v1/join`).
+    Request {
+        /// `GET`, `POST`, ...
+        method: String,
+        /// The path and query (`/v1/join/1234`).
+        target: String,
+    },
+    /// A response: its status code and reason phrase.
+    Response {
+        /// The status code (200, 404, ...).
+        status: u16,
+        /// The reason phrase.
+        reason: String,
+    },
 }
 
 /// One HTTP message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {
+    /// The request or status line.
     pub start: Start,
     /// `HTTP/1.1` or `HTTP/1.0`.
     pub version: String,
     /// Names as sent, in order.
     pub headers: Vec<(String, String)>,
+    /// The body, after the length or the chunks are taken off.
     pub body: Vec<u8>,
     /// Offset of the message's first byte in the stream.
     pub at: u64,
@@ -52,11 +66,27 @@ impl Message {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HttpError {
     #[error("at stream byte {at}: {what}")]
-    Malformed { at: u64, what: String },
+    /// Bytes that are not an HTTP message: where, and what.
+    Malformed {
+        /// The stream offset of the message.
+        at: u64,
+        /// What is wrong, in words.
+        what: String,
+    },
     #[error("at stream byte {at}: a message head past {MAX_HEAD} bytes")]
-    HeadTooLong { at: u64 },
+    /// A head that never ends within the bound.
+    HeadTooLong {
+        /// The stream offset of the message.
+        at: u64,
+    },
     #[error("at stream byte {at}: a body of {len} bytes, past the {MAX_BODY} read")]
-    BodyTooLong { at: u64, len: u64 },
+    /// A body longer than the bound (its declared or reached length).
+    BodyTooLong {
+        /// The stream offset of the message.
+        at: u64,
+        /// The body's declared or reached length.
+        len: u64,
+    },
 }
 
 /// How the body of the message under way ends.
@@ -79,6 +109,7 @@ pub struct Stream {
 }
 
 impl Stream {
+    /// A stream with nothing read yet.
     pub fn new() -> Self {
         Stream::default()
     }

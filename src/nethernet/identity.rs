@@ -25,6 +25,7 @@ pub struct Assertion {
     pub domain: Option<String>,
     /// The token's header and claims, as JSON.
     pub header: Value,
+    /// The token's claims (`xid`, `xname`, `pfid`, `cpk`, ...).
     pub claims: Value,
     /// Whether the fingerprints JWS verifies with the token's `cpk` over
     /// the SDP's fingerprints; `None` when there is no usable `cpk`.
@@ -40,10 +41,13 @@ pub struct Assertion {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IdentityError {
     #[error("a=identity is not base64 of JSON")]
+    /// Not base64 of a JSON object.
     Envelope,
     #[error("a=identity has no assertion, or it is not JSON with a token and fingerprints")]
+    /// No assertion, or not JSON with a token and fingerprints.
     Assertion,
     #[error("the assertion's token is not a JWT")]
+    /// A token that is not three base64url parts of JSON.
     Token,
 }
 

@@ -11,23 +11,41 @@ use crate::wire::cursor::{Reader, Result};
 
 /// Chunk types (RFC 9260 §3.2, RFC 8260, RFC 3758, RFC 6525, RFC 4820).
 pub mod chunk {
+    /// DATA: user data with a stream sequence number.
     pub const DATA: u8 = 0;
+    /// INIT: starts an association.
     pub const INIT: u8 = 1;
+    /// INIT ACK: answers INIT, with a cookie.
     pub const INIT_ACK: u8 = 2;
+    /// SACK: what the receiver has.
     pub const SACK: u8 = 3;
+    /// HEARTBEAT: a path check.
     pub const HEARTBEAT: u8 = 4;
+    /// HEARTBEAT ACK: its answer.
     pub const HEARTBEAT_ACK: u8 = 5;
+    /// ABORT: the association ends at once.
     pub const ABORT: u8 = 6;
+    /// SHUTDOWN: the sender has nothing more to send.
     pub const SHUTDOWN: u8 = 7;
+    /// SHUTDOWN ACK: its answer.
     pub const SHUTDOWN_ACK: u8 = 8;
+    /// ERROR: a reported error cause.
     pub const ERROR: u8 = 9;
+    /// COOKIE ECHO: the INIT ACK's cookie sent back.
     pub const COOKIE_ECHO: u8 = 10;
+    /// COOKIE ACK: the association is up.
     pub const COOKIE_ACK: u8 = 11;
+    /// SHUTDOWN COMPLETE: the association is closed.
     pub const SHUTDOWN_COMPLETE: u8 = 14;
+    /// I-DATA (RFC 8260): user data with a message id and a fragment number.
     pub const I_DATA: u8 = 64;
+    /// RE-CONFIG (RFC 6525): streams reset (a data channel closes).
     pub const RE_CONFIG: u8 = 130;
+    /// PAD (RFC 4820): padding for path MTU probes.
     pub const PAD: u8 = 132;
+    /// FORWARD-TSN (RFC 3758): the sender gave up on data up to a TSN.
     pub const FORWARD_TSN: u8 = 192;
+    /// I-FORWARD-TSN (RFC 8260): FORWARD-TSN for I-DATA.
     pub const I_FORWARD_TSN: u8 = 194;
 }
 
@@ -58,10 +76,15 @@ pub fn chunk_name(t: u8) -> &'static str {
 
 /// Payload protocol identifiers of WebRTC data channels (RFC 8831 §8).
 pub mod ppid {
+    /// DCEP: a channel opens (RFC 8832).
     pub const DCEP: u32 = 50;
+    /// A text message.
     pub const STRING: u32 = 51;
+    /// A binary message: NetherNet's segments.
     pub const BINARY: u32 = 53;
+    /// An empty text message.
     pub const STRING_EMPTY: u32 = 56;
+    /// An empty binary message.
     pub const BINARY_EMPTY: u32 = 57;
 }
 
@@ -86,7 +109,9 @@ pub struct Data<'a> {
     pub ending: bool,
     /// The I bit: the sender asks for a SACK at once.
     pub immediate: bool,
+    /// Its transmission sequence number, counting the sender's chunks of user data.
     pub tsn: u32,
+    /// The stream (data channel) it belongs to.
     pub stream: u16,
     /// DATA: the stream sequence number (16 bits); I-DATA: the message id.
     pub message: u32,
@@ -95,12 +120,14 @@ pub struct Data<'a> {
     pub ppid: Option<u32>,
     /// I-DATA's fragment sequence number (0 for the first fragment).
     pub fsn: u32,
+    /// This fragment's bytes.
     pub payload: &'a [u8],
 }
 
 /// A SACK: what the receiver has, up to and past the cumulative TSN.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sack {
+    /// The highest TSN received with none missing before it.
     pub cumulative_tsn: u32,
     /// Advertised receiver window, bytes.
     pub a_rwnd: u32,
@@ -113,10 +140,15 @@ pub struct Sack {
 /// INIT and INIT ACK's fixed part.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Init {
+    /// The tag the other side must put in its packets.
     pub initiate_tag: u32,
+    /// The sender's receive window, bytes.
     pub a_rwnd: u32,
+    /// Streams the sender may send on.
     pub outbound_streams: u16,
+    /// Streams the sender accepts.
     pub inbound_streams: u16,
+    /// The TSN of the sender's first chunk of user data.
     pub initial_tsn: u32,
 }
 
@@ -125,16 +157,22 @@ pub struct Init {
 /// message id) skipped, and for I-FORWARD-TSN whether it was unordered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ForwardTsn {
+    /// Every TSN up to this one is done with.
     pub new_cumulative_tsn: u32,
+    /// For each stream it skips: the stream, the last sequence number (or message id) skipped, and for I-FORWARD-TSN whether that was unordered.
     pub streams: Vec<(u16, u32, bool)>,
 }
 
 /// A chunk, decoded where this module knows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Body<'a> {
+    /// DATA or I-DATA.
     Data(Data<'a>),
+    /// SACK.
     Sack(Sack),
+    /// INIT or INIT ACK.
     Init(Init),
+    /// FORWARD-TSN or I-FORWARD-TSN.
     ForwardTsn(ForwardTsn),
     /// SHUTDOWN: the cumulative TSN the sender has.
     Shutdown(u32),
@@ -147,19 +185,26 @@ pub enum Body<'a> {
 pub struct Chunk<'a> {
     /// Offset of the chunk's type byte in the packet.
     pub at: usize,
+    /// The chunk type ([`chunk`]).
     pub kind: u8,
+    /// Its flags (for user data: the U, B and E bits).
     pub flags: u8,
+    /// What it holds.
     pub body: Body<'a>,
 }
 
 /// An SCTP packet, borrowed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Packet<'a> {
+    /// The sender's SCTP port (5000 in WebRTC).
     pub src_port: u16,
+    /// The receiver's SCTP port.
     pub dst_port: u16,
+    /// The tag the receiver chose in its INIT.
     pub verification_tag: u32,
     /// The checksum as sent (CRC-32C, least significant byte first).
     pub checksum: u32,
+    /// The chunks, in order.
     pub chunks: Vec<Chunk<'a>>,
 }
 

@@ -24,11 +24,15 @@ pub const MAX_CANDIDATES: usize = 64;
 /// One ICE candidate line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Candidate {
+    /// Its foundation (candidates of the same kind from the same base share it).
     pub foundation: String,
+    /// Its component: 1 (RTP, or the only one for data channels).
     pub component: u16,
     /// `udp` or `tcp`, lowercased.
     pub transport: String,
+    /// Its priority: a higher one is tried first.
     pub priority: u32,
+    /// The address and port it offers.
     pub address: SocketAddr,
     /// `host`, `srflx`, `prflx` or `relay`.
     pub kind: String,
@@ -37,18 +41,24 @@ pub struct Candidate {
 /// What an SDP says that the rest of a NetherNet session needs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Sdp {
+    /// The ICE username fragment (`a=ice-ufrag`).
     pub ice_ufrag: Option<String>,
+    /// The ICE password (`a=ice-pwd`): the key of MESSAGE-INTEGRITY on checks sent to this side.
     pub ice_pwd: Option<String>,
     /// `(algorithm, fingerprint)` as written (`("sha-256", "AB:CD:...")`),
     /// in order: the identity assertion signs them so.
     pub fingerprints: Vec<(String, String)>,
     /// `actpass`, `active` or `passive`: `active` is the DTLS client.
     pub setup: Option<String>,
+    /// The candidates, as many as [`MAX_CANDIDATES`].
     pub candidates: Vec<Candidate>,
     /// Candidate lines that did not parse (kept out of `candidates`).
     pub bad_candidates: usize,
+    /// `a=end-of-candidates`: full ICE, nothing trickles after.
     pub end_of_candidates: bool,
+    /// The SCTP port (`a=sctp-port`; 5000 in WebRTC).
     pub sctp_port: Option<u16>,
+    /// The largest message the sender takes (`a=max-message-size`).
     pub max_message_size: Option<u64>,
     /// The `a=identity:` value, as written (base64 of a JSON object).
     pub identity: Option<String>,
@@ -61,7 +71,9 @@ pub struct Sdp {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SdpError {
     #[error("SDP of {0} bytes, more than the {MAX_SDP} read")]
+    /// Its length.
     TooLong(usize),
+    /// The text does not start with `v=0`.
     #[error("not SDP: it does not start with v=0")]
     NotSdp,
 }

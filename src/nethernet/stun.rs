@@ -27,17 +27,29 @@ pub const MAX_ATTRIBUTES: usize = 64;
 /// The attribute types ICE uses (RFC 8489 §18.3, RFC 8445 §16.1) and the
 /// few others WebRTC stacks add.
 pub mod attr {
+    /// The address the responder saw the request come from, in the clear (RFC 3489's).
     pub const MAPPED_ADDRESS: u16 = 0x0001;
+    /// The credentials: `receiver-ufrag:sender-ufrag` in ICE.
     pub const USERNAME: u16 = 0x0006;
+    /// HMAC-SHA1 over the message before it, keyed by the ICE password.
     pub const MESSAGE_INTEGRITY: u16 = 0x0008;
+    /// An error response's code and reason phrase.
     pub const ERROR_CODE: u16 = 0x0009;
+    /// The attribute types an error response did not understand.
     pub const UNKNOWN_ATTRIBUTES: u16 = 0x000A;
+    /// The address the responder saw the request come from, xor'd with the magic cookie (and the transaction id for IPv6).
     pub const XOR_MAPPED_ADDRESS: u16 = 0x0020;
+    /// The priority the sender would give a peer-reflexive candidate.
     pub const PRIORITY: u16 = 0x0024;
+    /// The controlling agent nominates this pair.
     pub const USE_CANDIDATE: u16 = 0x0025;
+    /// The sender's software, in words.
     pub const SOFTWARE: u16 = 0x8022;
+    /// CRC-32 of the message before it, xor 0x5354554E.
     pub const FINGERPRINT: u16 = 0x8028;
+    /// The sender is the controlled agent; its tie-breaker.
     pub const ICE_CONTROLLED: u16 = 0x8029;
+    /// The sender is the controlling agent; its tie-breaker.
     pub const ICE_CONTROLLING: u16 = 0x802A;
     /// Google's network cost (libwebrtc).
     pub const GOOG_NETWORK_INFO: u16 = 0xC057;
@@ -66,13 +78,18 @@ pub fn attr_name(t: u16) -> Option<&'static str> {
 /// A message's class: the two bits spread over its type (RFC 8489 §5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Class {
+    /// A request (ICE: a Binding request, a connectivity check).
     Request,
+    /// An indication: no response expected (a keepalive).
     Indication,
+    /// A success response.
     Success,
+    /// An error response.
     Error,
 }
 
 impl Class {
+    /// The class in words.
     pub fn as_str(self) -> &'static str {
         match self {
             Class::Request => "request",
@@ -87,9 +104,11 @@ impl Class {
 /// the value (without padding).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Attribute<'a> {
+    /// The attribute type ([`attr`]).
     pub kind: u16,
     /// Offset of the attribute's type field in the message.
     pub at: usize,
+    /// The value, without its padding.
     pub value: &'a [u8],
 }
 
@@ -100,8 +119,11 @@ pub struct Message<'a> {
     pub bytes: &'a [u8],
     /// The method: 0x001 is Binding, the only one ICE sends.
     pub method: u16,
+    /// Request, indication or response.
     pub class: Class,
+    /// The 96-bit transaction id, which the response repeats.
     pub transaction: [u8; 12],
+    /// The attributes, in order.
     pub attributes: Vec<Attribute<'a>>,
 }
 

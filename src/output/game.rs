@@ -13,7 +13,7 @@ use crate::mirror::Message;
 use crate::output::text::Palette;
 
 /// The key fields of a decoded packet, `key=value` each, for its line.
-pub fn key_fields(fields: &Value) -> String {
+pub(crate) fn key_fields(fields: &Value) -> String {
     const KEYS: &[&str] = &[
         "client_protocol",
         "protocol",
@@ -93,7 +93,7 @@ pub fn line(p: &GamePacket, m: &Message, since: Duration, pal: Palette) -> Strin
 }
 
 /// The line of an opaque batch.
-pub fn opaque_line(o: &Opaque, m: &Message, since: Duration, pal: Palette) -> String {
+pub(crate) fn opaque_line(o: &Opaque, m: &Message, since: Duration, pal: Palette) -> String {
     let mut s = String::with_capacity(120);
     head(&mut s, m, since, o.dir, pal);
     let _ = write!(s, " #{} batch of {} bytes ", o.batch, o.len);
@@ -103,7 +103,7 @@ pub fn opaque_line(o: &Opaque, m: &Message, since: Duration, pal: Palette) -> St
 
 /// A message line whose `ID_USER_PACKET_ENUM+120` is replaced by the game
 /// packets inside (`game[login]`, `game[play_status,text]`).
-pub fn name_message(line: &str, names: &[String]) -> String {
+pub(crate) fn name_message(line: &str, names: &[String]) -> String {
     // In colour the name is already in bold: only its text changes.
     line.replacen(
         "ID_USER_PACKET_ENUM+120",
@@ -116,7 +116,7 @@ pub fn name_message(line: &str, names: &[String]) -> String {
 /// `game`, and the game packets inside the messages the packet delivered
 /// (`names`, in delivery order) follow a `⇒` (the split's last part, an
 /// ordering hole filled: not always the capsules of this line).
-pub fn name_packet(line: &mut Vec<u8>, names: &[String]) {
+pub(crate) fn name_packet(line: &mut Vec<u8>, names: &[String]) {
     const TOKEN: &[u8] = b"ID_USER_PACKET_ENUM+120";
     let mut out = Vec::with_capacity(line.len() + 32);
     let mut rest = &line[..];
@@ -135,7 +135,7 @@ pub fn name_packet(line: &mut Vec<u8>, names: &[String]) {
 
 /// Under a packet's `-V` tree: the game packets of the messages it
 /// delivered, each with its decoded fields.
-pub fn delivered_tree(events: &[crate::bedrock::GameEvent]) -> String {
+pub(crate) fn delivered_tree(events: &[crate::bedrock::GameEvent]) -> String {
     use crate::bedrock::GameEvent;
     let mut s = String::from("  Bedrock game packets (in the messages this packet delivered)\n");
     for e in events {

@@ -3,11 +3,11 @@
 use std::fmt::Write as _;
 
 /// The name the command line knows the record by.
-pub use crate::records::handshake::HandshakeRecord as HandshakeJson;
+pub(crate) use crate::records::handshake::HandshakeRecord as HandshakeJson;
 
 impl crate::records::handshake::HandshakeRecord<'_> {
     /// The attempt as text: a heading line, then a line per step.
-    pub fn lines(&self) -> String {
+    pub(crate) fn lines(&self) -> String {
         let a = self.attempt;
         let addr = |s: Option<std::net::SocketAddr>| s.map_or("?".into(), |s| s.to_string());
         let mut s = format!(

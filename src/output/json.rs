@@ -3,8 +3,7 @@
 
 use serde::Serialize;
 
-pub use crate::records::value::motd_object;
-pub use crate::wire::cursor::hex;
+pub(crate) use crate::wire::cursor::hex;
 
 #[cfg(test)]
 mod tests {
@@ -19,28 +18,28 @@ mod tests {
 
 /// A `plot_flow` record: what the picture shows of a flow, in figures.
 #[derive(Serialize)]
-pub struct PlotFlowJson {
+pub(crate) struct PlotFlowJson {
     #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub flow: u32,
-    pub client: String,
-    pub server: String,
+    pub(crate) kind: &'static str,
+    pub(crate) flow: u32,
+    pub(crate) client: String,
+    pub(crate) server: String,
     /// Seconds from the flow's first packet drawn (or `--from`) to its last.
-    pub duration: f64,
-    pub bucket_ms: f64,
-    pub buckets: usize,
-    pub packets: [u64; 2],
-    pub bytes: [u64; 2],
-    pub resends: [u64; 2],
-    pub nacked: [u64; 2],
-    pub gaps: [u64; 2],
-    pub rtt_samples: [u64; 2],
-    pub rtt_ms_min: Option<f64>,
-    pub rtt_ms_max: Option<f64>,
+    pub(crate) duration: f64,
+    pub(crate) bucket_ms: f64,
+    pub(crate) buckets: usize,
+    pub(crate) packets: [u64; 2],
+    pub(crate) bytes: [u64; 2],
+    pub(crate) resends: [u64; 2],
+    pub(crate) nacked: [u64; 2],
+    pub(crate) gaps: [u64; 2],
+    pub(crate) rtt_samples: [u64; 2],
+    pub(crate) rtt_ms_min: Option<f64>,
+    pub(crate) rtt_ms_max: Option<f64>,
 }
 
 impl PlotFlowJson {
-    pub fn new(f: &crate::analysis::plot::FlowPlot) -> Self {
+    pub(crate) fn new(f: &crate::analysis::plot::FlowPlot) -> Self {
         let samples = [f.rtt[0].seen(), f.rtt[1].seen()];
         let any = samples.iter().any(|&n| n > 0);
         PlotFlowJson {

@@ -5,14 +5,17 @@
 /// A piece of a section: a paragraph, preformatted lines, or a tagged
 /// paragraph.
 pub enum Block<'a> {
+    /// A paragraph of running text (`.PP`).
     Para(&'a str),
+    /// Lines kept as written (`.nf` … `.fi`).
     Pre(&'a str),
+    /// A paragraph under a bold tag (`.TP`): the tag, then the text.
     Item(&'a str, &'a str),
 }
 
 /// `text` for roff: backslashes and hyphens escaped, no line taken for a
 /// request.
-pub fn roff_text(text: &str) -> String {
+pub(crate) fn roff_text(text: &str) -> String {
     text.lines()
         .map(|l| {
             let l = l.replace('\\', "\\e").replace('-', "\\-");
@@ -72,7 +75,7 @@ pub fn extra_sections(
 
 /// minecraft-data's licence notice, as `src/bedrock/LICENSE-minecraft-data`
 /// gives it.
-pub const MINECRAFT_DATA_LICENSE: &str = include_str!("../bedrock/LICENSE-minecraft-data");
+pub(crate) const MINECRAFT_DATA_LICENSE: &str = include_str!("../bedrock/LICENSE-minecraft-data");
 
 impl Block<'_> {
     fn copy(&self) -> Block<'_> {
@@ -137,7 +140,7 @@ const EXIT_STATUS: &[(&str, &str, Applies)] = &[
 ];
 
 /// The FILTERS section: the -Y grammar (src/display/filter.rs) for people.
-pub const FILTERS: &[Block] = &[
+pub(crate) const FILTERS: &[Block] = &[
     Block::Para(
         "-Y EXPR (also --filter) prints only the records that pass. Field names are the \
          NDJSON keys of the records (packet, message, flow, handshake); `raknet-dissect \
@@ -213,7 +216,7 @@ pub fn exit_codes_line() -> String {
 
 /// The EXIT STATUS items of the page of command `name` (every code for the
 /// top level's page, `None`); `filter`: whether the command takes `-Y`.
-pub fn exit_status(name: Option<&str>, filter: bool) -> Vec<Block<'static>> {
+pub(crate) fn exit_status(name: Option<&str>, filter: bool) -> Vec<Block<'static>> {
     EXIT_STATUS
         .iter()
         .filter(|(_, _, which)| {

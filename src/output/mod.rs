@@ -2,14 +2,14 @@
 
 pub mod file;
 pub mod game;
-pub mod handshake;
-pub mod json;
+pub(crate) mod handshake;
+pub(crate) mod json;
 pub mod man;
 pub mod parquet;
-pub mod peer;
-pub mod stats;
-pub mod svg;
-pub mod table;
+pub(crate) mod peer;
+pub(crate) mod stats;
+pub(crate) mod svg;
+pub(crate) mod table;
 pub mod terminal;
 pub mod text;
 
@@ -18,9 +18,12 @@ use std::io::IsTerminal;
 /// `--color auto|always|never`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ColorChoice {
+    /// Colour a terminal, unless `NO_COLOR` is set or `TERM=dumb`.
     #[default]
     Auto,
+    /// Colour always.
     Always,
+    /// Colour never.
     Never,
 }
 
@@ -37,7 +40,7 @@ impl ColorChoice {
 
     /// Whether to colour standard output. `auto` colours a terminal only, and
     /// not when `NO_COLOR` is set (to anything but empty) or `TERM=dumb`.
-    pub fn enabled(self) -> bool {
+    pub(crate) fn enabled(self) -> bool {
         match self {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
@@ -68,7 +71,7 @@ pub fn stdout_writer() -> Box<dyn std::io::Write> {
 /// `out` at once (serde_json and the hand writers put out a record a token
 /// at a time: through `out` each would be a call). The buffer keeps at
 /// most 1 MiB between records, as one can be megabytes (a Login's).
-pub fn write_line_once(
+pub(crate) fn write_line_once(
     out: &mut dyn std::io::Write,
     make: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>,
 ) -> std::io::Result<()> {

@@ -41,14 +41,14 @@ use crate::records::{Keyed, Value};
 use crate::wire::cursor::hex_extend;
 
 /// Rows per row group, at most.
-pub const ROW_GROUP: usize = 65_536;
+pub(crate) const ROW_GROUP: usize = 65_536;
 
 /// Bytes of text buffered before a row group is written, at most (a row
 /// group holds fewer rows when they are large, as messages' data can be).
-pub const ROW_GROUP_BYTES: usize = 64 << 20;
+pub(crate) const ROW_GROUP_BYTES: usize = 64 << 20;
 
 /// The catch-all column.
-pub const EXTRA: &str = "_extra";
+pub(crate) const EXTRA: &str = "_extra";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -164,7 +164,7 @@ pub struct TableWriter {
     error: Option<io::Error>,
     writer: Option<SerializedFileWriter<File>>,
     /// Rows written so far.
-    pub rows_written: u64,
+    pub(crate) rows_written: u64,
 }
 
 impl TableWriter {
@@ -187,7 +187,7 @@ impl TableWriter {
     }
 
     /// One record: a row of its leaves ([`Keyed::leaves`]).
-    pub fn push(&mut self, r: &dyn Keyed) -> io::Result<()> {
+    pub(crate) fn push(&mut self, r: &dyn Keyed) -> io::Result<()> {
         self.hint = 0;
         self.row_extra.clear();
         let mut path = std::mem::take(&mut self.path);

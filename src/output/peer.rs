@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use super::text::Palette;
-pub use crate::records::peer::plural;
+pub(crate) use crate::records::peer::plural;
 use crate::records::peer::*;
 
 impl PeerRecord {
@@ -68,7 +68,7 @@ impl PeerRecord {
 }
 
 impl GameReplayJson {
-    pub fn lines(&self) -> String {
+    pub(crate) fn lines(&self) -> String {
         let mut s = format!(
             "replayed flow {} of {} (Bedrock {}): {} of {} client packets sent after the spawn\n",
             self.flow, self.file, self.version, self.sent, self.packets

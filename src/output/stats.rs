@@ -80,7 +80,7 @@ struct TotalJson {
 /// `stats_interval`, then `stats`); returns a warning when intervals had to
 /// be left out.
 /// `file` names the capture file in every record (`--separate`).
-pub fn write_json(
+pub(crate) fn write_json(
     st: &Stats,
     flow: Option<u32>,
     file: Option<&str>,
@@ -245,7 +245,7 @@ fn messages_table(
 }
 
 /// The tables, `width` columns wide at most.
-pub fn write_text(
+pub(crate) fn write_text(
     st: &Stats,
     flow: Option<u32>,
     width: Option<u16>,

@@ -40,7 +40,7 @@ const PANEL_GAP: u32 = 14;
 const FONT: &str = "sans-serif";
 
 /// A bucket width for people: "64 ms", "2.048 s", "500 µs".
-pub fn human_width(us: u64) -> String {
+pub(crate) fn human_width(us: u64) -> String {
     if us < 1_000 {
         format!("{us} µs")
     } else if us < 10_000_000 && us % 1_000 == 0 {
@@ -94,7 +94,7 @@ fn time_unit(secs: f64) -> (f64, &'static str) {
 }
 
 /// The whole SVG document.
-pub fn render(flows: &[&FlowPlot]) -> Result<String, String> {
+pub(crate) fn render(flows: &[&FlowPlot]) -> Result<String, String> {
     let heights: Vec<u32> = flows.iter().map(|f| flow_height(f)).collect();
     let mut buf = String::new();
     {

@@ -55,7 +55,10 @@ fn fit(mut t: Table, width: Option<u16>, drop: &[usize]) -> String {
 }
 
 /// The table of `flows`, fitted to `width` columns when given (a terminal).
-pub fn flows_table(flows: &[(&FlowMirror, Option<&GameSummary>)], width: Option<u16>) -> String {
+pub(crate) fn flows_table(
+    flows: &[(&FlowMirror, Option<&GameSummary>)],
+    width: Option<u16>,
+) -> String {
     let bedrock = flows.iter().any(|(_, g)| g.is_some());
     let mut t = sized();
     let mut header = vec![
@@ -132,7 +135,7 @@ pub fn flows_table(flows: &[(&FlowMirror, Option<&GameSummary>)], width: Option<
 /// A table in the style of [`flows_table`]: `header`, then `rows`; the first
 /// `text_columns` columns are left-aligned and the others (counts) right-aligned.
 /// Sized to `width` columns when given (a terminal).
-pub fn counts_table(
+pub(crate) fn counts_table(
     header: &[&str],
     rows: impl IntoIterator<Item = Vec<String>>,
     text_columns: usize,
@@ -156,7 +159,7 @@ pub fn counts_table(
 /// The `flows` table in at most about 100 columns (IPv4 endpoints): the
 /// endpoints on two lines, per-direction counts as `c2s/s2c`, the median
 /// RTT; [`flows_table`] has every column (`--wide`), `--json` every figure.
-pub fn flows_table_narrow(
+pub(crate) fn flows_table_narrow(
     flows: &[(&FlowMirror, Option<&GameSummary>)],
     width: Option<u16>,
 ) -> String {

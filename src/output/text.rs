@@ -15,6 +15,7 @@ use crate::wire::{AckRange, Capsule, Datagram, Motd, Offline, Trace};
 /// Colours, or none.
 #[derive(Debug, Clone, Copy)]
 pub struct Palette {
+    /// Whether to colour at all (ANSI escapes); `false` writes plain text.
     pub enabled: bool,
 }
 
@@ -33,7 +34,7 @@ impl Palette {
     }
 
     /// A direction, in its colour (`c2s` blue, `s2c` magenta).
-    pub fn paint_dir(&self, d: crate::dissect::Dir) -> String {
+    pub(crate) fn paint_dir(&self, d: crate::dissect::Dir) -> String {
         let style = match d {
             crate::dissect::Dir::C2s => Style::new().blue(),
             crate::dissect::Dir::S2c => Style::new().magenta(),
@@ -42,7 +43,7 @@ impl Palette {
     }
 
     /// `s` in bold.
-    pub fn paint_bold(&self, s: &str) -> String {
+    pub(crate) fn paint_bold(&self, s: &str) -> String {
         self.paint(s, Style::new().bold())
     }
 
@@ -65,7 +66,7 @@ fn style_for(p: &Packet<'_>) -> Style {
 }
 
 /// Printable text of a byte string, quoted, at most `max` characters.
-pub fn quoted(b: &[u8], max: usize) -> String {
+pub(crate) fn quoted(b: &[u8], max: usize) -> String {
     let mut s = String::from("\"");
     for &c in b.iter().take(max) {
         match c {
@@ -261,7 +262,7 @@ fn push_ranges(s: &mut Vec<u8>, ranges: &[AckRange]) {
 
 /// Append the summary after the addresses: offline message, `#seq` and
 /// capsules, or ACK/NACK ranges.
-pub fn push_summary(s: &mut Vec<u8>, p: &Packet<'_>) {
+pub(crate) fn push_summary(s: &mut Vec<u8>, p: &Packet<'_>) {
     match &p.body {
         Body::Offline { id, msg } => {
             push_name(s, *id);
@@ -342,6 +343,7 @@ pub struct TimeColumn {
 }
 
 impl TimeColumn {
+    /// A column written in `format`, before any record is read.
     pub fn new(format: TimeFormat) -> Self {
         TimeColumn {
             format,
@@ -352,20 +354,20 @@ impl TimeColumn {
 
     /// Whether the column depends on which lines were shown (`-t dd`),
     /// which only the printer knows, not on the records read.
-    pub fn follows_shown(&self) -> bool {
+    pub(crate) fn follows_shown(&self) -> bool {
         self.format == TimeFormat::DeltaDisplayed
     }
 
     /// A record was read at `ts`, whether it will be shown or not: what
     /// [`TimeFormat::Delta`] counts from. Call it for every record, before
     /// [`TimeColumn::push`].
-    pub fn seen(&mut self, ts: Duration) {
+    pub(crate) fn seen(&mut self, ts: Duration) {
         self.read = [Some(ts), self.read[0]];
     }
 
     /// Append the column for a line at `ts`, `since` being the capture's
     /// first datagram: a space, then the time, microseconds rounded.
-    pub fn push(&mut self, s: &mut Vec<u8>, ts: Duration, since: Duration) {
+    pub(crate) fn push(&mut self, s: &mut Vec<u8>, ts: Duration, since: Duration) {
         let before = match self.format {
             TimeFormat::Delta => Some(self.read[1].unwrap_or(ts)),
             TimeFormat::DeltaDisplayed => Some(self.shown.unwrap_or(ts)),
@@ -454,7 +456,7 @@ fn civil_from_days(days: i64) -> (i64, u8, u8) {
 
 /// Writes summary lines into a reused buffer, remembering the text of the
 /// endpoints it saw last (formatting an address costs more than the rest).
-pub struct LineFormatter {
+pub(crate) struct LineFormatter {
     pal: Palette,
     time: TimeColumn,
     recent: Vec<(SocketAddr, String)>,
@@ -465,7 +467,7 @@ pub struct LineFormatter {
 const RECENT_ADDRESSES: usize = 16;
 
 impl LineFormatter {
-    pub fn new(pal: Palette, time: TimeFormat) -> Self {
+    pub(crate) fn new(pal: Palette, time: TimeFormat) -> Self {
         LineFormatter {
             pal,
             time: TimeColumn::new(time),
@@ -476,12 +478,12 @@ impl LineFormatter {
 
     /// A packet (or ICMP error) was read at `ts`, shown or not
     /// ([`TimeColumn::seen`]).
-    pub fn seen(&mut self, ts: Duration) {
+    pub(crate) fn seen(&mut self, ts: Duration) {
         self.time.seen(ts);
     }
 
     /// The time column as another thread left it (for the next line's delta).
-    pub fn set_time(&mut self, time: TimeColumn) {
+    pub(crate) fn set_time(&mut self, time: TimeColumn) {
         self.time = time;
     }
 
@@ -505,7 +507,7 @@ impl LineFormatter {
     /// Append one line (without the newline): frame, time (since `since`,
     /// the capture's first datagram, in the default format), endpoints,
     /// flow and direction, summary, anomalies.
-    pub fn push_line(&mut self, s: &mut Vec<u8>, p: &Packet<'_>, since: Duration) {
+    pub(crate) fn push_line(&mut self, s: &mut Vec<u8>, p: &Packet<'_>, since: Duration) {
         push_spaces(s, 6usize.saturating_sub(decimal_len(p.frame)));
         push_uint(s, p.frame);
         self.time.push(s, p.ts, since);
@@ -547,7 +549,7 @@ impl LineFormatter {
     /// The line of an ICMP error about a flow's datagram, in the columns of
     /// packet lines: from the error's sender back to the datagram's sender,
     /// in the direction opposite to the datagram's.
-    pub fn icmp_line(&mut self, n: &IcmpNote) -> String {
+    pub(crate) fn icmp_line(&mut self, n: &IcmpNote) -> String {
         let what = match n.mtu {
             Some(mtu) => format!("{} (MTU {mtu})", n.kind.replace('_', " ")),
             None => n.kind.replace('_', " "),
@@ -570,8 +572,8 @@ impl LineFormatter {
     }
 }
 
-/// One line per packet (see [`LineFormatter::push_line`]), its time
-/// relative to `since`.
+/// A packet's summary line (without the newline): frame, time relative to
+/// `since`, endpoints, flow and direction, summary, anomalies.
 pub fn line(p: &Packet<'_>, since: Duration, pal: Palette) -> String {
     let mut s = Vec::new();
     LineFormatter::new(pal, TimeFormat::Relative).push_line(&mut s, p, since);
@@ -737,6 +739,7 @@ where
 
 /// The largest value of an unsigned integer type, for [`parse_count`].
 pub trait Bounded {
+    /// The type's largest value.
     const MAX_VALUE: Self;
 }
 

@@ -22,18 +22,18 @@ use crate::wire::Reliability;
 #[derive(Debug, Clone)]
 pub struct BedrockPlan {
     /// Game version ("1.26.45").
-    pub version: String,
+    pub(crate) version: String,
     /// The player's name.
-    pub name: String,
+    pub(crate) name: String,
     /// How long to stay after connecting.
-    pub duration: Duration,
+    pub(crate) duration: Duration,
     /// Append the connection's key here (`--keylog-out`, or the
     /// environment's `BEDROCK_KEYLOG_FILE`).
-    pub keylog_out: Option<PathBuf>,
+    pub(crate) keylog_out: Option<PathBuf>,
     /// The RakNet protocol was not given: a server that names another one
     /// (ID_INCOMPATIBLE_PROTOCOL_VERSION: jsp-raknet takes only 10) is
     /// tried again with it.
-    pub retry_protocol: bool,
+    pub(crate) retry_protocol: bool,
 }
 
 /// The plan of `connect --bedrock`: `version` or the newest, the key log
@@ -54,17 +54,17 @@ pub fn plan(
 }
 
 /// The key log given, or the file `BEDROCK_KEYLOG_FILE` names.
-pub fn keylog_path(given: Option<PathBuf>) -> Option<PathBuf> {
+pub(crate) fn keylog_path(given: Option<PathBuf>) -> Option<PathBuf> {
     given.or_else(|| std::env::var_os("BEDROCK_KEYLOG_FILE").map(PathBuf::from))
 }
 
 /// Packets to play, each at a time after a start (header included).
-pub type Script = Vec<(Duration, Vec<u8>)>;
+pub(crate) type Script = Vec<(Duration, Vec<u8>)>;
 
 /// The plan of `serve --bedrock`: `version` or the newest, with a
 /// captured server's packets to play (`(version, script)`: the capture's
 /// version comes first).
-pub fn serve_plan(
+pub(crate) fn serve_plan(
     version: Option<String>,
     once: bool,
     keylog: Option<PathBuf>,
@@ -85,7 +85,7 @@ pub fn serve_plan(
 
 /// The RakNet protocol a Bedrock peer of game `version` speaks: 11 from
 /// 1.19.30 (the game version that made compression negotiated), 10 before.
-pub fn raknet_protocol_of(version: &str) -> u8 {
+pub(crate) fn raknet_protocol_of(version: &str) -> u8 {
     let game = crate::bedrock::speak::protocol_of(version).unwrap_or(0);
     if game >= crate::bedrock::codec::NEGOTIATED_FROM {
         11
@@ -96,7 +96,11 @@ pub fn raknet_protocol_of(version: &str) -> u8 {
 
 /// The RakNet dialect of a Bedrock peer of game `version`: Minecraft's,
 /// with [`raknet_protocol_of`] unless `protocol` is given.
-pub fn game_dialect_of(version: &str, protocol: Option<u8>, addresses: Option<usize>) -> Dialect {
+pub(crate) fn game_dialect_of(
+    version: &str,
+    protocol: Option<u8>,
+    addresses: Option<usize>,
+) -> Dialect {
     Dialect {
         minecraft: true,
         protocol: Some(protocol.unwrap_or_else(|| raknet_protocol_of(version))),
@@ -106,7 +110,7 @@ pub fn game_dialect_of(version: &str, protocol: Option<u8>, addresses: Option<us
 
 /// The RakNet client of a Bedrock login: the Minecraft dialect, protocol 11
 /// from 1.19.30 (10 before), unless `protocol` is given.
-pub fn game_dialect(
+pub(crate) fn game_dialect(
     version: &str,
     protocol: Option<u8>,
     addresses: Option<usize>,
@@ -140,7 +144,7 @@ enum Login {
 }
 
 /// Append `line` to the key log at `path`.
-pub fn append_key_log(path: &std::path::Path, line: &str) -> std::io::Result<()> {
+pub(crate) fn append_key_log(path: &std::path::Path, line: &str) -> std::io::Result<()> {
     let mut f = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -152,7 +156,7 @@ pub fn append_key_log(path: &std::path::Path, line: &str) -> std::io::Result<()>
 /// way it went), anything else as a `login` record whose detail is
 /// `detail` or the event's own words; a key-log line also appended to
 /// `keylog` (a failure warned of).
-pub fn record_event(
+pub(crate) fn record_event(
     report: &mut dyn Report,
     peer: &str,
     dir: &'static str,
@@ -216,7 +220,7 @@ pub fn connect_game(
 /// `connect --bedrock`: log in, print what the server sends, stay for the
 /// plan's duration, leave. `Outcome::LoginFailed` when the login did not
 /// reach the spawn (refused, disconnected, no answer).
-pub fn connect_bedrock(
+pub(crate) fn connect_bedrock(
     target: SocketAddr,
     cfg: ClientConfig,
     plan: &BedrockPlan,
@@ -345,19 +349,19 @@ pub fn connect_bedrock(
 #[derive(Debug, Clone)]
 pub struct BedrockServePlan {
     /// Game version ("1.26.45").
-    pub version: String,
+    pub(crate) version: String,
     /// End when the first client's connection ends.
-    pub once: bool,
+    pub(crate) once: bool,
     /// Append each connection's key here.
-    pub keylog_out: Option<PathBuf>,
+    pub(crate) keylog_out: Option<PathBuf>,
     /// `--replay`: a captured server's game packets after the spawn, played
     /// to each client from its spawn on (times after it; at once with asap).
-    pub script: Script,
-    pub asap: bool,
+    pub(crate) script: Script,
+    pub(crate) asap: bool,
 }
 
 /// A Minecraft pong naming `version` and its protocol.
-pub fn bedrock_pong(version: &str, guid: u64, port: u16, max_clients: usize) -> Vec<u8> {
+pub(crate) fn bedrock_pong(version: &str, guid: u64, port: u16, max_clients: usize) -> Vec<u8> {
     let protocol = crate::bedrock::speak::protocol_of(version).unwrap_or(0);
     super::run::motd_pong(
         "raknet-dissect",
@@ -372,7 +376,7 @@ pub fn bedrock_pong(version: &str, guid: u64, port: u16, max_clients: usize) -> 
 /// `serve --bedrock`: log in each offline-mode client
 /// ([`crate::bedrock::server::GameServer`]), print the game packets it
 /// sends (`game` records, `c2s`) and the steps of its login.
-pub fn serve_bedrock(
+pub(crate) fn serve_bedrock(
     server: &mut super::Server,
     plan: &BedrockServePlan,
     report: &mut dyn Report,

@@ -4,8 +4,8 @@
 //! socket and a handful of timers.
 
 /// Recording a session as pcapng (the writer lives with the capture code).
-pub mod record {
-    pub use crate::capture::write::Recorder;
+pub(crate) mod record {
+    pub(crate) use crate::capture::write::Recorder;
 }
 
 pub mod bedrock;
@@ -33,7 +33,7 @@ const MAX_DATAGRAM: usize = 65_536;
 
 /// Why a client could not connect, or a peer stopped.
 #[derive(Debug, thiserror::Error)]
-pub enum PeerError {
+pub(crate) enum PeerError {
     #[error("{0}")]
     Handshake(#[from] HandshakeError),
     /// ICMP port unreachable: nothing listens there.
@@ -45,7 +45,7 @@ pub enum PeerError {
 
 impl PeerError {
     /// The step that failed, in the words of `handshake` outcomes.
-    pub fn step(&self) -> &'static str {
+    pub(crate) fn step(&self) -> &'static str {
         match self {
             PeerError::Handshake(h) => h.step(),
             PeerError::PortUnreachable(_) => "port_unreachable",
@@ -172,10 +172,10 @@ impl Socket {
 
 /// The result of an unconnected ping.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pong {
-    pub rtt: Duration,
-    pub server_guid: u64,
-    pub payload: Vec<u8>,
+pub(crate) struct Pong {
+    pub(crate) rtt: Duration,
+    pub(crate) server_guid: u64,
+    pub(crate) payload: Vec<u8>,
 }
 
 fn wildcard_for(target: SocketAddr) -> SocketAddr {
@@ -196,7 +196,11 @@ fn refused(e: io::Error, target: SocketAddr) -> PeerError {
 }
 
 /// One unconnected ping (0x01); `Ok(None)` when no pong came within `timeout`.
-pub fn ping(target: SocketAddr, guid: u64, timeout: Duration) -> Result<Option<Pong>, PeerError> {
+pub(crate) fn ping(
+    target: SocketAddr,
+    guid: u64,
+    timeout: Duration,
+) -> Result<Option<Pong>, PeerError> {
     let mut s = Socket::bind(wildcard_for(target))?;
     s.sock.connect(target)?;
     let start = s.now();
@@ -233,14 +237,14 @@ pub fn ping(target: SocketAddr, guid: u64, timeout: Duration) -> Result<Option<P
 
 /// A connected client.
 #[derive(Debug)]
-pub struct Client {
+pub(crate) struct Client {
     s: Socket,
     conn: Connection,
     server: SocketAddr,
     out: Vec<u8>,
     /// Time from the first request to ConnectionRequestAccepted.
-    pub handshake_time: Duration,
-    pub server_guid: Option<u64>,
+    pub(crate) handshake_time: Duration,
+    pub(crate) server_guid: Option<u64>,
     local: SocketAddr,
     recording: Recording,
 }
@@ -270,7 +274,7 @@ impl Recording {
 impl Client {
     /// Connect: offline handshake, then ConnectionRequest until it is
     /// accepted. `on_step` hears each handshake step as it happens.
-    pub fn connect(
+    pub(crate) fn connect(
         target: SocketAddr,
         cfg: ClientConfig,
         on_step: impl FnMut(Duration, &HandshakeEvent),
@@ -280,7 +284,7 @@ impl Client {
 
     /// [`Self::connect`], writing every datagram sent and received, from the
     /// first request on, to `recorder`.
-    pub fn connect_recorded(
+    pub(crate) fn connect_recorded(
         target: SocketAddr,
         cfg: ClientConfig,
         recorder: Option<Recorder>,
@@ -370,31 +374,31 @@ impl Client {
 
     /// The write error that stopped the recording, once (`None` while it
     /// records, or when it does not).
-    pub fn recording_stopped(&mut self) -> Option<io::Error> {
+    pub(crate) fn recording_stopped(&mut self) -> Option<io::Error> {
         self.recording.stopped.take()
     }
 
     /// Stop recording and flush the file.
-    pub fn finish_recording(&mut self) -> io::Result<()> {
+    pub(crate) fn finish_recording(&mut self) -> io::Result<()> {
         match self.recording.to.take() {
             Some(mut r) => r.flush(),
             None => Ok(()),
         }
     }
 
-    pub fn now(&self) -> Duration {
+    pub(crate) fn now(&self) -> Duration {
         self.s.now()
     }
 
-    pub fn server(&self) -> SocketAddr {
+    pub(crate) fn server(&self) -> SocketAddr {
         self.server
     }
 
-    pub fn connection(&self) -> &Connection {
+    pub(crate) fn connection(&self) -> &Connection {
         &self.conn
     }
 
-    pub fn send(
+    pub(crate) fn send(
         &mut self,
         data: &[u8],
         reliability: Reliability,
@@ -407,7 +411,7 @@ impl Client {
 
     /// Send what is due, then wait for a datagram or a timer, at most until
     /// `until` (time since the client's epoch), and handle what came.
-    pub fn step(&mut self, until: Duration) -> Result<(), PeerError> {
+    pub(crate) fn step(&mut self, until: Duration) -> Result<(), PeerError> {
         let target = self.server;
         if self.s.unblock().map_err(|e| refused(e, target))? {
             let now = self.s.now();
@@ -444,13 +448,13 @@ impl Client {
         Ok(())
     }
 
-    pub fn poll_event(&mut self) -> Option<Event> {
+    pub(crate) fn poll_event(&mut self) -> Option<Event> {
         self.conn.poll_event()
     }
 
     /// Disconnect: send the notification, wait for its ACK (at most a
     /// second), and report how the connection ended.
-    pub fn close(&mut self) -> Result<CloseReason, PeerError> {
+    pub(crate) fn close(&mut self) -> Result<CloseReason, PeerError> {
         let now = self.s.now();
         self.conn.close(now);
         // The connection closes itself within its closing time (1 s): when
@@ -477,14 +481,14 @@ impl Client {
 
 /// A server on one socket.
 #[derive(Debug)]
-pub struct Server {
+pub(crate) struct Server {
     s: Socket,
     listener: Listener,
     out: Vec<u8>,
 }
 
 impl Server {
-    pub fn bind(local: SocketAddr, cfg: ServerConfig) -> io::Result<Server> {
+    pub(crate) fn bind(local: SocketAddr, cfg: ServerConfig) -> io::Result<Server> {
         let s = Socket::bind(local)?;
         let bound = s.local_addr()?;
         Ok(Server {
@@ -494,37 +498,38 @@ impl Server {
         })
     }
 
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+    pub(crate) fn local_addr(&self) -> io::Result<SocketAddr> {
         self.s.local_addr()
     }
 
-    pub fn now(&self) -> Duration {
+    pub(crate) fn now(&self) -> Duration {
         self.s.now()
     }
 
     /// The unconnected pong payload.
-    pub fn set_pong(&mut self, pong: Vec<u8>) {
+    pub(crate) fn set_pong(&mut self, pong: Vec<u8>) {
         self.listener.set_pong(pong);
     }
 
-    pub fn listener(&self) -> &Listener {
+    pub(crate) fn listener(&self) -> &Listener {
         &self.listener
     }
 
-    pub fn send(&mut self, to: SocketAddr, data: &[u8], reliability: Reliability, channel: u8) {
+    pub(crate) fn send(
+        &mut self,
+        to: SocketAddr,
+        data: &[u8],
+        reliability: Reliability,
+        channel: u8,
+    ) {
         let now = self.s.now();
         self.listener.send(now, to, data, reliability, channel);
-    }
-
-    pub fn close_all(&mut self) {
-        let now = self.s.now();
-        self.listener.close_all(now);
     }
 
     /// Send what is due, wait for a datagram or a timer (at most until
     /// `until`), and handle what came. Errors about single datagrams
     /// (an ICMP error for a client gone) are not fatal.
-    pub fn step(&mut self, until: Duration) -> io::Result<()> {
+    pub(crate) fn step(&mut self, until: Duration) -> io::Result<()> {
         let held = self.listener.len();
         if self.s.unblock().unwrap_or(true) {
             let now = self.s.now();
@@ -561,7 +566,7 @@ impl Server {
         Ok(())
     }
 
-    pub fn poll_event(&mut self) -> Option<(SocketAddr, Event)> {
+    pub(crate) fn poll_event(&mut self) -> Option<(SocketAddr, Event)> {
         self.listener.poll_event()
     }
 }

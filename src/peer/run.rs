@@ -1,6 +1,7 @@
-//! The live commands as library calls: [`ping`], [`connect`], [`serve`] and
-//! [`probe`] drive a [`Client`] or a [`Server`] and say what happens as
-//! [`PeerRecord`]s to a [`Report`]; the caller chooses how to print them.
+//! The live commands as library calls: [`ping`], [`connect`] and [`probe`]
+//! drive a client, `serve` (through [`crate::replay::run::serve`]) a server;
+//! each says what happens as [`PeerRecord`]s to a [`Report`], and the caller
+//! chooses how to print them.
 
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -20,10 +21,10 @@ use crate::wire::datagram::ORDERING_CHANNELS;
 use crate::wire::{Motd, Reliability};
 
 /// The port a target without one gets: Minecraft Bedrock's.
-pub const DEFAULT_PORT: u16 = 19132;
+pub(crate) const DEFAULT_PORT: u16 = 19132;
 
 /// Queue at most this much ahead of the wire in a bulk send.
-pub const QUEUE_AHEAD: usize = 4 << 20;
+pub(crate) const QUEUE_AHEAD: usize = 4 << 20;
 
 /// Where a live command says what happens.
 pub trait Report {
@@ -51,7 +52,8 @@ pub enum Outcome {
     ReplayCut,
 }
 
-/// `HOST:PORT`, `[V6]:PORT`, or a host alone (port [`DEFAULT_PORT`]).
+/// `HOST:PORT`, `[V6]:PORT`, or a host alone (port 19132, Minecraft
+/// Bedrock's).
 pub fn resolve(target: &str) -> Result<SocketAddr, String> {
     let with_port = |t: &str| -> std::io::Result<Vec<SocketAddr>> {
         if let Ok(a) = t.parse::<SocketAddr>() {
@@ -75,13 +77,13 @@ pub fn resolve(target: &str) -> Result<SocketAddr, String> {
 }
 
 /// A GUID for a new peer, from the operating system's randomness.
-pub fn new_guid() -> Result<u64, crate::random::RandomError> {
+pub(crate) fn new_guid() -> Result<u64, crate::random::RandomError> {
     crate::random::guid()
 }
 
 /// The MTUs a client probes when the largest is `first`: it, then the
 /// standard ones below it.
-pub fn mtus_from(first: u16) -> Vec<u16> {
+pub(crate) fn mtus_from(first: u16) -> Vec<u16> {
     let first = first.clamp(400, 1492);
     let mut mtus: Vec<u16> = MTU_PROBES.iter().copied().filter(|&p| p < first).collect();
     mtus.insert(0, first);
@@ -146,7 +148,7 @@ pub fn ping(
 }
 
 /// The `failed` record of a connection that could not be made.
-pub fn failed(target: SocketAddr, e: &PeerError) -> PeerRecord {
+pub(crate) fn failed(target: SocketAddr, e: &PeerError) -> PeerRecord {
     PeerRecord::Failed(FailedJson {
         kind: "failed",
         target: target.to_string(),
@@ -157,7 +159,7 @@ pub fn failed(target: SocketAddr, e: &PeerError) -> PeerRecord {
 
 /// Connect to `target`, each handshake step to the report; a failure is a
 /// `failed` record and `Err(Outcome::NoConnection)`.
-pub fn connect_client(
+pub(crate) fn connect_client(
     target: SocketAddr,
     cfg: ClientConfig,
     recorder: Option<super::record::Recorder>,
@@ -176,7 +178,7 @@ pub fn connect_client(
 }
 
 /// The `connected` record of a client just connected.
-pub fn connected_record(client: &Client, text: Option<String>) -> ConnectedJson {
+pub(crate) fn connected_record(client: &Client, text: Option<String>) -> ConnectedJson {
     ConnectedJson {
         kind: "connected",
         peer: client.server().to_string(),
@@ -190,7 +192,7 @@ pub fn connected_record(client: &Client, text: Option<String>) -> ConnectedJson 
 /// Step `client` until `until` (a failure is warned of and ends the
 /// pumping), then hand each event to `on_event`. `Some` once the connection
 /// has closed, or the step failed; `None` while it is up.
-pub fn pump(
+pub(crate) fn pump(
     client: &mut Client,
     until: Duration,
     report: &mut dyn Report,
@@ -212,14 +214,14 @@ pub fn pump(
 }
 
 /// A recording that stopped (a write error) warned of, once.
-pub fn recording_stopped(client: &mut Client, report: &mut dyn Report) {
+pub(crate) fn recording_stopped(client: &mut Client, report: &mut dyn Report) {
     if let Some(e) = client.recording_stopped() {
         report.warn(&format!("recording stopped: {e}"));
     }
 }
 
 /// How [`pump`] ended.
-pub enum Pumped {
+pub(crate) enum Pumped {
     Closed(CloseReason),
     /// A socket error (warned of).
     Failed,
@@ -227,7 +229,7 @@ pub enum Pumped {
 
 /// [`pump`] until `until` or the end of the connection; the close reason
 /// when it closed.
-pub fn pump_until(
+pub(crate) fn pump_until(
     client: &mut Client,
     until: Duration,
     report: &mut dyn Report,
@@ -246,15 +248,19 @@ pub fn pump_until(
 /// One message to send, with its reliability and channel.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outgoing {
-    pub data: Vec<u8>,
-    pub reliability: Reliability,
-    pub channel: u8,
+    pub(crate) data: Vec<u8>,
+    pub(crate) reliability: Reliability,
+    pub(crate) channel: u8,
 }
 
 impl Outgoing {
     /// A line of `connect`'s standard input: `HEX`, or `RELIABILITY[/CHANNEL]
     /// HEX` to send that message otherwise than `reliability` on `channel`.
-    pub fn parse_line(line: &str, reliability: Reliability, channel: u8) -> Result<Self, String> {
+    pub(crate) fn parse_line(
+        line: &str,
+        reliability: Reliability,
+        channel: u8,
+    ) -> Result<Self, String> {
         let (mut reliability, mut channel) = (reliability, channel);
         let hex = match line.split_once(char::is_whitespace) {
             Some((head, rest)) => {
@@ -280,7 +286,7 @@ impl Outgoing {
 }
 
 /// The messages `connect --send` names: each value in hex, or `-` for the
-/// lines of `stdin` ([`Outgoing::parse_line`]).
+/// lines of `stdin`, each `HEX` or `RELIABILITY[/CHANNEL] HEX`.
 pub fn messages_to_send(
     send: &[String],
     reliability: Reliability,
@@ -319,6 +325,7 @@ pub fn messages_to_send(
 /// overrides of either.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Dialect {
+    /// Minecraft's defaults (protocol 11, 20 addresses), else the original's.
     pub minecraft: bool,
     /// The protocol byte (a Minecraft server accepts 9, 10 and 11 unless
     /// this is given).
@@ -329,7 +336,7 @@ pub struct Dialect {
 
 impl Dialect {
     /// The protocol byte sent.
-    pub fn protocol(&self) -> u8 {
+    pub(crate) fn protocol(&self) -> u8 {
         let default = if self.minecraft {
             PROTOCOL_MINECRAFT
         } else {
@@ -363,7 +370,7 @@ impl Dialect {
 
     /// A server configuration; `captured`: the protocol of a captured
     /// server played back, which it speaks unless a protocol was given.
-    pub fn server(&self, captured: Option<u8>) -> ServerConfig {
+    pub(crate) fn server(&self, captured: Option<u8>) -> ServerConfig {
         let (protocol, accept, addresses) = match (self.protocol, captured) {
             (None, Some(p)) => (p, vec![p], addresses_for(p)),
             (Some(p), _) => (p, vec![p], self.default_addresses()),
@@ -386,6 +393,7 @@ impl Dialect {
 /// What `connect` does once connected.
 #[derive(Debug, Clone)]
 pub struct ConnectPlan {
+    /// The messages to send, in order.
     pub messages: Vec<Outgoing>,
     /// Send the messages this many times over.
     pub repeat: u64,
@@ -465,9 +473,9 @@ pub fn connect(
 /// their times after `base` (or at once with `asap`): `serve --replay`.
 #[derive(Debug, Clone, Default)]
 pub struct ServerScript {
-    pub messages: Vec<(Duration, Outgoing)>,
-    pub base: Duration,
-    pub asap: bool,
+    pub(crate) messages: Vec<(Duration, Outgoing)>,
+    pub(crate) base: Duration,
+    pub(crate) asap: bool,
 }
 
 /// What `serve` does.
@@ -477,17 +485,18 @@ pub struct ServePlan {
     pub echo: bool,
     /// Return when the first client's connection ends.
     pub once: bool,
+    /// `--replay`: messages played to every client.
     pub script: Option<ServerScript>,
 }
 
 /// A Minecraft pong (MOTD) carrying `text`.
-pub fn minecraft_pong(text: &str, guid: u64, port: u16, max_clients: usize) -> Vec<u8> {
+pub(crate) fn minecraft_pong(text: &str, guid: u64, port: u16, max_clients: usize) -> Vec<u8> {
     motd_pong(text, (800, "1.21.80"), "Survival", guid, port, max_clients)
 }
 
 /// A Minecraft pong: `text`, the game protocol and version it names, its
 /// game mode, the server's GUID and port, its player limit.
-pub fn motd_pong(
+pub(crate) fn motd_pong(
     text: &str,
     (protocol, version): (u32, &str),
     mode: &str,
@@ -523,7 +532,7 @@ pub fn motd_pong(
 
 /// `serve`: a server on `server` (bound; its pong set), each connection,
 /// message and close a record; runs until `plan.once` ends it.
-pub fn serve(
+pub(crate) fn serve(
     server: &mut Server,
     plan: &ServePlan,
     report: &mut dyn Report,
@@ -754,7 +763,7 @@ pub fn probe(
 }
 
 /// The address count of a protocol: 10 for the original's 6, else 20.
-pub fn addresses_for(protocol: u8) -> usize {
+pub(crate) fn addresses_for(protocol: u8) -> usize {
     if protocol == PROTOCOL_ORIGINAL {
         10
     } else {

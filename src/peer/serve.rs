@@ -8,17 +8,24 @@ use super::Server;
 
 /// Everything `serve` is told: where, how, and what to play.
 pub struct ServeSetup {
+    /// The address to bind.
     pub listen: SocketAddr,
+    /// The RakNet spoken (a Bedrock server: its game version's protocol).
     pub dialect: Dialect,
+    /// Clients connected at once at most.
     pub max_clients: usize,
+    /// The largest MTU accepted, in bytes (clamped to 576 to 1492).
     pub mtu: u16,
     /// `--motd`: a Minecraft pong with this text.
     pub motd: Option<String>,
     /// `--pong-hex`: these bytes.
     pub pong_hex: Option<Vec<u8>>,
-    /// The captured server's pong and protocol (`--replay`).
+    /// The captured server's pong (`--replay`), when no other is given.
     pub captured_pong: Option<Vec<u8>>,
+    /// The captured server's RakNet protocol (`--replay`), spoken unless
+    /// the dialect gives one.
     pub captured_protocol: Option<u8>,
+    /// What to do with a RakNet client (without `bedrock`).
     pub plan: ServePlan,
     /// `--bedrock`: log clients in to the game.
     pub bedrock: Option<crate::peer::bedrock::BedrockServePlan>,
@@ -26,7 +33,7 @@ pub struct ServeSetup {
 
 /// `serve`: bind, set the pong, serve. `Err` when the address cannot be
 /// bound (in words).
-pub fn serve_setup(
+pub(crate) fn serve_setup(
     s: ServeSetup,
     report: &mut dyn Report,
 ) -> anyhow::Result<Result<Outcome, String>> {

@@ -23,6 +23,7 @@ use crate::session::receive::Reassembly;
 pub struct Reading {
     /// The capture files, in order.
     pub paths: Vec<PathBuf>,
+    /// The dissector's options and what the pipeline hands out.
     pub options: PipelineOptions,
     /// The command prints only once the capture is read (its progress bar
     /// may share a terminal with standard output).
@@ -66,13 +67,13 @@ impl Reading {
     }
 
     /// The mirror's configuration of the run.
-    pub fn mirror_config(&self) -> MirrorConfig {
+    pub(crate) fn mirror_config(&self) -> MirrorConfig {
         MirrorConfig::reassembling(self.reassembly)
     }
 
     /// The names records carry: the files' when several are read as one
     /// capture, this file's in a `--separate` run, none for one file.
-    pub fn file_names(&self) -> Vec<String> {
+    pub(crate) fn file_names(&self) -> Vec<String> {
         match &self.part {
             Some(p) => vec![p.name.clone()],
             None => super::file_names(&self.paths),
@@ -80,7 +81,7 @@ impl Reading {
     }
 
     /// The name of this file, on the run of one file of a `--separate` run.
-    pub fn part_name(&self) -> Option<&str> {
+    pub(crate) fn part_name(&self) -> Option<&str> {
         self.part.as_ref().map(|p| p.name.as_str())
     }
 }
@@ -90,7 +91,7 @@ impl Reading {
 /// same errors for every command: files that cannot be read (the others
 /// are still read), files cut short (a warning), a `--flow` the capture
 /// does not have, each said through the notes. Returns how it ended.
-pub fn drive_items(
+pub(crate) fn drive_items(
     live: Option<CaptureReader>,
     cap: &Reading,
     mirror: &mut Mirror,
@@ -185,7 +186,7 @@ fn nothing_read(
 /// The line that says a `game` run found no Bedrock flow, with what to
 /// try; `None` when it found one, or no RakNet at all ([`drive_items`] said
 /// that).
-pub fn no_game(game: &Game) -> Option<String> {
+pub(crate) fn no_game(game: &Game) -> Option<String> {
     (game.game_flows == 0 && game.packets > 0).then(|| {
         "no Minecraft Bedrock flow among the RakNet flows (none carries the game batches \
          a Bedrock peer sends); --bedrock reads every flow as Bedrock"
@@ -195,7 +196,7 @@ pub fn no_game(game: &Game) -> Option<String> {
 
 /// [`drive_items`] for commands that want packets only: `each` gets each
 /// RakNet packet with the mirror's findings, and the time lines count from.
-pub fn drive(
+pub(crate) fn drive(
     cap: &Reading,
     mirror: &mut Mirror,
     out: &mut impl Write,
@@ -218,7 +219,7 @@ pub fn drive(
 /// gets every message in delivery order with what the game layer made of
 /// it (a Bedrock flow's 0xFE messages), the time lines count from, and its
 /// file; the messages still held at the end come last.
-pub fn drive_messages(
+pub(crate) fn drive_messages(
     cap: &Reading,
     mirror: &mut Mirror,
     game: &mut Game,

@@ -35,7 +35,7 @@ impl Notes {
     }
 
     /// Hand `line` to the sink.
-    pub fn say(&self, kind: NoteKind, line: &str) {
+    pub(crate) fn say(&self, kind: NoteKind, line: &str) {
         if let Some(sink) = &self.0 {
             sink(kind, line);
         }
@@ -44,7 +44,7 @@ impl Notes {
     /// [`Notes::say`], once in a process for the same line: the runs of
     /// one command over the same files (`export`'s tables) say a file's
     /// problem once.
-    pub fn say_once(&self, kind: NoteKind, line: &str) {
+    pub(crate) fn say_once(&self, kind: NoteKind, line: &str) {
         use std::collections::HashSet;
         use std::sync::{Mutex, OnceLock};
         static SAID: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();

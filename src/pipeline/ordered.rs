@@ -7,7 +7,7 @@
 //! [`run`] hands records in batches to `threads` workers, each with a
 //! printer of its own, and writes the bytes each batch made in the order
 //! the batches were made: the output is the one thread's, byte for byte.
-//! At most [`AHEAD`] batches per worker are in flight, so memory stays flat
+//! At most `AHEAD` (4) batches per worker are in flight, so memory stays flat
 //! whatever the capture's size. With one thread there are no workers: each
 //! record is formatted as it is pushed, straight to the output.
 //!
@@ -36,16 +36,16 @@ use std::sync::Mutex;
 
 /// Records in a batch: enough that a handoff costs little against the
 /// formatting, few enough that workers stay busy to the end.
-pub const BATCH: usize = 1024;
+pub(crate) const BATCH: usize = 1024;
 
 /// The bytes a batch's records may hold (as [`Sink::push_weighing`] is
 /// told), at most: a batch of large records goes early, so that memory
 /// stays flat whatever they carry.
-pub const BATCH_BYTES: usize = 1 << 20;
+pub(crate) const BATCH_BYTES: usize = 1 << 20;
 
 /// Batches in flight (queued, being formatted, or formatted and waiting
 /// for an earlier one) per worker, at most.
-pub const AHEAD: usize = 4;
+pub(crate) const AHEAD: usize = 4;
 
 /// A batch formatted: its bytes, and its records, back to the producer's
 /// thread to be done with there (freeing memory on the thread that made it
@@ -87,7 +87,7 @@ impl<R> Sink<'_, R> {
     }
 
     /// [`Sink::push`] for a record that holds about `bytes` bytes.
-    pub fn push_weighing(&mut self, mut r: R, bytes: usize) -> io::Result<()> {
+    pub(crate) fn push_weighing(&mut self, mut r: R, bytes: usize) -> io::Result<()> {
         if let Some(format) = self.inline.as_mut() {
             format(&mut r, &mut *self.out)?;
             (self.spent)(r);
@@ -264,13 +264,19 @@ where
 /// `f` of each item, on up to `threads` threads at once (an item each in
 /// turn), in the items' order: for a few long independent jobs, such as
 /// the tables of `export`.
-pub fn map<T: Sync, R: Send>(threads: usize, items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+#[cfg(test)]
+pub(crate) fn map<T: Sync, R: Send>(
+    threads: usize,
+    items: &[T],
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
     map_starting(threads, items, &[], f)
 }
 
-/// [`map`], the items at the indices of `first` started first (the longest
+/// `f` of each item, on up to `threads` threads at once (an item each in
+/// turn): the items at the indices of `first` started first (the longest
 /// jobs, so that the short ones fill the threads at the end), then the
-/// others in order; the results still in the items' order.
+/// others in order; the results in the items' order.
 pub fn map_starting<T: Sync, R: Send>(
     threads: usize,
     items: &[T],

@@ -11,7 +11,7 @@ use std::sync::Arc;
 /// pipeline adds to; dropped when the files are read (the caller's `stop`
 /// runs then).
 pub struct Bar {
-    pub consumed: Arc<AtomicU64>,
+    pub(crate) consumed: Arc<AtomicU64>,
     stop: Option<Box<dyn FnOnce() + Send + Sync>>,
 }
 
@@ -49,7 +49,7 @@ impl Progress {
     }
 
     /// The bar of a run over `paths`, if one is shown.
-    pub fn start(&self, paths: &[PathBuf], summary_only: bool) -> Option<Bar> {
+    pub(crate) fn start(&self, paths: &[PathBuf], summary_only: bool) -> Option<Bar> {
         self.0.as_ref().and_then(|s| s(paths, summary_only))
     }
 }

@@ -6,9 +6,9 @@
 //! same bytes whatever the number of threads.
 //!
 //! The first unfinished file's output is written as it is made; a later
-//! file's is held in at most [`HELD`] chunks of [`CHUNK`] bytes, and its
-//! worker waits while they are full, so memory stays flat however large
-//! the files and however much they print.
+//! file's is held in at most `HELD` (4) chunks of `CHUNK` bytes (1 MiB),
+//! and its worker waits while they are full, so memory stays flat however
+//! large the files and however much they print.
 //!
 //! ```
 //! use raknet_dissect::pipeline::separate;
@@ -33,22 +33,23 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 
 /// Bytes a worker gathers before handing them on.
-pub const CHUNK: usize = 1024 << 10;
+pub(crate) const CHUNK: usize = 1024 << 10;
 
 /// Chunks of a file's output held while an earlier file is written, at
 /// most (4 MiB with [`CHUNK`]), per file in flight.
-pub const HELD: usize = 4;
+pub(crate) const HELD: usize = 4;
 
 /// The run of one file of a `--separate` run: what its records call it,
 /// and where it counts the bytes it reads (for the run's one progress bar).
 #[derive(Debug, Clone, Default)]
 pub struct Part {
-    pub name: String,
-    pub consumed: Option<Arc<AtomicU64>>,
+    pub(crate) name: String,
+    pub(crate) consumed: Option<Arc<AtomicU64>>,
 }
 
 /// A `--separate` run of a command over capture files.
 pub struct Plan {
+    /// The capture files, each a run of its own, in output order.
     pub paths: Vec<PathBuf>,
     /// Files read at once.
     pub threads: usize,

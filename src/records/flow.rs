@@ -10,17 +10,19 @@ use crate::mirror::{DirStats, FlowMirror};
 
 /// What a `flow` record is made from.
 pub struct FlowRecord<'a> {
-    pub flow: &'a FlowMirror,
+    pub(crate) flow: &'a FlowMirror,
     /// Its RTT samples, summed up once (`FlowMirror::rtt_ms` sorts them).
-    pub rtt: Option<Rtt>,
+    pub(crate) rtt: Option<Rtt>,
     /// A Bedrock flow's game session.
-    pub game: Option<&'a GameSummary>,
+    pub(crate) game: Option<&'a GameSummary>,
     /// The capture file, in a run that reads each file as a capture of its
     /// own (`--separate`).
-    pub file: Option<&'a str>,
+    pub(crate) file: Option<&'a str>,
 }
 
 impl<'a> FlowRecord<'a> {
+    /// The record of `flow`, its RTT samples summed up; with `game`, its
+    /// game session in a Bedrock flow, and `file`, its capture file.
     pub fn new(flow: &'a FlowMirror, game: Option<&'a GameSummary>, file: Option<&'a str>) -> Self {
         let rtt = flow.rtt_ms().map(|(min, median, max, samples)| Rtt {
             min: micro(min),
@@ -44,11 +46,11 @@ fn micro(ms: f64) -> f64 {
 
 /// A flow's RTT samples, in milliseconds (the `rtt_ms` object).
 #[derive(Debug, Clone, Copy)]
-pub struct Rtt {
-    pub min: f64,
-    pub median: f64,
-    pub max: f64,
-    pub samples: usize,
+pub(crate) struct Rtt {
+    pub(crate) min: f64,
+    pub(crate) median: f64,
+    pub(crate) max: f64,
+    pub(crate) samples: usize,
 }
 
 keyed!(FlowRecord);
@@ -332,7 +334,7 @@ impl Described for GameSummary {
 }
 
 /// The `game.packets` object: game packets delivered each way.
-pub struct GamePackets;
+pub(crate) struct GamePackets;
 
 impl Described for GamePackets {
     type Of<'a> = PerDir;
@@ -353,7 +355,7 @@ impl Described for GamePackets {
 }
 
 /// The `game.opaque` object: batches not shown each way.
-pub struct OpaqueBatches;
+pub(crate) struct OpaqueBatches;
 
 impl Described for OpaqueBatches {
     type Of<'a> = PerDir;

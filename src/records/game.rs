@@ -15,15 +15,17 @@ use crate::mirror::Message;
 /// What a `game` or `game_opaque` record is made from.
 pub struct GameRecord<'a> {
     /// The RakNet message that carried the batch.
-    pub message: &'a Message,
-    pub event: &'a GameEvent,
+    pub(crate) message: &'a Message,
+    pub(crate) event: &'a GameEvent,
     /// Bytes of `data` JSON shows (`--data-limit`; all when `None`).
-    pub data_limit: Option<usize>,
+    pub(crate) data_limit: Option<usize>,
     /// The capture file, when several are read.
-    pub file: Option<&'a str>,
+    pub(crate) file: Option<&'a str>,
 }
 
 impl<'a> GameRecord<'a> {
+    /// The record of `event`, found in `message`: all of its `data` shown,
+    /// without a file.
     pub fn new(message: &'a Message, event: &'a GameEvent) -> Self {
         GameRecord {
             message,
@@ -34,7 +36,7 @@ impl<'a> GameRecord<'a> {
     }
 
     /// The game packet, when the record is one (`game`).
-    pub fn packet(&self) -> Option<&'a GamePacket> {
+    pub(crate) fn packet(&self) -> Option<&'a GamePacket> {
         match self.event {
             GameEvent::Packet(p) => Some(p),
             GameEvent::Opaque(_) => None,
@@ -43,7 +45,7 @@ impl<'a> GameRecord<'a> {
 
     /// The batch that shows no packets, when the record is one
     /// (`game_opaque`).
-    pub fn opaque(&self) -> Option<&'a Opaque> {
+    pub(crate) fn opaque(&self) -> Option<&'a Opaque> {
         match self.event {
             GameEvent::Packet(_) => None,
             GameEvent::Opaque(o) => Some(o),
@@ -226,7 +228,7 @@ impl Described for GameRecord<'static> {
 }
 
 /// An object of a game packet's `anomalies`: `{"kind":"fields","detail":...}`.
-pub struct FieldsAnomaly;
+pub(crate) struct FieldsAnomaly;
 
 type AK = Key<FieldsAnomaly>;
 

@@ -8,17 +8,17 @@ use super::{object, Described, Key, Ty, Value};
 use crate::mirror::handshake::{Attempt, Step};
 
 /// What a `handshake` record is made from.
-pub struct HandshakeRecord<'a> {
-    pub attempt: &'a Attempt,
+pub(crate) struct HandshakeRecord<'a> {
+    pub(crate) attempt: &'a Attempt,
     /// The capture file (`--separate`).
-    pub file: Option<&'a str>,
+    pub(crate) file: Option<&'a str>,
     /// On a Bedrock flow, where the game login got (the flow's last
     /// connected attempt only).
-    pub game: Option<String>,
+    pub(crate) game: Option<String>,
 }
 
 impl<'a> HandshakeRecord<'a> {
-    pub fn new(attempt: &'a Attempt) -> Self {
+    pub(crate) fn new(attempt: &'a Attempt) -> Self {
         HandshakeRecord {
             attempt,
             file: None,
@@ -164,9 +164,9 @@ impl Described for HandshakeRecord<'static> {
 }
 
 /// One step of the timeline, with the attempt's start its `t` counts from.
-pub struct StepOf<'a> {
-    pub step: &'a Step,
-    pub start: Duration,
+pub(crate) struct StepOf<'a> {
+    pub(crate) step: &'a Step,
+    pub(crate) start: Duration,
 }
 
 type SK = Key<StepOf<'static>>;

@@ -7,10 +7,10 @@ use super::{object, Described, Key, Ty, Value};
 use crate::dissect::{Anomaly, IcmpNote};
 
 /// What an `icmp` record is made from.
-pub struct IcmpRecord<'a> {
-    pub note: &'a IcmpNote,
+pub(crate) struct IcmpRecord<'a> {
+    pub(crate) note: &'a IcmpNote,
     /// The capture file, when a run reads several.
-    pub file: Option<&'a str>,
+    pub(crate) file: Option<&'a str>,
 }
 
 keyed!(IcmpRecord);
@@ -75,7 +75,7 @@ impl Described for IcmpRecord<'static> {
 }
 
 /// The `datagram` object of an `icmp` record.
-pub struct Quoted;
+pub(crate) struct Quoted;
 
 impl Described for Quoted {
     type Of<'a> = IcmpNote;
@@ -96,8 +96,8 @@ impl Described for Quoted {
 }
 
 /// What an `end_of_capture` record is made from.
-pub struct EndRecord<'a> {
-    pub anomalies: &'a [Anomaly],
+pub(crate) struct EndRecord<'a> {
+    pub(crate) anomalies: &'a [Anomaly],
 }
 
 keyed!(EndRecord);

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// `v` as compact JSON, appended to `out` (what `serde_json::to_writer`
 /// writes).
-pub fn write_value(out: &mut Vec<u8>, v: &Value) {
+pub(crate) fn write_value(out: &mut Vec<u8>, v: &Value) {
     match v {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(true) => out.extend_from_slice(b"true"),
@@ -44,7 +44,7 @@ pub fn write_value(out: &mut Vec<u8>, v: &Value) {
 }
 
 /// `s` as a JSON string.
-pub fn write_str(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     if needs_escape(s.as_bytes()) {
         // Writing to a Vec cannot fail.
         let _ = serde_json::to_writer(&mut *out, s);

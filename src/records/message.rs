@@ -8,6 +8,7 @@ use crate::mirror::Message;
 
 /// What a `message` record is made from.
 pub struct MessageRecord<'a> {
+    /// The delivered message.
     pub message: &'a Message,
     /// Bytes of `data` JSON shows (`--data-limit`; all when `None`).
     pub data_limit: Option<usize>,

@@ -1,9 +1,9 @@
 //! Each record type described once: its keys in JSON order, each with its
 //! name, its type, its doc line and how to read it. From that one
 //! description come the record's NDJSON writer ([`write_line`]), what `-Y`
-//! and `-e` read of it ([`visit_index`], only the keys a filter names), the
+//! and `-e` read of it (`visit_index`, only the keys a filter names), the
 //! names `raknet-dissect fields` lists (`display::fields::FIELDS`, through
-//! [`paths`]), the columns of `export`'s tables ([`walk::leaves`], each
+//! `paths`), the columns of `export`'s tables (`walk::leaves`, each
 //! leaf with its dotted path), and the check of docs/json.md's key tables
 //! (`tests.rs`).
 //!
@@ -21,13 +21,13 @@
 //! and its docs/json.md section in `tests.rs`.
 //!
 //! A filter or an export names its keys once, when it is compiled: each
-//! name is resolved to a [`KeyPath`] ([`key_path`]), the indices of its
-//! keys, and each record is read at those indices ([`visit_index`]).
+//! name is resolved to a `KeyPath` (`key_path`), the indices of its
+//! keys, and each record is read at those indices (`visit_index`).
 //!
 //! Described: `packet`, `message`, `flow`, `handshake` and `game` (with
 //! `game_opaque`) records, and `read`'s `icmp` and `end_of_capture`
 //! (`icmp.rs`, not filtered). A key holding decoded JSON (a game packet's
-//! `fields`) is read by name below it ([`visit_path`]), as the JSON
+//! `fields`) is read by name below it (`visit_path`), as the JSON
 //! nests. Not described: the live commands' records ([`peer`]: serde
 //! structs, which `peer` and `replay` report and `output::peer` prints).
 
@@ -59,16 +59,16 @@ macro_rules! keyed {
     };
 }
 
-pub mod anomaly;
+pub(crate) mod anomaly;
 pub mod flow;
 pub mod game;
-pub mod handshake;
-pub mod icmp;
-pub mod json;
+pub(crate) mod handshake;
+pub(crate) mod icmp;
+pub(crate) mod json;
 pub mod message;
 pub mod packet;
 pub mod peer;
-pub mod value;
+pub(crate) mod value;
 pub mod walk;
 
 use std::borrow::Cow;
@@ -78,12 +78,12 @@ pub use value::{Obj, Ty, Value};
 /// How a key's values are read from a record: each value is handed to the
 /// callback, which stops the walk by returning `true`; returns whether it
 /// did. A key without a value hands none.
-pub type Get<D> =
+pub(crate) type Get<D> =
     for<'r, 'a> fn(&'r <D as Described>::Of<'a>, &mut dyn FnMut(Value<'_>) -> bool) -> bool;
 
 /// What a record shows of a key without a value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Absent {
+pub(crate) enum Absent {
     /// The key always has a value (`null` if it had none).
     Never,
     /// `null` (docs/json.md: "integer or null").
@@ -94,33 +94,33 @@ pub enum Absent {
 
 /// One key of a record type, `D`.
 pub struct Key<D: Described> {
-    pub name: &'static str,
-    pub ty: Ty,
+    pub(crate) name: &'static str,
+    pub(crate) ty: Ty,
     /// One line, for `raknet-dissect fields`.
-    pub doc: &'static str,
+    pub(crate) doc: &'static str,
     /// What the record shows when it has no value.
-    pub absent: Absent,
+    pub(crate) absent: Absent,
     /// A JSON array of every value `get` hands out (possibly none).
-    pub many: bool,
+    pub(crate) many: bool,
     /// The keys of the object(s) it holds.
-    pub nested: Option<fn() -> Vec<KeyDoc>>,
+    pub(crate) nested: Option<fn() -> Vec<KeyDoc>>,
     /// Its values, as JSON shows them.
-    pub get: Get<D>,
+    pub(crate) get: Get<D>,
     /// What filters read instead, when that is more than JSON shows (a
     /// message's whole `data` where JSON has `--data-limit` of it).
-    pub filter: Option<Get<D>>,
+    pub(crate) filter: Option<Get<D>>,
     /// Whether the key is there at all: JSON leaves it out otherwise
     /// (however many values a `many` key would hold; without `null` for
     /// one that would be `null`).
-    pub present: Option<Present<D>>,
+    pub(crate) present: Option<Present<D>>,
 }
 
 /// Whether a record has a key (see [`Key::present`]).
-pub type Present<D> = for<'r, 'a> fn(&'r <D as Described>::Of<'a>) -> bool;
+pub(crate) type Present<D> = for<'r, 'a> fn(&'r <D as Described>::Of<'a>) -> bool;
 
 impl<D: Described> Key<D> {
     /// A key with one value, always.
-    pub const fn new(name: &'static str, ty: Ty, doc: &'static str, get: Get<D>) -> Self {
+    pub(crate) const fn new(name: &'static str, ty: Ty, doc: &'static str, get: Get<D>) -> Self {
         Key {
             name,
             ty,
@@ -135,32 +135,32 @@ impl<D: Described> Key<D> {
     }
 
     /// `null` when it has no value.
-    pub const fn or_null(mut self) -> Self {
+    pub(crate) const fn or_null(mut self) -> Self {
         self.absent = Absent::Null;
         self
     }
 
     /// Left out when it has no value (serde's `skip_serializing_if`).
-    pub const fn skip(mut self) -> Self {
+    pub(crate) const fn skip(mut self) -> Self {
         self.absent = Absent::Skip;
         self
     }
 
     /// An array of every value.
-    pub const fn many(mut self) -> Self {
+    pub(crate) const fn many(mut self) -> Self {
         self.many = true;
         self
     }
 
     /// Its values are objects described by `N`.
-    pub const fn nested<N: Described>(mut self) -> Self {
+    pub(crate) const fn nested<N: Described>(mut self) -> Self {
         self.nested = Some(docs::<N>);
         self
     }
 
     /// An array, left out of the record when `present` says it is not
     /// there (an empty one is `[]`).
-    pub const fn present(mut self, present: Present<D>) -> Self {
+    pub(crate) const fn present(mut self, present: Present<D>) -> Self {
         self.many = true;
         self.absent = Absent::Skip;
         self.present = Some(present);
@@ -169,13 +169,13 @@ impl<D: Described> Key<D> {
 
     /// Left out of a record of which `present` says it does not have the
     /// key (a `game_opaque` record has no `name`, not even `null`).
-    pub const fn when(mut self, present: Present<D>) -> Self {
+    pub(crate) const fn when(mut self, present: Present<D>) -> Self {
         self.present = Some(present);
         self
     }
 
     /// What filters read of it, when it is more than JSON shows.
-    pub const fn filter(mut self, get: Get<D>) -> Self {
+    pub(crate) const fn filter(mut self, get: Get<D>) -> Self {
         self.filter = Some(get);
         self
     }
@@ -185,7 +185,9 @@ impl<D: Described> Key<D> {
             name: self.name,
             ty: self.ty,
             doc: self.doc,
+            #[cfg(test)]
             absent: self.absent,
+            #[cfg(test)]
             many: self.many,
             nested: self.nested,
         }
@@ -196,11 +198,12 @@ impl<D: Described> Key<D> {
 /// type at `'static`; `Of<'a>` is the type with the lifetime of what it
 /// borrows, so that a `&'static` table can describe borrowed records.
 pub trait Described: Sized + 'static {
+    /// The described type with the lifetime of what it borrows.
     type Of<'a>;
     /// Every key, in JSON order.
     const KEYS: &'static [Key<Self>];
 
-    /// `r` as a JSON object: [`write_object`], or its fast path
+    /// `r` as a JSON object: `write_object`, or its fast path
     /// ([`crate::write_keys!`]) for a type written by the million.
     fn write(r: &Self::Of<'_>, out: &mut Vec<u8>) {
         write_object::<Self>(r, out);
@@ -212,16 +215,16 @@ pub trait Described: Sized + 'static {
 pub trait Keyed {
     /// The JSON object, its keys in their order.
     fn write_json(&self, out: &mut Vec<u8>);
-    /// Each value at `path` (`c2s.lost`, `steps.step`), as [`visit_path`].
+    /// Each value at `path` (`c2s.lost`, `steps.step`), as `visit_path`.
     fn visit(&self, path: &str, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool;
-    /// Each value at the key indices `path`, as [`visit_index`].
+    /// Each value at the key indices `path`, as `visit_index`.
     fn visit_key(&self, path: &[u8], f: &mut dyn FnMut(Value<'_>) -> bool) -> bool;
-    /// Each leaf under `path`, as [`walk::leaves`]; whether there was one.
+    /// Each leaf under `path`, as `walk::leaves`; whether there was one.
     fn leaves(&self, path: &mut String, f: &mut walk::Leaves<'_>) -> bool;
 }
 
 /// A value with its description.
-pub struct With<'r, 'a, D: Described>(pub &'r D::Of<'a>);
+pub(crate) struct With<'r, 'a, D: Described>(pub(crate) &'r D::Of<'a>);
 
 impl<D: Described> Keyed for With<'_, '_, D> {
     fn write_json(&self, out: &mut Vec<u8>) {
@@ -239,7 +242,7 @@ impl<D: Described> Keyed for With<'_, '_, D> {
 }
 
 /// Hand `v`, an object described by `D`, to `f`: a nested key's `get`.
-pub fn object<D: Described>(v: &D::Of<'_>, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
+pub(crate) fn object<D: Described>(v: &D::Of<'_>, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
     f(Value::Object(Obj::Keyed(&With::<D>(v))))
 }
 
@@ -251,7 +254,7 @@ pub fn write_line(r: &(impl Keyed + ?Sized), out: &mut Vec<u8>) {
 
 /// `r` as a JSON object: each key of `D` in order, with its value, or
 /// without one `null` or left out ([`Absent`]).
-pub fn write_object<D: Described>(r: &D::Of<'_>, out: &mut Vec<u8>) {
+pub(crate) fn write_object<D: Described>(r: &D::Of<'_>, out: &mut Vec<u8>) {
     out.push(b'{');
     let mut empty = true;
     for k in D::KEYS {
@@ -260,7 +263,7 @@ pub fn write_object<D: Described>(r: &D::Of<'_>, out: &mut Vec<u8>) {
     out.push(b'}');
 }
 
-/// The fast path of [`write_object`], for a record type written by the
+/// The fast path of `write_object`, for a record type written by the
 /// million (`message`): its key `I`, at an index known when compiled, so
 /// that the key's name, accessor and absence are constants the compiler
 /// folds and inlines, where the loop calls through them (measured:
@@ -273,7 +276,7 @@ pub fn write_at<D: Described, const I: usize>(r: &D::Of<'_>, out: &mut Vec<u8>, 
     }
 }
 
-/// `r` as a JSON object, as [`write_object`] writes it, through
+/// `r` as a JSON object, as `write_object` writes it, through
 /// [`write_at`] for each of the indices given, which must be those of
 /// every key of the type (a compile-time check).
 #[macro_export]
@@ -351,7 +354,7 @@ fn write_key<D: Described, const I: usize>(k: &Key<D>, r: &D::Of<'_>, out: &mut 
 /// Each value at `path` in `r`, a key or a dotted path through nested
 /// objects (an array stands for each of its elements), handed to `f`
 /// until it returns `true`; returns whether it did. Reads that key alone.
-pub fn visit_path<D: Described>(
+pub(crate) fn visit_path<D: Described>(
     r: &D::Of<'_>,
     path: &str,
     f: &mut dyn FnMut(Value<'_>) -> bool,
@@ -382,7 +385,7 @@ pub struct KeyPath {
 
 impl KeyPath {
     /// The indices, outermost first.
-    pub fn indices(&self) -> &[u8] {
+    pub(crate) fn indices(&self) -> &[u8] {
         &self.at[..usize::from(self.len)]
     }
 }
@@ -390,7 +393,7 @@ impl KeyPath {
 /// `path` (`c2s.lost`) in records described by `D`, resolved to key
 /// indices; `None` when a name on it is not a key there (or the path is
 /// deeper than seven keys).
-pub fn key_path<D: Described>(path: &str) -> Option<KeyPath> {
+pub(crate) fn key_path<D: Described>(path: &str) -> Option<KeyPath> {
     let mut keys = docs::<D>();
     let mut p = KeyPath { at: [0; 7], len: 0 };
     for (depth, name) in path.split('.').enumerate() {
@@ -408,7 +411,7 @@ pub fn key_path<D: Described>(path: &str) -> Option<KeyPath> {
 /// Each value at the key indices `path` in `r` (from [`key_path`]),
 /// handed to `f` until it returns `true`; returns whether it did. Reads
 /// those keys alone, without a name compared.
-pub fn visit_index<D: Described>(
+pub(crate) fn visit_index<D: Described>(
     r: &D::Of<'_>,
     path: &[u8],
     f: &mut dyn FnMut(Value<'_>) -> bool,
@@ -431,23 +434,25 @@ pub fn visit_index<D: Described>(
 
 /// A key as documentation sees it: [`Key`] without its accessors.
 #[derive(Debug, Clone, Copy)]
-pub struct KeyDoc {
-    pub name: &'static str,
-    pub ty: Ty,
-    pub doc: &'static str,
-    pub absent: Absent,
-    pub many: bool,
-    pub nested: Option<fn() -> Vec<KeyDoc>>,
+pub(crate) struct KeyDoc {
+    pub(crate) name: &'static str,
+    pub(crate) ty: Ty,
+    pub(crate) doc: &'static str,
+    #[cfg(test)]
+    pub(crate) absent: Absent,
+    #[cfg(test)]
+    pub(crate) many: bool,
+    pub(crate) nested: Option<fn() -> Vec<KeyDoc>>,
 }
 
 /// The keys of `D`, in JSON order.
-pub fn docs<D: Described>() -> Vec<KeyDoc> {
+pub(crate) fn docs<D: Described>() -> Vec<KeyDoc> {
     D::KEYS.iter().map(Key::doc).collect()
 }
 
 /// Every key of `D` and of the objects it nests, depth first, each named
 /// by its dotted path (`c2s`, `c2s.packets`, ...): the names of `-Y`/`-e`.
-pub fn paths<D: Described>() -> Vec<(Cow<'static, str>, KeyDoc)> {
+pub(crate) fn paths<D: Described>() -> Vec<(Cow<'static, str>, KeyDoc)> {
     fn walk(prefix: &str, keys: Vec<KeyDoc>, out: &mut Vec<(Cow<'static, str>, KeyDoc)>) {
         for k in keys {
             let name: Cow<'static, str> = if prefix.is_empty() {

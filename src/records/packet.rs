@@ -9,6 +9,7 @@ use crate::wire::{Capsule, Datagram, Offline, Split};
 
 /// What a `packet` record is made from.
 pub struct PacketRecord<'a> {
+    /// The dissected packet.
     pub packet: &'a Packet<'a>,
     /// The capture file, when several are read.
     pub file: Option<&'a str>,
@@ -253,7 +254,7 @@ impl Described for PacketRecord<'static> {
 }
 
 /// One capsule of a data datagram (an object of `frames`).
-pub struct FrameOf<'a>(pub &'a Capsule<'a>);
+pub(crate) struct FrameOf<'a>(pub(crate) &'a Capsule<'a>);
 
 type FK = Key<FrameOf<'static>>;
 

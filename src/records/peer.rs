@@ -13,18 +13,18 @@ use crate::wire::cursor::hex;
 use crate::wire::message_name;
 
 /// Milliseconds, to the microsecond.
-pub fn ms(d: Duration) -> f64 {
+pub(crate) fn ms(d: Duration) -> f64 {
     (d.as_secs_f64() * 1e6).round() / 1e3
 }
 
 /// A GUID in NDJSON: hex, as the capture records write it (an integer would
 /// lose precision in tools that read numbers as doubles).
-pub fn guid_hex(g: u64) -> String {
+pub(crate) fn guid_hex(g: u64) -> String {
     format!("{g:#018x}")
 }
 
 /// "1 byte", "2 bytes".
-pub fn plural(n: usize, one: &'static str, many: &'static str) -> &'static str {
+pub(crate) fn plural(n: usize, one: &'static str, many: &'static str) -> &'static str {
     crate::wire::plural(n as u64, one, many)
 }
 
@@ -32,15 +32,25 @@ pub fn plural(n: usize, one: &'static str, many: &'static str) -> &'static str {
 #[derive(Serialize)]
 #[serde(untagged)]
 pub enum PeerRecord {
+    /// An answered ping (`ping`).
     Pong(PongJson),
+    /// An unanswered ping (`ping`).
     NoPong(NoPongJson),
+    /// A peer not reached or lost (`ping`, `connect`, `replay`).
     Failed(FailedJson),
+    /// `serve`'s socket, bound.
     Listening(ListeningJson),
+    /// A handshake done (`connect`, `replay`; `serve`, per client).
     Connected(ConnectedJson),
+    /// A message from the peer.
     Message(PeerMessageJson),
+    /// A connection's end.
     Closed(ClosedJson),
+    /// A step of `probe`.
     Step(ProbeStepJson),
+    /// `probe`'s outcome.
     Probe(ProbeJson),
+    /// `replay`'s summary.
     Replay(ReplayJson),
     /// A Bedrock game packet a live peer received (`connect --bedrock`).
     Game(PeerGameJson),
@@ -66,24 +76,24 @@ impl PeerRecord {
 #[derive(Serialize)]
 pub struct GameReplayJson {
     #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub file: String,
-    pub flow: u32,
-    pub version: String,
+    pub(crate) kind: &'static str,
+    pub(crate) file: String,
+    pub(crate) flow: u32,
+    pub(crate) version: String,
     /// The captured client's packets sent, of how many.
-    pub sent: usize,
-    pub packets: usize,
+    pub(crate) sent: usize,
+    pub(crate) packets: usize,
     /// Server packets after the spawn, by name: in the capture, now.
-    pub captured: std::collections::BTreeMap<String, usize>,
-    pub now: std::collections::BTreeMap<String, usize>,
+    pub(crate) captured: std::collections::BTreeMap<String, usize>,
+    pub(crate) now: std::collections::BTreeMap<String, usize>,
     /// The first index where the two sequences differ, with each side's
     /// packet there (null past its end); absent when they are the same.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub first_divergence: Option<serde_json::Value>,
+    pub(crate) first_divergence: Option<serde_json::Value>,
 }
 
 impl GameReplayJson {
-    pub fn new(
+    pub(crate) fn new(
         file: &str,
         flow: u32,
         version: &str,
@@ -121,12 +131,12 @@ impl GameReplayJson {
 #[derive(Serialize)]
 pub struct PeerGameJson {
     #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub peer: String,
-    pub dir: &'static str,
-    pub ts: f64,
-    pub name: String,
-    pub fields: serde_json::Value,
+    pub(crate) kind: &'static str,
+    pub(crate) peer: String,
+    pub(crate) dir: &'static str,
+    pub(crate) ts: f64,
+    pub(crate) name: String,
+    pub(crate) fields: serde_json::Value,
 }
 
 /// A step of a live Bedrock login: `key_log` (detail: the key-log line),
@@ -134,37 +144,38 @@ pub struct PeerGameJson {
 #[derive(Serialize)]
 pub struct PeerLoginJson {
     #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub peer: String,
-    pub ts: f64,
-    pub event: &'static str,
+    pub(crate) kind: &'static str,
+    pub(crate) peer: String,
+    pub(crate) ts: f64,
+    pub(crate) event: &'static str,
     #[serde(skip_serializing_if = "String::is_empty")]
-    pub detail: String,
+    pub(crate) detail: String,
 }
 
+/// An answered ping: its RTT and the server's GUID and payload.
 #[derive(Serialize)]
 pub struct PongJson {
     #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub target: String,
-    pub seq: u32,
-    pub rtt_ms: f64,
-    pub server_guid: String,
-    pub payload: String,
+    pub(crate) kind: &'static str,
+    pub(crate) target: String,
+    pub(crate) seq: u32,
+    pub(crate) rtt_ms: f64,
+    pub(crate) server_guid: String,
+    pub(crate) payload: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub motd: Option<serde_json::Map<String, serde_json::Value>>,
+    pub(crate) motd: Option<serde_json::Map<String, serde_json::Value>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
+    pub(crate) text: Option<String>,
 }
 
 /// A ping that went unanswered.
 #[derive(Serialize)]
 pub struct NoPongJson {
     #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub target: String,
-    pub seq: u32,
-    pub timeout_s: f64,
+    pub(crate) kind: &'static str,
+    pub(crate) target: String,
+    pub(crate) seq: u32,
+    pub(crate) timeout_s: f64,
 }
 
 /// A live command that could not reach or keep its peer: the step, in the
@@ -172,54 +183,57 @@ pub struct NoPongJson {
 #[derive(Serialize)]
 pub struct FailedJson {
     #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub target: String,
-    pub step: &'static str,
-    pub error: String,
+    pub(crate) kind: &'static str,
+    pub(crate) target: String,
+    pub(crate) step: &'static str,
+    pub(crate) error: String,
 }
 
+/// `serve`'s socket, once bound: its address, GUID and protocol.
 #[derive(Serialize)]
 pub struct ListeningJson {
     #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub address: String,
-    pub guid: String,
-    pub protocol: u8,
+    pub(crate) kind: &'static str,
+    pub(crate) address: String,
+    pub(crate) guid: String,
+    pub(crate) protocol: u8,
 }
 
+/// A handshake done: the peer, its GUID, the MTU and the time it took.
 #[derive(Serialize)]
 pub struct ConnectedJson {
     #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub peer: String,
+    pub(crate) kind: &'static str,
+    pub(crate) peer: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub guid: Option<String>,
-    pub mtu: u16,
+    pub(crate) guid: Option<String>,
+    pub(crate) mtu: u16,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub handshake_ms: Option<f64>,
+    pub(crate) handshake_ms: Option<f64>,
     /// The line's words when a command says more than "connected".
     #[serde(skip)]
-    pub text: Option<String>,
+    pub(crate) text: Option<String>,
 }
 
+/// A message delivered from the peer, its data in hex.
 #[derive(Serialize)]
 pub struct PeerMessageJson {
     #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub peer: String,
-    pub dir: &'static str,
-    pub ts: f64,
-    pub id: Option<u8>,
-    pub name: Option<String>,
-    pub len: usize,
-    pub reliability: &'static str,
+    pub(crate) kind: &'static str,
+    pub(crate) peer: String,
+    pub(crate) dir: &'static str,
+    pub(crate) ts: f64,
+    pub(crate) id: Option<u8>,
+    pub(crate) name: Option<String>,
+    pub(crate) len: usize,
+    pub(crate) reliability: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub channel: Option<u8>,
-    pub data: String,
+    pub(crate) channel: Option<u8>,
+    pub(crate) data: String,
 }
 
 impl PeerMessageJson {
-    pub fn new(peer: SocketAddr, dir: &'static str, m: &Delivered) -> Self {
+    pub(crate) fn new(peer: SocketAddr, dir: &'static str, m: &Delivered) -> Self {
         let id = m.data.first().copied();
         PeerMessageJson {
             kind: "message",
@@ -242,30 +256,30 @@ impl PeerMessageJson {
 #[derive(Serialize)]
 pub struct ClosedJson {
     #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub peer: String,
-    pub reason: &'static str,
-    pub messages_sent: u64,
-    pub bytes_sent: u64,
-    pub messages_received: u64,
-    pub datagrams_sent: u64,
-    pub datagrams_received: u64,
-    pub resends: u64,
+    pub(crate) kind: &'static str,
+    pub(crate) peer: String,
+    pub(crate) reason: &'static str,
+    pub(crate) messages_sent: u64,
+    pub(crate) bytes_sent: u64,
+    pub(crate) messages_received: u64,
+    pub(crate) datagrams_sent: u64,
+    pub(crate) datagrams_received: u64,
+    pub(crate) resends: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub rtt_ms: Option<f64>,
-    pub seconds: f64,
+    pub(crate) rtt_ms: Option<f64>,
+    pub(crate) seconds: f64,
 }
 
 /// What a driver counted of the application's messages on one connection.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct AppCounts {
-    pub messages_sent: u64,
-    pub bytes_sent: u64,
-    pub messages_received: u64,
+pub(crate) struct AppCounts {
+    pub(crate) messages_sent: u64,
+    pub(crate) bytes_sent: u64,
+    pub(crate) messages_received: u64,
 }
 
 impl ClosedJson {
-    pub fn new(
+    pub(crate) fn new(
         peer: SocketAddr,
         reason: CloseReason,
         c: &crate::session::Connection,
@@ -289,68 +303,72 @@ impl ClosedJson {
     }
 }
 
+/// A step of `probe`, printed as it happens.
 #[derive(Serialize)]
 pub struct ProbeStepJson {
     #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub t: f64,
-    pub step: &'static str,
-    pub detail: String,
+    pub(crate) kind: &'static str,
+    pub(crate) t: f64,
+    pub(crate) step: &'static str,
+    pub(crate) detail: String,
 }
 
+/// `probe`'s outcome and its diagnosis.
 #[derive(Serialize)]
 pub struct ProbeJson {
     #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub target: String,
-    pub outcome: &'static str,
-    pub diagnosis: String,
+    pub(crate) kind: &'static str,
+    pub(crate) target: String,
+    pub(crate) outcome: &'static str,
+    pub(crate) diagnosis: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub mtu: Option<u16>,
+    pub(crate) mtu: Option<u16>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub server_guid: Option<String>,
-    pub seconds: f64,
+    pub(crate) server_guid: Option<String>,
+    pub(crate) seconds: f64,
 }
 
 #[derive(Serialize)]
-pub struct IdCount {
-    pub id: u8,
-    pub name: String,
-    pub captured: usize,
-    pub live: usize,
+pub(crate) struct IdCount {
+    pub(crate) id: u8,
+    pub(crate) name: String,
+    pub(crate) captured: usize,
+    pub(crate) live: usize,
 }
 
 #[derive(Serialize)]
-pub struct Divergence {
-    pub index: usize,
-    pub captured: Option<String>,
-    pub live: Option<String>,
+pub(crate) struct Divergence {
+    pub(crate) index: usize,
+    pub(crate) captured: Option<String>,
+    pub(crate) live: Option<String>,
 }
 
+/// `replay`'s summary: what was sent and how the live server's messages
+/// compare with the captured ones.
 #[derive(Serialize)]
 pub struct ReplayJson {
     #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub file: String,
-    pub flow: u32,
-    pub target: String,
-    pub outcome: &'static str,
-    pub handshake_ms: f64,
-    pub protocol: u8,
-    pub mtu: u16,
-    pub messages_sent: usize,
+    pub(crate) kind: &'static str,
+    pub(crate) file: String,
+    pub(crate) flow: u32,
+    pub(crate) target: String,
+    pub(crate) outcome: &'static str,
+    pub(crate) handshake_ms: f64,
+    pub(crate) protocol: u8,
+    pub(crate) mtu: u16,
+    pub(crate) messages_sent: usize,
     /// The client messages of the capture.
     #[serde(skip)]
-    pub messages_captured: usize,
-    pub messages_acknowledged: usize,
+    pub(crate) messages_captured: usize,
+    pub(crate) messages_acknowledged: usize,
     /// Messages whose acknowledgement can be known (all but sequenced ones).
-    pub messages_trackable: usize,
-    pub server_messages_captured: usize,
-    pub server_messages_live: usize,
-    pub server_ids: Vec<IdCount>,
-    pub first_divergence: Option<Divergence>,
-    pub rtt_ms: Option<f64>,
-    pub resends: u64,
-    pub datagrams_sent: u64,
-    pub seconds: f64,
+    pub(crate) messages_trackable: usize,
+    pub(crate) server_messages_captured: usize,
+    pub(crate) server_messages_live: usize,
+    pub(crate) server_ids: Vec<IdCount>,
+    pub(crate) first_divergence: Option<Divergence>,
+    pub(crate) rtt_ms: Option<f64>,
+    pub(crate) resends: u64,
+    pub(crate) datagrams_sent: u64,
+    pub(crate) seconds: f64,
 }

@@ -38,7 +38,7 @@ pub enum Ty {
 }
 
 impl Ty {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Ty::Int => "integer",
             Ty::Float => "float",
@@ -57,14 +57,21 @@ impl Ty {
 /// One occurrence of a field.
 #[derive(Debug, Clone, Copy)]
 pub enum Value<'a> {
+    /// An integer, of whatever width the record holds.
     Int(i128),
+    /// A float (a timestamp, a rate).
     Float(f64),
+    /// A string.
     Str(&'a str),
+    /// A GUID: JSON shows it as a string, `0x` and 16 hex digits.
     Guid(u64),
+    /// Bytes: JSON shows them as a hex string.
     Bytes(&'a [u8]),
+    /// A bool.
     Bool(bool),
     /// An inclusive range of datagram numbers.
     Range(u32, u32),
+    /// An IP address: JSON shows it as a string.
     Ip(IpAddr),
     /// An object or array, for presence and export.
     Object(Obj<'a>),
@@ -75,6 +82,7 @@ pub enum Value<'a> {
 pub enum Obj<'a> {
     /// A pong's MOTD, from its payload (its keys vary by payload).
     Motd(&'a [u8]),
+    /// Decoded JSON (a game packet's `fields`, or a value under them).
     Json(&'a serde_json::Value),
     /// An object of a described record (`c2s`, a packet's frames).
     Keyed(&'a dyn Keyed),
@@ -82,7 +90,7 @@ pub enum Obj<'a> {
 
 /// A Minecraft MOTD as the `motd` object of a `packet` record: every value a
 /// string, the keys in alphabetical order.
-pub fn motd_object(m: Motd) -> serde_json::Map<String, serde_json::Value> {
+pub(crate) fn motd_object(m: Motd) -> serde_json::Map<String, serde_json::Value> {
     m.fields
         .into_iter()
         .map(|(k, v)| (k.to_string(), serde_json::Value::String(v)))
@@ -121,7 +129,7 @@ impl fmt::Write for Small {
 /// IPv4 one digit by digit, without the formatting machinery, which costs
 /// a packet record more than the rest of its addresses' handling (two per
 /// packet; measured on `read --json`).
-pub fn visit_addr(a: std::net::SocketAddr, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
+pub(crate) fn visit_addr(a: std::net::SocketAddr, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
     let std::net::SocketAddr::V4(v4) = a else {
         return visit_display(a, f);
     };
@@ -157,7 +165,7 @@ pub fn visit_addr(a: std::net::SocketAddr, f: &mut dyn FnMut(Value<'_>) -> bool)
 
 /// Visit one displayable value as a string, formatted without allocating
 /// when it fits in 64 bytes.
-pub fn visit_display(v: impl fmt::Display, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
+pub(crate) fn visit_display(v: impl fmt::Display, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
     let mut s = Small::new();
     if write!(s, "{v}").is_ok() {
         f(Value::Str(s.as_str()))
@@ -174,15 +182,15 @@ impl fmt::Debug for dyn Keyed + '_ {
 
 impl Obj<'_> {
     /// The object as its NDJSON text.
-    pub fn to_json(&self) -> String {
+    pub(crate) fn to_json(self) -> String {
         let mut out = Vec::new();
-        write_value(&Value::Object(*self), &mut out);
+        write_value(&Value::Object(self), &mut out);
         String::from_utf8(out).unwrap_or_default()
     }
 }
 
 /// An integer value.
-pub fn int(v: impl Into<i128>, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
+pub(crate) fn int(v: impl Into<i128>, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
     f(Value::Int(v.into()))
 }
 
@@ -191,7 +199,7 @@ pub fn int(v: impl Into<i128>, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
 // Inlined into the writer's fast path (`super::write_at`), where the
 // variant is known.
 #[inline(always)]
-pub fn write_value(v: &Value<'_>, out: &mut Vec<u8>) {
+pub(crate) fn write_value(v: &Value<'_>, out: &mut Vec<u8>) {
     // serde_json fails only when its writer does, and a Vec takes every byte.
     let _ = match v {
         // As u64 or i64 when it fits, the same digits without 128-bit
@@ -238,7 +246,11 @@ pub fn write_value(v: &Value<'_>, out: &mut Vec<u8>) {
 /// The values at `path` under `v`, decoded JSON (a game packet's
 /// `fields`): an array on the way stands for each of its elements; an
 /// array of objects at the end, for each object.
-pub fn visit_json(v: &serde_json::Value, path: &str, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
+pub(crate) fn visit_json(
+    v: &serde_json::Value,
+    path: &str,
+    f: &mut dyn FnMut(Value<'_>) -> bool,
+) -> bool {
     if let serde_json::Value::Array(a) = v {
         return if path.is_empty() && a.iter().any(|x| x.is_object()) {
             a.iter().any(|x| f(Value::Object(Obj::Json(x))))

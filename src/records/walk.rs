@@ -1,7 +1,7 @@
 //! A record's leaves, for a table: each value its JSON holds that is not
 //! an object, with the dotted path of keys that leads to it (`c2s.lost`,
 //! `fields.status`), in JSON order. Generated from the description, by the
-//! rules [`super::write_object`] follows (a key left out, `null`, an
+//! rules `super::write_object` follows (a key left out, `null`, an
 //! array, a nested object), so that a table holds what the NDJSON line
 //! shows: an array is one leaf, its JSON text as the line has it; an
 //! object's keys are leaves under its name, and an empty object is a
@@ -20,7 +20,7 @@ use super::value::{motd_object, write_value};
 use super::{Absent, Described, Keyed, Obj, Value};
 use crate::wire::Motd;
 
-/// One leaf of a record, as [`leaves`] hands it out.
+/// One leaf of a record, as `leaves` hands it out.
 #[derive(Debug, Clone, Copy)]
 pub enum Leaf<'a> {
     /// `null`: a key without a value, or an empty object.
@@ -28,13 +28,13 @@ pub enum Leaf<'a> {
     /// A value that is not an object or an array.
     Value(Value<'a>),
     /// A value kept whole as its JSON text: an array (or an object nested
-    /// deeper than [`MAX_DEPTH`]).
+    /// deeper than `MAX_DEPTH`).
     Json(&'a [u8]),
 }
 
 /// Objects nested deeper than this are one [`Leaf::Json`] (the records
 /// nest a few levels; decoded game fields, a few more).
-pub const MAX_DEPTH: usize = 64;
+pub(crate) const MAX_DEPTH: usize = 64;
 
 thread_local! {
     /// The JSON text of an array being handed out, kept for the next one
@@ -60,7 +60,7 @@ pub type Leaves<'f> = dyn FnMut(&str, Leaf<'_>) + 'f;
 /// its path (`path`, then `.` and the key's name, when `path` is not
 /// empty); returns whether there was one (whether the object is not
 /// `{}`). `path` is as it was on return.
-pub fn leaves<D: Described>(r: &D::Of<'_>, path: &mut String, f: &mut Leaves<'_>) -> bool {
+pub(crate) fn leaves<D: Described>(r: &D::Of<'_>, path: &mut String, f: &mut Leaves<'_>) -> bool {
     let base = path.len();
     let mut any = false;
     for k in D::KEYS {
@@ -146,7 +146,7 @@ fn json(j: &serde_json::Value, path: &mut String, f: &mut Leaves<'_>, depth: usi
 
 /// The members of a JSON object, each a leaf or leaves under `path`;
 /// whether there was one.
-pub fn json_members(
+pub(crate) fn json_members(
     m: &serde_json::Map<String, serde_json::Value>,
     path: &mut String,
     f: &mut Leaves<'_>,
@@ -187,7 +187,7 @@ pub trait RecordSink: Send {
 pub struct SharedSink(pub Arc<Mutex<dyn RecordSink>>);
 
 impl SharedSink {
-    pub fn record(&self, r: &dyn Keyed) -> io::Result<()> {
+    pub(crate) fn record(&self, r: &dyn Keyed) -> io::Result<()> {
         let mut sink = self
             .0
             .lock()

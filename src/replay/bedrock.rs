@@ -28,23 +28,24 @@ use crate::wire::Reliability;
 
 /// A captured Bedrock session, as the game replay plays it.
 #[derive(Debug, Clone, Default)]
-pub struct GameScript {
-    pub flow: u32,
+pub(crate) struct GameScript {
+    pub(crate) flow: u32,
     /// The game version of the session's protocol.
-    pub version: String,
+    pub(crate) version: String,
     /// The client's packets after its spawn (SetLocalPlayerAsInitialized
     /// excluded): time after the spawn, name, bytes (header included).
-    pub c2s: Vec<(Duration, String, Vec<u8>)>,
+    pub(crate) c2s: Vec<(Duration, String, Vec<u8>)>,
     /// The names of the server's packets after the spawn.
-    pub s2c: Vec<String>,
+    pub(crate) s2c: Vec<String>,
     /// The server's packets after the spawn: time after it, bytes (header
     /// included), for `serve --bedrock --replay`.
-    pub s2c_packets: Vec<(Duration, Vec<u8>)>,
+    pub(crate) s2c_packets: Vec<(Duration, Vec<u8>)>,
 }
 
 /// Why a capture has no game session to replay.
 #[derive(Debug, thiserror::Error)]
 pub enum GameLoadError {
+    /// A capture file could not be read.
     #[error("{0}")]
     Capture(#[from] crate::capture::CaptureError),
     /// No player spawned (in flow N, or in any flow).
@@ -53,6 +54,7 @@ pub enum GameLoadError {
         None => "no Bedrock flow whose player spawned: nothing to replay (is the key log the capture's?)".to_string(),
     })]
     NoSpawn(Option<u32>),
+    /// The flow's game protocol, and so its version, was not seen.
     #[error("flow {0}: the game version was not seen")]
     NoVersion(u32),
 }
@@ -66,7 +68,7 @@ struct Collect {
 
 /// The game session of flow `flow` (default: the first whose client
 /// spawned) of `files`, decrypted with `keys`.
-pub fn load_game(
+pub(crate) fn load_game(
     files: &[PathBuf],
     flow: Option<u32>,
     keys: Keys,
@@ -137,21 +139,21 @@ pub fn load_game(
 
 /// How the game replay runs.
 #[derive(Debug, Clone)]
-pub struct GameReplayOptions {
-    pub file: String,
-    pub target: SocketAddr,
+pub(crate) struct GameReplayOptions {
+    pub(crate) file: String,
+    pub(crate) target: SocketAddr,
     /// Send at once instead of with the captured spacing.
-    pub asap: bool,
+    pub(crate) asap: bool,
     /// The captured spacing divided by this.
-    pub speed: f64,
+    pub(crate) speed: f64,
     /// Keep receiving this long after the last packet.
-    pub wait: Duration,
+    pub(crate) wait: Duration,
     /// Append the new session's key here.
-    pub keylog_out: Option<PathBuf>,
+    pub(crate) keylog_out: Option<PathBuf>,
 }
 
 /// Play `script` to `o.target` in a fresh session.
-pub fn replay_game(
+pub(crate) fn replay_game(
     script: &GameScript,
     cfg: ClientConfig,
     o: &GameReplayOptions,

@@ -21,36 +21,36 @@ pub mod run;
 
 /// One application message of the capture.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CapturedMessage {
+pub(crate) struct CapturedMessage {
     /// Capture time at which the receiver got it.
-    pub ts: Duration,
-    pub data: Vec<u8>,
+    pub(crate) ts: Duration,
+    pub(crate) data: Vec<u8>,
     /// As on the wire (0 to 4).
-    pub reliability: Reliability,
-    pub channel: u8,
+    pub(crate) reliability: Reliability,
+    pub(crate) channel: u8,
 }
 
 /// One flow of a capture, ready to be played back.
 #[derive(Debug, Clone, Default)]
-pub struct CapturedSession {
-    pub flow: u32,
-    pub client: Option<SocketAddr>,
-    pub server: Option<SocketAddr>,
-    pub protocol: Option<u8>,
-    pub mtu: Option<u16>,
+pub(crate) struct CapturedSession {
+    pub(crate) flow: u32,
+    pub(crate) client: Option<SocketAddr>,
+    pub(crate) server: Option<SocketAddr>,
+    pub(crate) protocol: Option<u8>,
+    pub(crate) mtu: Option<u16>,
     /// The server's unconnected pong payload, when one was captured.
-    pub pong: Option<Vec<u8>>,
+    pub(crate) pong: Option<Vec<u8>>,
     /// When the server got NewIncomingConnection (the connection's start),
     /// or the first message's time.
-    pub connected_ts: Option<Duration>,
+    pub(crate) connected_ts: Option<Duration>,
     /// Sent by the client (received by the server).
-    pub c2s: Vec<CapturedMessage>,
+    pub(crate) c2s: Vec<CapturedMessage>,
     /// Sent by the server (received by the client).
-    pub s2c: Vec<CapturedMessage>,
+    pub(crate) s2c: Vec<CapturedMessage>,
 }
 
 /// Ids of RakNet's own connected messages, never replayed.
-pub fn is_raknet_internal(id: u8) -> bool {
+pub(crate) fn is_raknet_internal(id: u8) -> bool {
     matches!(id, 0x00 | 0x03 | 0x04 | 0x09 | 0x10 | 0x13 | 0x15)
 }
 
@@ -77,18 +77,18 @@ pub enum NoSession {
 /// and the messages the mirror delivered because of them (the caller runs
 /// the capture through the dissector and the mirror, as every command does).
 #[derive(Debug, Default)]
-pub struct SessionCollector {
+pub(crate) struct SessionCollector {
     sessions: Vec<CapturedSession>,
     /// Pong payloads by server address (the first 64 servers).
     pongs: Vec<(SocketAddr, Vec<u8>)>,
 }
 
 impl SessionCollector {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
-    pub fn observe(&mut self, p: &Packet<'_>, delivered: &[Message]) {
+    pub(crate) fn observe(&mut self, p: &Packet<'_>, delivered: &[Message]) {
         if let Body::Offline {
             msg: Some(Offline::UnconnectedPong { payload, .. }),
             ..
@@ -131,7 +131,7 @@ impl SessionCollector {
     }
 
     /// The mirror's record of a flow, when it ends: endpoints, protocol, MTU.
-    pub fn flow_ended(&mut self, f: &FlowMirror) {
+    pub(crate) fn flow_ended(&mut self, f: &FlowMirror) {
         if let Some(s) = self.sessions.iter_mut().find(|s| s.flow == f.id) {
             s.client = Some(f.client);
             s.server = Some(f.server);
@@ -142,7 +142,7 @@ impl SessionCollector {
 
     /// Flow `flow`, or the first flow whose client sent application
     /// messages (failing that, the first with a handshake).
-    pub fn take(mut self, flow: Option<u32>) -> Result<CapturedSession, NoSession> {
+    pub(crate) fn take(mut self, flow: Option<u32>) -> Result<CapturedSession, NoSession> {
         let i = match flow {
             Some(n) => self
                 .sessions

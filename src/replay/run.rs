@@ -1,9 +1,8 @@
-//! `replay` as a library call: [`load`] takes a session out of capture
-//! files, [`replay`] sends its client's messages to a live server with a
-//! new client and compares what comes back with the capture;
-//! [`replay_file`] does both (or the game replay of `--bedrock`) for the
-//! command; [`server_script`] makes its server's messages a script for
-//! `serve`.
+//! `replay` and `serve` as library calls: [`replay_file`] takes a session
+//! out of capture files, sends its client's messages to a live server with
+//! a new client and compares what comes back with the capture (or replays
+//! the game session, `--bedrock`); [`serve`] serves, playing a captured
+//! server's messages to each client with `--replay`.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -30,10 +29,17 @@ use crate::wire::{message_name, Reliability};
 /// Why no session could be taken out of a capture.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    /// A capture file could not be read.
     #[error("{0}")]
     Capture(#[from] CaptureError),
+    /// The capture holds no session to replay.
     #[error("{file}: {why}")]
-    NoSession { file: String, why: super::NoSession },
+    NoSession {
+        /// The capture file, as named.
+        file: String,
+        /// What it lacks.
+        why: super::NoSession,
+    },
 }
 
 impl LoadError {
@@ -54,14 +60,25 @@ impl LoadError {
 /// Why a replay, or a `serve` that plays a capture, could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
+    /// The captured RakNet session could not be taken out.
     #[error("{0}")]
     Load(#[from] LoadError),
     /// The capture's game session (`--bedrock`).
     #[error("{file}: {why}")]
-    Game { file: String, why: GameLoadError },
+    Game {
+        /// The capture file, as named.
+        file: String,
+        /// Why it has no game session.
+        why: GameLoadError,
+    },
     /// The file to record the new session to cannot be made.
     #[error("--record {path}: {error}")]
-    Record { path: String, error: std::io::Error },
+    Record {
+        /// The file, as named.
+        path: String,
+        /// Why it could not be created.
+        error: std::io::Error,
+    },
     /// `serve`: the address cannot be listened on (in words).
     #[error("{0}")]
     Listen(String),
@@ -69,7 +86,7 @@ pub enum StartError {
 
 /// The game session of `file` ([`super::bedrock::load_game`]), an error
 /// naming the file.
-pub fn load_game_file(
+pub(crate) fn load_game_file(
     file: &Path,
     flow: Option<u32>,
     keys: Keys,
@@ -81,7 +98,7 @@ pub fn load_game_file(
 }
 
 /// [`load`] of `files`, decoding `ports` as RakNet.
-pub fn load_ports(
+pub(crate) fn load_ports(
     files: &[PathBuf],
     flow: Option<u32>,
     ports: &[u16],
@@ -96,7 +113,7 @@ pub fn load_ports(
 /// Flow `flow` of the capture files (or the first whose client sent
 /// messages), through the dissector and the mirror as every command reads
 /// it. A file cut short still gives the sessions before the cut.
-pub fn load(
+pub(crate) fn load(
     files: &[PathBuf],
     flow: Option<u32>,
     opts: PipelineOptions,
@@ -133,7 +150,7 @@ pub fn load(
 
 /// The server side of a captured session, as `serve --replay` plays it:
 /// its messages at their times from the connection's start.
-pub fn server_script(s: &CapturedSession, asap: bool) -> ServerScript {
+pub(crate) fn server_script(s: &CapturedSession, asap: bool) -> ServerScript {
     ServerScript {
         base: s
             .connected_ts
@@ -162,6 +179,7 @@ pub fn server_script(s: &CapturedSession, asap: bool) -> ServerScript {
 pub struct ReplayOptions {
     /// Shown in the `replay` record.
     pub file: String,
+    /// The live server.
     pub target: SocketAddr,
     /// Play the captured timing this many times faster.
     pub speed: f64,
@@ -180,6 +198,7 @@ pub struct ReplayOptions {
 /// What `replay` plays besides its [`ReplayOptions`].
 #[derive(Debug, Clone, Default)]
 pub struct ReplayFile {
+    /// The capture file.
     pub file: PathBuf,
     /// The flow (default: the first whose client sent messages, or spawned).
     pub flow: Option<u32>,
@@ -193,9 +212,9 @@ pub struct ReplayFile {
     pub keylog_out: Option<PathBuf>,
 }
 
-/// `replay`: the session of `f` taken out of its capture and played with
-/// [`replay`] (or its game session with [`replay_game`]); `Err` when it
-/// could not start.
+/// `replay`: the session of `f` taken out of its capture and played to
+/// `o.target` (or its game session, with `f.game`); `Err` when it could not
+/// start.
 pub fn replay_file(
     f: &ReplayFile,
     o: &ReplayOptions,
@@ -243,9 +262,14 @@ pub fn replay_file(
 /// once, not with their timing.
 #[derive(Debug, Clone, Default)]
 pub struct ServeReplay {
+    /// The capture file.
     pub file: PathBuf,
+    /// The flow whose server is played (default: the first whose client
+    /// sent messages, or spawned).
     pub flow: Option<u32>,
+    /// Send at once, not at the captured times.
     pub asap: bool,
+    /// Key material to decrypt the game packets with (serving the game).
     pub keys: Keys,
 }
 
@@ -253,7 +277,9 @@ pub struct ServeReplay {
 /// capture's, else the newest) and where each connection's key goes.
 #[derive(Debug, Clone, Default)]
 pub struct ServeGame {
+    /// The game version (`1.26.45`); default: the capture's, else the newest.
     pub version: Option<String>,
+    /// Where each connection's key is appended.
     pub keylog_out: Option<PathBuf>,
 }
 
@@ -287,7 +313,7 @@ pub fn serve(
 
 /// How a replay ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReplayOutcome {
+pub(crate) enum ReplayOutcome {
     /// Every message was sent and the connection stayed up.
     Completed,
     /// The server disconnected or went silent first.
@@ -314,7 +340,7 @@ fn id_name(d: &[u8]) -> Option<String> {
 /// Replay `session`'s client messages to `o.target` on the captured
 /// schedule, every server message a `message` record, then one `replay`
 /// record comparing the server's messages with the capture's.
-pub fn replay(
+pub(crate) fn replay(
     session: &CapturedSession,
     o: &ReplayOptions,
     recorder: Option<Recorder>,

@@ -740,6 +740,7 @@ impl Listener {
         }
     }
 
+    #[cfg(test)]
     pub(crate) fn close_all(&mut self, now: Duration) {
         for c in self.conns.values_mut() {
             c.close(now);
