@@ -3,7 +3,7 @@
 
 Built to Mojang's "NetherNet HTTP Signaling - Partner Onboarding Guide"
 (github Mojang/bedrock-protocol-docs, additional_docs/NetherNetOnboardingGuide.md;
-shared/NETHERNET.md sums it up), on aiortc (PyPI: ICE through aioice, DTLS 1.2
+docs/nethernet.md sums it up), on aiortc (PyPI: ICE through aioice, DTLS 1.2
 through pyOpenSSL, SCTP and DCEP in Python), over 127.0.0.1 only:
 
   signaling  HTTP/1.1 on TCP 127.0.0.1:PORT, plain HTTP as on BDS:
@@ -25,7 +25,7 @@ through pyOpenSSL, SCTP and DCEP in Python), over 127.0.0.1 only:
              UnreliableDataChannel (ordered=False, maxRetransmits=0).
   game       the game packets of a real bedrock-protocol session (a samples/*.packets.jsonl
              file: side, dir, batch, name, id, hex), re-batched as NetherNet does
-             (guide section 6.1, NETHERNET.md section 2): a batch = [compression byte,
+             (guide section 6.1; docs/nethernet.md): a batch = [compression byte,
              from the batch after network_settings on] + varuint32(len) + packet, ...;
              compressed (0x00, raw DEFLATE) when longer than network_settings'
              threshold, else 0xff + the packets (bedrock-protocol's rule); no 0xFE, no
