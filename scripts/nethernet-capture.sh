@@ -22,7 +22,7 @@
 # side and the server's side of the relay (samples/README.md says why). tshark must read
 # them one conversation at a time: scripts/nethernet-tshark-check.py OUTDIR/nethernet-lossy
 #   sudo RELAY=15 SEGMENT=2000 MAX_PACKETS=20 PINGS=20 scripts/nethernet-capture.sh samples
-# Needs root (tcpdump) and aiortc in target/venv (.ci/run installs it), or
+# Needs root (tcpdump) and aiortc in target/venv (target/venv/bin/pip install aiortc==1.16.0), or
 # NETHERNET_PYTHON=a python with aiortc.
 #   sudo scripts/nethernet-capture.sh samples
 #   sudo SEGMENT=1000 scripts/nethernet-capture.sh /tmp/out 19770
