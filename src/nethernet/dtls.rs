@@ -272,9 +272,18 @@ impl Reassembly {
         if *kind != h.kind || buf.len() != h.length as usize {
             return Err(ReassemblyError::Inconsistent(h.message_seq));
         }
-        // `handshakes` checked the fragment lies within the length.
-        let (start, end) = (h.fragment_offset, h.fragment_offset + h.body.len() as u32);
-        buf[start as usize..end as usize].copy_from_slice(h.body);
+        // `handshakes` gives only fragments within their message; a
+        // `Handshake` built otherwise is refused, not a panic.
+        let start = h.fragment_offset;
+        let Some(slot) = u32::try_from(h.body.len())
+            .ok()
+            .and_then(|n| start.checked_add(n))
+            .and_then(|end| buf.get_mut(start as usize..end as usize))
+        else {
+            return Err(ReassemblyError::Inconsistent(h.message_seq));
+        };
+        slot.copy_from_slice(h.body);
+        let end = start + h.body.len() as u32;
         covered.push((start, end));
         covered.sort_unstable();
         let mut reach = 0;
@@ -832,6 +841,13 @@ mod tests {
         assert_eq!(r.push(&other), Ok(None));
         let liar = Handshake { kind: 13, ..other };
         assert_eq!(r.push(&liar), Err(ReassemblyError::Inconsistent(3)));
+        let past_the_end = Handshake {
+            message_seq: 3,
+            fragment_offset: 2,
+            body: b"yz",
+            ..other
+        };
+        assert_eq!(r.push(&past_the_end), Err(ReassemblyError::Inconsistent(3)));
         let huge = Handshake {
             length: MAX_HANDSHAKE + 1,
             message_seq: 4,
