@@ -12,15 +12,13 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use crate::dissect::Body;
 use crate::records::flow::FlowRecord;
 pub(crate) use crate::records::game::GameRecord;
 use crate::records::handshake::HandshakeRecord;
 use crate::records::message::MessageRecord;
 pub use crate::records::packet::PacketRecord;
-use crate::records::KeyPath;
+use crate::records::{Closed, KeyDoc, KeyPath};
 pub(crate) use crate::records::{Obj, Ty, Value};
-use crate::wire::Offline;
 
 /// Which record a field belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,121 +107,18 @@ impl RecordType {
     ];
 }
 
-/// A field, resolved from its name once, when the filter is compiled.
+/// What a filter or an export reads for a field name: resolved from the
+/// name once, when it is compiled for a record type (`lookup`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Field {
-    /// The field named `type`.
-    Type,
-    /// The capture file: only through `Since` (packets, messages, game
-    /// packets) or a record's `file` key.
-    File,
-    /// The field named `frame` or `frame.number`.
-    Frame,
-    /// The field named `ts` or `frame.time_epoch`.
-    Ts,
     /// Seconds since the capture's first datagram, as `read`'s time column:
     /// only through `Since`, which knows when that was.
     TimeRelative,
-    /// The field named `src`.
-    Src,
-    /// The field named `dst`.
-    Dst,
-    /// The address of `src`, of `dst`, of either (`ip.addr`).
-    SrcIp,
-    /// The field named `ip.dst`.
-    DstIp,
-    /// The field named `ip.addr`.
-    AnyIp,
-    /// The port of `src`, of `dst`, of either (`udp.port`).
-    SrcPort,
-    /// The field named `udp.dstport`.
-    DstPort,
-    /// The field named `udp.port`.
-    AnyPort,
-    /// The field named `flow`.
-    Flow,
-    /// The field named `dir`.
-    Dir,
-    /// The field named `kind`.
-    Kind,
-    /// The field named `len`.
-    Len,
-    /// The record's `id`, or in a packet without one (a data datagram), its
-    /// frames' ids.
-    Id,
-    /// The field named `name`.
-    Name,
-    /// The field named `protocol`.
-    Protocol,
-    /// The field named `mtu`.
-    Mtu,
-    /// The field named `client_guid`.
-    ClientGuid,
-    /// The field named `server_guid`.
-    ServerGuid,
-    /// The field named `guid`.
-    Guid,
-    /// The field named `time`.
-    Time,
-    /// The field named `cookie`.
-    Cookie,
-    /// The field named `security`.
-    Security,
-    /// The field named `address`.
-    Address,
-    /// The field named `payload`.
-    Payload,
-    /// The field named `motd`.
-    Motd,
-    /// A key of a pong's MOTD (`motd.edition`, `motd.players_online`, ...), by its name.
-    MotdKey(&'static str),
-    /// The field named `seq`.
-    Seq,
-    /// The field named `frames`.
-    Frames,
-    /// The field named `ranges`.
-    Ranges,
-    /// The field named `reliability` or `frames.reliability`.
-    Reliability,
-    /// The field named `reliable_index` or `frames.reliable_index`.
-    ReliableIndex,
-    /// The field named `sequence_index` or `frames.sequence_index`.
-    SequenceIndex,
-    /// The field named `order_index` or `frames.order_index`.
-    OrderIndex,
-    /// The field named `channel` or `frames.channel`.
-    Channel,
-    /// The field named `split` or `frames.split`.
-    Split,
-    /// The field named `split.count` or `frames.split.count`.
-    SplitCount,
-    /// The field named `split.id` or `frames.split.id`.
-    SplitId,
-    /// The field named `split.index` or `frames.split.index`.
-    SplitIndex,
-    /// The field named `frames.len`.
-    FrameLen,
-    /// The field named `frames.id`.
-    FrameId,
-    /// The field named `frames.name`.
-    FrameName,
-    /// The field named `data`.
-    Data,
-    /// Bedrock: a message's game packets, a handshake's game login.
-    Game,
-    /// The field named `data_truncated`.
-    DataTruncated,
-    /// The field named `anomalies`.
-    Anomalies,
-    /// The field named `anomalies.kind`.
-    AnomalyKind,
-    /// The field named `anomalies.detail`.
-    AnomalyDetail,
-    /// A key of a `flow` record, by its dotted path (`c2s.lost`).
+    /// A decoded field of a game packet (`login.display_name`), by its
+    /// path; or, unresolved, the name itself ([`FIELDS`]).
     Path(&'static str),
     /// A key of a described record (`records`), resolved to its key
-    /// indices when the filter or export was compiled for that record type
-    /// (`FieldDef::read`).
+    /// indices for that record type.
     Key(KeyPath),
 }
 
@@ -232,29 +127,23 @@ pub enum Field {
 pub struct FieldDef {
     /// The field's name, as `-Y` and `-e` take it.
     pub name: &'static str,
-    /// What the name means, whatever the record (closed sets of values go
-    /// by it: [`check_closed`]).
-    pub(crate) field: Field,
-    /// What a record reads: `field`, or in a [`lookup`] for a described
-    /// record type, the key it names there resolved ([`Field::Key`]).
+    /// What a record reads: in [`lookup`]'s answer, resolved for the
+    /// record type asked ([`Field::Key`]); in [`FIELDS`], the name.
     pub(crate) read: Field,
+    /// The closed set its values come from ([`check_closed`]).
+    pub(crate) closed: Option<Closed>,
     pub(crate) ty: Ty,
     /// The records that have it: [`PK`], [`MS`], [`FL`] or'ed.
     records: u8,
+    /// Its doc line: its records' descriptions', merged.
     pub(crate) meaning: &'static str,
 }
 
-const fn def(
-    name: &'static str,
-    field: Field,
-    ty: Ty,
-    records: u8,
-    meaning: &'static str,
-) -> FieldDef {
+const fn def(name: &'static str, ty: Ty, records: u8, meaning: &'static str) -> FieldDef {
     FieldDef {
         name,
-        field,
-        read: field,
+        read: Field::Path(name),
+        closed: None,
         ty,
         records,
         meaning,
@@ -272,615 +161,209 @@ const HS: u8 = 8;
 /// In `game` and `game_opaque` records.
 const GM: u8 = 16;
 
-/// Every field name: those listed below, then the keys of the described
-/// records (`records::message`, `records::flow`, `records::handshake`), in
-/// their JSON order.
+/// Names that stand for a key of another name, in the record types that
+/// have that key and none of their own name: tshark's, and a packet's
+/// frames' keys at its top level (`channel` is each frame's
+/// `frames.channel`, as a message's `channel` is its own).
+const ALIASES: &[(&str, &str)] = &[
+    ("frame.number", "frame"),
+    ("frame.time_epoch", "ts"),
+    ("reliability", "frames.reliability"),
+    ("reliable_index", "frames.reliable_index"),
+    ("sequence_index", "frames.sequence_index"),
+    ("order_index", "frames.order_index"),
+    ("channel", "frames.channel"),
+    ("split", "frames.split"),
+    ("split.count", "frames.split.count"),
+    ("split.id", "frames.split.id"),
+    ("split.index", "frames.split.index"),
+];
+
+/// A name the context of a record answers ([`Since`]), not the record.
+const TIME_RELATIVE: FieldDef = FieldDef {
+    read: Field::TimeRelative,
+    ..def(
+        "frame.time_relative",
+        Ty::Float,
+        PK | MS,
+        "tshark's name: seconds since the capture's first UDP datagram, as read's time column.",
+    )
+};
+
+/// The key `path` of `record`s: its indices and its description.
+fn key_of(record: RecordType, path: &str) -> Option<(KeyPath, KeyDoc)> {
+    use crate::records::{key, key_path};
+    match record {
+        RecordType::Packet => {
+            key_path::<PacketRecord<'static>>(path).zip(key::<PacketRecord<'static>>(path))
+        }
+        RecordType::Message => {
+            key_path::<MessageRecord<'static>>(path).zip(key::<MessageRecord<'static>>(path))
+        }
+        RecordType::Flow => {
+            key_path::<FlowRecord<'static>>(path).zip(key::<FlowRecord<'static>>(path))
+        }
+        RecordType::Handshake => {
+            key_path::<HandshakeRecord<'static>>(path).zip(key::<HandshakeRecord<'static>>(path))
+        }
+        RecordType::Game => {
+            key_path::<GameRecord<'static>>(path).zip(key::<GameRecord<'static>>(path))
+        }
+    }
+}
+
+/// Every key path of `record`s, in JSON order.
+fn paths_of(record: RecordType) -> Vec<(std::borrow::Cow<'static, str>, KeyDoc)> {
+    use crate::records::paths;
+    match record {
+        RecordType::Packet => paths::<PacketRecord<'static>>(),
+        RecordType::Message => paths::<MessageRecord<'static>>(),
+        RecordType::Flow => paths::<FlowRecord<'static>>(),
+        RecordType::Handshake => paths::<HandshakeRecord<'static>>(),
+        RecordType::Game => paths::<GameRecord<'static>>(),
+    }
+}
+
+/// What `name` is in `record`s: the key it names, or the key an alias
+/// stands for, or the context's ([`TIME_RELATIVE`]).
+fn resolve(name: &str, record: RecordType) -> Option<(Field, Ty, Option<Closed>, &'static str)> {
+    if let Some((p, k)) = key_of(record, name) {
+        return Some((Field::Key(p), k.ty, k.closed, k.doc));
+    }
+    if name == TIME_RELATIVE.name && TIME_RELATIVE.in_record(record) {
+        return Some((
+            TIME_RELATIVE.read,
+            TIME_RELATIVE.ty,
+            None,
+            TIME_RELATIVE.meaning,
+        ));
+    }
+    let &(_, target) = ALIASES.iter().find(|(a, _)| *a == name)?;
+    let (p, k) = key_of(record, target)?;
+    let doc = if name.starts_with("frame.") {
+        "tshark's name for"
+    } else {
+        "Same as"
+    };
+    Some((
+        Field::Key(p),
+        k.ty,
+        k.closed,
+        leak(format!("{doc} {target}.")),
+    ))
+}
+
+/// `s`, kept for the process (the field list is made once).
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+/// Every field name: each record type's keys (in [`RecordType::ALL`]'s
+/// order, each in JSON order), an alias after the key it stands for, with
+/// the records that have it and its doc line, theirs merged.
 pub static FIELDS: LazyLock<Vec<FieldDef>> = LazyLock::new(|| {
-    let mut all = LISTED.to_vec();
-    let described = [
-        (PK, crate::records::paths::<PacketRecord<'static>>()),
-        (MS, crate::records::paths::<MessageRecord<'static>>()),
-        (FL, crate::records::paths::<FlowRecord<'static>>()),
-        (HS, crate::records::paths::<HandshakeRecord<'static>>()),
-        (GM, crate::records::paths::<GameRecord<'static>>()),
-    ];
-    for (bit, keys) in described {
-        for (name, k) in keys {
-            match all.iter_mut().find(|d| d.name == name) {
-                Some(d) => d.records |= bit,
-                None => {
-                    // Made once, kept for the process (a few dozen names).
-                    let name: &'static str = match name {
-                        std::borrow::Cow::Borrowed(n) => n,
-                        std::borrow::Cow::Owned(n) => Box::leak(n.into_boxed_str()),
-                    };
-                    all.push(def(name, Field::Path(name), k.ty, bit, k.doc));
-                }
+    fn add(names: &mut Vec<&'static str>, name: &'static str) {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    let mut names: Vec<&'static str> = Vec::new();
+    for r in RecordType::ALL {
+        for (path, _) in paths_of(r) {
+            let name = match path {
+                std::borrow::Cow::Borrowed(n) => n,
+                std::borrow::Cow::Owned(n) => match names.iter().find(|m| **m == n) {
+                    Some(m) => m,
+                    None => leak(n),
+                },
+            };
+            add(&mut names, name);
+            if name == "ts" {
+                add(&mut names, TIME_RELATIVE.name);
+            }
+            for (alias, _) in ALIASES.iter().filter(|(_, t)| *t == name) {
+                add(&mut names, alias);
             }
         }
     }
-    all
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let of: Vec<(RecordType, Ty, Option<Closed>, &'static str)> = RecordType::ALL
+                .into_iter()
+                .filter_map(|r| resolve(name, r).map(|(_, ty, c, doc)| (r, ty, c, doc)))
+                .collect();
+            let &(_, ty, closed, _) = of.first()?;
+            let records = of.iter().fold(0, |b, (r, ..)| b | r.bit());
+            let docs: Vec<(RecordType, &'static str)> =
+                of.iter().map(|&(r, _, _, doc)| (r, doc)).collect();
+            Some(FieldDef {
+                closed,
+                ..def(name, ty, records, merged(&docs))
+            })
+        })
+        .collect()
 });
 
-/// The fields of each record type (in [`RecordType::ALL`]'s order), with
-/// what they read resolved for it ([`FieldDef::read`]).
+/// One doc line for a name of several record types: theirs, when they
+/// agree; else each record type's, after its name.
+fn merged(docs: &[(RecordType, &'static str)]) -> &'static str {
+    let mut groups: Vec<(Vec<&str>, &str)> = Vec::new();
+    for &(r, doc) in docs {
+        match groups.iter_mut().find(|(_, d)| *d == doc) {
+            Some((rs, _)) => rs.push(r.as_str()),
+            None => groups.push((vec![r.as_str()], doc)),
+        }
+    }
+    match groups.as_slice() {
+        [(_, doc)] => doc,
+        _ => leak(
+            groups
+                .iter()
+                .map(|(rs, doc)| {
+                    let label = rs.join(", ");
+                    // A doc line that names its record already.
+                    if doc.starts_with(&format!("{label}:")) {
+                        doc.to_string()
+                    } else {
+                        format!("{label}: {doc}")
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+    }
+}
+
+/// The fields of each record type (in [`RecordType::ALL`]'s order), each
+/// resolved for it: what it reads, its type and its closed set there.
 static BY_RECORD: LazyLock<Vec<Vec<FieldDef>>> = LazyLock::new(|| {
     RecordType::ALL
         .iter()
         .map(|&r| {
             FIELDS
                 .iter()
-                .filter(|d| d.in_record(r))
-                .map(|d| FieldDef {
-                    read: resolve(d, r),
-                    ..*d
+                .filter_map(|d| {
+                    let (read, ty, closed, _) = resolve(d.name, r)?;
+                    Some(FieldDef {
+                        read,
+                        ty,
+                        closed,
+                        ..*d
+                    })
                 })
                 .collect()
         })
         .collect()
 });
 
-/// What a filter compiled for `record`s reads for a name of `field`: for
-/// test records that answer by hand-listed field.
+/// What a filter compiled for `record`s reads for the field `name`.
 #[cfg(test)]
-pub(crate) fn read_in(field: Field, record: RecordType) -> Field {
-    FIELDS
-        .iter()
-        .filter(|d| d.field == field && d.in_record(record))
-        .find_map(|d| lookup(d.name, record).ok())
-        .map_or(field, |d| d.read)
+pub(crate) fn read_in(name: &str, record: RecordType) -> Field {
+    lookup(name, record)
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+        .read
 }
-
-/// The key indices `path` names in `record`s, when they are described.
-fn key_path(record: RecordType, path: &str) -> Option<KeyPath> {
-    use crate::records::key_path;
-    match record {
-        RecordType::Packet => key_path::<PacketRecord<'static>>(path),
-        RecordType::Message => key_path::<MessageRecord<'static>>(path),
-        RecordType::Flow => key_path::<FlowRecord<'static>>(path),
-        RecordType::Handshake => key_path::<HandshakeRecord<'static>>(path),
-        RecordType::Game => key_path::<GameRecord<'static>>(path),
-    }
-}
-
-/// What `d` reads in `record`s: the key it names, or for an alias
-/// (`frame.number`, `frame.time_epoch`), the key a name of the same field
-/// names; else (`frame.time_relative`, which [`Since`] answers) `d.field`.
-fn resolve(d: &FieldDef, record: RecordType) -> Field {
-    key_path(record, d.name)
-        .or_else(|| {
-            FIELDS
-                .iter()
-                .filter(|e| e.field == d.field && e.in_record(record))
-                .find_map(|e| key_path(record, e.name))
-        })
-        .map_or(d.field, Field::Key)
-}
-
-/// The names of game records, the aliases of tshark's and the packet's
-/// own (its frames' keys at the top level, its MOTD's keys), and the names
-/// the described records (`packet`, `message`, `flow`, `handshake`) share
-/// with them or with each other, for a doc line that covers them all:
-/// which of the described records have a name (`PK`, `MS`, `FL`, `HS`)
-/// comes from their descriptions, not from here.
-const LISTED: &[FieldDef] = &[
-    def(
-        "type",
-        Field::Type,
-        Ty::Str,
-        0,
-        "The record type: \"packet\", \"message\", \"flow\", \"handshake\", \"game\" or \"game_opaque\".",
-    ),
-    def(
-        "file",
-        Field::File,
-        Ty::Str,
-        0,
-        "The capture file: of a packet, message or game record when several files are read as one capture; of every record with --separate.",
-    ),
-    def(
-        "frame",
-        Field::Frame,
-        Ty::Int,
-        0,
-        "Frame number in the capture, 1-based (message, game: the packet that completed delivery).",
-    ),
-    def(
-        "ts",
-        Field::Ts,
-        Ty::Float,
-        0,
-        "Capture time, seconds since the Unix epoch (handshake: the attempt's start).",
-    ),
-    def("src", Field::Src, Ty::Str, 0, "Sender, \"ip:port\"."),
-    def("dst", Field::Dst, Ty::Str, 0, "Receiver, \"ip:port\"."),
-    def(
-        "frame.number",
-        Field::Frame,
-        Ty::Int,
-        PK | MS,
-        "tshark alias of frame.",
-    ),
-    def(
-        "frame.time_relative",
-        Field::TimeRelative,
-        Ty::Float,
-        PK | MS,
-        "tshark alias: seconds since the capture's first UDP datagram, as read's time column.",
-    ),
-    def(
-        "frame.time_epoch",
-        Field::Ts,
-        Ty::Float,
-        PK | MS | HS,
-        "tshark alias of ts.",
-    ),
-    def(
-        "ip.src",
-        Field::SrcIp,
-        Ty::Ip,
-        PK,
-        "tshark alias: the address of src, IPv4 or IPv6 (`ip.src == 127.0.0.1`, `ip.src == 10.0.0.0/8`).",
-    ),
-    def(
-        "ip.dst",
-        Field::DstIp,
-        Ty::Ip,
-        PK,
-        "tshark alias: the address of dst.",
-    ),
-    def(
-        "ip.addr",
-        Field::AnyIp,
-        Ty::Ip,
-        PK,
-        "tshark alias: the address of src, then of dst (either one matches).",
-    ),
-    def(
-        "udp.srcport",
-        Field::SrcPort,
-        Ty::Int,
-        PK,
-        "tshark alias: the port of src.",
-    ),
-    def(
-        "udp.dstport",
-        Field::DstPort,
-        Ty::Int,
-        PK,
-        "tshark alias: the port of dst.",
-    ),
-    def(
-        "udp.port",
-        Field::AnyPort,
-        Ty::Int,
-        PK,
-        "tshark alias: the port of src, then of dst (either one matches).",
-    ),
-    def(
-        "flow",
-        Field::Flow,
-        Ty::Int,
-        0,
-        "Flow id, 1-based in order of first sight.",
-    ),
-    def(
-        "dir",
-        Field::Dir,
-        Ty::Str,
-        0,
-        "\"c2s\" or \"s2c\" (message, game: c2s is received by the server).",
-    ),
-    def(
-        "kind",
-        Field::Kind,
-        Ty::Str,
-        0,
-        "\"offline\", \"data\", \"ack\" or \"nack\".",
-    ),
-    def(
-        "len",
-        Field::Len,
-        Ty::Int,
-        0,
-        "Packet: UDP payload bytes. Message: bytes of the whole message. Game: bytes of the game packet, header included (game_opaque: of the batch).",
-    ),
-    def(
-        "id",
-        Field::Id,
-        Ty::Int,
-        0,
-        "Message id. Packet: the offline message id, or else each frame's id. Game: the game packet id (10 bits).",
-    ),
-    def(
-        "name",
-        Field::Name,
-        Ty::Str,
-        0,
-        "Message name (ID_*). Packet: the offline message's, or else each frame's. Game: the game packet's (login, play_status, ...).",
-    ),
-    def(
-        "protocol",
-        Field::Protocol,
-        Ty::Int,
-        0,
-        "RakNet protocol byte (Open Connection Request 1, Incompatible Protocol Version).",
-    ),
-    def(
-        "mtu",
-        Field::Mtu,
-        Ty::Int,
-        0,
-        "MTU in an open connection request or reply (flow, handshake: the one agreed).",
-    ),
-    def(
-        "client_guid",
-        Field::ClientGuid,
-        Ty::Guid,
-        0,
-        "Client GUID (unconnected ping, Open Connection Request 2).",
-    ),
-    def(
-        "server_guid",
-        Field::ServerGuid,
-        Ty::Guid,
-        0,
-        "Server GUID (pong, replies, refusals).",
-    ),
-    def(
-        "guid",
-        Field::Guid,
-        Ty::Guid,
-        0,
-        "Sender GUID of an out-of-band message (0x0d).",
-    ),
-    def(
-        "time",
-        Field::Time,
-        Ty::Int,
-        0,
-        "sendPingTime of an unconnected ping or pong, ms.",
-    ),
-    def(
-        "cookie",
-        Field::Cookie,
-        Ty::Int,
-        0,
-        "Security cookie in Reply 1 or Request 2.",
-    ),
-    def(
-        "security",
-        Field::Security,
-        Ty::Bool,
-        0,
-        "Reply 1: server has security. Reply 2: a security answer is present.",
-    ),
-    def(
-        "address",
-        Field::Address,
-        Ty::Str,
-        0,
-        "Request 2: the server's address. Reply 2: the client's address.",
-    ),
-    def(
-        "payload",
-        Field::Payload,
-        Ty::Bytes,
-        0,
-        "Pong payload or out-of-band payload.",
-    ),
-    def(
-        "motd",
-        Field::Motd,
-        Ty::Object,
-        0,
-        "Minecraft MOTD of a pong, as an object.",
-    ),
-    def(
-        "motd.edition",
-        Field::MotdKey("edition"),
-        Ty::Str,
-        PK,
-        "MOTD edition (MCPE or MCEE).",
-    ),
-    def(
-        "motd.motd",
-        Field::MotdKey("motd"),
-        Ty::Str,
-        PK,
-        "MOTD first line.",
-    ),
-    def(
-        "motd.protocol_version",
-        Field::MotdKey("protocol_version"),
-        Ty::Str,
-        PK,
-        "MOTD game protocol version.",
-    ),
-    def(
-        "motd.version",
-        Field::MotdKey("version"),
-        Ty::Str,
-        PK,
-        "MOTD game version.",
-    ),
-    def(
-        "motd.players_online",
-        Field::MotdKey("players_online"),
-        Ty::Str,
-        PK,
-        "MOTD players online.",
-    ),
-    def(
-        "motd.players_max",
-        Field::MotdKey("players_max"),
-        Ty::Str,
-        PK,
-        "MOTD player limit.",
-    ),
-    def(
-        "motd.server_guid",
-        Field::MotdKey("server_guid"),
-        Ty::Str,
-        PK,
-        "MOTD server id.",
-    ),
-    def(
-        "motd.sub_motd",
-        Field::MotdKey("sub_motd"),
-        Ty::Str,
-        PK,
-        "MOTD second line.",
-    ),
-    def(
-        "motd.game_mode",
-        Field::MotdKey("game_mode"),
-        Ty::Str,
-        PK,
-        "MOTD game mode.",
-    ),
-    def(
-        "motd.nintendo_limited",
-        Field::MotdKey("nintendo_limited"),
-        Ty::Str,
-        PK,
-        "MOTD Nintendo-limited flag.",
-    ),
-    def(
-        "motd.port_v4",
-        Field::MotdKey("port_v4"),
-        Ty::Str,
-        PK,
-        "MOTD IPv4 port.",
-    ),
-    def(
-        "motd.port_v6",
-        Field::MotdKey("port_v6"),
-        Ty::Str,
-        PK,
-        "MOTD IPv6 port.",
-    ),
-    def(
-        "motd.extra",
-        Field::MotdKey("extra"),
-        Ty::Str,
-        PK,
-        "MOTD fields after the twelfth (the last one).",
-    ),
-    def(
-        "seq",
-        Field::Seq,
-        Ty::Int,
-        0,
-        "datagramNumber of a data datagram.",
-    ),
-    def(
-        "frames",
-        Field::Frames,
-        Ty::Object,
-        0,
-        "The capsules of a data datagram (present when there is at least one).",
-    ),
-    def(
-        "ranges",
-        Field::Ranges,
-        Ty::Ranges,
-        0,
-        "Datagram numbers an ACK or NACK covers; `ranges == N` holds when N is covered.",
-    ),
-    def(
-        "reliability",
-        Field::Reliability,
-        Ty::Str,
-        PK,
-        "Reliability name. Packet: each frame's.",
-    ),
-    def(
-        "reliable_index",
-        Field::ReliableIndex,
-        Ty::Int,
-        PK,
-        "Each frame's reliableMessageNumber.",
-    ),
-    def(
-        "sequence_index",
-        Field::SequenceIndex,
-        Ty::Int,
-        PK,
-        "Each frame's sequencingIndex.",
-    ),
-    def(
-        "order_index",
-        Field::OrderIndex,
-        Ty::Int,
-        PK,
-        "Each frame's orderingIndex.",
-    ),
-    def(
-        "channel",
-        Field::Channel,
-        Ty::Int,
-        PK,
-        "Ordering channel. Packet: each frame's.",
-    ),
-    def(
-        "split",
-        Field::Split,
-        Ty::Object,
-        PK,
-        "Each split frame's {count, id, index}.",
-    ),
-    def(
-        "split.count",
-        Field::SplitCount,
-        Ty::Int,
-        PK,
-        "splitPacketCount of each split frame.",
-    ),
-    def(
-        "split.id",
-        Field::SplitId,
-        Ty::Int,
-        PK,
-        "splitPacketId of each split frame.",
-    ),
-    def(
-        "split.index",
-        Field::SplitIndex,
-        Ty::Int,
-        PK,
-        "splitPacketIndex of each split frame.",
-    ),
-    def(
-        "frames.reliability",
-        Field::Reliability,
-        Ty::Str,
-        0,
-        "Same as reliability.",
-    ),
-    def(
-        "frames.reliable_index",
-        Field::ReliableIndex,
-        Ty::Int,
-        0,
-        "Same as reliable_index.",
-    ),
-    def(
-        "frames.sequence_index",
-        Field::SequenceIndex,
-        Ty::Int,
-        0,
-        "Same as sequence_index.",
-    ),
-    def(
-        "frames.order_index",
-        Field::OrderIndex,
-        Ty::Int,
-        0,
-        "Same as order_index.",
-    ),
-    def(
-        "frames.channel",
-        Field::Channel,
-        Ty::Int,
-        0,
-        "Same as channel.",
-    ),
-    def(
-        "frames.split",
-        Field::Split,
-        Ty::Object,
-        0,
-        "Same as split.",
-    ),
-    def(
-        "frames.split.count",
-        Field::SplitCount,
-        Ty::Int,
-        0,
-        "Same as split.count.",
-    ),
-    def(
-        "frames.split.id",
-        Field::SplitId,
-        Ty::Int,
-        0,
-        "Same as split.id.",
-    ),
-    def(
-        "frames.split.index",
-        Field::SplitIndex,
-        Ty::Int,
-        0,
-        "Same as split.index.",
-    ),
-    def(
-        "frames.len",
-        Field::FrameLen,
-        Ty::Int,
-        0,
-        "Bytes of each frame's payload.",
-    ),
-    def(
-        "frames.id",
-        Field::FrameId,
-        Ty::Int,
-        0,
-        "Each frame's message id (whole messages and first fragments).",
-    ),
-    def(
-        "frames.name",
-        Field::FrameName,
-        Ty::Str,
-        0,
-        "Each frame's message name.",
-    ),
-    def(
-        "game",
-        Field::Game,
-        Ty::Str,
-        0,
-        "Bedrock flows: message, the names of the game packets inside (or encrypted, decompress, malformed); flow, the game session (an object); handshake, where the game login got, in words.",
-    ),
-    def(
-        "data",
-        Field::Data,
-        Ty::Bytes,
-        0,
-        "The whole message, id byte included (game: the decompressed packet, header included); not cut by --data-limit.",
-    ),
-    def(
-        "data_truncated",
-        Field::DataTruncated,
-        Ty::Bool,
-        0,
-        "Whether --data-limit cut the printed data.",
-    ),
-    def("client", Field::Path("client"), Ty::Str, 0, "The client's address, \"ip:port\" (the side that sent Open Connection Request 1)."),
-    def("server", Field::Path("server"), Ty::Str, 0, "The server's address, \"ip:port\"."),
-    def("duration", Field::Path("duration"), Ty::Float, 0, "Seconds: flow, last_ts - first_ts; handshake, from the attempt's start to its end."),
-    def(
-        "anomalies",
-        Field::Anomalies,
-        Ty::Object,
-        0,
-        "Findings of the dissector and the mirror; as a test: at least one.",
-    ),
-    def(
-        "anomalies.kind",
-        Field::AnomalyKind,
-        Ty::Str,
-        0,
-        "Each anomaly's kind (gap, resend, duplicate, ...).",
-    ),
-    def(
-        "anomalies.detail",
-        Field::AnomalyDetail,
-        Ty::Str,
-        0,
-        "Each anomaly's detail text.",
-    ),
-];
 
 /// The field called `name` in `record`s; `Err` says why there is none.
 pub(crate) fn lookup(name: &str, record: RecordType) -> Result<&'static FieldDef, String> {
@@ -909,50 +392,17 @@ fn of_record(record: RecordType) -> &'static [FieldDef] {
         .map_or(&[], Vec::as_slice)
 }
 
-/// Checks a value a filter compares `field` with (`==`, `!=`, `in`) in
-/// `record`s against the closed set that field's values come from (kinds,
-/// directions, anomaly kinds, message and game packet names,
-/// reliabilities): a value outside it is a typo, said with the nearest
-/// valid one. Fields of open sets take anything.
-pub(crate) fn check_closed(field: Field, record: RecordType, value: &str) -> Result<(), String> {
-    use crate::wire::Reliability;
-    const TYPES: [&str; 8] = [
-        "packet",
-        "message",
-        "flow",
-        "handshake",
-        "game",
-        "game_opaque",
-        "icmp",
-        "end_of_capture",
-    ];
-    let reliabilities: Vec<&str> = (0..8).map(|r| Reliability(r).name()).collect();
-    let (what, names): (&str, Vec<&'static str>) = match field {
-        Field::Type => ("record type", TYPES.to_vec()),
-        Field::Dir => ("direction", vec!["c2s", "s2c"]),
-        Field::Kind => ("packet kind", vec!["offline", "data", "ack", "nack"]),
-        Field::AnomalyKind => ("anomaly kind", crate::dissect::ANOMALY_KINDS.to_vec()),
-        Field::Reliability => ("reliability", reliabilities),
-        Field::Name | Field::FrameName if record == RecordType::Game => {
-            if value.starts_with("unknown(") {
-                return Ok(());
-            }
-            ("game packet", crate::bedrock::names::all_names().collect())
-        }
-        Field::Name | Field::FrameName => {
-            let user = value
-                .strip_prefix("ID_USER_PACKET_ENUM+")
-                .and_then(|n| n.parse::<u8>().ok());
-            if user.is_some_and(|n| (1..=0xff - crate::wire::ids::USER_PACKET_ENUM).contains(&n)) {
-                return Ok(());
-            }
-            ("message", crate::wire::ids::MESSAGE_NAMES.to_vec())
-        }
-        _ => return Ok(()),
-    };
-    if names.contains(&value) {
+/// Checks a value a filter compares field `d` with (`==`, `!=`, `in`)
+/// against the closed set its values come from in the record type it was
+/// looked up for (kinds, directions, anomaly kinds, message and game
+/// packet names, reliabilities): a value outside it is a typo, said with
+/// the nearest valid one. Fields of open sets take anything.
+pub(crate) fn check_closed(d: &FieldDef, value: &str) -> Result<(), String> {
+    let Some(set) = d.closed else { return Ok(()) };
+    if set.accepts(value) {
         return Ok(());
     }
+    let (what, names) = (set.what(), set.names());
     Err(match nearest(value, names.iter().copied()) {
         Some(n) => format!("{{field}} has no {what} {value:?} (did you mean {n}?)"),
         None if names.len() <= 20 => {
@@ -1041,8 +491,7 @@ fn game_field(name: &str) -> Option<&'static FieldDef> {
     }
     let name: &'static str = Box::leak(name.to_string().into_boxed_str());
     let meaning = "A decoded game field.";
-    let d: &'static FieldDef =
-        Box::leak(Box::new(def(name, Field::Path(name), Ty::Any, GM, meaning)));
+    let d: &'static FieldDef = Box::leak(Box::new(def(name, Ty::Any, GM, meaning)));
     made.insert(name, d);
     Some(d)
 }
@@ -1074,8 +523,6 @@ pub trait Record {
 pub(crate) struct Since<'a> {
     pub(crate) record: &'a dyn Record,
     pub(crate) start: Duration,
-    /// The capture file it came from, when records name it.
-    pub(crate) file: Option<&'a str>,
 }
 
 impl Record for Since<'_> {
@@ -1085,7 +532,6 @@ impl Record for Since<'_> {
                 .record
                 .time()
                 .is_some_and(|t| f(Value::Float(t.saturating_sub(self.start).as_secs_f64()))),
-            Field::File => self.file.is_some_and(|n| f(Value::Str(n))),
             _ => self.record.visit(field, f),
         }
     }
@@ -1096,35 +542,12 @@ impl Record for Since<'_> {
 }
 
 /// A packet, its fields read through its description (`records::packet`)
-/// at the key indices the filter resolved; the tshark aliases of its
-/// addresses and ports, and the MOTD's keys (which vary by payload), read
-/// here.
+/// at the key indices the filter resolved.
 impl Record for PacketRecord<'_> {
     fn visit(&self, field: Field, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
-        let p = self.packet;
-        let port = |v: u16, f: &mut dyn FnMut(Value<'_>) -> bool| f(Value::Int(v.into()));
         match field {
             Field::Key(k) => {
                 crate::records::visit_index::<PacketRecord<'static>>(self, k.indices(), f)
-            }
-            Field::SrcIp => f(Value::Ip(p.src.ip())),
-            Field::DstIp => f(Value::Ip(p.dst.ip())),
-            Field::AnyIp => f(Value::Ip(p.src.ip())) || f(Value::Ip(p.dst.ip())),
-            Field::SrcPort => port(p.src.port(), f),
-            Field::DstPort => port(p.dst.port(), f),
-            Field::AnyPort => port(p.src.port(), f) || port(p.dst.port(), f),
-            Field::MotdKey(k) => {
-                let msg = match &p.body {
-                    Body::Offline { msg, .. } => msg.as_ref(),
-                    Body::Datagram(_) => None,
-                };
-                msg.and_then(Offline::motd).is_some_and(|m| {
-                    m.fields
-                        .iter()
-                        .rev()
-                        .find(|(key, _)| *key == k)
-                        .is_some_and(|(_, v)| f(Value::Str(v)))
-                })
             }
             _ => false,
         }
@@ -1193,16 +616,7 @@ impl Record for DescribedRecord<'_> {
         let path = match field {
             Field::Key(p) => return self.0.visit_key(p.indices(), f),
             Field::Path(p) => p,
-            Field::Type => "type",
-            Field::File => "file",
-            Field::Flow => "flow",
-            Field::ClientGuid => "client_guid",
-            Field::ServerGuid => "server_guid",
-            Field::Protocol => "protocol",
-            Field::Mtu => "mtu",
-            Field::Ts => "ts",
-            Field::Game => "game",
-            _ => return false,
+            Field::TimeRelative => return false,
         };
         self.0.visit(path, f)
     }
@@ -1234,86 +648,74 @@ mod tests {
 
     #[test]
     fn described_fields_come_from_their_descriptions() {
-        use crate::records::paths;
-        let flow = paths::<FlowRecord<'static>>();
-        let handshake = paths::<HandshakeRecord<'static>>();
-        let message = paths::<MessageRecord<'static>>();
-        let packet = paths::<PacketRecord<'static>>();
-        let game = paths::<GameRecord<'static>>();
-        for (record, keys) in [
-            (RecordType::Flow, &flow),
-            (RecordType::Handshake, &handshake),
-            (RecordType::Message, &message),
-            (RecordType::Packet, &packet),
-            (RecordType::Game, &game),
-        ] {
-            for (name, k) in keys {
+        for record in RecordType::ALL {
+            let keys = paths_of(record);
+            for (name, k) in &keys {
                 let d = lookup(name, record).unwrap();
                 assert!(matches!(d.read, Field::Key(_)), "{name} resolved");
-                if LISTED.iter().all(|l| l.name != name) {
-                    assert_eq!((d.ty, d.meaning), (k.ty, k.doc), "{name}");
-                }
+                assert_eq!((d.ty, d.closed), (k.ty, k.closed), "{name}");
+                // Its doc line is in the list's, which says whose it is
+                // when the records' differ.
+                let listed = FIELDS.iter().find(|l| l.name == name).unwrap();
+                assert!(listed.meaning.contains(k.doc), "{name}");
             }
-            // Every name of the record: listed or described, never both
-            // ways for the record (its bit comes from its description).
-            for d in FIELDS.iter().filter(|d| d.in_record(record)) {
-                let described = keys.iter().any(|(n, _)| n == d.name);
-                let listed = LISTED
-                    .iter()
-                    .any(|l| l.name == d.name && l.in_record(record));
-                assert!(
-                    described != listed || d.name.starts_with("frame."),
-                    "{}",
-                    d.name
-                );
+            // Every other name of the record is an alias of one of its
+            // keys, or the time its context knows.
+            for d in of_record(record) {
+                if keys.iter().any(|(n, _)| n == d.name) {
+                    continue;
+                }
+                let alias = ALIASES.iter().find(|(a, _)| *a == d.name);
+                match alias {
+                    Some((_, target)) => {
+                        assert_eq!(d.read, lookup(target, record).unwrap().read, "{}", d.name)
+                    }
+                    None => assert_eq!(d.read, Field::TimeRelative, "{}", d.name),
+                }
             }
         }
         // Aliases read the key of the name they stand for; the time since
         // the capture's start is the context's.
-        let read = |n: &str| lookup(n, RecordType::Message).unwrap().read;
+        let read = |n: &str| read_in(n, RecordType::Message);
         assert_eq!(read("frame.number"), read("frame"));
         assert_eq!(read("frame.time_epoch"), read("ts"));
         assert_eq!(read("frame.time_relative"), Field::TimeRelative);
         assert_eq!(
-            lookup("frame.time_epoch", RecordType::Handshake)
-                .unwrap()
-                .read,
-            lookup("ts", RecordType::Handshake).unwrap().read
+            read_in("frame.time_epoch", RecordType::Handshake),
+            read_in("ts", RecordType::Handshake)
         );
-        // A packet's top-level frame names read its frames' keys; its
-        // addresses' and ports' aliases and the MOTD's keys are its own.
-        let read = |n: &str| lookup(n, RecordType::Packet).unwrap().read;
+        // A packet's top-level frame names read its frames' keys; a
+        // message's are its own.
+        let read = |n: &str| read_in(n, RecordType::Packet);
         assert_eq!(read("channel"), read("frames.channel"));
         assert_eq!(read("split.count"), read("frames.split.count"));
-        assert_eq!(read("ip.src"), Field::SrcIp);
-        assert_eq!(read("motd.motd"), Field::MotdKey("motd"));
-        for d in FIELDS.iter().filter(|d| d.in_record(RecordType::Packet)) {
-            let r = read(d.name);
-            assert!(
-                matches!(r, Field::Key(_))
-                    || matches!(
-                        r,
-                        Field::SrcIp
-                            | Field::DstIp
-                            | Field::AnyIp
-                            | Field::SrcPort
-                            | Field::DstPort
-                            | Field::AnyPort
-                            | Field::MotdKey(_)
-                            | Field::TimeRelative
-                    ),
-                "{}",
-                d.name
-            );
-        }
-        // A name both have is listed, with a doc line that covers both.
-        for (name, _) in &flow {
-            if handshake.iter().any(|(n, _)| n == name) {
-                assert!(LISTED.iter().any(|l| l.name == name), "{name}");
-            }
-        }
+        assert_ne!(read("ip.src"), read("ip.dst"));
+        assert!(matches!(read("motd.motd"), Field::Key(_)));
+        assert!(lookup("channel", RecordType::Message)
+            .unwrap()
+            .meaning
+            .contains("message: "));
         assert!(lookup("c2s.lost", RecordType::Handshake).is_err());
         assert!(lookup("steps.step", RecordType::Flow).is_err());
+        // A closed set goes by the record: a game packet's name is not a
+        // message's.
+        let closed = |n: &str, r| lookup(n, r).unwrap().closed;
+        assert_eq!(closed("name", RecordType::Game), Some(Closed::GamePacket));
+        assert_eq!(closed("name", RecordType::Message), Some(Closed::Message));
+        assert_eq!(
+            closed("frames.name", RecordType::Packet),
+            Some(Closed::Message)
+        );
+        assert_eq!(closed("dir", RecordType::Game), Some(Closed::Dir));
+        assert_eq!(
+            closed("anomalies.kind", RecordType::Packet),
+            Some(Closed::AnomalyKind)
+        );
+        assert_eq!(
+            closed("reliability", RecordType::Packet),
+            Some(Closed::Reliability)
+        );
+        assert_eq!(closed("len", RecordType::Packet), None);
     }
 
     #[test]

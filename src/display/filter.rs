@@ -571,7 +571,7 @@ impl Parser {
         }
         let lit = literal(def.ty, op, &tok).map_err(at)?;
         if let (Op::Eq, Lit::Str(v)) = (op, &lit) {
-            check_closed(def.field, self.record, v).map_err(at)?;
+            check_closed(def, v).map_err(at)?;
         }
         let n = Node::Cmp(def.read, op, lit);
         Ok(if negate { Node::Not(Box::new(n)) } else { n })
@@ -623,7 +623,7 @@ impl Parser {
             if !matches!(pieces.get(k + 1), Some((None, _))) {
                 // A value (not a range's end) of a closed set must be one of it.
                 if let Lit::Str(v) = &one {
-                    check_closed(def.field, self.record, v).map_err(|e| fail(*column, e))?;
+                    check_closed(def, v).map_err(|e| fail(*column, e))?;
                 }
                 items.push(Item::One(one));
                 k += 1;
@@ -869,12 +869,15 @@ mod tests {
     /// number, a string as a string, a bool with true or false.
     #[test]
     fn game_fields_compare_by_the_value_they_hold() {
-        let rec = Fake(vec![
-            (Field::Path("login.protocol"), Value::Int(2169)),
-            (Field::Path("login.display_name"), Value::Str("Steve")),
-            (Field::Path("login.xuid"), Value::Str("2535")),
-            (Field::Path("login.chain_verifies"), Value::Bool(true)),
-        ]);
+        let rec = Fake(
+            RecordType::Game,
+            vec![
+                ("login.protocol", Value::Int(2169)),
+                ("login.display_name", Value::Str("Steve")),
+                ("login.xuid", Value::Str("2535")),
+                ("login.chain_verifies", Value::Bool(true)),
+            ],
+        );
         let on = |t: &str| {
             DisplayFilter::parse(t, RecordType::Game)
                 .unwrap_or_else(|e| panic!("{t}: {e}"))
@@ -903,16 +906,15 @@ mod tests {
     }
 
     /// A record of named values, for the evaluator's rules alone.
-    struct Fake(Vec<(Field, Value<'static>)>);
+    struct Fake(RecordType, Vec<(&'static str, Value<'static>)>);
 
     impl Record for Fake {
         fn visit(&self, field: Field, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
-            // A field as a packet filter reads it (resolved to keys).
-            self.0
+            // Each value under the name whose field, resolved for the
+            // record type, the filter reads.
+            self.1
                 .iter()
-                .filter(|(k, _)| {
-                    *k == field || crate::display::fields::read_in(*k, RecordType::Packet) == field
-                })
+                .filter(|(k, _)| crate::display::fields::read_in(k, self.0) == field)
                 .any(|(_, v)| f(*v))
         }
     }
@@ -922,23 +924,26 @@ mod tests {
     }
 
     fn sample() -> Fake {
-        Fake(vec![
-            (Field::Kind, Value::Str("data")),
-            (Field::Flow, Value::Int(2)),
-            (Field::Len, Value::Int(1456)),
-            (Field::Channel, Value::Int(0)),
-            (Field::Channel, Value::Int(3)),
-            (Field::Ts, Value::Float(1.5)),
-            (Field::ServerGuid, Value::Guid(0x0006_60d5_fa1d_57ec)),
-            (Field::Ranges, Value::Range(3, 7)),
-            (Field::Security, Value::Bool(false)),
-            (Field::Payload, Value::Bytes(&[0x86, 0xaa, 0x01])),
-            (Field::Name, Value::Str("ID_CONNECTED_PING")),
-            (Field::SrcIp, Value::Ip(IpAddr::from([127, 0, 0, 1]))),
-            (Field::AnyIp, Value::Ip(IpAddr::from([127, 0, 0, 1]))),
-            (Field::AnyIp, Value::Ip("::1".parse().unwrap())),
-            (Field::DstPort, Value::Int(19132)),
-        ])
+        Fake(
+            RecordType::Packet,
+            vec![
+                ("kind", Value::Str("data")),
+                ("flow", Value::Int(2)),
+                ("len", Value::Int(1456)),
+                ("channel", Value::Int(0)),
+                ("channel", Value::Int(3)),
+                ("ts", Value::Float(1.5)),
+                ("server_guid", Value::Guid(0x0006_60d5_fa1d_57ec)),
+                ("ranges", Value::Range(3, 7)),
+                ("security", Value::Bool(false)),
+                ("payload", Value::Bytes(&[0x86, 0xaa, 0x01])),
+                ("name", Value::Str("ID_CONNECTED_PING")),
+                ("ip.src", Value::Ip(IpAddr::from([127, 0, 0, 1]))),
+                ("ip.addr", Value::Ip(IpAddr::from([127, 0, 0, 1]))),
+                ("ip.addr", Value::Ip("::1".parse().unwrap())),
+                ("udp.dstport", Value::Int(19132)),
+            ],
+        )
     }
 
     fn holds(text: &str) -> bool {
@@ -964,10 +969,13 @@ mod tests {
         assert!(holds("ranges == 5 && !(ranges == 8)"));
         assert!(holds("payload contains \"aa:01\" && payload == 86aa01"));
         assert!(holds("kind contains at"));
-        let addr = Fake(vec![
-            (Field::Src, Value::Str("127.0.0.1:19132")),
-            (Field::Dst, Value::Str("[::1]:19134")),
-        ]);
+        let addr = Fake(
+            RecordType::Packet,
+            vec![
+                ("src", Value::Str("127.0.0.1:19132")),
+                ("dst", Value::Str("[::1]:19134")),
+            ],
+        );
         let on = |t: &str| pkt(t).unwrap().matches(&addr);
         assert!(on("src == 127.0.0.1:19132 && dst == [::1]:19134"));
         assert!(on("src contains :19132 and dst contains [::1]"));
@@ -1049,7 +1057,10 @@ mod tests {
         assert!(holds(r#"payload matches r"^\x86.\x01$""#), ". is one byte");
         assert!(!holds(r#"payload matches r"^\xaa""#));
         assert!(holds("kind matches \"a\" && !(kind matches \"z\")"));
-        let ascii = Fake(vec![(Field::Payload, Value::Bytes(b"\x1cMCPE;x"))]);
+        let ascii = Fake(
+            RecordType::Packet,
+            vec![("payload", Value::Bytes(b"\x1cMCPE;x"))],
+        );
         assert!(pkt("payload matches \"mcpe;\"").unwrap().matches(&ascii));
         let e = |t: &str| pkt(t).unwrap_err();
         assert!(e("len matches \"1\"").what.contains("string or bytes"));

@@ -245,7 +245,6 @@ impl PacketPrinter {
         self.shown.wants(&Since {
             record: &PacketRecord { packet: p, file },
             start: since,
-            file,
         })
     }
 
@@ -326,7 +325,6 @@ impl PacketPrinter {
             let record = Since {
                 record: &record,
                 start: since,
-                file,
             };
             x.push_row(&record, &mut self.row);
             return out.write_all(self.row.as_bytes());
@@ -432,7 +430,6 @@ impl MessagePrinter {
         self.shown.wants(&Since {
             record: &record,
             start: since,
-            file,
         })
     }
 
@@ -457,7 +454,6 @@ impl MessagePrinter {
                 &Since {
                     record: &message,
                     start: since,
-                    file,
                 },
                 &mut self.row,
             );
@@ -527,7 +523,6 @@ impl GamePrinter {
             let since_start = Since {
                 record: &record,
                 start: since,
-                file: record.file,
             };
             if !self.shown.wants(&since_start) {
                 continue;

@@ -1,6 +1,6 @@
 //! An anomaly, `{kind, detail}`: the objects of a record's `anomalies`.
 
-use super::{Described, Key, Ty, Value};
+use super::{Closed, Described, Key, Ty, Value};
 use crate::dissect::Anomaly;
 
 type K = Key<Anomaly>;
@@ -14,7 +14,8 @@ impl Described for Anomaly {
             Ty::Str,
             "Each anomaly's kind (gap, resend, duplicate, ...).",
             |a, f| f(Value::Str(a.kind)),
-        ),
+        )
+        .closed(Closed::AnomalyKind),
         K::new("detail", Ty::Str, "Each anomaly's detail text.", |a, f| {
             f(Value::Str(&a.detail))
         }),

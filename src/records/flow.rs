@@ -3,7 +3,7 @@
 //! Bedrock flow, its game session.
 
 use super::value::{int, visit_display};
-use super::{object, Described, Key, Ty, Value};
+use super::{object, Closed, Described, Key, Ty, Value, FLOW_DOC, TYPE_DOC};
 use crate::bedrock::{GameSummary, PerDir};
 use crate::dissect::Dir;
 use crate::mirror::{DirStats, FlowMirror};
@@ -60,9 +60,7 @@ type K = Key<FlowRecord<'static>>;
 impl Described for FlowRecord<'static> {
     type Of<'a> = FlowRecord<'a>;
     const KEYS: &'static [K] = &[
-        K::new("type", Ty::Str, "The record type: \"flow\".", |_, f| {
-            f(Value::Str("flow"))
-        }),
+        K::new("type", Ty::Str, TYPE_DOC, |_, f| f(Value::Str("flow"))).closed(Closed::RecordType),
         K::new(
             "file",
             Ty::Str,
@@ -73,7 +71,7 @@ impl Described for FlowRecord<'static> {
         K::new(
             "flow",
             Ty::Int,
-            "Flow id, 1-based in order of first sight.",
+            FLOW_DOC,
             |r, f| int(r.flow.id, f),
         ),
         K::new(

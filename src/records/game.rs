@@ -8,7 +8,7 @@
 //! for the `game` command reads either.
 
 use super::value::int;
-use super::{object, Described, Key, Obj, Ty, Value};
+use super::{object, Closed, Described, Key, Obj, Ty, Value, FLOW_DOC, TYPE_DOC};
 use crate::bedrock::{GameEvent, GamePacket, Opaque};
 use crate::mirror::Message;
 
@@ -74,12 +74,11 @@ fn in_packet(r: &GameRecord<'_>) -> bool {
 impl Described for GameRecord<'static> {
     type Of<'a> = GameRecord<'a>;
     const KEYS: &'static [K] = &[
-        K::new(
-            "type",
-            Ty::Str,
-            "The record type: \"game\" (a game packet) or \"game_opaque\" (a batch that shows none).",
-            |r, f| f(Value::Str(if in_packet(r) { "game" } else { "game_opaque" })),
-        ),
+        // "game": a game packet; "game_opaque": a batch that shows none.
+        K::new("type", Ty::Str, TYPE_DOC, |r, f| {
+            f(Value::Str(if in_packet(r) { "game" } else { "game_opaque" }))
+        })
+        .closed(Closed::RecordType),
         K::new(
             "file",
             Ty::Str,
@@ -99,15 +98,14 @@ impl Described for GameRecord<'static> {
             "That frame's time, seconds since the Unix epoch.",
             |r, f| f(Value::Float(r.message.ts.as_secs_f64())),
         ),
-        K::new("flow", Ty::Int, "The flow id.", |r, f| {
-            int(r.message.flow, f)
-        }),
+        K::new("flow", Ty::Int, FLOW_DOC, |r, f| int(r.message.flow, f)),
         K::new(
             "dir",
             Ty::Str,
-            "c2s (received by the server) or s2c.",
+            "\"c2s\" (received by the server) or \"s2c\".",
             |r, f| f(Value::Str(r.message.dir.as_str())),
-        ),
+        )
+        .closed(Closed::Dir),
         K::new(
             "batch",
             Ty::Int,
@@ -131,7 +129,8 @@ impl Described for GameRecord<'static> {
             |r, f| r.packet().and_then(|p| p.name).is_some_and(|n| f(Value::Str(n))),
         )
         .or_null()
-        .when(in_packet),
+        .when(in_packet)
+        .closed(Closed::GamePacket),
         K::new(
             "sender_subclient",
             Ty::Int,
@@ -240,7 +239,8 @@ impl Described for FieldsAnomaly {
             Ty::Str,
             "Each anomaly's kind: \"fields\".",
             |_, f| f(Value::Str("fields")),
-        ),
+        )
+        .closed(Closed::AnomalyKind),
         AK::new(
             "detail",
             Ty::Str,

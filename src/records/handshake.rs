@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::value::{int, visit_display};
-use super::{object, Described, Key, Ty, Value};
+use super::{object, Closed, Described, Key, Ty, Value, FLOW_DOC, TYPE_DOC};
 use crate::mirror::handshake::{Attempt, Step};
 
 /// What a `handshake` record is made from.
@@ -34,9 +34,7 @@ type K = Key<HandshakeRecord<'static>>;
 impl Described for HandshakeRecord<'static> {
     type Of<'a> = HandshakeRecord<'a>;
     const KEYS: &'static [K] = &[
-        K::new("type", Ty::Str, "The record type: \"handshake\".", |_, f| {
-            f(Value::Str("handshake"))
-        }),
+        K::new("type", Ty::Str, TYPE_DOC, |_, f| f(Value::Str("handshake"))).closed(Closed::RecordType),
         K::new(
             "file",
             Ty::Str,
@@ -47,7 +45,7 @@ impl Described for HandshakeRecord<'static> {
         K::new(
             "flow",
             Ty::Int,
-            "Flow id, 1-based in order of first sight.",
+            FLOW_DOC,
             |r, f| int(r.attempt.flow, f),
         ),
         K::new(

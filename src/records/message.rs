@@ -2,7 +2,7 @@
 //! (`messages`), after de-duplication, split reassembly and ordering.
 
 use super::value::int;
-use super::{object, Described, Key, Ty, Value};
+use super::{object, Closed, Described, Key, Ty, Value, FLOW_DOC, TYPE_DOC};
 use crate::dissect::Anomaly;
 use crate::mirror::Message;
 
@@ -42,9 +42,8 @@ type K = Key<MessageRecord<'static>>;
 impl Described for MessageRecord<'static> {
     type Of<'a> = MessageRecord<'a>;
     const KEYS: &'static [K] = &[
-        K::new("type", Ty::Str, "The record type: \"message\".", |_, f| {
-            f(Value::Str("message"))
-        }),
+        K::new("type", Ty::Str, TYPE_DOC, |_, f| f(Value::Str("message")))
+            .closed(Closed::RecordType),
         K::new(
             "file",
             Ty::Str,
@@ -52,13 +51,14 @@ impl Described for MessageRecord<'static> {
             |r, f| r.file.is_some_and(|n| f(Value::Str(n))),
         )
         .skip(),
-        K::new("flow", Ty::Int, "Flow id.", |r, f| int(r.message.flow, f)),
+        K::new("flow", Ty::Int, FLOW_DOC, |r, f| int(r.message.flow, f)),
         K::new(
             "dir",
             Ty::Str,
-            "c2s: received by the server; s2c: received by the client.",
+            "\"c2s\": received by the server; \"s2c\": received by the client.",
             |r, f| f(Value::Str(r.message.dir.as_str())),
-        ),
+        )
+        .closed(Closed::Dir),
         K::new(
             "frame",
             Ty::Int,
@@ -89,16 +89,18 @@ impl Described for MessageRecord<'static> {
                     .is_some_and(|&i| f(Value::Str(&crate::wire::message_name(i))))
             },
         )
-        .or_null(),
+        .or_null()
+        .closed(Closed::Message),
         K::new("len", Ty::Int, "Bytes in the whole message.", |r, f| {
             int(r.message.data.len() as u64, f)
         }),
         K::new(
             "reliability",
             Ty::Str,
-            "As on the wire (a split message: its first part's).",
+            "Reliability name, as on the wire (a split message: its first part's).",
             |r, f| f(Value::Str(r.message.reliability.name())),
-        ),
+        )
+        .closed(Closed::Reliability),
         K::new(
             "channel",
             Ty::Int,

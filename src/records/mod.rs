@@ -17,8 +17,10 @@
 //! a record type: a struct of what its record is made from, `impl
 //! Described` for it (at `'static`, as [`flow::FlowRecord`], when it
 //! borrows) listing its keys, `impl Keyed` for it (three lines), then its
-//! `RecordType` bit in `display::fields::FIELDS` (and in its `key_path`)
-//! and its docs/json.md section in `tests.rs`.
+//! `RecordType` in `display::fields` (a bit, and an arm of `key_of` and
+//! `paths_of`) and its docs/json.md section in `tests.rs`. A key whose
+//! values come from a closed set says so (`.closed(..)`: filters check
+//! their values against it); one that only filters read, `.filter_only()`.
 //!
 //! A filter or an export names its keys once, when it is compiled: each
 //! name is resolved to a `KeyPath` (`key_path`), the indices of its
@@ -60,6 +62,7 @@ macro_rules! keyed {
 }
 
 pub(crate) mod anomaly;
+pub(crate) mod closed;
 pub mod flow;
 pub mod game;
 pub(crate) mod handshake;
@@ -73,7 +76,15 @@ pub mod walk;
 
 use std::borrow::Cow;
 
+pub(crate) use closed::Closed;
 pub use value::{Obj, Ty, Value};
+
+/// The doc line of every record type's `type`: one line for `fields`,
+/// whichever records it lists the name for.
+pub(crate) const TYPE_DOC: &str = "The record type: \"packet\", \"message\", \"flow\", \"handshake\", \"game\" or \"game_opaque\" (read: also \"icmp\", \"end_of_capture\").";
+
+/// The doc line of every record type's `flow`.
+pub(crate) const FLOW_DOC: &str = "Flow id, 1-based in order of first sight.";
 
 /// How a key's values are read from a record: each value is handed to the
 /// callback, which stops the walk by returning `true`; returns whether it
@@ -113,6 +124,12 @@ pub struct Key<D: Described> {
     /// (however many values a `many` key would hold; without `null` for
     /// one that would be `null`).
     pub(crate) present: Option<Present<D>>,
+    /// The closed set its values come from, which a filter's values are
+    /// checked against.
+    pub(crate) closed: Option<Closed>,
+    /// Whether JSON (and so export's tables and docs/json.md) has it: a
+    /// key only filters read is not written (a packet's `ip.src`).
+    pub(crate) in_json: bool,
 }
 
 /// Whether a record has a key (see [`Key::present`]).
@@ -131,6 +148,8 @@ impl<D: Described> Key<D> {
             get,
             filter: None,
             present: None,
+            closed: None,
+            in_json: true,
         }
     }
 
@@ -180,6 +199,20 @@ impl<D: Described> Key<D> {
         self
     }
 
+    /// Its values come from `set`: a filter comparing it with a value
+    /// outside the set is refused, with the nearest one.
+    pub(crate) const fn closed(mut self, set: Closed) -> Self {
+        self.closed = Some(set);
+        self
+    }
+
+    /// Read by filters and `-e` alone, never written (tshark's names for
+    /// what JSON shows otherwise: a packet's `ip.src`, `udp.port`).
+    pub(crate) const fn filter_only(mut self) -> Self {
+        self.in_json = false;
+        self
+    }
+
     fn doc(&self) -> KeyDoc {
         KeyDoc {
             name: self.name,
@@ -190,6 +223,9 @@ impl<D: Described> Key<D> {
             #[cfg(test)]
             many: self.many,
             nested: self.nested,
+            closed: self.closed,
+            #[cfg(test)]
+            in_json: self.in_json,
         }
     }
 }
@@ -303,7 +339,7 @@ fn write_member<D: Described, const I: usize>(
     out: &mut Vec<u8>,
     empty: &mut bool,
 ) {
-    if k.present.is_some_and(|present| !present(r)) {
+    if !k.in_json || k.present.is_some_and(|present| !present(r)) {
         return;
     }
     let mark = out.len();
@@ -370,6 +406,8 @@ pub(crate) fn visit_path<D: Described>(
     get(r, &mut |v| match v {
         Value::Object(Obj::Keyed(o)) => o.visit(rest, f),
         Value::Object(Obj::Json(j)) => value::visit_json(j, rest, f),
+        Value::Object(Obj::Motd(p)) => crate::wire::Motd::parse(p)
+            .is_some_and(|m| visit_path::<crate::wire::Motd>(&m, rest, f)),
         _ => false,
     })
 }
@@ -428,6 +466,10 @@ pub(crate) fn visit_index<D: Described>(
     }
     get(r, &mut |v| match v {
         Value::Object(Obj::Keyed(o)) => o.visit_key(rest, f),
+        // Written from its payload (`value::motd_object`), read through
+        // its description.
+        Value::Object(Obj::Motd(p)) => crate::wire::Motd::parse(p)
+            .is_some_and(|m| visit_index::<crate::wire::Motd>(&m, rest, f)),
         _ => false,
     })
 }
@@ -443,11 +485,26 @@ pub(crate) struct KeyDoc {
     #[cfg(test)]
     pub(crate) many: bool,
     pub(crate) nested: Option<fn() -> Vec<KeyDoc>>,
+    pub(crate) closed: Option<Closed>,
+    #[cfg(test)]
+    pub(crate) in_json: bool,
 }
 
 /// The keys of `D`, in JSON order.
 pub(crate) fn docs<D: Described>() -> Vec<KeyDoc> {
     D::KEYS.iter().map(Key::doc).collect()
+}
+
+/// The key at `path` (`c2s.lost`) in records described by `D`.
+pub(crate) fn key<D: Described>(path: &str) -> Option<KeyDoc> {
+    let mut keys = docs::<D>();
+    let mut found = None;
+    for name in path.split('.') {
+        let k = *keys.iter().find(|k| k.name == name)?;
+        keys = k.nested.map(|n| n()).unwrap_or_default();
+        found = Some(k);
+    }
+    found
 }
 
 /// Every key of `D` and of the objects it nests, depth first, each named

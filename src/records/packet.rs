@@ -3,9 +3,9 @@
 //! MOTD (an object whose keys vary by payload: `value::motd_object`).
 
 use super::value::{int, visit_addr, visit_display};
-use super::{object, Described, Key, Obj, Ty, Value};
+use super::{object, Closed, Described, Key, Obj, Ty, Value, FLOW_DOC, TYPE_DOC};
 use crate::dissect::{Anomaly, Body, Packet};
-use crate::wire::{Capsule, Datagram, Offline, Split};
+use crate::wire::{Capsule, Datagram, Motd, Offline, Split};
 
 /// What a `packet` record is made from.
 pub struct PacketRecord<'a> {
@@ -39,7 +39,7 @@ impl<'a> PacketRecord<'a> {
 keyed!(
     PacketRecord,
     |r, out| crate::write_keys!(PacketRecord<'static>, r, out;
-    0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26)
+    0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28)
 );
 
 type K = Key<PacketRecord<'static>>;
@@ -52,9 +52,8 @@ fn name(id: u8, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
 impl Described for PacketRecord<'static> {
     type Of<'a> = PacketRecord<'a>;
     const KEYS: &'static [K] = &[
-        K::new("type", Ty::Str, "The record type: \"packet\".", |_, f| {
-            f(Value::Str("packet"))
-        }),
+        K::new("type", Ty::Str, TYPE_DOC, |_, f| f(Value::Str("packet")))
+            .closed(Closed::RecordType),
         K::new(
             "file",
             Ty::Str,
@@ -81,19 +80,47 @@ impl Described for PacketRecord<'static> {
         K::new("dst", Ty::Str, "Receiver, \"ip:port\".", |r, f| {
             visit_addr(r.packet.dst, f)
         }),
-        K::new("flow", Ty::Int, "Flow id.", |r, f| int(r.packet.flow, f)),
-        K::new("dir", Ty::Str, "c2s or s2c.", |r, f| {
-            f(Value::Str(r.packet.dir.as_str()))
-        }),
-        K::new("kind", Ty::Str, "offline, data, ack or nack.", |r, f| {
-            f(Value::Str(r.packet.kind()))
-        }),
+        // tshark's names for the addresses and ports: filters alone.
+        K::new(
+            "ip",
+            Ty::Object,
+            "tshark's IP fields of the datagram (`ip.src`, ...); as a test: always there.",
+            |r, f| object::<Ip>(r.packet, f),
+        )
+        .filter_only()
+        .nested::<Ip>(),
+        K::new(
+            "udp",
+            Ty::Object,
+            "tshark's UDP fields of the datagram (`udp.port`, ...); as a test: always there.",
+            |r, f| object::<Udp>(r.packet, f),
+        )
+        .filter_only()
+        .nested::<Udp>(),
+        K::new("flow", Ty::Int, FLOW_DOC, |r, f| int(r.packet.flow, f)),
+        K::new(
+            "dir",
+            Ty::Str,
+            "\"c2s\" (client to server) or \"s2c\".",
+            |r, f| f(Value::Str(r.packet.dir.as_str())),
+        )
+        .closed(Closed::Dir),
+        K::new(
+            "kind",
+            Ty::Str,
+            "\"offline\", \"data\", \"ack\" or \"nack\".",
+            |r, f| f(Value::Str(r.packet.kind())),
+        )
+        .closed(Closed::Kind),
         K::new("len", Ty::Int, "UDP payload bytes.", |r, f| {
             int(r.packet.payload.len() as u64, f)
         }),
-        K::new("id", Ty::Int, "The offline message id.", |r, f| {
-            r.offline().is_some_and(|(i, _)| int(i, f))
-        })
+        K::new(
+            "id",
+            Ty::Int,
+            "The offline message id (filters: or else each frame's).",
+            |r, f| r.offline().is_some_and(|(i, _)| int(i, f)),
+        )
         .skip()
         // Filters: the offline id, or else each frame's.
         .filter(|r, f| match r.offline() {
@@ -105,10 +132,14 @@ impl Described for PacketRecord<'static> {
                 .filter_map(Capsule::message_id)
                 .any(|i| int(i, f)),
         }),
-        K::new("name", Ty::Str, "The offline message name.", |r, f| {
-            r.offline().is_some_and(|(i, _)| name(i, f))
-        })
+        K::new(
+            "name",
+            Ty::Str,
+            "The offline message name, ID_* (filters: or else each frame's).",
+            |r, f| r.offline().is_some_and(|(i, _)| name(i, f)),
+        )
         .skip()
+        .closed(Closed::Message)
         .filter(|r, f| match r.offline() {
             Some((i, _)) => name(i, f),
             None => r
@@ -118,11 +149,16 @@ impl Described for PacketRecord<'static> {
                 .filter_map(Capsule::message_id)
                 .any(|i| name(i, f)),
         }),
-        K::new("protocol", Ty::Int, "RakNet protocol byte.", |r, f| {
-            r.msg()
-                .and_then(Offline::protocol)
-                .is_some_and(|v| int(v, f))
-        })
+        K::new(
+            "protocol",
+            Ty::Int,
+            "RakNet protocol byte (Open Connection Request 1, Incompatible Protocol Version).",
+            |r, f| {
+                r.msg()
+                    .and_then(Offline::protocol)
+                    .is_some_and(|v| int(v, f))
+            },
+        )
         .skip(),
         K::new(
             "mtu",
@@ -131,22 +167,32 @@ impl Described for PacketRecord<'static> {
             |r, f| r.msg().and_then(Offline::mtu).is_some_and(|v| int(v, f)),
         )
         .skip(),
-        K::new("client_guid", Ty::Guid, "Client GUID.", |r, f| {
-            r.msg()
-                .and_then(Offline::client_guid)
-                .is_some_and(|g| f(Value::Guid(g)))
-        })
+        K::new(
+            "client_guid",
+            Ty::Guid,
+            "Client GUID (unconnected ping, Open Connection Request 2).",
+            |r, f| {
+                r.msg()
+                    .and_then(Offline::client_guid)
+                    .is_some_and(|g| f(Value::Guid(g)))
+            },
+        )
         .skip(),
-        K::new("server_guid", Ty::Guid, "Server GUID.", |r, f| {
-            r.msg()
-                .and_then(Offline::server_guid)
-                .is_some_and(|g| f(Value::Guid(g)))
-        })
+        K::new(
+            "server_guid",
+            Ty::Guid,
+            "Server GUID (pong, replies, refusals).",
+            |r, f| {
+                r.msg()
+                    .and_then(Offline::server_guid)
+                    .is_some_and(|g| f(Value::Guid(g)))
+            },
+        )
         .skip(),
         K::new(
             "guid",
             Ty::Guid,
-            "Sender GUID of an out-of-band message.",
+            "Sender GUID of an out-of-band message (0x0d).",
             |r, f| {
                 r.msg()
                     .and_then(Offline::sender_guid)
@@ -154,19 +200,30 @@ impl Described for PacketRecord<'static> {
             },
         )
         .skip(),
-        K::new("time", Ty::Int, "sendPingTime, ms.", |r, f| {
-            r.msg().and_then(Offline::time).is_some_and(|v| int(v, f))
-        })
+        K::new(
+            "time",
+            Ty::Int,
+            "sendPingTime of an unconnected ping or pong, ms.",
+            |r, f| r.msg().and_then(Offline::time).is_some_and(|v| int(v, f)),
+        )
         .skip(),
-        K::new("cookie", Ty::Int, "Security cookie.", |r, f| {
-            r.msg().and_then(Offline::cookie).is_some_and(|v| int(v, f))
-        })
+        K::new(
+            "cookie",
+            Ty::Int,
+            "Security cookie in Reply 1 or Request 2.",
+            |r, f| r.msg().and_then(Offline::cookie).is_some_and(|v| int(v, f)),
+        )
         .skip(),
-        K::new("security", Ty::Bool, "Security flag.", |r, f| {
-            r.msg()
-                .and_then(Offline::security)
-                .is_some_and(|b| f(Value::Bool(b)))
-        })
+        K::new(
+            "security",
+            Ty::Bool,
+            "Reply 1: the server has security. Reply 2: a security answer is present.",
+            |r, f| {
+                r.msg()
+                    .and_then(Offline::security)
+                    .is_some_and(|b| f(Value::Bool(b)))
+            },
+        )
         .skip(),
         K::new(
             "address",
@@ -193,7 +250,7 @@ impl Described for PacketRecord<'static> {
         K::new(
             "motd",
             Ty::Object,
-            "Minecraft MOTD of a pong.",
+            "Minecraft MOTD of a pong, as an object (`motd.version`, ...).",
             |r, f| match r.msg() {
                 Some(m) if m.motd().is_some() => {
                     m.payload().is_some_and(|p| f(Value::Object(Obj::Motd(p))))
@@ -201,7 +258,8 @@ impl Described for PacketRecord<'static> {
                 _ => false,
             },
         )
-        .skip(),
+        .skip()
+        .nested::<Motd>(),
         K::new(
             "seq",
             Ty::Int,
@@ -215,7 +273,7 @@ impl Described for PacketRecord<'static> {
         K::new(
             "frames",
             Ty::Object,
-            "The capsules of a data datagram.",
+            "The capsules of a data datagram (present when there is at least one).",
             |r, f| {
                 r.capsules()
                     .unwrap_or(&[])
@@ -228,7 +286,7 @@ impl Described for PacketRecord<'static> {
         K::new(
             "ranges",
             Ty::Ranges,
-            "Datagram numbers an ACK or NACK covers.",
+            "Datagram numbers an ACK or NACK covers; `ranges == N` holds when N is covered.",
             |r, f| match &r.packet.body {
                 Body::Datagram(Some(Datagram::Ack(l) | Datagram::Nack(l))) => {
                     l.ranges.iter().any(|x| f(Value::Range(x.min, x.max)))
@@ -245,7 +303,7 @@ impl Described for PacketRecord<'static> {
         K::new(
             "anomalies",
             Ty::Object,
-            "Findings of the dissector and the mirror.",
+            "Findings of the dissector and the mirror; as a test: at least one.",
             |r, f| r.packet.anomalies.iter().any(|a| object::<Anomaly>(a, f)),
         )
         .many()
@@ -270,7 +328,8 @@ impl Described for FrameOf<'static> {
             Ty::Str,
             "Each frame's reliability.",
             |c, f| f(Value::Str(c.0.reliability.name())),
-        ),
+        )
+        .closed(Closed::Reliability),
         FK::new(
             "reliable_index",
             Ty::Int,
@@ -320,8 +379,96 @@ impl Described for FrameOf<'static> {
         FK::new("name", Ty::Str, "Each frame's message name.", |c, f| {
             c.0.message_id().is_some_and(|i| name(i, f))
         })
-        .skip(),
+        .skip()
+        .closed(Closed::Message),
     ];
+}
+
+/// tshark's `ip` fields of a packet: filters read them, JSON has `src`
+/// and `dst`.
+pub(crate) struct Ip;
+
+type IK = Key<Ip>;
+
+impl Described for Ip {
+    type Of<'a> = Packet<'a>;
+    const KEYS: &'static [IK] = &[
+        IK::new(
+            "src",
+            Ty::Ip,
+            "The address of src, IPv4 or IPv6 (`ip.src == 127.0.0.1`, `ip.src == 10.0.0.0/8`).",
+            |p, f| f(Value::Ip(p.src.ip())),
+        ),
+        IK::new("dst", Ty::Ip, "The address of dst.", |p, f| {
+            f(Value::Ip(p.dst.ip()))
+        }),
+        IK::new(
+            "addr",
+            Ty::Ip,
+            "The address of src, then of dst (either one matches).",
+            |p, f| f(Value::Ip(p.src.ip())) || f(Value::Ip(p.dst.ip())),
+        ),
+    ];
+}
+
+/// tshark's `udp` fields of a packet.
+pub(crate) struct Udp;
+
+type UK = Key<Udp>;
+
+impl Described for Udp {
+    type Of<'a> = Packet<'a>;
+    const KEYS: &'static [UK] = &[
+        UK::new("srcport", Ty::Int, "The port of src.", |p, f| {
+            int(p.src.port(), f)
+        }),
+        UK::new("dstport", Ty::Int, "The port of dst.", |p, f| {
+            int(p.dst.port(), f)
+        }),
+        UK::new(
+            "port",
+            Ty::Int,
+            "The port of src, then of dst (either one matches).",
+            |p, f| int(p.src.port(), f) || int(p.dst.port(), f),
+        ),
+    ];
+}
+
+/// The keys of a pong's `motd` (`value::motd_object` writes the object;
+/// filters read its keys here).
+macro_rules! motd_keys {
+    ($($name:literal: $doc:literal,)*) => {
+        &[$(MK::new($name, Ty::Str, $doc, |m, f| {
+            // The last of a name: `extra` may come more than once.
+            m.fields
+                .iter()
+                .rev()
+                .find(|(k, _)| *k == $name)
+                .is_some_and(|(_, v)| f(Value::Str(v)))
+        })
+        .skip(),)*]
+    };
+}
+
+type MK = Key<Motd>;
+
+impl Described for Motd {
+    type Of<'a> = Motd;
+    const KEYS: &'static [MK] = motd_keys!(
+        "edition": "MOTD edition (MCPE or MCEE).",
+        "motd": "MOTD first line.",
+        "protocol_version": "MOTD game protocol version.",
+        "version": "MOTD game version.",
+        "players_online": "MOTD players online.",
+        "players_max": "MOTD player limit.",
+        "server_guid": "MOTD server id.",
+        "sub_motd": "MOTD second line.",
+        "game_mode": "MOTD game mode.",
+        "nintendo_limited": "MOTD Nintendo-limited flag.",
+        "port_v4": "MOTD IPv4 port.",
+        "port_v6": "MOTD IPv6 port.",
+        "extra": "MOTD fields after the twelfth (the last one).",
+    );
 }
 
 type SK = Key<Split>;

@@ -318,6 +318,8 @@ fn tables(record: &str) -> Vec<Vec<Row>> {
 /// key nests has a table of its own in `rest`, or names its keys in the
 /// row's meaning.
 fn check(record: &str, rows: &[Row], keys: Vec<KeyDoc>, rest: &mut dyn Iterator<Item = &Vec<Row>>) {
+    // Keys only filters read are not in JSON, nor in its tables.
+    let keys: Vec<KeyDoc> = keys.into_iter().filter(|k| k.in_json).collect();
     let listed: Vec<(&str, &Row)> = rows
         .iter()
         .flat_map(|r| r.keys.iter().map(move |k| (k.as_str(), r)))

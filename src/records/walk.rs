@@ -64,7 +64,7 @@ pub(crate) fn leaves<D: Described>(r: &D::Of<'_>, path: &mut String, f: &mut Lea
     let base = path.len();
     let mut any = false;
     for k in D::KEYS {
-        if k.present.is_some_and(|present| !present(r)) {
+        if !k.in_json || k.present.is_some_and(|present| !present(r)) {
             continue;
         }
         path.truncate(base);
