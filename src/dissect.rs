@@ -98,6 +98,14 @@ impl Dissector {
         &self.stats
     }
 
+    /// The next flow id, for a flow of another transport (a NetherNet
+    /// conversation): flow ids stay unique across transports.
+    pub(crate) fn new_flow_id(&mut self) -> u32 {
+        let id = self.next_id;
+        self.next_id = self.next_id.wrapping_add(1);
+        id
+    }
+
     pub(crate) fn flow(&self, a: SocketAddr, b: SocketAddr) -> Option<&Flow> {
         self.flows.get(&key(a, b))
     }

@@ -36,6 +36,7 @@ use crate::dissect::{
     SpentPackets,
 };
 use crate::mirror::{Mirror, Observation};
+use crate::nethernet::conversations::{Conversations, Seen};
 
 pub mod drive;
 pub mod notes;
@@ -97,6 +98,8 @@ pub struct PipelineOptions {
     /// Read the files on the caller's thread (`--threads 1`: one thread
     /// does all the work), not on a reading thread of their own.
     pub one_thread: bool,
+    /// The DTLS secrets NetherNet's records open with (`--tls-keylog`).
+    pub tls_keylog: Arc<crate::nethernet::dtls::KeyLog>,
 }
 
 /// One thing the pipeline hands out.
@@ -120,6 +123,21 @@ pub enum Item<'p, 'a> {
         packet: OwnedPacket,
         /// What the mirror found in it.
         obs: &'p mut Observation,
+        /// The time lines are counted from (the first datagram's).
+        since: Duration,
+        /// Index of the file in [`Input::Files`] (0 for a reader).
+        file: usize,
+    },
+    /// A UDP datagram of a NetherNet conversation, and what it showed.
+    Nethernet {
+        /// Its conversation and events.
+        seen: Seen<'p>,
+        /// Its frame number.
+        frame: u64,
+        /// Its capture time.
+        ts: Duration,
+        /// Its sender.
+        src: std::net::SocketAddr,
         /// The time lines are counted from (the first datagram's).
         since: Duration,
         /// Index of the file in [`Input::Files`] (0 for a reader).
@@ -388,16 +406,26 @@ impl Ended {
     }
 
     /// What was read: frames, RakNet packets and flows, what was skipped.
-    pub(crate) fn summary(&self, d: &DissectStats) -> String {
+    pub(crate) fn summary(&self, d: &DissectStats, nethernet: &Conversations) -> String {
         let plural = crate::wire::plural;
+        // NetherNet's datagrams are among those the dissector did not take.
+        let (n, sessions) = (nethernet.datagrams, nethernet.started);
+        let nethernet = match n {
+            0 => String::new(),
+            _ => format!(
+                ", {n} NetherNet {} in {sessions} {}",
+                plural(n, "datagram", "datagrams"),
+                plural(sessions, "conversation", "conversations")
+            ),
+        };
         format!(
-            "{} frames, {} RakNet {} in {} {}, {} other UDP datagrams and {} non-UDP frames skipped",
+            "{} frames, {} RakNet {} in {} {}{nethernet}, {} other UDP datagrams and {} non-UDP frames skipped",
             self.frames,
             d.raknet_packets,
             plural(d.raknet_packets, "packet", "packets"),
             d.flows,
             plural(d.flows, "flow", "flows"),
-            d.not_raknet,
+            d.not_raknet.saturating_sub(n),
             self.non_udp
         )
     }
@@ -409,6 +437,8 @@ pub struct Pipeline {
     dissector: Dissector,
     /// Allocations of owned packets given back, for the next ones.
     shells: Vec<Shell>,
+    /// The NetherNet conversations among the datagrams that are not RakNet.
+    nethernet: Conversations,
 }
 
 /// Files up to this size are read without a reading thread.
@@ -428,10 +458,12 @@ impl Pipeline {
             trace: opts.trace,
             ..Options::default()
         });
+        let nethernet = Conversations::new(Arc::clone(&opts.tls_keylog));
         Pipeline {
             opts,
             dissector,
             shells: Vec::new(),
+            nethernet,
         }
     }
 
@@ -440,14 +472,25 @@ impl Pipeline {
         self.dissector.stats()
     }
 
+    /// The NetherNet conversations read.
+    pub(crate) fn nethernet(&self) -> &Conversations {
+        &self.nethernet
+    }
+
     /// After a run: why `--flow N` names no flow of the capture, if so
     /// (`no flow 7: the capture has 6 RakNet flows`).
     pub(crate) fn no_such_flow(&self, flow: Option<u32>) -> Option<String> {
-        let flows = self.dissector.stats().flows;
+        // Flow ids count NetherNet's conversations too.
+        let flows = self.dissector.stats().flows + self.nethernet.started;
         let n = flow.filter(|&n| u64::from(n) > flows)?;
         let plural = crate::wire::plural(flows, "flow", "flows");
+        let raknet = if self.nethernet.started == 0 {
+            "RakNet "
+        } else {
+            ""
+        };
         Some(format!(
-            "no flow {n}: the capture has {flows} RakNet {plural}"
+            "no flow {n}: the capture has {flows} {raknet}{plural}"
         ))
     }
 
@@ -723,8 +766,9 @@ impl Pipeline {
             let packet = match OwnedPacket::dissect(&mut self.dissector, d, &mut self.shells) {
                 Ok(p) => p,
                 Err(d) => {
+                    let stop = self.other(&d, since, file, each)?;
                     reader.recycle(d);
-                    return Ok(false);
+                    return Ok(stop);
                 }
             };
             let (dissector, p) = (&self.dissector, packet.get());
@@ -738,8 +782,9 @@ impl Pipeline {
             return Ok(each(item)? == Next::Stop);
         }
         let Some(mut p) = self.dissector.dissect(&d) else {
+            let stop = self.other(&d, since, file, each)?;
             reader.recycle(d);
-            return Ok(false);
+            return Ok(stop);
         };
         let dissector = &self.dissector;
         mirror.observe(&p, || dissector.flow(p.src, p.dst), obs);
@@ -752,6 +797,36 @@ impl Pipeline {
         self.dissector.recycle(p);
         reader.recycle(d);
         Ok(next? == Next::Stop)
+    }
+}
+
+impl Pipeline {
+    /// A UDP datagram that is not RakNet: a NetherNet conversation's, to
+    /// `each`, or nothing; true when `each` asked to stop.
+    fn other<E>(
+        &mut self,
+        d: &crate::capture::UdpDatagram,
+        since: Duration,
+        file: usize,
+        each: &mut impl FnMut(Item<'_, '_>) -> Result<Next, E>,
+    ) -> Result<bool, E> {
+        let dissector = &mut self.dissector;
+        let new_id = || dissector.new_flow_id();
+        let Some(seen) = self
+            .nethernet
+            .datagram(d.src, d.dst, d.ts, &d.payload, new_id)
+        else {
+            return Ok(false);
+        };
+        let item = Item::Nethernet {
+            seen,
+            frame: d.frame,
+            ts: d.ts,
+            src: d.src,
+            since,
+            file,
+        };
+        Ok(each(item)? == Next::Stop)
     }
 }
 
@@ -804,7 +879,7 @@ mod tests {
             ..DissectStats::default()
         };
         assert_eq!(
-            ended.summary(&d),
+            ended.summary(&d, &Conversations::new(Arc::default())),
             "9 frames, 1 RakNet packet in 1 flow, 2 other UDP datagrams and 1 non-UDP frames skipped"
         );
     }

@@ -174,16 +174,44 @@ impl Game {
                 return None;
             }
             let mut f = GameFlow::new(raknet, Arc::clone(&self.keys), self.signatures);
-            f.fields = self.fields.then(|| {
-                let mut d = fields::Fields::default();
-                d.layout = self.layout;
-                d
-            });
+            f.fields = self.new_fields();
             self.flows.insert(m.flow, f);
             self.game_flows += 1;
         }
         let f = self.flows.get_mut(&m.flow)?;
         Some(f.message(m.dir, &m.data))
+    }
+
+    /// A new flow's field decoder, when fields are decoded.
+    fn new_fields(&self) -> Option<fields::Fields> {
+        self.fields.then(|| {
+            let mut d = fields::Fields::default();
+            d.layout = self.layout;
+            d
+        })
+    }
+
+    /// A batch a NetherNet conversation's application received (`dir`:
+    /// `c2s` when the server did): its packets, or why not. NetherNet
+    /// carries nothing but Bedrock: every conversation is a game flow.
+    /// `None` past [`MAX_GAME_FLOWS`] flows.
+    pub fn batch(
+        &mut self,
+        flow: u32,
+        dir: crate::dissect::Dir,
+        batch: &[u8],
+    ) -> Option<Vec<GameEvent>> {
+        if !self.flows.contains_key(&flow) {
+            if self.flows.len() >= MAX_GAME_FLOWS {
+                self.untracked += 1;
+                return None;
+            }
+            let mut f = GameFlow::new(None, Arc::clone(&self.keys), self.signatures);
+            f.fields = self.new_fields();
+            self.flows.insert(flow, f);
+            self.game_flows += 1;
+        }
+        Some(self.flows.get_mut(&flow)?.batch(dir, batch))
     }
 
     /// A packet and what the mirror made of it: the game packets in the

@@ -53,6 +53,10 @@ pub struct DecodeArgs {
     /// arrival order (what an original RakNet 4.081 receiver delivers).
     #[arg(long, value_enum, default_value = "index", value_name = "ORDER")]
     pub reassembly: ReassemblyArg,
+    /// A DTLS key log (NSS format, as SSLKEYLOGFILE) opening NetherNet's
+    /// records; SSLKEYLOGFILE is read too. Repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub tls_keylog: Vec<PathBuf>,
 }
 
 impl DecodeArgs {
@@ -113,6 +117,8 @@ impl CaptureArgs {
         let (o, d) = (&mut r.options, &self.decode);
         (o.decode_as, o.no_heuristics) = (d.decode_as.clone(), d.no_heuristics);
         (r.reassembly, r.count, r.flow) = (d.reassembly(), self.count, self.flow);
+        r.tls_keylog = d.tls_keylog.clone();
+        r.tls_keylog_env = std::env::var_os("SSLKEYLOGFILE").map(PathBuf::from);
         (r.notes, r.progress) = (super::stderr_notes(), super::progress::bar());
         r.part = self.part.clone();
         r

@@ -120,7 +120,7 @@ impl PacketRecords {
                     game,
                 }
             }
-            Item::Packet { .. } | Item::Counted(_) => return None,
+            Item::Packet { .. } | Item::Counted(_) | Item::Nethernet { .. } => return None,
         })
     }
 }

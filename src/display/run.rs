@@ -162,6 +162,7 @@ pub fn messages(
             reading,
             &mut mirror,
             &mut game,
+            false,
             null,
             |message, ev, since, file, _| {
                 let (time, game) = (clock.tick(message.ts), ev.as_deref().map(event_names));
@@ -293,7 +294,7 @@ pub fn handshakes(
                 // out: a flow past its bounded attempts goes on.
                 obs.ended.iter().for_each(|&f| drop(game.close(f)));
             }
-            Item::File { .. } | Item::Counted(_) | Item::Owned { .. } => {}
+            Item::File { .. } | Item::Counted(_) | Item::Owned { .. } | Item::Nethernet { .. } => {}
         }
         Ok(Next::Continue)
     })?;
@@ -352,6 +353,7 @@ pub fn game(
             reading,
             &mut mirror,
             &mut game,
+            true,
             null,
             |message, ev, since, file, _| match ev {
                 Some(events) if !o.quiet && only.is_none_or(|f| f == message.flow) => {

@@ -729,6 +729,54 @@ impl KeyLog {
     pub fn is_empty(&self) -> bool {
         self.secrets.is_empty()
     }
+
+    /// The CLIENT_RANDOM lines of the files `paths` (`--tls-keylog`),
+    /// then of `optional` when it can be read (`SSLKEYLOGFILE`, which a
+    /// browser makes when it first writes to it). A file given that cannot
+    /// be read, or holds no CLIENT_RANDOM line, is an error.
+    pub fn from_files(
+        paths: &[std::path::PathBuf],
+        optional: Option<&std::path::Path>,
+    ) -> std::result::Result<KeyLog, KeyLogError> {
+        /// A key log this large is not one (a million secrets is 200 MB).
+        const MAX_BYTES: u64 = 256 << 20;
+        let read = |p: &std::path::Path| -> std::result::Result<String, KeyLogError> {
+            let error = |e: std::io::Error| KeyLogError::Unreadable(p.to_owned(), e);
+            let len = std::fs::metadata(p).map_err(error)?.len();
+            if len > MAX_BYTES {
+                return Err(KeyLogError::TooLarge(p.to_owned(), len));
+            }
+            let bytes = std::fs::read(p).map_err(error)?;
+            String::from_utf8(bytes).map_err(|_| KeyLogError::NoSecret(p.to_owned()))
+        };
+        let mut text = String::new();
+        for p in paths {
+            let t = read(p)?;
+            if KeyLog::parse(&t).is_empty() {
+                return Err(KeyLogError::NoSecret(p.clone()));
+            }
+            text.push_str(&t);
+            text.push('\n');
+        }
+        if let Some(t) = optional.and_then(|p| read(p).ok()) {
+            text.push_str(&t);
+        }
+        Ok(KeyLog::parse(&text))
+    }
+}
+
+/// Why a DTLS key log could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyLogError {
+    /// It could not be opened or read.
+    #[error("--tls-keylog {path}: {error}", path = .0.display(), error = .1)]
+    Unreadable(std::path::PathBuf, std::io::Error),
+    /// It is larger than a key log can be.
+    #[error("--tls-keylog {path}: {len} bytes, not a key log", path = .0.display(), len = .1)]
+    TooLarge(std::path::PathBuf, u64),
+    /// It holds no CLIENT_RANDOM line (or is not text).
+    #[error("--tls-keylog {path}: no CLIENT_RANDOM line (an NSS key log, as SSLKEYLOGFILE writes)", path = .0.display())]
+    NoSecret(std::path::PathBuf),
 }
 
 fn hex_array<const N: usize>(s: &str) -> Option<[u8; N]> {

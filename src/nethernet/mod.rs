@@ -18,6 +18,7 @@
 //! application received.
 
 pub mod association;
+pub mod conversations;
 pub mod dcep;
 pub mod delivery;
 pub mod dtls;

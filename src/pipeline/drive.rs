@@ -45,6 +45,10 @@ pub struct Reading {
     /// Threads that print the records (`--threads`), where the output
     /// allows several.
     pub threads: usize,
+    /// DTLS key logs for NetherNet (`--tls-keylog`).
+    pub tls_keylog: Vec<PathBuf>,
+    /// A DTLS key log read when it can be (`SSLKEYLOGFILE`).
+    pub tls_keylog_env: Option<PathBuf>,
 }
 
 impl Reading {
@@ -100,6 +104,14 @@ pub(crate) fn drive_items(
 ) -> anyhow::Result<ReadOutcome> {
     let paths = &cap.paths;
     let mut opts = cap.options.clone();
+    let env = cap.tls_keylog_env.as_deref();
+    match crate::nethernet::dtls::KeyLog::from_files(&cap.tls_keylog, env) {
+        Ok(log) => opts.tls_keylog = Arc::new(log),
+        Err(e) => {
+            cap.notes.say(NoteKind::Usage, &e.to_string());
+            return Ok(ReadOutcome::Usage);
+        }
+    }
     let (input, bar) = match live {
         Some(r) => (Input::Reader(Box::new(r)), None),
         None if paths.is_empty() => {
@@ -140,11 +152,14 @@ pub(crate) fn drive_items(
     }
     // Not once a file of a --separate run: a fleet would fill the terminal.
     if cap.part.is_none() {
-        let summary = ended.summary(pipeline.dissect_stats());
+        let summary = ended.summary(pipeline.dissect_stats(), pipeline.nethernet());
         cap.notes.say(NoteKind::Summary, &summary);
     }
     // Nothing to show is said, with what to try.
-    if let Some(why) = nothing_read(&ended, pipeline.dissect_stats(), cap.count) {
+    let nethernet = pipeline.nethernet().datagrams > 0;
+    if let Some(why) =
+        nothing_read(&ended, pipeline.dissect_stats(), cap.count).filter(|_| !nethernet)
+    {
         cap.notes.say_once(NoteKind::Hint, &name(why));
     }
     match (ended.outcome(), pipeline.no_such_flow(cap.flow)) {
@@ -194,6 +209,43 @@ pub(crate) fn no_game(game: &Game) -> Option<String> {
     })
 }
 
+/// The batches a NetherNet datagram completed, each as a message of its
+/// conversation's flow with what the game layer made of it. The client
+/// opened the channels: what it receives goes `s2c`.
+fn nethernet_batches<'s>(
+    game: &'s mut Game,
+    seen: &'s crate::nethernet::conversations::Seen<'_>,
+    frame: u64,
+    ts: Duration,
+) -> impl Iterator<Item = (Message, Option<Vec<GameEvent>>)> + 's {
+    use crate::nethernet::association::{Event, RELIABLE};
+    let c = seen.conversation;
+    seen.events.iter().filter_map(move |e| {
+        let Event::Batch { to, stream, data } = e else {
+            return None;
+        };
+        let channel = c.association.channels.get(stream);
+        let dir = match channel.map(|ch| ch.opened_by) {
+            Some(client) if client == *to => crate::dissect::Dir::S2c,
+            _ => crate::dissect::Dir::C2s,
+        };
+        let reliable = channel.is_some_and(|ch| ch.label == RELIABLE);
+        let ev = game.batch(c.id, dir, data);
+        let m = Message {
+            flow: c.id,
+            dir,
+            frame,
+            ts,
+            data: data.clone(),
+            // As DCEP opened the channel: reliable and ordered, or neither.
+            reliability: crate::wire::Reliability(if reliable { 3 } else { 0 }),
+            channel: None,
+            anomalies: Vec::new(),
+        };
+        Some((m, ev))
+    })
+}
+
 /// [`drive_items`] for commands that want packets only: `each` gets each
 /// RakNet packet with the mirror's findings, and the time lines count from.
 pub(crate) fn drive(
@@ -218,11 +270,14 @@ pub(crate) fn drive(
 /// [`drive_items`] for the commands that print delivered messages: `each`
 /// gets every message in delivery order with what the game layer made of
 /// it (a Bedrock flow's 0xFE messages), the time lines count from, and its
-/// file; the messages still held at the end come last.
+/// file; the messages still held at the end come last. With `batches`,
+/// each batch a NetherNet application received too, as a message of its
+/// flow, with its game packets.
 pub(crate) fn drive_messages(
     cap: &Reading,
     mirror: &mut Mirror,
     game: &mut Game,
+    batches: bool,
     out: &mut impl Write,
     mut each: impl FnMut(
         Message,
@@ -233,9 +288,11 @@ pub(crate) fn drive_messages(
     ) -> anyhow::Result<()>,
 ) -> anyhow::Result<ReadOutcome> {
     let (mut first, mut last_file) = (None, 0);
-    let mut on = |game: &mut Game, m: Message, since, file, out: &mut dyn Write| {
+    // NetherNet flows whose DTLS records stayed closed (a few are named).
+    let mut closed: Vec<u32> = Vec::new();
+    let on = |game: &mut Game, m: Message| {
         let ev = game.message(&m);
-        each(m, ev, since, file, out)
+        (m, ev)
     };
     let outcome = drive_items(None, cap, mirror, out, |item, out| {
         if let Item::Packet {
@@ -248,14 +305,46 @@ pub(crate) fn drive_messages(
             (first, last_file) = (Some(since), file);
             game.packet(packet);
             for m in obs.messages.drain(..) {
-                on(game, m, since, file, out)?;
+                let (m, ev) = on(game, m);
+                each(m, ev, since, file, out)?;
             }
             obs.ended.iter().for_each(|&f| drop(game.close(f)));
+        } else if let Item::Nethernet {
+            seen,
+            frame,
+            ts,
+            since,
+            file,
+            ..
+        } = item
+        {
+            (first, last_file) = (Some(since), file);
+            let c = seen.conversation;
+            let sealed = c.association.counts.values().any(|n| n.encrypted > 0);
+            if sealed && !c.association.decrypts() && closed.len() < 8 && !closed.contains(&c.id) {
+                closed.push(c.id);
+            }
+            for (m, ev) in nethernet_batches(game, &seen, frame, ts).filter(|_| batches) {
+                each(m, ev, since, file, out)?;
+            }
         }
         Ok(Next::Continue)
     })?;
     for m in mirror.finish().messages {
-        on(game, m, first.unwrap_or_default(), last_file, out)?;
+        let (m, ev) = on(game, m);
+        each(m, ev, first.unwrap_or_default(), last_file, out)?;
+    }
+    if batches && !closed.is_empty() {
+        let ids: Vec<String> = closed.iter().map(u32::to_string).collect();
+        let flows = crate::wire::plural(closed.len() as u64, "flow", "flows");
+        cap.notes.say(
+            NoteKind::Hint,
+            &format!(
+                "NetherNet {flows} {}: the DTLS records are not decrypted; \
+                 --tls-keylog FILE (an NSS key log, as SSLKEYLOGFILE writes) opens them",
+                ids.join(", ")
+            ),
+        );
     }
     Ok(outcome)
 }

@@ -1,0 +1,207 @@
+//! The NetherNet associations of a capture: each UDP conversation (a pair
+//! of addresses) that a STUN message or a DTLS ClientHello starts, read
+//! through an [`Association`] of its own. Sans-IO: the pipeline hands it
+//! the datagrams the RakNet dissector did not take.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::association::{Association, Event};
+use super::{classify, delivery, dtls, Demux};
+
+/// Conversations followed at most; datagrams of new ones past it are
+/// counted ([`Conversations::refused`]), not read.
+pub const MAX_CONVERSATIONS: usize = 4096;
+
+/// STUN's magic cookie (RFC 5389 §6), bytes 4 to 7 of every message.
+const MAGIC_COOKIE: [u8; 4] = [0x21, 0x12, 0xa4, 0x42];
+
+/// One conversation: its flow id and what its datagrams showed so far.
+#[derive(Debug)]
+pub struct Conversation {
+    /// Its flow id (numbered with the RakNet flows, in order of first
+    /// sight).
+    pub id: u32,
+    /// The address that sent its first datagram.
+    pub first_sender: SocketAddr,
+    /// The other address.
+    pub other: SocketAddr,
+    /// Its first and last datagrams' capture times.
+    pub first_ts: Duration,
+    /// The last one's.
+    pub last_ts: Duration,
+    /// Datagrams read, by sender: `[first_sender, other]`.
+    pub datagrams: [u64; 2],
+    /// ICE, DTLS, SCTP and the channels on it.
+    pub association: Association,
+}
+
+/// What one datagram of a conversation showed.
+#[derive(Debug)]
+pub struct Seen<'c> {
+    /// The conversation it belongs to.
+    pub conversation: &'c Conversation,
+    /// What happened, in order.
+    pub events: &'c [Event],
+}
+
+/// Every NetherNet conversation of a capture.
+#[derive(Debug)]
+pub struct Conversations {
+    table: HashMap<(SocketAddr, SocketAddr), Conversation>,
+    keylog: Arc<dtls::KeyLog>,
+    limits: delivery::Limits,
+    events: Vec<Event>,
+    /// Datagrams read as NetherNet.
+    pub datagrams: u64,
+    /// Conversations started.
+    pub started: u64,
+    /// Datagrams of conversations past [`MAX_CONVERSATIONS`], not read.
+    pub refused: u64,
+}
+
+impl Conversations {
+    /// None seen yet; DTLS records opened with `keylog`'s secrets.
+    pub fn new(keylog: Arc<dtls::KeyLog>) -> Self {
+        Conversations {
+            table: HashMap::new(),
+            keylog,
+            limits: delivery::Limits::default(),
+            events: Vec::new(),
+            datagrams: 0,
+            started: 0,
+            refused: 0,
+        }
+    }
+
+    /// A conversation, by its flow id.
+    pub fn get(&self, id: u32) -> Option<&Conversation> {
+        self.table.values().find(|c| c.id == id)
+    }
+
+    /// Every conversation still followed, in order of first sight.
+    pub fn all(&self) -> Vec<&Conversation> {
+        let mut all: Vec<&Conversation> = self.table.values().collect();
+        all.sort_by_key(|c| c.id);
+        all
+    }
+
+    /// A UDP datagram the RakNet dissector did not take: `None` when it is
+    /// not NetherNet's (no conversation of its addresses, and it starts
+    /// none). A datagram that starts a conversation gets its flow id from
+    /// `new_id`.
+    pub fn datagram(
+        &mut self,
+        src: SocketAddr,
+        dst: SocketAddr,
+        ts: Duration,
+        payload: &[u8],
+        new_id: impl FnOnce() -> u32,
+    ) -> Option<Seen<'_>> {
+        let key = if src <= dst { (src, dst) } else { (dst, src) };
+        if !self.table.contains_key(&key) {
+            // Either start has the handshake to come: not mid-stream.
+            starts(payload)?;
+            if self.table.len() >= MAX_CONVERSATIONS {
+                self.refused += 1;
+                return None;
+            }
+            self.started += 1;
+            self.table.insert(
+                key,
+                Conversation {
+                    id: new_id(),
+                    first_sender: src,
+                    other: dst,
+                    first_ts: ts,
+                    last_ts: ts,
+                    datagrams: [0; 2],
+                    association: Association::new(self.limits, false),
+                },
+            );
+        }
+        let c = self.table.get_mut(&key)?;
+        self.datagrams += 1;
+        c.last_ts = ts;
+        c.datagrams[usize::from(src != c.first_sender)] += 1;
+        self.events.clear();
+        c.association
+            .datagram(src, dst, payload, &self.keylog, &mut self.events);
+        Some(Seen {
+            conversation: c,
+            events: &self.events,
+        })
+    }
+}
+
+/// How a datagram starts a conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Start {
+    /// A STUN message (its magic cookie): ICE checks come first.
+    Stun,
+    /// A DTLS record of a ClientHello: the checks were not captured.
+    ClientHello,
+}
+
+/// Whether `payload` starts a NetherNet conversation, and how.
+fn starts(payload: &[u8]) -> Option<Start> {
+    match classify(payload) {
+        Demux::Stun => (payload.len() >= 20 && payload.get(4..8) == Some(&MAGIC_COOKIE[..]))
+            .then_some(Start::Stun),
+        Demux::Dtls => {
+            let first = dtls::records(payload).ok()?.into_iter().next()?;
+            let hello = first.epoch == 0
+                && first.content == dtls::content::HANDSHAKE
+                && first.fragment.first() == Some(&1);
+            hello.then_some(Start::ClientHello)
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stun_or_a_client_hello_starts_one_and_nothing_else_does() {
+        let mut stun = vec![0u8, 1, 0, 0];
+        stun.extend_from_slice(&MAGIC_COOKIE);
+        stun.extend_from_slice(&[7; 12]);
+        assert_eq!(starts(&stun), Some(Start::Stun));
+        stun[5] = 0;
+        assert_eq!(starts(&stun), None, "no magic cookie");
+        assert_eq!(starts(&[0x17, 0xfe, 0xfd]), None, "application data");
+        assert_eq!(starts(&[]), None);
+        assert_eq!(starts(&[0x84, 0, 0, 0]), None, "a RakNet datagram");
+    }
+
+    #[test]
+    fn conversations_past_the_bound_are_counted_not_read() {
+        let mut c = Conversations::new(Arc::default());
+        let mut stun = vec![0u8, 1, 0, 0];
+        stun.extend_from_slice(&MAGIC_COOKIE);
+        stun.extend_from_slice(&[7; 12]);
+        let mut next = 0;
+        for i in 0..MAX_CONVERSATIONS + 3 {
+            let src = SocketAddr::from(([127, 0, 0, 1], (i % 60_000) as u16 + 1));
+            let dst = SocketAddr::from(([127, 0, 0, (i / 60_000) as u8 + 2], 19132));
+            c.datagram(src, dst, Duration::ZERO, &stun, || {
+                next += 1;
+                next
+            });
+        }
+        assert_eq!(c.started as usize, MAX_CONVERSATIONS);
+        assert_eq!(c.refused, 3);
+        // The other direction of a known one is the same conversation.
+        let (a, b) = (
+            SocketAddr::from(([127, 0, 0, 1], 1)),
+            SocketAddr::from(([127, 0, 0, 2], 19132)),
+        );
+        let seen = c.datagram(b, a, Duration::ZERO, &stun, || 0).unwrap();
+        assert_eq!(seen.conversation.id, 1);
+        assert_eq!(seen.conversation.datagrams, [1, 1]);
+    }
+}
