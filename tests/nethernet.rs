@@ -158,3 +158,67 @@ fn key_logs_from_the_environment_and_bad_ones() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("no CLIENT_RANDOM line"), "{stderr}");
 }
+
+/// `messages` shows what each side's data channels delivered to its
+/// application, message by message, in its order, with the channel each
+/// came on; a message that completed a batch names its game packets.
+#[test]
+fn messages_show_what_each_data_channel_delivered() {
+    for name in ["nethernet-join", "nethernet-lossy"] {
+        let truth = truth(name);
+        let pcap = sample(&format!("{name}.pcap"));
+        let keylog = sample(&format!("{name}.keylog"));
+        let (records, _) = records(&[
+            "messages",
+            pcap.to_str().unwrap(),
+            "--json",
+            "--tls-keylog",
+            keylog.to_str().unwrap(),
+        ]);
+        assert!(records
+            .iter()
+            .all(|r| r["type"] == "message" && r.get("id").is_none()));
+        let mut flows: Vec<u64> = records
+            .iter()
+            .map(|r| r["flow"].as_u64().unwrap())
+            .collect();
+        flows.sort();
+        flows.dedup();
+        for (side, dir) in [("server", "c2s"), ("client", "s2c")] {
+            let want: Vec<(u64, String, String)> = truth
+                .iter()
+                .filter(|r| r["type"] == "message" && r["side"] == side && r["event"] == "received")
+                .map(|r| {
+                    (
+                        r["stream_id"].as_u64().unwrap(),
+                        r["label"].as_str().unwrap().to_string(),
+                        r["hex"].as_str().unwrap().to_string(),
+                    )
+                })
+                .collect();
+            assert!(want.len() > 5);
+            let of_flow = |flow: u64| -> Vec<(u64, String, String)> {
+                records
+                    .iter()
+                    .filter(|r| r["flow"] == flow && r["dir"] == dir)
+                    .map(|r| {
+                        (
+                            r["stream"].as_u64().unwrap(),
+                            r["label"].as_str().unwrap().to_string(),
+                            r["data"].as_str().unwrap().to_string(),
+                        )
+                    })
+                    .collect()
+            };
+            assert!(
+                flows.iter().any(|&f| of_flow(f) == want),
+                "{name}: no flow shows the {} messages the {side} received",
+                want.len()
+            );
+        }
+        // The last segment of the login names it.
+        assert!(records
+            .iter()
+            .any(|r| r["game"] == serde_json::json!(["login"])));
+    }
+}

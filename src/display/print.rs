@@ -394,6 +394,8 @@ pub(crate) struct MessagePrinter {
     row: String,
     /// A record's line, built before it is written.
     line: Vec<u8>,
+    /// The data channel of the next message, a NetherNet one.
+    pub(crate) channel: Option<crate::nethernet::association::DataChannel>,
 }
 
 impl MessagePrinter {
@@ -407,6 +409,7 @@ impl MessagePrinter {
             time: TimeColumn::new(time),
             row: String::new(),
             line: Vec::new(),
+            channel: None,
         }
     }
 
@@ -426,6 +429,7 @@ impl MessagePrinter {
             data_limit: self.data_limit,
             game: self.game.as_deref(),
             file,
+            data_channel: self.channel.as_ref(),
         };
         self.shown.wants(&Since {
             record: &record,
@@ -447,6 +451,7 @@ impl MessagePrinter {
             data_limit: self.data_limit,
             game: self.game.as_deref(),
             file,
+            data_channel: self.channel.as_ref(),
         };
         if let Some(x) = &self.shown.export {
             self.row.clear();
@@ -470,9 +475,17 @@ impl MessagePrinter {
             self.game = None;
             return out.write_all(&self.line);
         }
-        let mut line = text::message_line(m, since, &mut self.time, self.pal);
-        if let Some(names) = self.game.take() {
-            line = crate::output::game::name_message(&line, &names);
+        let via = self.channel.as_ref();
+        let mut line = text::message_line(m, via, since, &mut self.time, self.pal);
+        match self.game.take() {
+            // A NetherNet message that completed a batch.
+            Some(names) if via.is_some() && !names.is_empty() => {
+                line.push_str(&format!(" ⇒ game[{}]", names.join(",")));
+            }
+            Some(names) if via.is_none() => {
+                line = crate::output::game::name_message(&line, &names);
+            }
+            _ => {}
         }
         writeln!(out, "{line}")
     }

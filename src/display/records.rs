@@ -5,6 +5,7 @@
 //! on besides itself: the time column as the records before it left it
 //! (`Clock`), and what the game layer made of it.
 
+use crate::nethernet::association::DataChannel;
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -179,6 +180,8 @@ pub(crate) struct MessageItem {
     pub(crate) since: Duration,
     pub(crate) file: usize,
     pub(crate) time: Option<TimeColumn>,
+    /// The data channel of a NetherNet message.
+    pub(crate) channel: Option<DataChannel>,
 }
 
 impl MessageItem {
@@ -195,6 +198,7 @@ impl MessageItem {
             since,
             file,
             time,
+            channel: None,
         }
     }
 }
@@ -238,6 +242,7 @@ impl MessagePrinter {
             self.set_time(t);
         }
         self.game = m.game.take();
+        self.channel = m.channel.take();
         if self.wants(&m.message, m.since, m.file) && choice.wants(&m.message) {
             self.message(&m.message, m.since, m.file, out)?;
         }

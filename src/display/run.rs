@@ -164,10 +164,11 @@ pub fn messages(
             &mut game,
             false,
             null,
-            |message, ev, since, file, _| {
-                let (time, game) = (clock.tick(message.ts), ev.as_deref().map(event_names));
-                let bytes = message.data.len();
-                let m = MessageItem::new(message, game, since, file, time);
+            |d, since, file, _| {
+                let (time, game) = (clock.tick(d.message.ts), d.game.as_deref().map(event_names));
+                let bytes = d.message.data.len();
+                let mut m = MessageItem::new(d.message, game, since, file, time);
+                m.channel = d.channel;
                 Ok(sink.push_weighing(m, bytes)?)
             },
         )
@@ -355,12 +356,12 @@ pub fn game(
             &mut game,
             true,
             null,
-            |message, ev, since, file, _| match ev {
-                Some(events) if !o.quiet && only.is_none_or(|f| f == message.flow) => {
-                    let bytes = message.data.len() * 4;
+            |d, since, file, _| match d.game {
+                Some(events) if !o.quiet && only.is_none_or(|f| f == d.message.flow) => {
+                    let bytes = d.message.data.len() * 4;
                     let item = GameItem {
                         events,
-                        message,
+                        message: d.message,
                         since,
                         file,
                     };

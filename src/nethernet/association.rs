@@ -37,6 +37,17 @@ pub struct Channel {
     pub opened_by: SocketAddr,
 }
 
+/// The data channel a message came on, as its records name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataChannel {
+    /// The SCTP stream.
+    pub stream: u16,
+    /// The channel's label (`ReliableDataChannel`), when DCEP opened it.
+    pub label: Option<String>,
+    /// The message's payload protocol identifier (53: binary).
+    pub ppid: u32,
+}
+
 /// What a datagram showed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {

@@ -583,7 +583,13 @@ pub fn line(p: &Packet<'_>, since: Duration, pal: Palette) -> String {
 /// One line per delivered message: frame, time (in `time`'s format, `since`
 /// being the capture's first datagram), flow, direction, reliability and
 /// channel, id and name, length, the first bytes.
-pub fn message_line(m: &Message, since: Duration, time: &mut TimeColumn, pal: Palette) -> String {
+pub fn message_line(
+    m: &Message,
+    via: Option<&crate::nethernet::association::DataChannel>,
+    since: Duration,
+    time: &mut TimeColumn,
+    pal: Palette,
+) -> String {
     let mut s = Vec::with_capacity(160);
     push_spaces(&mut s, 6usize.saturating_sub(decimal_len(m.frame)));
     push_uint(&mut s, m.frame);
@@ -592,16 +598,25 @@ pub fn message_line(m: &Message, since: Duration, time: &mut TimeColumn, pal: Pa
     // and the application's own messages in bold, RakNet's own plain.
     let _ = write!(
         ByteWriter(&mut s),
-        " {:>3} {} {}",
+        " {:>3} {}",
         m.flow,
-        pal.paint_dir(m.dir),
-        m.reliability.name()
+        pal.paint_dir(m.dir)
     );
+    // A NetherNet message: its data channel, not a RakNet message id.
+    if let Some(v) = via {
+        let _ = match &v.label {
+            Some(label) => write!(ByteWriter(&mut s), " {label}"),
+            None => write!(ByteWriter(&mut s), " stream={}", v.stream),
+        };
+        let _ = write!(ByteWriter(&mut s), " ppid={}", v.ppid);
+    } else {
+        let _ = write!(ByteWriter(&mut s), " {}", m.reliability.name());
+    }
     if let Some(ch) = m.channel {
         s.extend_from_slice(b" ch=");
         push_uint(&mut s, u64::from(ch));
     }
-    if let Some(&id) = m.data.first() {
+    if let Some(&id) = m.data.first().filter(|_| via.is_none()) {
         s.push(b' ');
         if pal.enabled && id >= crate::wire::ids::USER_PACKET_ENUM {
             let mut name = Vec::new();
@@ -1019,7 +1034,7 @@ mod tests {
         };
         let since = Duration::new(1_795_321_080, 485_315_000);
         let pal = Palette { enabled: false };
-        let line = |f| message_line(&m, since, &mut TimeColumn::new(f), pal);
+        let line = |f| message_line(&m, None, since, &mut TimeColumn::new(f), pal);
         assert_eq!(
             line(TimeFormat::Relative),
             "     9    0.032164   1 c2s RELIABLE_ORDERED ch=0 ID_CONNECTION_REQUEST len=3 090001"
@@ -1047,6 +1062,7 @@ mod tests {
         let line = |m: &Message, pal| {
             message_line(
                 m,
+                None,
                 Duration::ZERO,
                 &mut TimeColumn::new(TimeFormat::Relative),
                 pal,

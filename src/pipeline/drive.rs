@@ -209,20 +209,42 @@ pub(crate) fn no_game(game: &Game) -> Option<String> {
     })
 }
 
-/// The batches a NetherNet datagram completed, each as a message of its
-/// conversation's flow with what the game layer made of it. The client
-/// opened the channels: what it receives goes `s2c`.
-fn nethernet_batches<'s>(
-    game: &'s mut Game,
-    seen: &'s crate::nethernet::conversations::Seen<'_>,
+/// What a NetherNet datagram delivered, each as a message of its
+/// conversation's flow with what the game layer made of it and the data
+/// channel it came on: with `batches`, the batches it completed; else the
+/// data-channel messages, a message that completed a batch with its game
+/// packets. The client opened the channels: what it receives goes `s2c`.
+fn nethernet_delivered(
+    game: &mut Game,
+    seen: &crate::nethernet::conversations::Seen<'_>,
     frame: u64,
     ts: Duration,
-) -> impl Iterator<Item = (Message, Option<Vec<GameEvent>>)> + 's {
-    use crate::nethernet::association::{Event, RELIABLE};
+    batches: bool,
+) -> Vec<Delivered> {
+    use crate::nethernet::association::{DataChannel, Event, RELIABLE};
     let c = seen.conversation;
-    seen.events.iter().filter_map(move |e| {
-        let Event::Batch { to, stream, data } = e else {
-            return None;
+    let mut out = Vec::new();
+    let mut events = seen.events.iter().peekable();
+    while let Some(e) = events.next() {
+        let (to, stream, ppid, data, batch) = match e {
+            Event::Batch { to, stream, data } if batches => (to, stream, None, data, Some(data)),
+            Event::Message {
+                to,
+                stream,
+                ppid,
+                data,
+            } if !batches => {
+                let batch = match events.peek() {
+                    Some(Event::Batch {
+                        to: t,
+                        stream: s,
+                        data,
+                    }) if t == to && s == stream => Some(data),
+                    _ => None,
+                };
+                (to, stream, Some(*ppid), data, batch)
+            }
+            _ => continue,
         };
         let channel = c.association.channels.get(stream);
         let dir = match channel.map(|ch| ch.opened_by) {
@@ -230,8 +252,11 @@ fn nethernet_batches<'s>(
             _ => crate::dissect::Dir::C2s,
         };
         let reliable = channel.is_some_and(|ch| ch.label == RELIABLE);
-        let ev = game.batch(c.id, dir, data);
-        let m = Message {
+        let ev = match batch {
+            Some(b) => game.batch(c.id, dir, b),
+            None => Some(Vec::new()),
+        };
+        let message = Message {
             flow: c.id,
             dir,
             frame,
@@ -242,8 +267,30 @@ fn nethernet_batches<'s>(
             channel: None,
             anomalies: Vec::new(),
         };
-        Some((m, ev))
-    })
+        let via = DataChannel {
+            stream: *stream,
+            label: channel.map(|ch| ch.label.clone()),
+            // A batch: the binary messages it was made of.
+            ppid: ppid.unwrap_or(crate::nethernet::sctp::ppid::BINARY),
+        };
+        out.push(Delivered {
+            message,
+            game: ev,
+            channel: Some(via),
+        });
+    }
+    out
+}
+
+/// A message an application received, as [`drive_messages`] hands it out.
+pub(crate) struct Delivered {
+    /// The message (a NetherNet one: with its flow, direction, frame and
+    /// time; its reliability as its channel's).
+    pub(crate) message: Message,
+    /// What the game layer made of it, in a Bedrock flow.
+    pub(crate) game: Option<Vec<GameEvent>>,
+    /// The data channel of a NetherNet message.
+    pub(crate) channel: Option<crate::nethernet::association::DataChannel>,
 }
 
 /// [`drive_items`] for commands that want packets only: `each` gets each
@@ -279,20 +326,18 @@ pub(crate) fn drive_messages(
     game: &mut Game,
     batches: bool,
     out: &mut impl Write,
-    mut each: impl FnMut(
-        Message,
-        Option<Vec<GameEvent>>,
-        Duration,
-        usize,
-        &mut dyn Write,
-    ) -> anyhow::Result<()>,
+    mut each: impl FnMut(Delivered, Duration, usize, &mut dyn Write) -> anyhow::Result<()>,
 ) -> anyhow::Result<ReadOutcome> {
     let (mut first, mut last_file) = (None, 0);
     // NetherNet flows whose DTLS records stayed closed (a few are named).
     let mut closed: Vec<u32> = Vec::new();
-    let on = |game: &mut Game, m: Message| {
-        let ev = game.message(&m);
-        (m, ev)
+    let on = |game: &mut Game, message: Message| {
+        let game = game.message(&message);
+        Delivered {
+            message,
+            game,
+            channel: None,
+        }
     };
     let outcome = drive_items(None, cap, mirror, out, |item, out| {
         if let Item::Packet {
@@ -305,8 +350,7 @@ pub(crate) fn drive_messages(
             (first, last_file) = (Some(since), file);
             game.packet(packet);
             for m in obs.messages.drain(..) {
-                let (m, ev) = on(game, m);
-                each(m, ev, since, file, out)?;
+                each(on(game, m), since, file, out)?;
             }
             obs.ended.iter().for_each(|&f| drop(game.close(f)));
         } else if let Item::Nethernet {
@@ -324,15 +368,14 @@ pub(crate) fn drive_messages(
             if sealed && !c.association.decrypts() && closed.len() < 8 && !closed.contains(&c.id) {
                 closed.push(c.id);
             }
-            for (m, ev) in nethernet_batches(game, &seen, frame, ts).filter(|_| batches) {
-                each(m, ev, since, file, out)?;
+            for d in nethernet_delivered(game, &seen, frame, ts, batches) {
+                each(d, since, file, out)?;
             }
         }
         Ok(Next::Continue)
     })?;
     for m in mirror.finish().messages {
-        let (m, ev) = on(game, m);
-        each(m, ev, first.unwrap_or_default(), last_file, out)?;
+        each(on(game, m), first.unwrap_or_default(), last_file, out)?;
     }
     if batches && !closed.is_empty() {
         let ids: Vec<String> = closed.iter().map(u32::to_string).collect();

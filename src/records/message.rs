@@ -5,6 +5,7 @@ use super::value::int;
 use super::{object, Closed, Described, Key, Ty, Value, FLOW_DOC, TYPE_DOC};
 use crate::dissect::Anomaly;
 use crate::mirror::Message;
+use crate::nethernet::association::DataChannel;
 
 /// What a `message` record is made from.
 pub struct MessageRecord<'a> {
@@ -17,6 +18,13 @@ pub struct MessageRecord<'a> {
     /// The capture file of the packet that completed it, when several are
     /// read.
     pub file: Option<&'a str>,
+    /// The data channel of a NetherNet message (none: a RakNet one).
+    pub data_channel: Option<&'a DataChannel>,
+}
+
+/// Whether `r` is a RakNet message (a key of those alone).
+fn raknet(r: &MessageRecord<'_>) -> bool {
+    r.data_channel.is_none()
 }
 
 impl MessageRecord<'_> {
@@ -34,7 +42,7 @@ impl MessageRecord<'_> {
 keyed!(
     MessageRecord,
     |r, out| crate::write_keys!(MessageRecord<'static>, r, out;
-    0 1 2 3 4 5 6 7 8 9 10 11 12 13 14)
+    0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17)
 );
 
 type K = Key<MessageRecord<'static>>;
@@ -77,7 +85,8 @@ impl Described for MessageRecord<'static> {
             "The message id (first byte); null for an empty message.",
             |r, f| r.message.data.first().is_some_and(|&i| int(i, f)),
         )
-        .or_null(),
+        .or_null()
+        .when(raknet),
         K::new(
             "name",
             Ty::Str,
@@ -90,6 +99,7 @@ impl Described for MessageRecord<'static> {
             },
         )
         .or_null()
+        .when(raknet)
         .closed(Closed::Message),
         K::new("len", Ty::Int, "Bytes in the whole message.", |r, f| {
             int(r.message.data.len() as u64, f)
@@ -106,6 +116,31 @@ impl Described for MessageRecord<'static> {
             Ty::Int,
             "orderingChannel, when the message is ordered or sequenced.",
             |r, f| r.message.channel.is_some_and(|c| int(c, f)),
+        )
+        .skip(),
+        K::new(
+            "stream",
+            Ty::Int,
+            "NetherNet: the SCTP stream of its data channel.",
+            |r, f| r.data_channel.is_some_and(|c| int(c.stream, f)),
+        )
+        .skip(),
+        K::new(
+            "label",
+            Ty::Str,
+            "NetherNet: its data channel's label (ReliableDataChannel, UnreliableDataChannel).",
+            |r, f| {
+                r.data_channel
+                    .and_then(|c| c.label.as_deref())
+                    .is_some_and(|l| f(Value::Str(l)))
+            },
+        )
+        .skip(),
+        K::new(
+            "ppid",
+            Ty::Int,
+            "NetherNet: its payload protocol identifier (53: binary).",
+            |r, f| r.data_channel.is_some_and(|c| int(c.ppid, f)),
         )
         .skip(),
         K::new(
@@ -220,6 +255,7 @@ mod tests {
         };
         for case in 0..8 {
             let r = MessageRecord {
+                data_channel: None,
                 message: &m,
                 data_limit: [None, Some(2), Some(0), Some(4), Some(9)][case % 5],
                 game: match case {
@@ -271,6 +307,7 @@ mod tests {
             ],
         };
         let r = MessageRecord {
+            data_channel: None,
             message: &m,
             data_limit: Some(1),
             game: None,
