@@ -138,6 +138,10 @@ pub enum Item<'p, 'a> {
         ts: Duration,
         /// Its sender.
         src: std::net::SocketAddr,
+        /// Its receiver.
+        dst: std::net::SocketAddr,
+        /// Its UDP payload's bytes.
+        len: usize,
         /// The time lines are counted from (the first datagram's).
         since: Duration,
         /// Index of the file in [`Input::Files`] (0 for a reader).
@@ -823,6 +827,8 @@ impl Pipeline {
             frame: d.frame,
             ts: d.ts,
             src: d.src,
+            dst: d.dst,
+            len: d.payload.len(),
             since,
             file,
         };

@@ -222,3 +222,148 @@ fn messages_show_what_each_data_channel_delivered() {
             .any(|r| r["game"] == serde_json::json!(["login"])));
     }
 }
+
+/// SCTP chunk type numbers, as tshark's `sctp.chunk_type` prints them.
+fn chunk_number(name: &str) -> &'static str {
+    match name {
+        "DATA" => "0",
+        "INIT" => "1",
+        "INIT_ACK" => "2",
+        "SACK" => "3",
+        "HEARTBEAT" => "4",
+        "HEARTBEAT_ACK" => "5",
+        "ABORT" => "6",
+        "SHUTDOWN" => "7",
+        "SHUTDOWN_ACK" => "8",
+        "ERROR" => "9",
+        "COOKIE_ECHO" => "10",
+        "COOKIE_ACK" => "11",
+        "SHUTDOWN_COMPLETE" => "14",
+        "I_DATA" => "64",
+        "RE_CONFIG" => "130",
+        "PAD" => "132",
+        "FORWARD_TSN" => "192",
+        "I_FORWARD_TSN" => "194",
+        other => panic!("chunk {other}"),
+    }
+}
+
+/// tshark, with the same key log, decrypts the same DTLS records and
+/// shows the same SCTP chunks in every datagram: their types, and each
+/// DATA chunk's TSN, stream and PPID; no frame of it is malformed.
+#[test]
+fn tshark_shows_the_same_sctp_chunks() {
+    if !common::require_tool("tshark") || !common::require_tool("openssl") {
+        return;
+    }
+    let dir = common::TempDir::new("nethernet-tshark");
+    let pem = dir.path().join("any.pem");
+    let made = std::process::Command::new("openssl")
+        .args(["genrsa", "-out", pem.to_str().unwrap(), "2048"])
+        .output()
+        .unwrap();
+    assert!(made.status.success());
+    for name in ["nethernet-join", "nethernet-lossy"] {
+        let pcap = sample(&format!("{name}.pcap"));
+        let keylog = sample(&format!("{name}.keylog"));
+        // tshark decrypts DTLS on the UDP ports named: each leg's STUN
+        // source ports.
+        let stun = std::process::Command::new("tshark")
+            .args(["-r", pcap.to_str().unwrap(), "-Y", "stun", "-T", "fields"])
+            .args(["-e", "udp.srcport"])
+            .output()
+            .unwrap();
+        let mut ports: Vec<String> = String::from_utf8_lossy(&stun.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect();
+        ports.sort();
+        ports.dedup();
+        let keys: Vec<String> = ports
+            .iter()
+            .map(|p| format!("127.0.0.1,{p},sctp,{}", pem.display()))
+            .collect();
+        let fields = ["frame.number", "sctp.chunk_type", "sctp.data_tsn_raw"];
+        let more = [
+            "sctp.data_sid",
+            "sctp.data_payload_proto_id",
+            "_ws.malformed",
+        ];
+        let mut tshark = std::process::Command::new("tshark");
+        tshark
+            .args(["-r", pcap.to_str().unwrap(), "-Y", "udp"])
+            .arg("-o")
+            .arg(format!("tls.keylog_file:{}", keylog.display()))
+            .arg("-o")
+            .arg(format!("dtls.keys_list:{}", keys.join(";")))
+            .args(["-T", "fields", "-E", "aggregator=,"]);
+        for f in fields.iter().chain(&more) {
+            tshark.args(["-e", f]);
+        }
+        let theirs = common::run_with_timeout(&mut tshark, std::time::Duration::from_secs(60));
+        assert!(theirs.status.success());
+        let theirs: Vec<Vec<String>> = String::from_utf8_lossy(&theirs.stdout)
+            .lines()
+            .map(|l| {
+                l.split('\t')
+                    .map(|c| {
+                        // Stream ids as tshark prints them: 0x0001.
+                        match c.strip_prefix("0x") {
+                            Some(h) => u64::from_str_radix(h, 16).unwrap().to_string(),
+                            None => c.to_string(),
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        assert!(
+            theirs.iter().all(|r| r.get(5).is_none_or(|m| m.is_empty())),
+            "{name}: tshark marks a frame malformed"
+        );
+        let out = run_bin(&[
+            pcap.to_str().unwrap(),
+            "--tls-keylog",
+            keylog.to_str().unwrap(),
+            "-T",
+            "fields",
+            "-e",
+            "frame",
+            "-e",
+            "sctp.chunk",
+            "-e",
+            "sctp.tsn",
+            "-e",
+            "sctp.stream",
+            "-e",
+            "sctp.ppid",
+            "-E",
+            "aggregator=,",
+        ]);
+        assert!(out.status.success());
+        let ours: Vec<Vec<String>> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| {
+                let mut c: Vec<String> = l.split('\t').map(str::to_string).collect();
+                c[1] = c[1]
+                    .split(',')
+                    .filter(|n| !n.is_empty())
+                    .map(chunk_number)
+                    .collect::<Vec<_>>()
+                    .join(",");
+                c
+            })
+            .collect();
+        // Every UDP datagram is a line of ours, with tshark's chunks.
+        assert_eq!(ours.len(), theirs.len(), "{name}: datagrams");
+        let mut chunks = 0;
+        for (o, t) in ours.iter().zip(&theirs) {
+            assert_eq!(o[..5], t[..5], "{name}: ours {o:?}, tshark's {t:?}");
+            chunks += o[1].split(',').filter(|c| !c.is_empty()).count();
+        }
+        assert!(chunks > 50, "{name}: {chunks} chunks compared");
+        eprintln!(
+            "{name}: {} datagrams, {chunks} SCTP chunks agree with tshark",
+            ours.len()
+        );
+    }
+}

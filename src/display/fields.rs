@@ -190,33 +190,39 @@ const TIME_RELATIVE: FieldDef = FieldDef {
     )
 };
 
-/// The key `path` of `record`s: its indices and its description.
-fn key_of(record: RecordType, path: &str) -> Option<(KeyPath, KeyDoc)> {
-    use crate::records::{key, key_path};
+/// The key `path` of `record`s: what reads it (its indices; a NetherNet
+/// datagram's own key, which a RakNet packet lacks, by its name) and its
+/// description.
+fn key_of(record: RecordType, path: &'static str) -> Option<(Field, KeyDoc)> {
+    use crate::records::nethernet::NethernetRecord;
+    use crate::records::{key, key_path, Described};
+    fn both<D: Described>(path: &str) -> Option<(Field, KeyDoc)> {
+        Some((Field::Key(key_path::<D>(path)?), key::<D>(path)?))
+    }
     match record {
-        RecordType::Packet => {
-            key_path::<PacketRecord<'static>>(path).zip(key::<PacketRecord<'static>>(path))
-        }
-        RecordType::Message => {
-            key_path::<MessageRecord<'static>>(path).zip(key::<MessageRecord<'static>>(path))
-        }
-        RecordType::Flow => {
-            key_path::<FlowRecord<'static>>(path).zip(key::<FlowRecord<'static>>(path))
-        }
-        RecordType::Handshake => {
-            key_path::<HandshakeRecord<'static>>(path).zip(key::<HandshakeRecord<'static>>(path))
-        }
-        RecordType::Game => {
-            key_path::<GameRecord<'static>>(path).zip(key::<GameRecord<'static>>(path))
-        }
+        RecordType::Packet => both::<PacketRecord<'static>>(path)
+            .or_else(|| Some((Field::Path(path), key::<NethernetRecord<'static>>(path)?))),
+        RecordType::Message => both::<MessageRecord<'static>>(path),
+        RecordType::Flow => both::<FlowRecord<'static>>(path),
+        RecordType::Handshake => both::<HandshakeRecord<'static>>(path),
+        RecordType::Game => both::<GameRecord<'static>>(path),
     }
 }
 
-/// Every key path of `record`s, in JSON order.
+/// Every key path of `record`s, in JSON order (`packet`: a RakNet
+/// packet's, then those only a NetherNet datagram has).
 fn paths_of(record: RecordType) -> Vec<(std::borrow::Cow<'static, str>, KeyDoc)> {
     use crate::records::paths;
     match record {
-        RecordType::Packet => paths::<PacketRecord<'static>>(),
+        RecordType::Packet => {
+            let mut all = paths::<PacketRecord<'static>>();
+            for (name, k) in paths::<crate::records::nethernet::NethernetRecord<'static>>() {
+                if all.iter().all(|(n, _)| *n != name) {
+                    all.push((name, k));
+                }
+            }
+            all
+        }
         RecordType::Message => paths::<MessageRecord<'static>>(),
         RecordType::Flow => paths::<FlowRecord<'static>>(),
         RecordType::Handshake => paths::<HandshakeRecord<'static>>(),
@@ -226,9 +232,12 @@ fn paths_of(record: RecordType) -> Vec<(std::borrow::Cow<'static, str>, KeyDoc)>
 
 /// What `name` is in `record`s: the key it names, or the key an alias
 /// stands for, or the context's ([`TIME_RELATIVE`]).
-fn resolve(name: &str, record: RecordType) -> Option<(Field, Ty, Option<Closed>, &'static str)> {
-    if let Some((p, k)) = key_of(record, name) {
-        return Some((Field::Key(p), k.ty, k.closed, k.doc));
+fn resolve(
+    name: &'static str,
+    record: RecordType,
+) -> Option<(Field, Ty, Option<Closed>, &'static str)> {
+    if let Some((read, k)) = key_of(record, name) {
+        return Some((read, k.ty, k.closed, k.doc));
     }
     if name == TIME_RELATIVE.name && TIME_RELATIVE.in_record(record) {
         return Some((
@@ -239,18 +248,13 @@ fn resolve(name: &str, record: RecordType) -> Option<(Field, Ty, Option<Closed>,
         ));
     }
     let &(_, target) = ALIASES.iter().find(|(a, _)| *a == name)?;
-    let (p, k) = key_of(record, target)?;
+    let (read, k) = key_of(record, target)?;
     let doc = if name.starts_with("frame.") {
         "tshark's name for"
     } else {
         "Same as"
     };
-    Some((
-        Field::Key(p),
-        k.ty,
-        k.closed,
-        leak(format!("{doc} {target}.")),
-    ))
+    Some((read, k.ty, k.closed, leak(format!("{doc} {target}."))))
 }
 
 /// `s`, kept for the process (the field list is made once).
@@ -558,6 +562,25 @@ impl Record for PacketRecord<'_> {
     }
 }
 
+/// A NetherNet datagram: a key a RakNet packet has too, by the name the
+/// filter resolved for packets; its own, by name.
+impl Record for crate::records::nethernet::NethernetRecord<'_> {
+    fn visit(&self, field: Field, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
+        use crate::records::nethernet::NethernetRecord as N;
+        use crate::records::{path_name, visit_path};
+        match field {
+            Field::Key(k) => path_name::<PacketRecord<'static>>(k.indices())
+                .is_some_and(|p| visit_path::<N<'static>>(self, &p, f)),
+            Field::Path(p) => visit_path::<N<'static>>(self, p, f),
+            Field::TimeRelative => false,
+        }
+    }
+
+    fn time(&self) -> Option<Duration> {
+        Some(self.packet.ts)
+    }
+}
+
 /// A delivered message, its fields read through its description
 /// (`records::message`) at the key indices the filter resolved.
 impl Record for MessageRecord<'_> {
@@ -652,7 +675,13 @@ mod tests {
             let keys = paths_of(record);
             for (name, k) in &keys {
                 let d = lookup(name, record).unwrap();
-                assert!(matches!(d.read, Field::Key(_)), "{name} resolved");
+                // A NetherNet datagram's own keys are read by name.
+                let by_name = record == RecordType::Packet
+                    && crate::records::key_path::<PacketRecord<'static>>(name).is_none();
+                assert!(
+                    matches!(d.read, Field::Key(_)) != by_name,
+                    "{name} resolved"
+                );
                 assert_eq!((d.ty, d.closed), (k.ty, k.closed), "{name}");
                 // Its doc line is in the list's, which says whose it is
                 // when the records' differ.

@@ -281,6 +281,39 @@ impl PacketPrinter {
         self.packet(p, since, file, out)
     }
 
+    /// A NetherNet datagram (from capture file `file`): its line or
+    /// record, when it passes the filter and `--flow`.
+    pub(crate) fn nethernet(
+        &mut self,
+        p: &crate::records::nethernet::NethernetPacket,
+        since: Duration,
+        file: usize,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
+        self.seen(p.ts);
+        let file = self.files.get(file).map(String::as_str);
+        let record = crate::records::nethernet::NethernetRecord { packet: p, file };
+        let with_start = Since {
+            record: &record,
+            start: since,
+        };
+        if self.quiet || self.only.is_some_and(|f| f != p.flow) || !self.shown.wants(&with_start) {
+            return Ok(());
+        }
+        if let Some(x) = &self.shown.export {
+            self.row.clear();
+            x.push_row(&with_start, &mut self.row);
+            return out.write_all(self.row.as_bytes());
+        }
+        if let Some(s) = self.shown.sink.as_ref() {
+            return s.record(&record);
+        }
+        if self.shown.json {
+            return self.shown.keyed(&record, out);
+        }
+        writeln!(out, "{}", self.lines.nethernet_line(p, since))
+    }
+
     /// The line before the records of capture file `path` (text only, and
     /// only when there are several files).
     pub(crate) fn file(&mut self, path: &std::path::Path, out: &mut dyn Write) -> io::Result<()> {

@@ -59,6 +59,13 @@ pub(crate) enum PacketItem {
         game: Option<Vec<GameEvent>>,
         time: Option<TimeColumn>,
     },
+    /// A NetherNet datagram.
+    Nethernet {
+        packet: Box<crate::records::nethernet::NethernetPacket>,
+        since: Duration,
+        file: usize,
+        time: Option<TimeColumn>,
+    },
     /// The capture was read: what the receivers still held, and whether
     /// `-c` stopped the run (then that is not shown).
     End {
@@ -121,7 +128,27 @@ impl PacketRecords {
                     game,
                 }
             }
-            Item::Packet { .. } | Item::Counted(_) | Item::Nethernet { .. } => return None,
+            Item::Nethernet {
+                seen,
+                frame,
+                ts,
+                src,
+                dst,
+                len,
+                since,
+                file,
+            } => PacketItem::Nethernet {
+                packet: Box::new(crate::records::nethernet::NethernetPacket::new(
+                    &seen,
+                    (frame, ts),
+                    (src, dst),
+                    len,
+                )),
+                time: self.clock.tick(ts),
+                since,
+                file,
+            },
+            Item::Packet { .. } | Item::Counted(_) => return None,
         })
     }
 }
@@ -158,6 +185,17 @@ impl PacketPrinter {
                 }
                 self.game = game.take();
                 self.read(packet.get(), *since, *file, out)
+            }
+            PacketItem::Nethernet {
+                packet,
+                since,
+                file,
+                time,
+            } => {
+                if let Some(t) = time.take() {
+                    self.set_time(t);
+                }
+                self.nethernet(packet, *since, *file, out)
             }
             PacketItem::End { anomalies, stopped } => {
                 if let Some(w) = self.writer.as_mut() {

@@ -46,7 +46,7 @@ impl Dir {
 
 /// Every `kind` an [`Anomaly`] has (docs/json.md, "Anomaly kinds"):
 /// the dissector's, the mirror's, and the game layer's `fields`.
-pub const ANOMALY_KINDS: [&str; 19] = [
+pub const ANOMALY_KINDS: [&str; 24] = [
     "truncated",
     "malformed",
     "trailing_bytes",
@@ -66,6 +66,12 @@ pub const ANOMALY_KINDS: [&str; 19] = [
     "nack_of_acked",
     "bound_exceeded",
     "fields",
+    // NetherNet's (`nethernet::association::Problem`).
+    "not_webrtc",
+    "undecryptable",
+    "checksum",
+    "abandoned",
+    "framing",
 ];
 
 /// Something wrong or notable about a packet.

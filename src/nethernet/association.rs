@@ -62,6 +62,10 @@ pub enum Event {
         /// Whether FINGERPRINT holds (`None` without one).
         fingerprint_ok: Option<bool>,
     },
+    /// A DTLS record of the datagram, in order (before what it held).
+    Record(RecordSeen),
+    /// The chunks of a decrypted SCTP packet, in order.
+    Chunks(Vec<ChunkSeen>),
     /// A whole handshake message in the clear.
     Handshake {
         /// The side that sent it.
@@ -122,6 +126,74 @@ pub enum Event {
         /// In words.
         detail: String,
     },
+}
+
+/// A DTLS record, as a datagram's line shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordSeen {
+    /// Its content type ([`dtls::content`]).
+    pub content: u8,
+    /// Its epoch.
+    pub epoch: u16,
+    /// Its sequence number within the epoch.
+    pub seq: u64,
+    /// Its length, sealed or not.
+    pub len: usize,
+    /// Whether it was read: in the clear, or opened with the key log.
+    pub opened: bool,
+    /// A handshake record in the clear: the type of each handshake
+    /// message (or fragment of one) it holds.
+    pub handshakes: Vec<u8>,
+}
+
+/// An SCTP chunk, as a datagram's line shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ChunkSeen {
+    /// Its type ([`sctp::chunk`]).
+    pub kind: u8,
+    /// Its flags.
+    pub flags: u8,
+    /// DATA, I-DATA: its TSN.
+    pub tsn: Option<u32>,
+    /// DATA, I-DATA: its stream.
+    pub stream: Option<u16>,
+    /// DATA: the stream sequence number; I-DATA: the message id.
+    pub message: Option<u32>,
+    /// DATA, I-DATA: the payload protocol identifier, when it carries one.
+    pub ppid: Option<u32>,
+    /// DATA, I-DATA: the bytes of the fragment.
+    pub len: Option<usize>,
+    /// SACK, FORWARD-TSN, SHUTDOWN: the cumulative TSN.
+    pub cumulative_tsn: Option<u32>,
+    /// SACK: its gap blocks and duplicate TSNs.
+    pub gaps: Option<usize>,
+    /// SACK: duplicate TSNs reported.
+    pub duplicates: Option<usize>,
+}
+
+impl ChunkSeen {
+    /// What a line shows of `c`.
+    fn of(c: &sctp::Chunk<'_>) -> ChunkSeen {
+        let mut s = ChunkSeen {
+            kind: c.kind,
+            flags: c.flags,
+            ..ChunkSeen::default()
+        };
+        match &c.body {
+            sctp::Body::Data(d) => {
+                (s.tsn, s.stream, s.message) = (Some(d.tsn), Some(d.stream), Some(d.message));
+                (s.ppid, s.len) = (d.ppid, Some(d.payload.len()));
+            }
+            sctp::Body::Sack(k) => {
+                s.cumulative_tsn = Some(k.cumulative_tsn);
+                (s.gaps, s.duplicates) = (Some(k.gaps.len()), Some(k.duplicates.len()));
+            }
+            sctp::Body::ForwardTsn(f) => s.cumulative_tsn = Some(f.new_cumulative_tsn),
+            sctp::Body::Shutdown(t) => s.cumulative_tsn = Some(*t),
+            sctp::Body::Init(_) | sctp::Body::Other(_) => {}
+        }
+        s
+    }
 }
 
 /// What kind of thing went wrong.
@@ -293,12 +365,26 @@ impl Association {
         };
         for r in records {
             self.counts.entry(from).or_default().dtls_records += 1;
+            let mut seen = RecordSeen {
+                content: r.content,
+                epoch: r.epoch,
+                seq: r.seq,
+                len: r.fragment.len(),
+                opened: r.epoch == 0,
+                handshakes: Vec::new(),
+            };
             if r.epoch == 0 {
+                if r.content == dtls::content::HANDSHAKE {
+                    let kinds = dtls::handshakes(r.fragment, 0).unwrap_or_default();
+                    seen.handshakes = kinds.iter().map(|h| h.kind).collect();
+                }
+                out.push(Event::Record(seen));
                 self.clear(from, &r, keylog, out);
                 continue;
             }
             self.counts.entry(from).or_default().encrypted += 1;
             let Some(keys) = &self.keys else {
+                out.push(Event::Record(seen));
                 if r.content == dtls::content::ALERT {
                     out.push(Event::Alert { from, alert: None });
                 }
@@ -308,6 +394,7 @@ impl Association {
             let plain = match keys.decrypt(&r, from_client) {
                 Ok(p) => p,
                 Err(e) => {
+                    out.push(Event::Record(seen));
                     out.push(Event::Anomaly {
                         kind: Problem::Undecryptable,
                         detail: format!("a DTLS {} record: {e}", dtls::content_name(r.content)),
@@ -316,6 +403,8 @@ impl Association {
                 }
             };
             self.counts.entry(from).or_default().decrypted += 1;
+            seen.opened = true;
+            out.push(Event::Record(seen));
             match r.content {
                 dtls::content::APPLICATION_DATA => self.sctp(from, to, &plain, out),
                 dtls::content::ALERT => out.push(Event::Alert {
@@ -454,6 +543,7 @@ impl Association {
             }
         };
         self.counts.entry(from).or_default().sctp_packets += 1;
+        out.push(Event::Chunks(p.chunks.iter().map(ChunkSeen::of).collect()));
         let (limits, mid) = (self.limits, self.mid_stream);
         let receiver = self.receivers.entry(to).or_insert_with(|| {
             if mid {

@@ -546,6 +546,33 @@ impl LineFormatter {
         }
     }
 
+    /// The line of a NetherNet datagram, in the columns of packet lines:
+    /// what it held, as tshark's Info column says it (`STUN Binding
+    /// request`, `DTLS client_hello`, `DTLS application_data → SCTP
+    /// DATA(tsn=.. sid=.. ppid=53 len=..) SACK(cum=..)`).
+    pub(crate) fn nethernet_line(
+        &mut self,
+        p: &crate::records::nethernet::NethernetPacket,
+        since: Duration,
+    ) -> String {
+        let mut time = Vec::new();
+        self.time.push(&mut time, p.ts, since);
+        let info = self.pal.paint(&nethernet_info(p), Style::new().cyan());
+        let (src, dst) = (self.addr(p.src).to_string(), self.addr(p.dst).to_string());
+        let mut line = format!(
+            "{:>6}{} {src:>21} → {dst:<21} {:>3} {} {info}",
+            p.frame,
+            String::from_utf8_lossy(&time),
+            p.flow,
+            p.dir.as_str(),
+        );
+        for a in &p.anomalies {
+            let text = format!(" [{}: {}]", a.kind, a.detail);
+            line.push_str(&self.pal.paint(&text, Style::new().red().bold()));
+        }
+        line
+    }
+
     /// The line of an ICMP error about a flow's datagram, in the columns of
     /// packet lines: from the error's sender back to the datagram's sender,
     /// in the direction opposite to the datagram's.
@@ -570,6 +597,81 @@ impl LineFormatter {
             )
         )
     }
+}
+
+/// What a NetherNet datagram held, in words.
+fn nethernet_info(p: &crate::records::nethernet::NethernetPacket) -> String {
+    use crate::nethernet::{dtls, sctp};
+    let mut s = String::new();
+    if let Some(st) = &p.stun {
+        let _ = write!(s, "STUN Binding {}", st.class.as_str());
+        if let Some(u) = &st.username {
+            let _ = write!(s, " user={u}");
+        }
+        if st.use_candidate {
+            s.push_str(" USE-CANDIDATE");
+        }
+    }
+    for r in &p.records {
+        if !s.is_empty() {
+            s.push_str(", ");
+        }
+        s.push_str("DTLS ");
+        if r.handshakes.is_empty() {
+            s.push_str(dtls::content_name(r.content));
+        } else {
+            let names: Vec<&str> = r
+                .handshakes
+                .iter()
+                .map(|&k| dtls::handshake_name(k))
+                .collect();
+            s.push_str(&names.join("+"));
+        }
+        if r.epoch > 0 && !r.opened {
+            let _ = write!(s, " (sealed, {} bytes)", r.len);
+        }
+    }
+    if !p.chunks.is_empty() {
+        s.push_str(" → SCTP");
+        for c in &p.chunks {
+            let _ = write!(s, " {}", sctp::chunk_name(c.kind));
+            let mut args = Vec::new();
+            if let Some(t) = c.tsn {
+                args.push(format!("tsn={t}"));
+            }
+            if let Some(v) = c.stream {
+                args.push(format!("sid={v}"));
+            }
+            if let Some(v) = c.ppid {
+                args.push(format!("ppid={v}"));
+            }
+            if let Some(v) = c.len {
+                args.push(format!("len={v}"));
+            }
+            if let Some(v) = c.cumulative_tsn {
+                args.push(format!("cum={v}"));
+            }
+            if !args.is_empty() {
+                let _ = write!(s, "({})", args.join(" "));
+            }
+        }
+    }
+    for label in &p.opened {
+        let _ = write!(s, " opens {label}");
+    }
+    for a in &p.alerts {
+        match a {
+            Some((level, d)) => {
+                let level = if *level == 2 { "fatal" } else { "warning" };
+                let _ = write!(s, " {level} {}", dtls::alert_name(*d));
+            }
+            None => s.push_str(" (sealed)"),
+        }
+    }
+    if s.is_empty() {
+        s.push_str("not STUN or DTLS");
+    }
+    s
 }
 
 /// A packet's summary line (without the newline): frame, time relative to

@@ -69,6 +69,7 @@ pub(crate) mod handshake;
 pub(crate) mod icmp;
 pub(crate) mod json;
 pub mod message;
+pub mod nethernet;
 pub mod packet;
 pub mod peer;
 pub(crate) mod value;
@@ -493,6 +494,19 @@ pub(crate) struct KeyDoc {
 /// The keys of `D`, in JSON order.
 pub(crate) fn docs<D: Described>() -> Vec<KeyDoc> {
     D::KEYS.iter().map(Key::doc).collect()
+}
+
+/// The dotted path of the key indices `path` in records described by
+/// `D` (what [`key_path`] resolved).
+pub(crate) fn path_name<D: Described>(path: &[u8]) -> Option<String> {
+    let mut keys = docs::<D>();
+    let mut names = Vec::new();
+    for &i in path {
+        let k = *keys.get(usize::from(i))?;
+        names.push(k.name);
+        keys = k.nested.map(|n| n()).unwrap_or_default();
+    }
+    Some(names.join("."))
 }
 
 /// The key at `path` (`c2s.lost`) in records described by `D`.

@@ -39,7 +39,7 @@ impl<'a> PacketRecord<'a> {
 keyed!(
     PacketRecord,
     |r, out| crate::write_keys!(PacketRecord<'static>, r, out;
-    0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28)
+    0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29)
 );
 
 type K = Key<PacketRecord<'static>>;
@@ -99,6 +99,12 @@ impl Described for PacketRecord<'static> {
         .nested::<Udp>(),
         K::new("flow", Ty::Int, FLOW_DOC, |r, f| int(r.packet.flow, f)),
         K::new(
+            "transport",
+            Ty::Str,
+            "The transport: \"raknet\" or \"nethernet\".",
+            |_, f| f(Value::Str("raknet")),
+        ),
+        K::new(
             "dir",
             Ty::Str,
             "\"c2s\" (client to server) or \"s2c\".",
@@ -108,7 +114,7 @@ impl Described for PacketRecord<'static> {
         K::new(
             "kind",
             Ty::Str,
-            "\"offline\", \"data\", \"ack\" or \"nack\".",
+            "RakNet: \"offline\", \"data\", \"ack\" or \"nack\"; NetherNet: \"stun\", \"dtls\" or \"other\".",
             |r, f| f(Value::Str(r.packet.kind())),
         )
         .closed(Closed::Kind),

@@ -1,0 +1,392 @@
+//! The `packet` record of a NetherNet datagram (`read`): a UDP datagram of
+//! a NetherNet conversation, with what it held: a STUN check, DTLS records
+//! (the handshake in the clear; the rest opened with a key log), the SCTP
+//! chunks inside, and what they did (a channel opened, an alert).
+//!
+//! Its keys shared with a RakNet `packet` record (`type` ... `len`,
+//! `anomalies`) are read by the same names, so that one filter compiled
+//! for `read` reads both (`display::fields`).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use super::value::{int, visit_addr};
+use super::{object, Closed, Described, Key, Ty, Value, FLOW_DOC, TYPE_DOC};
+use crate::dissect::{Anomaly, Dir};
+use crate::nethernet::association::{ChunkSeen, Event, RecordSeen};
+use crate::nethernet::conversations::Seen;
+use crate::nethernet::{dtls, sctp, stun};
+
+/// A STUN message, as a datagram's record shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StunSeen {
+    /// Request, indication, success or error response.
+    pub class: stun::Class,
+    /// USERNAME, when it has one.
+    pub username: Option<String>,
+    /// Whether it nominates the pair.
+    pub use_candidate: bool,
+    /// Whether FINGERPRINT holds (`None` without one).
+    pub fingerprint_ok: Option<bool>,
+}
+
+/// A NetherNet datagram and what it held, owned (printed on another
+/// thread than the one that read it).
+#[derive(Debug, Clone)]
+pub struct NethernetPacket {
+    /// Its frame number.
+    pub frame: u64,
+    /// Its capture time.
+    pub ts: Duration,
+    /// Its sender.
+    pub src: SocketAddr,
+    /// Its receiver.
+    pub dst: SocketAddr,
+    /// Its conversation's flow id.
+    pub flow: u32,
+    /// `c2s` when the server received it.
+    pub dir: Dir,
+    /// UDP payload bytes.
+    pub len: usize,
+    /// `stun`, `dtls`, or `other` (neither: an anomaly says what).
+    pub kind: &'static str,
+    /// The STUN message.
+    pub stun: Option<StunSeen>,
+    /// The DTLS records, in order.
+    pub records: Vec<RecordSeen>,
+    /// The SCTP chunks of the records opened, in order.
+    pub chunks: Vec<ChunkSeen>,
+    /// Data channels it opened (DCEP), by label.
+    pub opened: Vec<String>,
+    /// Alerts it carried: `(level, description)` when read.
+    pub alerts: Vec<Option<(u8, u8)>>,
+    /// What was wrong with it.
+    pub anomalies: Vec<Anomaly>,
+}
+
+impl NethernetPacket {
+    /// What `seen` (a datagram of `len` bytes from `src` to `dst`) held.
+    pub fn new(
+        seen: &Seen<'_>,
+        (frame, ts): (u64, Duration),
+        (src, dst): (SocketAddr, SocketAddr),
+        len: usize,
+    ) -> Self {
+        let c = seen.conversation;
+        // The client opens the channels; before that, the side that sent
+        // the first datagram (the controlling ICE agent, normally).
+        let client = c
+            .association
+            .channels
+            .values()
+            .next()
+            .map_or(c.first_sender, |ch| ch.opened_by);
+        let mut p = NethernetPacket {
+            frame,
+            ts,
+            src,
+            dst,
+            flow: c.id,
+            dir: if src == client { Dir::C2s } else { Dir::S2c },
+            len,
+            kind: "other",
+            stun: None,
+            records: Vec::new(),
+            chunks: Vec::new(),
+            opened: Vec::new(),
+            alerts: Vec::new(),
+            anomalies: Vec::new(),
+        };
+        for e in seen.events {
+            match e {
+                Event::Stun {
+                    class,
+                    username,
+                    use_candidate,
+                    fingerprint_ok,
+                } => {
+                    p.kind = "stun";
+                    p.stun = Some(StunSeen {
+                        class: *class,
+                        username: username.clone(),
+                        use_candidate: *use_candidate,
+                        fingerprint_ok: *fingerprint_ok,
+                    });
+                }
+                Event::Record(r) => {
+                    p.kind = "dtls";
+                    p.records.push(r.clone());
+                }
+                Event::Chunks(c) => p.chunks.extend_from_slice(c),
+                Event::ChannelOpen(ch) => p.opened.push(ch.label.clone()),
+                Event::Alert { alert, .. } => p.alerts.push(*alert),
+                Event::Anomaly { kind, detail } => p.anomalies.push(Anomaly {
+                    kind: kind.as_str(),
+                    detail: detail.clone(),
+                }),
+                _ => {}
+            }
+        }
+        p
+    }
+}
+
+/// What a NetherNet `packet` record is made from.
+pub struct NethernetRecord<'a> {
+    /// The datagram.
+    pub packet: &'a NethernetPacket,
+    /// The capture file, when several are read.
+    pub file: Option<&'a str>,
+}
+
+keyed!(NethernetRecord);
+
+type K = Key<NethernetRecord<'static>>;
+
+impl Described for NethernetRecord<'static> {
+    type Of<'a> = NethernetRecord<'a>;
+    const KEYS: &'static [K] = &[
+        K::new("type", Ty::Str, TYPE_DOC, |_, f| f(Value::Str("packet"))).closed(Closed::RecordType),
+        K::new(
+            "file",
+            Ty::Str,
+            "The capture file, when several are read.",
+            |r, f| r.file.is_some_and(|n| f(Value::Str(n))),
+        )
+        .skip(),
+        K::new(
+            "frame",
+            Ty::Int,
+            "Frame number in the capture, 1-based.",
+            |r, f| int(r.packet.frame, f),
+        ),
+        K::new(
+            "ts",
+            Ty::Float,
+            "Capture time, seconds since the Unix epoch.",
+            |r, f| f(Value::Float(r.packet.ts.as_secs_f64())),
+        ),
+        K::new("src", Ty::Str, "Sender, \"ip:port\".", |r, f| {
+            visit_addr(r.packet.src, f)
+        }),
+        K::new("dst", Ty::Str, "Receiver, \"ip:port\".", |r, f| {
+            visit_addr(r.packet.dst, f)
+        }),
+        K::new("flow", Ty::Int, FLOW_DOC, |r, f| int(r.packet.flow, f)),
+        K::new(
+            "transport",
+            Ty::Str,
+            "The transport: \"raknet\" or \"nethernet\".",
+            |_, f| f(Value::Str("nethernet")),
+        ),
+        K::new(
+            "dir",
+            Ty::Str,
+            "\"c2s\" (client to server) or \"s2c\".",
+            |r, f| f(Value::Str(r.packet.dir.as_str())),
+        )
+        .closed(Closed::Dir),
+        K::new(
+            "kind",
+            Ty::Str,
+            "RakNet: \"offline\", \"data\", \"ack\" or \"nack\"; NetherNet: \"stun\", \"dtls\" or \"other\".",
+            |r, f| f(Value::Str(r.packet.kind)),
+        )
+        .closed(Closed::Kind),
+        K::new("len", Ty::Int, "UDP payload bytes.", |r, f| {
+            int(r.packet.len as u64, f)
+        }),
+        K::new(
+            "stun",
+            Ty::Object,
+            "NetherNet: the STUN message (an ICE check), {class, username, use_candidate, fingerprint_ok}.",
+            |r, f| r.packet.stun.as_ref().is_some_and(|s| object::<StunSeen>(s, f)),
+        )
+        .skip()
+        .nested::<StunSeen>(),
+        K::new(
+            "dtls",
+            Ty::Object,
+            "NetherNet: the datagram's DTLS records, in order.",
+            |r, f| r.packet.records.iter().any(|x| object::<RecordSeen>(x, f)),
+        )
+        .present(|r| !r.packet.records.is_empty())
+        .nested::<RecordSeen>(),
+        K::new(
+            "sctp",
+            Ty::Object,
+            "NetherNet: the SCTP chunks of the records opened, in order.",
+            |r, f| r.packet.chunks.iter().any(|c| object::<ChunkSeen>(c, f)),
+        )
+        .present(|r| !r.packet.chunks.is_empty())
+        .nested::<ChunkSeen>(),
+        K::new(
+            "channels_opened",
+            Ty::Str,
+            "NetherNet: the data channels DCEP opened in it, by label.",
+            |r, f| r.packet.opened.iter().any(|l| f(Value::Str(l))),
+        )
+        .present(|r| !r.packet.opened.is_empty()),
+        K::new(
+            "alerts",
+            Ty::Str,
+            "NetherNet: the DTLS alerts it carried (\"encrypted\" when not read).",
+            |r, f| {
+                r.packet.alerts.iter().any(|a| match a {
+                    Some((_, d)) => f(Value::Str(dtls::alert_name(*d))),
+                    None => f(Value::Str("encrypted")),
+                })
+            },
+        )
+        .present(|r| !r.packet.alerts.is_empty()),
+        K::new(
+            "anomalies",
+            Ty::Object,
+            "Findings of the dissector and the mirror; as a test: at least one.",
+            |r, f| r.packet.anomalies.iter().any(|a| object::<Anomaly>(a, f)),
+        )
+        .many()
+        .nested::<Anomaly>(),
+    ];
+}
+
+type SK = Key<StunSeen>;
+
+impl Described for StunSeen {
+    type Of<'a> = StunSeen;
+    const KEYS: &'static [SK] = &[
+        SK::new(
+            "class",
+            Ty::Str,
+            "request, indication, success response or error response.",
+            |s, f| f(Value::Str(s.class.as_str())),
+        ),
+        SK::new(
+            "username",
+            Ty::Str,
+            "USERNAME: the receiver's ICE ufrag, a colon, the sender's.",
+            |s, f| s.username.as_deref().is_some_and(|u| f(Value::Str(u))),
+        )
+        .skip(),
+        SK::new(
+            "use_candidate",
+            Ty::Bool,
+            "Whether it nominates the candidate pair (USE-CANDIDATE).",
+            |s, f| f(Value::Bool(s.use_candidate)),
+        ),
+        SK::new(
+            "fingerprint_ok",
+            Ty::Bool,
+            "Whether its FINGERPRINT holds; absent without one.",
+            |s, f| s.fingerprint_ok.is_some_and(|b| f(Value::Bool(b))),
+        )
+        .skip(),
+    ];
+}
+
+type RK = Key<RecordSeen>;
+
+impl Described for RecordSeen {
+    type Of<'a> = RecordSeen;
+    const KEYS: &'static [RK] = &[
+        RK::new(
+            "content",
+            Ty::Str,
+            "The record's content type: handshake, change_cipher_spec, alert or application_data.",
+            |r, f| f(Value::Str(dtls::content_name(r.content))),
+        ),
+        RK::new("epoch", Ty::Int, "Its epoch: 0 in the clear.", |r, f| {
+            int(r.epoch, f)
+        }),
+        RK::new(
+            "seq",
+            Ty::Int,
+            "Its sequence number within the epoch.",
+            |r, f| int(r.seq, f),
+        ),
+        RK::new(
+            "len",
+            Ty::Int,
+            "Its length (sealed, from epoch 1).",
+            |r, f| int(r.len as u64, f),
+        ),
+        RK::new(
+            "opened",
+            Ty::Bool,
+            "Whether it was read: in the clear, or opened with the key log.",
+            |r, f| f(Value::Bool(r.opened)),
+        ),
+        RK::new(
+            "handshake",
+            Ty::Str,
+            "A handshake record in the clear: the messages it holds (client_hello, certificate, ...).",
+            |r, f| {
+                r.handshakes
+                    .iter()
+                    .any(|&k| f(Value::Str(dtls::handshake_name(k))))
+            },
+        )
+        .present(|r| !r.handshakes.is_empty()),
+    ];
+}
+
+type CK = Key<ChunkSeen>;
+
+impl Described for ChunkSeen {
+    type Of<'a> = ChunkSeen;
+    const KEYS: &'static [CK] = &[
+        CK::new(
+            "chunk",
+            Ty::Str,
+            "The chunk type: DATA, I_DATA, SACK, INIT, FORWARD_TSN, ...",
+            |c, f| f(Value::Str(sctp::chunk_name(c.kind))),
+        ),
+        CK::new("tsn", Ty::Int, "DATA, I-DATA: its TSN.", |c, f| {
+            c.tsn.is_some_and(|v| int(v, f))
+        })
+        .skip(),
+        CK::new("stream", Ty::Int, "DATA, I-DATA: its stream.", |c, f| {
+            c.stream.is_some_and(|v| int(v, f))
+        })
+        .skip(),
+        CK::new(
+            "message",
+            Ty::Int,
+            "DATA: its stream sequence number; I-DATA: its message id.",
+            |c, f| c.message.is_some_and(|v| int(v, f)),
+        )
+        .skip(),
+        CK::new(
+            "ppid",
+            Ty::Int,
+            "DATA, I-DATA: its payload protocol identifier (50 DCEP, 53 binary).",
+            |c, f| c.ppid.is_some_and(|v| int(v, f)),
+        )
+        .skip(),
+        CK::new(
+            "len",
+            Ty::Int,
+            "DATA, I-DATA: its payload's bytes.",
+            |c, f| c.len.is_some_and(|v| int(v as u64, f)),
+        )
+        .skip(),
+        CK::new(
+            "cumulative_tsn",
+            Ty::Int,
+            "SACK, FORWARD-TSN, SHUTDOWN: the cumulative TSN.",
+            |c, f| c.cumulative_tsn.is_some_and(|v| int(v, f)),
+        )
+        .skip(),
+        CK::new("gaps", Ty::Int, "SACK: its gap blocks.", |c, f| {
+            c.gaps.is_some_and(|v| int(v as u64, f))
+        })
+        .skip(),
+        CK::new(
+            "duplicates",
+            Ty::Int,
+            "SACK: the duplicate TSNs it reports.",
+            |c, f| c.duplicates.is_some_and(|v| int(v as u64, f)),
+        )
+        .skip(),
+    ];
+}
