@@ -367,3 +367,56 @@ fn tshark_shows_the_same_sctp_chunks() {
         );
     }
 }
+
+/// `flows` writes a NetherNet flow: its roles, DTLS suite, channels, the
+/// messages each application received, who closed it and the player;
+/// without keys, what the capture shows in the clear.
+#[test]
+fn flows_show_a_nethernet_join() {
+    let truth = truth("nethernet-join");
+    let received = |side: &str| {
+        truth
+            .iter()
+            .filter(|r| r["type"] == "message" && r["side"] == side && r["event"] == "received")
+            .count() as u64
+    };
+    let pcap = sample("nethernet-join.pcap");
+    let keylog = sample("nethernet-join.keylog");
+    let (records, _) = records(&[
+        "flows",
+        pcap.to_str().unwrap(),
+        "--json",
+        "--tls-keylog",
+        keylog.to_str().unwrap(),
+    ]);
+    assert_eq!(records.len(), 1);
+    let f = &records[0];
+    assert_eq!(f["transport"], "nethernet");
+    assert_eq!(
+        f["dtls"]["suite"],
+        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"
+    );
+    assert_eq!(f["dtls"]["decrypted"], true);
+    assert_eq!(
+        f["channels"],
+        serde_json::json!(["ReliableDataChannel", "UnreliableDataChannel"])
+    );
+    assert_eq!(f["c2s"]["messages"], received("server"));
+    assert_eq!(f["s2c"]["messages"], received("client"));
+    assert_eq!(f["game"]["player"], "Steve");
+    // The server's close_notify ends it; the DTLS client is the server
+    // (aiortc's answerer).
+    assert_eq!(f["state"], "disconnected_by_server");
+    assert_eq!(f["dtls"]["client"], f["server"]);
+    // Without keys: connected (sealed records both ways), nothing inside.
+    let out = common::bin()
+        .args(["flows", pcap.to_str().unwrap(), "--json"])
+        .env_remove("SSLKEYLOGFILE")
+        .output()
+        .unwrap();
+    let f: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(f["state"], "connected");
+    assert_eq!(f["dtls"]["decrypted"], false);
+    assert_eq!(f["c2s"]["messages"], 0);
+    assert!(f["c2s"]["encrypted"].as_u64().unwrap() > 10);
+}

@@ -194,7 +194,7 @@ impl Game {
     /// A batch a NetherNet conversation's application received (`dir`:
     /// `c2s` when the server did): its packets, or why not. NetherNet
     /// carries nothing but Bedrock: every conversation is a game flow.
-    /// `None` past [`MAX_GAME_FLOWS`] flows.
+    /// `None` past `MAX_GAME_FLOWS` flows.
     pub fn batch(
         &mut self,
         flow: u32,

@@ -203,28 +203,38 @@ fn key_of(record: RecordType, path: &'static str) -> Option<(Field, KeyDoc)> {
         RecordType::Packet => both::<PacketRecord<'static>>(path)
             .or_else(|| Some((Field::Path(path), key::<NethernetRecord<'static>>(path)?))),
         RecordType::Message => both::<MessageRecord<'static>>(path),
-        RecordType::Flow => both::<FlowRecord<'static>>(path),
+        RecordType::Flow => both::<FlowRecord<'static>>(path).or_else(|| {
+            let k = key::<crate::records::nethernet::NethernetFlowRecord<'static>>(path)?;
+            Some((Field::Path(path), k))
+        }),
         RecordType::Handshake => both::<HandshakeRecord<'static>>(path),
         RecordType::Game => both::<GameRecord<'static>>(path),
     }
 }
 
-/// Every key path of `record`s, in JSON order (`packet`: a RakNet
-/// packet's, then those only a NetherNet datagram has).
+/// Every key path of `record`s, in JSON order (`packet`, `flow`: a
+/// RakNet one's, then those only a NetherNet one has).
 fn paths_of(record: RecordType) -> Vec<(std::borrow::Cow<'static, str>, KeyDoc)> {
+    use crate::records::nethernet::{NethernetFlowRecord, NethernetRecord};
     use crate::records::paths;
-    match record {
-        RecordType::Packet => {
-            let mut all = paths::<PacketRecord<'static>>();
-            for (name, k) in paths::<crate::records::nethernet::NethernetRecord<'static>>() {
-                if all.iter().all(|(n, _)| *n != name) {
-                    all.push((name, k));
-                }
+    let both = |mut all: Vec<(std::borrow::Cow<'static, str>, KeyDoc)>, more: Vec<_>| {
+        for (name, k) in more {
+            if all.iter().all(|(n, _)| *n != name) {
+                all.push((name, k));
             }
-            all
         }
+        all
+    };
+    match record {
+        RecordType::Packet => both(
+            paths::<PacketRecord<'static>>(),
+            paths::<NethernetRecord<'static>>(),
+        ),
         RecordType::Message => paths::<MessageRecord<'static>>(),
-        RecordType::Flow => paths::<FlowRecord<'static>>(),
+        RecordType::Flow => both(
+            paths::<FlowRecord<'static>>(),
+            paths::<NethernetFlowRecord<'static>>(),
+        ),
         RecordType::Handshake => paths::<HandshakeRecord<'static>>(),
         RecordType::Game => paths::<GameRecord<'static>>(),
     }
@@ -562,18 +572,35 @@ impl Record for PacketRecord<'_> {
     }
 }
 
-/// A NetherNet datagram: a key a RakNet packet has too, by the name the
-/// filter resolved for packets; its own, by name.
+/// `r`, a NetherNet record described by `N`, read for `field`, resolved
+/// for the RakNet records of its type (`P`): a key both have, by the name
+/// of the key `P` resolved; its own, by name.
+fn by_name<P: crate::records::Described, N: crate::records::Described>(
+    r: &N::Of<'_>,
+    field: Field,
+    f: &mut dyn FnMut(Value<'_>) -> bool,
+) -> bool {
+    use crate::records::{path_name, visit_path};
+    match field {
+        Field::Key(k) => path_name::<P>(k.indices()).is_some_and(|p| visit_path::<N>(r, &p, f)),
+        Field::Path(p) => visit_path::<N>(r, p, f),
+        Field::TimeRelative => false,
+    }
+}
+
+/// A NetherNet flow, read as `by_name` says.
+impl Record for crate::records::nethernet::NethernetFlowRecord<'_> {
+    fn visit(&self, field: Field, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
+        use crate::records::nethernet::NethernetFlowRecord as N;
+        by_name::<FlowRecord<'static>, N<'static>>(self, field, f)
+    }
+}
+
+/// A NetherNet datagram, read as `by_name` says.
 impl Record for crate::records::nethernet::NethernetRecord<'_> {
     fn visit(&self, field: Field, f: &mut dyn FnMut(Value<'_>) -> bool) -> bool {
         use crate::records::nethernet::NethernetRecord as N;
-        use crate::records::{path_name, visit_path};
-        match field {
-            Field::Key(k) => path_name::<PacketRecord<'static>>(k.indices())
-                .is_some_and(|p| visit_path::<N<'static>>(self, &p, f)),
-            Field::Path(p) => visit_path::<N<'static>>(self, p, f),
-            Field::TimeRelative => false,
-        }
+        by_name::<PacketRecord<'static>, N<'static>>(self, field, f)
     }
 
     fn time(&self) -> Option<Duration> {
@@ -676,8 +703,15 @@ mod tests {
             for (name, k) in &keys {
                 let d = lookup(name, record).unwrap();
                 // A NetherNet datagram's own keys are read by name.
-                let by_name = record == RecordType::Packet
-                    && crate::records::key_path::<PacketRecord<'static>>(name).is_none();
+                let by_name = match record {
+                    RecordType::Packet => {
+                        crate::records::key_path::<PacketRecord<'static>>(name).is_none()
+                    }
+                    RecordType::Flow => {
+                        crate::records::key_path::<FlowRecord<'static>>(name).is_none()
+                    }
+                    _ => false,
+                };
                 assert!(
                     matches!(d.read, Field::Key(_)) != by_name,
                     "{name} resolved"

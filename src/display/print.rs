@@ -20,6 +20,7 @@ use crate::output::text::{self, LineFormatter, Palette, TimeColumn, TimeFormat};
 use crate::records::flow::FlowRecord;
 use crate::records::icmp::{EndRecord, IcmpRecord};
 use crate::records::message::MessageRecord;
+use crate::records::nethernet::NethernetFlow;
 use crate::records::walk::SharedSink;
 use crate::records::Keyed;
 
@@ -619,6 +620,8 @@ pub(crate) struct FlowPrinter {
     /// The file the records name (`--separate`).
     pub(crate) file: Option<String>,
     row: String,
+    /// NetherNet's flows kept for their table (at most [`MAX_TABLE_ROWS`]).
+    pub(crate) nethernet: Vec<(NethernetFlow, Option<GameSummary>)>,
 }
 
 impl FlowPrinter {
@@ -629,7 +632,73 @@ impl FlowPrinter {
             omitted: 0,
             file: None,
             row: String::new(),
+            nethernet: Vec::new(),
         }
+    }
+
+    /// NetherNet flow `f` (with its game session): a record, or kept for
+    /// the table.
+    pub(crate) fn nethernet(
+        &mut self,
+        f: NethernetFlow,
+        game: Option<GameSummary>,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
+        if self.shown.filter.is_some() || self.shown.export.is_some() || self.shown.json {
+            let record = crate::records::nethernet::NethernetFlowRecord {
+                flow: &f,
+                game: game.as_ref(),
+                file: self.file.as_deref(),
+            };
+            if !self.shown.wants(&record) {
+                return Ok(());
+            }
+            if let Some(x) = &self.shown.export {
+                self.row.clear();
+                x.push_row(&record, &mut self.row);
+                return out.write_all(self.row.as_bytes());
+            }
+            if self.shown.json {
+                return self.shown.keyed(&record, out);
+            }
+        }
+        if self.nethernet.len() < MAX_TABLE_ROWS {
+            self.nethernet.push((f, game));
+        } else {
+            self.omitted += 1;
+        }
+        Ok(())
+    }
+
+    /// The table of NetherNet's flows kept, `width` columns at most.
+    fn nethernet_table(&self, width: Option<u16>, out: &mut dyn Write) -> io::Result<()> {
+        let header = [
+            "flow", "client", "server", "state", "dtls", "channels", "c2s msgs", "s2c msgs",
+            "resends", "player",
+        ];
+        let rows = self.nethernet.iter().map(|(f, g)| {
+            let dtls = match (f.suite, f.decrypted) {
+                (None, _) => "-".to_string(),
+                (Some(_), true) => "decrypted".to_string(),
+                (Some(_), false) => "encrypted".to_string(),
+            };
+            vec![
+                f.id.to_string(),
+                f.client.to_string(),
+                f.server.to_string(),
+                f.state.to_string(),
+                dtls,
+                f.channels.len().to_string(),
+                f.dirs[0].messages.to_string(),
+                f.dirs[1].messages.to_string(),
+                (f.dirs[0].resends + f.dirs[1].resends).to_string(),
+                g.as_ref()
+                    .and_then(|g| g.player.clone())
+                    .unwrap_or_else(|| "-".into()),
+            ]
+        });
+        let t = table::counts_table(&header, rows, 5, width);
+        writeln!(out, "NetherNet flows:\n{t}")
     }
 
     /// Flow `f` ended (with `game`, its game session when it is Bedrock):
@@ -672,6 +741,12 @@ impl FlowPrinter {
         width: Option<u16>,
         out: &mut dyn Write,
     ) -> io::Result<()> {
+        if !self.nethernet.is_empty() {
+            self.nethernet_table(width, out)?;
+            if self.rows.is_empty() {
+                return Ok(());
+            }
+        }
         self.rows.sort_by_key(|(f, _)| f.id);
         let refs: Vec<_> = self.rows.iter().map(|(f, g)| (f, g.as_ref())).collect();
         let t = if wide {

@@ -27,9 +27,12 @@ use crate::output::json::PlotFlowJson;
 use crate::output::stats::{write_json, write_text};
 use crate::output::text::{Palette, TimeFormat};
 use crate::output::ColorChoice;
-use crate::pipeline::drive::{drive, drive_items, drive_messages, no_game, Reading};
+use crate::pipeline::drive::{
+    drive, drive_items, drive_messages, nethernet_delivered, no_game, Reading,
+};
 use crate::pipeline::notes::NoteKind;
 use crate::pipeline::{ordered, Item, Next, ReadOutcome};
+use crate::records::nethernet::NethernetFlow;
 
 /// What to print of each record, compiled (once per printing thread).
 pub(crate) type Compile<'a> = &'a (dyn Fn() -> Shown + Sync);
@@ -217,12 +220,33 @@ pub fn flows(
         }
         anyhow::Ok(())
     };
-    let outcome = drive(reading, &mut mirror, out, |p, obs, _, out| {
-        game.packet(p);
-        take(obs, &mut game, out)?;
+    // NetherNet's flows as they stand, written at the end (their
+    // conversations last the capture).
+    let mut nethernet = std::collections::BTreeMap::new();
+    let outcome = drive_items(None, reading, &mut mirror, out, |item, out| {
+        match item {
+            Item::Packet { packet, obs, .. } => {
+                game.packet(packet);
+                take(obs, &mut game, out)?;
+            }
+            Item::Nethernet {
+                seen, frame, ts, ..
+            } => {
+                drop(nethernet_delivered(&mut game, &seen, frame, ts, true));
+                let c = seen.conversation;
+                nethernet.insert(c.id, NethernetFlow::of(c));
+            }
+            _ => {}
+        }
         Ok(Next::Continue)
     })?;
     take(&mut mirror.finish(), &mut game, out)?;
+    for (id, f) in nethernet {
+        let g = game.close(id);
+        if !quiet && reading.flow.is_none_or(|n| n == id) {
+            printer.nethernet(f, g, out)?;
+        }
+    }
     // No table at all when the capture could not be read or --flow was wrong.
     let failed = outcome == ReadOutcome::Usage
         || (outcome == ReadOutcome::BadFile && printer.rows.is_empty());

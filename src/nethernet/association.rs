@@ -279,6 +279,8 @@ pub struct Association {
     pub counts: BTreeMap<SocketAddr, Counts>,
     limits: delivery::Limits,
     mid_stream: bool,
+    /// The side that closed the association (a close_notify alert read).
+    pub closed_by: Option<SocketAddr>,
 }
 
 impl Association {
@@ -299,6 +301,7 @@ impl Association {
             counts: BTreeMap::new(),
             limits,
             mid_stream,
+            closed_by: None,
         }
     }
 
@@ -407,10 +410,10 @@ impl Association {
             out.push(Event::Record(seen));
             match r.content {
                 dtls::content::APPLICATION_DATA => self.sctp(from, to, &plain, out),
-                dtls::content::ALERT => out.push(Event::Alert {
-                    from,
-                    alert: (plain.len() == 2).then(|| (plain[0], plain[1])),
-                }),
+                dtls::content::ALERT => {
+                    let alert = (plain.len() == 2).then(|| (plain[0], plain[1]));
+                    self.alert(from, alert, out);
+                }
                 // The encrypted Finished: nothing more to read.
                 _ => {}
             }
@@ -427,7 +430,7 @@ impl Association {
     ) {
         if r.content == dtls::content::ALERT {
             let alert = (r.fragment.len() == 2).then(|| (r.fragment[0], r.fragment[1]));
-            return out.push(Event::Alert { from, alert });
+            return self.alert(from, alert, out);
         }
         if r.content != dtls::content::HANDSHAKE {
             return;
@@ -491,6 +494,14 @@ impl Association {
                 _ => {}
             }
         }
+    }
+
+    /// An alert read from `from`: a close_notify closes the association.
+    fn alert(&mut self, from: SocketAddr, alert: Option<(u8, u8)>, out: &mut Vec<Event>) {
+        if alert.is_some_and(|(_, d)| d == 0) && self.closed_by.is_none() {
+            self.closed_by = Some(from);
+        }
+        out.push(Event::Alert { from, alert });
     }
 
     /// The keys, from the key log, once both randoms are known.

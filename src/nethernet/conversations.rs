@@ -34,6 +34,8 @@ pub struct Conversation {
     pub last_ts: Duration,
     /// Datagrams read, by sender: `[first_sender, other]`.
     pub datagrams: [u64; 2],
+    /// Their UDP payload bytes, by sender.
+    pub bytes: [u64; 2],
     /// ICE, DTLS, SCTP and the channels on it.
     pub association: Association,
 }
@@ -118,6 +120,7 @@ impl Conversations {
                     first_ts: ts,
                     last_ts: ts,
                     datagrams: [0; 2],
+                    bytes: [0; 2],
                     association: Association::new(self.limits, false),
                 },
             );
@@ -125,7 +128,9 @@ impl Conversations {
         let c = self.table.get_mut(&key)?;
         self.datagrams += 1;
         c.last_ts = ts;
-        c.datagrams[usize::from(src != c.first_sender)] += 1;
+        let side = usize::from(src != c.first_sender);
+        c.datagrams[side] += 1;
+        c.bytes[side] += payload.len() as u64;
         self.events.clear();
         c.association
             .datagram(src, dst, payload, &self.keylog, &mut self.events);

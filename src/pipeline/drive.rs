@@ -214,7 +214,7 @@ pub(crate) fn no_game(game: &Game) -> Option<String> {
 /// channel it came on: with `batches`, the batches it completed; else the
 /// data-channel messages, a message that completed a batch with its game
 /// packets. The client opened the channels: what it receives goes `s2c`.
-fn nethernet_delivered(
+pub(crate) fn nethernet_delivered(
     game: &mut Game,
     seen: &crate::nethernet::conversations::Seen<'_>,
     frame: u64,

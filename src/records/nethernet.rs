@@ -390,3 +390,315 @@ impl Described for ChunkSeen {
         .skip(),
     ];
 }
+
+/// One direction of a NetherNet flow, counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NethernetDir {
+    /// UDP datagrams sent this way.
+    pub packets: u64,
+    /// Their payload bytes.
+    pub bytes: u64,
+    /// STUN messages sent.
+    pub stun: u64,
+    /// DTLS records sent.
+    pub dtls_records: u64,
+    /// Of those, after the handshake (sealed).
+    pub encrypted: u64,
+    /// Of those, opened with the key log.
+    pub decrypted: u64,
+    /// SCTP packets in them.
+    pub sctp_packets: u64,
+    /// DATA chunks sent again.
+    pub resends: u64,
+    /// Data-channel messages delivered to the receiver's application.
+    pub messages: u64,
+    /// NetherNet batches delivered to it.
+    pub batches: u64,
+}
+
+/// A NetherNet flow as it stands: what its `flow` record shows, owned.
+#[derive(Debug, Clone)]
+pub struct NethernetFlow {
+    /// Its flow id.
+    pub id: u32,
+    /// The client: the side that opened the data channels, else the one
+    /// that sent the first datagram.
+    pub client: SocketAddr,
+    /// The other side.
+    pub server: SocketAddr,
+    /// Its first datagram's time.
+    pub first_ts: Duration,
+    /// Its last one's.
+    pub last_ts: Duration,
+    /// How far it got, in the words of RakNet flows' `state`.
+    pub state: &'static str,
+    /// The DTLS client's address.
+    pub dtls_client: Option<SocketAddr>,
+    /// The cipher suite the ServerHello chose.
+    pub suite: Option<u16>,
+    /// Whether the key log opened its records.
+    pub decrypted: bool,
+    /// The data channels DCEP opened, by label, in stream order.
+    pub channels: Vec<String>,
+    /// `[c2s, s2c]`.
+    pub dirs: [NethernetDir; 2],
+}
+
+impl NethernetFlow {
+    /// Conversation `c` as it stands.
+    pub fn of(c: &crate::nethernet::conversations::Conversation) -> Self {
+        let a = &c.association;
+        let client = a
+            .channels
+            .values()
+            .next()
+            .map_or(c.first_sender, |ch| ch.opened_by);
+        let server = if client == c.first_sender {
+            c.other
+        } else {
+            c.first_sender
+        };
+        let count = |sender: SocketAddr| {
+            let sent = a.counts.get(&sender).copied().unwrap_or_default();
+            let receiver = if sender == client { server } else { client };
+            let got = a.counts.get(&receiver).copied().unwrap_or_default();
+            let side = usize::from(sender != c.first_sender);
+            NethernetDir {
+                packets: c.datagrams[side],
+                bytes: c.bytes[side],
+                stun: sent.stun,
+                dtls_records: sent.dtls_records,
+                encrypted: sent.encrypted,
+                decrypted: sent.decrypted,
+                sctp_packets: sent.sctp_packets,
+                resends: sent.retransmitted,
+                messages: got.messages,
+                batches: got.batches,
+            }
+        };
+        let dirs = [count(client), count(server)];
+        let up = dirs.iter().all(|d| d.encrypted > 0);
+        let state = match a.closed_by {
+            Some(by) if by == client => "disconnected_by_client",
+            Some(_) => "disconnected_by_server",
+            None if up => "connected",
+            None if dirs.iter().any(|d| d.dtls_records > 0) => "handshake",
+            None => "unconnected",
+        };
+        NethernetFlow {
+            id: c.id,
+            client,
+            server,
+            first_ts: c.first_ts,
+            last_ts: c.last_ts,
+            state,
+            dtls_client: a.dtls_client,
+            suite: a.suite,
+            decrypted: a.decrypts(),
+            channels: a.channels.values().map(|ch| ch.label.clone()).collect(),
+            dirs,
+        }
+    }
+}
+
+/// What a NetherNet `flow` record is made from.
+pub struct NethernetFlowRecord<'a> {
+    /// The flow.
+    pub flow: &'a NethernetFlow,
+    /// Its game session.
+    pub game: Option<&'a crate::bedrock::GameSummary>,
+    /// The capture file (`--separate`).
+    pub file: Option<&'a str>,
+}
+
+keyed!(NethernetFlowRecord);
+
+type FK = Key<NethernetFlowRecord<'static>>;
+
+impl Described for NethernetFlowRecord<'static> {
+    type Of<'a> = NethernetFlowRecord<'a>;
+    const KEYS: &'static [FK] = &[
+        FK::new("type", Ty::Str, TYPE_DOC, |_, f| f(Value::Str("flow"))).closed(Closed::RecordType),
+        FK::new(
+            "file",
+            Ty::Str,
+            "The capture file, in a --separate run of several.",
+            |r, f| r.file.is_some_and(|n| f(Value::Str(n))),
+        )
+        .skip(),
+        FK::new("flow", Ty::Int, FLOW_DOC, |r, f| int(r.flow.id, f)),
+        FK::new(
+            "transport",
+            Ty::Str,
+            "The transport: \"raknet\" or \"nethernet\".",
+            |_, f| f(Value::Str("nethernet")),
+        ),
+        FK::new(
+            "client",
+            Ty::Str,
+            "The client's address, \"ip:port\".",
+            |r, f| visit_addr(r.flow.client, f),
+        ),
+        FK::new(
+            "server",
+            Ty::Str,
+            "The server's address, \"ip:port\".",
+            |r, f| visit_addr(r.flow.server, f),
+        ),
+        FK::new(
+            "state",
+            Ty::Str,
+            "unconnected, handshake, connected, disconnected_by_client or disconnected_by_server.",
+            |r, f| f(Value::Str(r.flow.state)),
+        ),
+        FK::new(
+            "first_ts",
+            Ty::Float,
+            "Time of the flow's first packet, seconds since the Unix epoch.",
+            |r, f| f(Value::Float(r.flow.first_ts.as_secs_f64())),
+        ),
+        FK::new("last_ts", Ty::Float, "Time of its last packet.", |r, f| {
+            f(Value::Float(r.flow.last_ts.as_secs_f64()))
+        }),
+        FK::new(
+            "duration",
+            Ty::Float,
+            "Seconds, last_ts - first_ts.",
+            |r, f| {
+                let d = r.flow.last_ts.saturating_sub(r.flow.first_ts);
+                f(Value::Float(d.as_secs_f64()))
+            },
+        ),
+        FK::new(
+            "dtls",
+            Ty::Object,
+            "NetherNet: the DTLS association, {client, suite, decrypted}.",
+            |r, f| object::<NethernetFlow>(r.flow, f),
+        )
+        .nested::<NethernetFlow>(),
+        FK::new(
+            "channels",
+            Ty::Str,
+            "NetherNet: the data channels opened, by label.",
+            |r, f| r.flow.channels.iter().any(|l| f(Value::Str(l))),
+        )
+        .many(),
+        FK::new(
+            "c2s",
+            Ty::Object,
+            "Counts of the client-to-server direction (the keys below, as c2s.KEY).",
+            |r, f| object::<NethernetDir>(&r.flow.dirs[0], f),
+        )
+        .nested::<NethernetDir>(),
+        FK::new(
+            "s2c",
+            Ty::Object,
+            "Counts of the server-to-client direction (as s2c.KEY).",
+            |r, f| object::<NethernetDir>(&r.flow.dirs[1], f),
+        )
+        .nested::<NethernetDir>(),
+        FK::new(
+            "game",
+            Ty::Object,
+            "Bedrock: the flow's game session.",
+            |r, f| {
+                r.game
+                    .is_some_and(|g| object::<crate::bedrock::GameSummary>(g, f))
+            },
+        )
+        .nested::<crate::bedrock::GameSummary>()
+        .skip(),
+    ];
+}
+
+type DK = Key<NethernetFlow>;
+
+/// A NetherNet flow's `dtls` object.
+impl Described for NethernetFlow {
+    type Of<'a> = NethernetFlow;
+    const KEYS: &'static [DK] = &[
+        DK::new(
+            "client",
+            Ty::Str,
+            "The DTLS client's address (the side that sent the ClientHello).",
+            |r, f| r.dtls_client.is_some_and(|a| visit_addr(a, f)),
+        )
+        .or_null(),
+        DK::new(
+            "suite",
+            Ty::Str,
+            "The cipher suite the ServerHello chose (TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, ...).",
+            |r, f| {
+                r.suite
+                    .is_some_and(|s| f(Value::Str(dtls::suite_name(s).unwrap_or("unknown"))))
+            },
+        )
+        .or_null(),
+        DK::new(
+            "decrypted",
+            Ty::Bool,
+            "Whether the key log opened its records.",
+            |r, f| f(Value::Bool(r.decrypted)),
+        ),
+    ];
+}
+
+type NK = Key<NethernetDir>;
+
+/// One direction's counts of a NetherNet flow.
+impl Described for NethernetDir {
+    type Of<'a> = NethernetDir;
+    const KEYS: &'static [NK] = &[
+        NK::new(
+            "packets",
+            Ty::Int,
+            "UDP datagrams sent this way.",
+            |d, f| int(d.packets, f),
+        ),
+        NK::new("bytes", Ty::Int, "Their UDP payload bytes.", |d, f| {
+            int(d.bytes, f)
+        }),
+        NK::new("stun", Ty::Int, "NetherNet: STUN messages sent.", |d, f| {
+            int(d.stun, f)
+        }),
+        NK::new(
+            "dtls_records",
+            Ty::Int,
+            "NetherNet: DTLS records sent.",
+            |d, f| int(d.dtls_records, f),
+        ),
+        NK::new(
+            "encrypted",
+            Ty::Int,
+            "NetherNet: of those, sealed (after the handshake).",
+            |d, f| int(d.encrypted, f),
+        ),
+        NK::new(
+            "decrypted",
+            Ty::Int,
+            "NetherNet: of those, opened with the key log.",
+            |d, f| int(d.decrypted, f),
+        ),
+        NK::new(
+            "sctp_packets",
+            Ty::Int,
+            "NetherNet: SCTP packets in them.",
+            |d, f| int(d.sctp_packets, f),
+        ),
+        NK::new("resends", Ty::Int, "DATA chunks sent again.", |d, f| {
+            int(d.resends, f)
+        }),
+        NK::new(
+            "messages",
+            Ty::Int,
+            "Messages delivered to the receiver's application.",
+            |d, f| int(d.messages, f),
+        ),
+        NK::new(
+            "batches",
+            Ty::Int,
+            "NetherNet: batches delivered to the receiver's application.",
+            |d, f| int(d.batches, f),
+        ),
+    ];
+}

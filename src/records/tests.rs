@@ -384,6 +384,10 @@ fn docs_json_md_lists_the_described_keys() {
             "## `packet` of NetherNet",
             docs::<super::nethernet::NethernetRecord<'static>>(),
         ),
+        (
+            "## `flow` of NetherNet",
+            docs::<super::nethernet::NethernetFlowRecord<'static>>(),
+        ),
     ] {
         let all = tables(record);
         let mut rest = all.iter().skip(1);
