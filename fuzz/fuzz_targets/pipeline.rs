@@ -6,6 +6,7 @@
 //! samples/*.pcap.
 #![no_main]
 
+use raknet_dissect::records::nethernet::{NethernetFlow, NethernetFlowRecord, NethernetPacket, NethernetRecord};
 use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
@@ -56,12 +57,13 @@ fuzz_target!(|data: &[u8]| {
             stats.observe(packet, obs, None);
             plot.observe(packet, obs, since);
             for m in &obs.messages {
-                let _ = text::message_line(m, since, &mut time, pal);
+                let _ = text::message_line(m, None, since, &mut time, pal);
                 let record = MessageRecord {
                     message: m,
                     data_limit: Some(64),
                     game: None,
                     file: None,
+                    data_channel: None,
                 };
                 write_line(&record, &mut json);
                 let _ = game.message(m);
@@ -73,6 +75,28 @@ fuzz_target!(|data: &[u8]| {
             }
             for f in obs.closed.drain(..) {
                 write_line(&FlowRecord::new(&f, None, None), &mut Vec::new());
+            }
+        } else if let Item::Nethernet {
+            seen,
+            frame,
+            ts,
+            src,
+            dst,
+            len,
+            ..
+        } = item
+        {
+            // A NetherNet datagram: its record, its flow's, its batches'
+            // game packets.
+            let p = NethernetPacket::new(&seen, (frame, ts), (src, dst), len);
+            write_line(&NethernetRecord { packet: &p, file: None }, &mut Vec::new());
+            let f = NethernetFlow::of(seen.conversation);
+            let record = NethernetFlowRecord { flow: &f, game: None, file: None };
+            write_line(&record, &mut Vec::new());
+            for e in seen.events {
+                if let raknet_dissect::nethernet::association::Event::Batch { data, .. } = e {
+                    let _ = game.batch(f.id, raknet_dissect::dissect::Dir::C2s, data);
+                }
             }
         }
         Ok::<_, std::io::Error>(Next::Continue)
