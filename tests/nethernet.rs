@@ -420,3 +420,106 @@ fn flows_show_a_nethernet_join() {
     assert_eq!(f["c2s"]["messages"], 0);
     assert!(f["c2s"]["encrypted"].as_u64().unwrap() > 10);
 }
+
+/// `samples/NAME.pcap` with only the frames `keep` says yes to (1-based),
+/// written to `dir`: a join whose later datagrams never arrived.
+fn cut(name: &str, dir: &common::TempDir, keep: impl Fn(u64) -> bool) -> std::path::PathBuf {
+    let bytes = std::fs::read(sample(&format!("{name}.pcap"))).unwrap();
+    // A little-endian classic pcap (what tcpdump wrote).
+    assert_eq!(bytes[..4], [0xd4, 0xc3, 0xb2, 0xa1]);
+    let mut out = bytes[..24].to_vec();
+    let (mut at, mut frame) = (24, 0);
+    while at + 16 <= bytes.len() {
+        let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        frame += 1;
+        if keep(frame) {
+            out.extend_from_slice(&bytes[at..at + 16 + len]);
+        }
+        at += 16 + len;
+    }
+    let path = dir.path().join(format!("{name}-cut.pcap"));
+    std::fs::write(&path, out).unwrap();
+    path
+}
+
+/// `handshake` on a NetherNet join: connected, with its steps in order
+/// and the game login after it; cut where a failing join stops (no STUN
+/// answer, no DTLS answer, DTLS unfinished, SCTP not up, no channel),
+/// each with its outcome and a diagnosis in words.
+#[test]
+fn handshake_says_where_a_join_stopped() {
+    let keylog = sample("nethernet-join.keylog");
+    let k = keylog.to_str().unwrap();
+    let join = sample("nethernet-join.pcap");
+    let (joined, _) = records(&[
+        "handshake",
+        join.to_str().unwrap(),
+        "--json",
+        "--tls-keylog",
+        k,
+    ]);
+    assert_eq!(joined.len(), 1);
+    let h = &joined[0];
+    assert_eq!(
+        (&h["transport"], &h["outcome"]),
+        (&"nethernet".into(), &"connected".into())
+    );
+    let steps: Vec<&str> = h["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    let order = [
+        "stun_request",
+        "stun_response",
+        "client_hello",
+        "server_hello",
+        "sctp_init",
+        "sctp_cookie_ack",
+        "channel_open",
+        "close_notify",
+    ];
+    let at = |s: &str| {
+        steps
+            .iter()
+            .position(|x| *x == s)
+            .unwrap_or_else(|| panic!("{s}: {steps:?}"))
+    };
+    assert!(order.windows(2).all(|w| at(w[0]) < at(w[1])), "{steps:?}");
+    assert!(
+        h["game"]
+            .as_str()
+            .unwrap()
+            .contains("set_local_player_as_initialized"),
+        "{h}"
+    );
+    // The frames of the sample where each stage begins (`read` shows
+    // them): STUN answers 22 and 24, the ClientHello 25, the ServerHello
+    // 26, SCTP's INIT 29, COOKIE ACK 35, the channels 36 and 37.
+    let dir = common::TempDir::new("nethernet-cut");
+    for (keep, outcome, words) in [
+        (
+            &(|f: u64| f <= 23 && f != 22) as &dyn Fn(u64) -> bool,
+            "no_stun_answer",
+            "unreachable",
+        ),
+        (&|f| f <= 25, "dtls_unanswered", "never answered"),
+        (&|f| f <= 26, "dtls_incomplete", "did not finish"),
+        (&|f| f <= 33, "sctp_not_established", "COOKIE ACK"),
+        (&|f| f <= 35, "channel_not_opened", "no data channel"),
+    ] {
+        let path = cut("nethernet-join", &dir, keep);
+        let (cut, _) = records(&[
+            "handshake",
+            path.to_str().unwrap(),
+            "--json",
+            "--tls-keylog",
+            k,
+        ]);
+        assert_eq!(cut.len(), 1, "{outcome}");
+        assert_eq!(cut[0]["outcome"], outcome, "{}", cut[0]);
+        let diagnosis = cut[0]["diagnosis"].as_str().unwrap();
+        assert!(diagnosis.contains(words), "{outcome}: {diagnosis}");
+    }
+}

@@ -162,3 +162,22 @@ fn write_keeps_the_same_packets_with_threads() {
 fn read_back(p: &Path) -> Vec<u8> {
     with_threads(&["read", p.to_str().unwrap()], 1).0
 }
+
+/// NetherNet's captures too, decrypted: every command the same with 1, 2
+/// and 3 threads.
+#[test]
+fn nethernet_prints_the_same_whatever_the_threads() {
+    for name in ["nethernet-join", "nethernet-lossy"] {
+        let capture = sample(&format!("{name}.pcap"));
+        let keylog = sample(&format!("{name}.keylog"));
+        for cmd in COMMANDS {
+            let mut args = cmd.to_vec();
+            args.extend([
+                capture.to_str().unwrap(),
+                "--tls-keylog",
+                keylog.to_str().unwrap(),
+            ]);
+            same_for_every_count(&args);
+        }
+    }
+}

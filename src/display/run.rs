@@ -22,6 +22,7 @@ use crate::capture::CaptureReader;
 use crate::dissect::SpentPackets;
 use crate::mirror::handshake::{Attempt, HandshakeTracker};
 use crate::mirror::{FlowMirror, Mirror, Observation};
+use crate::nethernet::timeline::Timeline;
 use crate::output::handshake::HandshakeJson;
 use crate::output::json::PlotFlowJson;
 use crate::output::stats::{write_json, write_text};
@@ -307,6 +308,9 @@ pub fn handshakes(
         }
         anyhow::Ok(())
     };
+    // NetherNet's joins, written at the end (their conversations last the
+    // capture).
+    let mut joins: std::collections::BTreeMap<u32, Timeline> = Default::default();
     let outcome = drive_items(None, reading, &mut mirror, out, |item, out| {
         match item {
             Item::Icmp { note: i, .. } => tracker.icmp(i.flow, i.dir, i.ts, i.frame, i.kind),
@@ -319,11 +323,24 @@ pub fn handshakes(
                 // out: a flow past its bounded attempts goes on.
                 obs.ended.iter().for_each(|&f| drop(game.close(f)));
             }
-            Item::File { .. } | Item::Counted(_) | Item::Owned { .. } | Item::Nethernet { .. } => {}
+            Item::Nethernet {
+                seen,
+                frame,
+                ts,
+                src,
+                ..
+            } => {
+                drop(nethernet_delivered(&mut game, &seen, frame, ts, true));
+                let id = seen.conversation.id;
+                joins.entry(id).or_default().observe(&seen, frame, ts, src);
+            }
+            Item::File { .. } | Item::Counted(_) | Item::Owned { .. } => {}
         }
         Ok(Next::Continue)
     })?;
     print(tracker.finish(), &mut game, out)?;
+    let attempts: Vec<Attempt> = joins.values().map(Timeline::attempt).collect();
+    print(attempts, &mut game, out)?;
     Ok(outcome)
 }
 

@@ -160,6 +160,8 @@ pub struct Attempt {
     last_s2c: Option<Duration>,
     pub(crate) outcome: &'static str,
     pub(crate) diagnosis: String,
+    /// A NetherNet join (`nethernet::timeline`), not a RakNet attempt.
+    pub(crate) nethernet: bool,
 }
 
 impl Attempt {

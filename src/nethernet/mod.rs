@@ -28,6 +28,7 @@ pub mod identity;
 pub mod sctp;
 pub mod sdp;
 pub mod stun;
+pub mod timeline;
 
 /// What a UDP payload on an ICE 5-tuple is, by its first byte (RFC 7983
 /// §7).

@@ -49,6 +49,12 @@ impl Described for HandshakeRecord<'static> {
             |r, f| int(r.attempt.flow, f),
         ),
         K::new(
+            "transport",
+            Ty::Str,
+            "The transport: \"raknet\" or \"nethernet\".",
+            |r, f| f(Value::Str(if r.attempt.nethernet { "nethernet" } else { "raknet" })),
+        ),
+        K::new(
             "attempt",
             Ty::Int,
             "Attempt number within the flow, 1-based.",

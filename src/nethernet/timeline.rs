@@ -1,0 +1,312 @@
+//! A NetherNet join's timeline, from its conversation's datagrams: the ICE
+//! checks, the DTLS handshake, SCTP's association, the data channels, and
+//! where it stopped, with why in words (`handshake`). Sans-IO: fed what
+//! each datagram showed ([`Seen`]).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use super::association::Event;
+use super::conversations::Seen;
+use super::{dtls, sctp, stun};
+use crate::dissect::Dir;
+use crate::mirror::handshake::{Attempt, Step};
+
+/// Steps kept at most; past them, counted.
+const MAX_STEPS: usize = 64;
+
+/// One conversation's timeline so far.
+#[derive(Debug, Default)]
+pub struct Timeline {
+    id: u32,
+    first_sender: Option<SocketAddr>,
+    other: Option<SocketAddr>,
+    start: Duration,
+    end: Duration,
+    steps: Vec<Step>,
+    omitted: u32,
+    /// Steps already taken, by name and direction (each is kept once).
+    seen: Vec<(&'static str, Option<Dir>)>,
+    /// Binding requests and success responses sent by the first sender,
+    /// then by the other side.
+    requests: [u32; 2],
+    answers: [u32; 2],
+    errors: u32,
+    client_hello: bool,
+    server_hello: bool,
+    /// Sealed records sent by the first sender, by the other side.
+    sealed: [u64; 2],
+    cookie_ack: bool,
+    channels: Vec<String>,
+    /// A fatal alert: who sent it and what it said (`None`: sealed).
+    fatal: Option<(SocketAddr, Option<u8>)>,
+    closed_by: Option<SocketAddr>,
+    decrypts: bool,
+    client: Option<SocketAddr>,
+}
+
+impl Timeline {
+    /// A datagram of the conversation (`frame`, at `ts`, from `src`).
+    pub fn observe(&mut self, seen: &Seen<'_>, frame: u64, ts: Duration, src: SocketAddr) {
+        let c = seen.conversation;
+        if self.first_sender.is_none() {
+            (self.id, self.start) = (c.id, ts);
+            (self.first_sender, self.other) = (Some(c.first_sender), Some(c.other));
+        }
+        self.end = ts;
+        let a = &c.association;
+        self.decrypts = a.decrypts();
+        // The client opens the channels; before that, the first sender.
+        self.client = Some(
+            a.channels
+                .values()
+                .next()
+                .map_or(c.first_sender, |ch| ch.opened_by),
+        );
+        let side = usize::from(Some(src) != self.first_sender);
+        let dir = self.dir(src);
+        for e in seen.events {
+            match e {
+                Event::Stun {
+                    class,
+                    username,
+                    use_candidate,
+                    ..
+                } => match class {
+                    stun::Class::Request => {
+                        self.requests[side] += 1;
+                        let what = match username {
+                            Some(u) => format!(
+                                "user {u}{}",
+                                if *use_candidate {
+                                    ", nominating the pair"
+                                } else {
+                                    ""
+                                }
+                            ),
+                            None => String::new(),
+                        };
+                        self.step("stun_request", dir, frame, ts, what);
+                    }
+                    stun::Class::Success => {
+                        self.answers[side] += 1;
+                        self.step("stun_response", dir, frame, ts, String::new());
+                    }
+                    stun::Class::Error => {
+                        self.errors += 1;
+                        self.step("stun_error", dir, frame, ts, String::new());
+                    }
+                    stun::Class::Indication => {}
+                },
+                Event::Handshake { kind, .. } => {
+                    let name = dtls::handshake_name(*kind);
+                    match *kind {
+                        1 => self.client_hello = true,
+                        2 => self.server_hello = true,
+                        _ => {}
+                    }
+                    self.step(name, dir, frame, ts, String::new());
+                }
+                Event::Negotiated { suite, .. } => {
+                    let name = dtls::suite_name(*suite).unwrap_or("an unknown suite");
+                    self.step("suite", dir, frame, ts, name.to_string());
+                }
+                Event::Certificate { fingerprint, .. } => {
+                    self.step(
+                        "certificate_fingerprint",
+                        dir,
+                        frame,
+                        ts,
+                        fingerprint.clone(),
+                    );
+                }
+                Event::Record(r) if r.epoch > 0 => {
+                    self.sealed[side] += 1;
+                    if r.content == dtls::content::APPLICATION_DATA {
+                        self.step("dtls_application_data", dir, frame, ts, String::new());
+                    }
+                }
+                Event::Chunks(chunks) => {
+                    for ch in chunks {
+                        let name = match ch.kind {
+                            sctp::chunk::INIT => "sctp_init",
+                            sctp::chunk::INIT_ACK => "sctp_init_ack",
+                            sctp::chunk::COOKIE_ECHO => "sctp_cookie_echo",
+                            sctp::chunk::COOKIE_ACK => {
+                                self.cookie_ack = true;
+                                "sctp_cookie_ack"
+                            }
+                            sctp::chunk::ABORT => "sctp_abort",
+                            _ => continue,
+                        };
+                        self.step(name, dir, frame, ts, String::new());
+                    }
+                }
+                Event::ChannelOpen(ch) => {
+                    if self.channels.len() < 16 {
+                        self.channels.push(ch.label.clone());
+                    }
+                    // A channel each: both are steps.
+                    let label = ch.label.clone();
+                    if self.steps.len() < MAX_STEPS {
+                        self.steps.push(Step {
+                            ts,
+                            frame,
+                            dir: Some(dir),
+                            step: "channel_open",
+                            detail: label,
+                        });
+                    } else {
+                        self.omitted += 1;
+                    }
+                }
+                Event::Alert { from, alert } => {
+                    let (level, what) = match alert {
+                        Some((l, d)) => (Some(*l), dtls::alert_name(*d).to_string()),
+                        None => (None, "sealed".to_string()),
+                    };
+                    // Sealed, after records flowed both ways: a close,
+                    // as a rule (without the key, which one is unknown).
+                    let closing = alert.is_none() && self.sealed.iter().all(|&n| n > 1);
+                    if alert.is_some_and(|(_, d)| d == 0) || closing {
+                        self.closed_by = self.closed_by.or(Some(*from));
+                        let detail = if closing { "sealed alert" } else { "" };
+                        self.step("close_notify", dir, frame, ts, detail.into());
+                    } else if level != Some(1) && self.fatal.is_none() {
+                        self.fatal = Some((*from, alert.map(|(_, d)| d)));
+                        self.step("alert", dir, frame, ts, what);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The direction of a datagram from `src`.
+    fn dir(&self, src: SocketAddr) -> Dir {
+        if Some(src) == self.client {
+            Dir::C2s
+        } else {
+            Dir::S2c
+        }
+    }
+
+    /// Step `name` in direction `dir`, the first time only.
+    fn step(&mut self, name: &'static str, dir: Dir, frame: u64, ts: Duration, detail: String) {
+        if self.seen.contains(&(name, Some(dir))) {
+            return;
+        }
+        if self.steps.len() >= MAX_STEPS {
+            self.omitted += 1;
+            return;
+        }
+        self.seen.push((name, Some(dir)));
+        self.steps.push(Step {
+            ts,
+            frame,
+            dir: Some(dir),
+            step: name,
+            detail,
+        });
+    }
+
+    /// The join as an attempt: its steps, outcome and diagnosis.
+    pub(crate) fn attempt(&self) -> Attempt {
+        let client = self.client.or(self.first_sender);
+        let server = if client == self.first_sender {
+            self.other
+        } else {
+            self.first_sender
+        };
+        let name = |a: Option<SocketAddr>| a.map_or("?".to_string(), |a| a.to_string());
+        let (outcome, diagnosis): (&'static str, String) = if let Some((from, alert)) = self.fatal {
+            let who = if Some(from) == client {
+                "client"
+            } else {
+                "server"
+            };
+            let what = match alert {
+                Some(d) => format!("a fatal DTLS alert, {}", dtls::alert_name(d)),
+                None => "a sealed DTLS alert".to_string(),
+            };
+            let hint = match alert {
+                Some(42..=46) => {
+                    ": a certificate that does not match the SDP's fingerprint is one cause"
+                }
+                Some(40) => ": the two sides share no cipher suite or curve",
+                _ => "",
+            };
+            (
+                "dtls_alert",
+                format!("the {who} ({from}) sent {what}{hint}"),
+            )
+        } else if self.requests.iter().sum::<u32>() > 0 && self.answers.iter().sum::<u32>() == 0 {
+            let (a, b) = (name(self.first_sender), name(self.other));
+            (
+                "no_stun_answer",
+                format!(
+                    "{} STUN binding requests between {a} and {b}, none answered: the candidate pair is unreachable (a firewall, NAT, or an address in the SDP that is not the peer's)",
+                    self.requests.iter().sum::<u32>()
+                ),
+            )
+        } else if self.errors > 0 && self.answers.iter().sum::<u32>() == 0 {
+            ("stun_error", "every STUN check was answered with an error (wrong ICE credentials: the SDP's ice-ufrag and ice-pwd)".into())
+        } else if !self.client_hello {
+            (
+                "no_dtls",
+                "ICE checks passed but no DTLS ClientHello followed (the DTLS client never started)".into(),
+            )
+        } else if !self.server_hello {
+            (
+                "dtls_unanswered",
+                "the DTLS ClientHello was never answered (the DTLS server is not there, or its answers were lost)".into(),
+            )
+        } else if self.sealed.contains(&0) {
+            (
+                "dtls_incomplete",
+                "the DTLS handshake did not finish: no sealed record from both sides".into(),
+            )
+        } else if !self.decrypts {
+            (
+                "connected",
+                "ICE and DTLS completed and sealed records flowed both ways; a key log (--tls-keylog) shows SCTP and the channels".into(),
+            )
+        } else if !self.cookie_ack {
+            (
+                "sctp_not_established",
+                "DTLS completed, but SCTP's association never did (no COOKIE ACK)".into(),
+            )
+        } else if self.channels.is_empty() {
+            (
+                "channel_not_opened",
+                "SCTP came up, but no data channel was opened (no DCEP open)".into(),
+            )
+        } else {
+            (
+                "connected",
+                format!(
+                    "ICE, DTLS and SCTP completed; channels {} opened",
+                    self.channels.join(", ")
+                ),
+            )
+        };
+        let diagnosis = match self.closed_by {
+            Some(by) if outcome == "connected" => {
+                let who = if Some(by) == client {
+                    "client"
+                } else {
+                    "server"
+                };
+                format!("{diagnosis}; the {who} closed it (a DTLS alert)")
+            }
+            _ => diagnosis,
+        };
+        let mut a = Attempt::default();
+        (a.flow, a.number, a.client, a.server) = (self.id, 1, client, server);
+        (a.start, a.end) = (self.start, self.end);
+        (a.steps, a.steps_omitted) = (self.steps.clone(), self.omitted);
+        (a.accepted, a.outcome, a.diagnosis) = (outcome == "connected", outcome, diagnosis);
+        a.nethernet = true;
+        a
+    }
+}
