@@ -310,6 +310,24 @@ impl Association {
         self.keys.is_some()
     }
 
+    /// Bytes held for later delivery: fragments, messages waiting for
+    /// their turn, batches under way.
+    pub fn held(&self) -> usize {
+        let receivers: usize = self.receivers.values().map(delivery::Receiver::held).sum();
+        let framers: usize = self.framers.values().map(framing::Reassembler::held).sum();
+        receivers + framers
+    }
+
+    /// Lets go of everything [`Association::held`] counts, and reads on as
+    /// from the middle of the streams; returns the bytes let go.
+    pub fn shed(&mut self) -> usize {
+        let held = self.held();
+        self.receivers.clear();
+        self.framers.clear();
+        self.mid_stream = true;
+        held
+    }
+
     /// Take one datagram from `from` to `to`.
     pub fn datagram(
         &mut self,

@@ -15,6 +15,10 @@ use super::{classify, delivery, dtls, Demux};
 /// counted ([`Conversations::refused`]), not read.
 pub const MAX_CONVERSATIONS: usize = 4096;
 
+/// Bytes all conversations may hold for later delivery, together, by
+/// default: past it the one holding most lets go ([`Association::shed`]).
+pub const DEFAULT_BUDGET: usize = 256 << 20;
+
 /// STUN's magic cookie (RFC 5389 §6), bytes 4 to 7 of every message.
 const MAGIC_COOKIE: [u8; 4] = [0x21, 0x12, 0xa4, 0x42];
 
@@ -38,6 +42,8 @@ pub struct Conversation {
     pub bytes: [u64; 2],
     /// ICE, DTLS, SCTP and the channels on it.
     pub association: Association,
+    /// What its association held after its last datagram.
+    held: usize,
 }
 
 /// What one datagram of a conversation showed.
@@ -56,6 +62,9 @@ pub struct Conversations {
     keylog: Arc<dtls::KeyLog>,
     limits: delivery::Limits,
     events: Vec<Event>,
+    /// Bytes held by all, together, and at most.
+    held: usize,
+    budget: usize,
     /// Datagrams read as NetherNet.
     pub datagrams: u64,
     /// Conversations started.
@@ -72,9 +81,20 @@ impl Conversations {
             keylog,
             limits: delivery::Limits::default(),
             events: Vec::new(),
+            held: 0,
+            budget: DEFAULT_BUDGET,
             datagrams: 0,
             started: 0,
             refused: 0,
+        }
+    }
+
+    /// [`Conversations::new`] whose conversations hold `budget` bytes at
+    /// most, together.
+    pub fn with_budget(keylog: Arc<dtls::KeyLog>, budget: usize) -> Self {
+        Conversations {
+            budget,
+            ..Conversations::new(keylog)
         }
     }
 
@@ -121,6 +141,7 @@ impl Conversations {
                     last_ts: ts,
                     datagrams: [0; 2],
                     bytes: [0; 2],
+                    held: 0,
                     association: Association::new(self.limits, false),
                 },
             );
@@ -134,10 +155,35 @@ impl Conversations {
         self.events.clear();
         c.association
             .datagram(src, dst, payload, &self.keylog, &mut self.events);
+        let now = c.association.held();
+        self.held = self.held.saturating_sub(c.held) + now;
+        c.held = now;
+        if self.held > self.budget {
+            self.shed();
+        }
+        let c = self.table.get(&key)?;
         Some(Seen {
             conversation: c,
             events: &self.events,
         })
+    }
+
+    /// Past the budget: the conversation holding most lets go of it, said
+    /// as an anomaly of the datagram that went past.
+    fn shed(&mut self) {
+        let Some(c) = self.table.values_mut().max_by_key(|c| c.held) else {
+            return;
+        };
+        let gone = c.association.shed();
+        self.held = self.held.saturating_sub(c.held);
+        c.held = 0;
+        self.events.push(Event::Anomaly {
+            kind: super::association::Problem::Bounded,
+            detail: format!(
+                "flow {}: {gone} bytes held for delivery let go: the NetherNet conversations held more than {} bytes together",
+                c.id, self.budget
+            ),
+        });
     }
 }
 
@@ -181,6 +227,48 @@ mod tests {
         assert_eq!(starts(&[0x17, 0xfe, 0xfd]), None, "application data");
         assert_eq!(starts(&[]), None);
         assert_eq!(starts(&[0x84, 0, 0, 0]), None, "a RakNet datagram");
+    }
+
+    /// The sample's login batch comes in four segments: held between
+    /// them. With a budget smaller than that, it is let go and said; with
+    /// the default, nothing is.
+    #[test]
+    fn past_the_budget_what_is_held_is_let_go_and_said() {
+        use super::super::association::Problem;
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
+        let text = std::fs::read_to_string(root.join("nethernet-join.keylog")).unwrap();
+        let keylog = Arc::new(dtls::KeyLog::parse(&text));
+        for (budget, shed) in [(1000, true), (DEFAULT_BUDGET, false)] {
+            let mut c = Conversations::with_budget(Arc::clone(&keylog), budget);
+            let (mut said, mut most) = (0, 0);
+            let reader = crate::capture::CaptureReader::open(&root.join("nethernet-join.pcap"));
+            for d in reader.unwrap() {
+                let d = d.unwrap();
+                let Some(seen) = c.datagram(d.src, d.dst, d.ts, &d.payload, || 1) else {
+                    continue;
+                };
+                said += seen
+                    .events
+                    .iter()
+                    .filter(|e| {
+                        matches!(
+                            e,
+                            Event::Anomaly {
+                                kind: Problem::Bounded,
+                                ..
+                            }
+                        )
+                    })
+                    .count();
+                most = most.max(c.held);
+                assert!(c.held <= budget, "{} held past {budget}", c.held);
+            }
+            assert_eq!(
+                said > 0,
+                shed,
+                "budget {budget}: {said} said, {most} held at most"
+            );
+        }
     }
 
     #[test]
