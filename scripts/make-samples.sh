@@ -294,6 +294,9 @@ if [ -z "${SKIP_NETHERNET:-}" ]; then
                 timeout 180 "$ROOT/scripts/nethernet-capture.sh" "$OUT" 19770 >/dev/null && { rc=0; break; }
         done
         [ $rc = 0 ] || say "WARNING: nethernet-lossy.* failed 3 times (see nethernet_peers.py's error above)"
+        say "nethernet-no-endpoint.pcap (the client against python -m http.server: a 404)"
+        NETHERNET_PYTHON=$NPY NO_ENDPOINT=1 timeout 60 "$ROOT/scripts/nethernet-capture.sh" "$OUT" 19780 >/dev/null
+        rm -f "$OUT/nethernet-no-endpoint.keylog"
     else
         say "$NPY cannot import aiortc: nethernet-join.* and nethernet-lossy.* not remade"
     fi

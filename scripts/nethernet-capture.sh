@@ -22,6 +22,10 @@
 # side and the server's side of the relay (samples/README.md says why). tshark must read
 # them one conversation at a time: scripts/nethernet-tshark-check.py OUTDIR/nethernet-lossy
 #   sudo RELAY=15 SEGMENT=2000 MAX_PACKETS=20 PINGS=20 scripts/nethernet-capture.sh samples
+# NO_ENDPOINT=1: the server is Python's own http.server, a real HTTP server without
+# NetherNet (GET /v1/join answers 404, as a server without a NetherNet endpoint does):
+# the client asks, records the 404 and gives up. Files: OUTDIR/nethernet-no-endpoint.*
+# (PORT default 19780).
 # Needs root (tcpdump) and aiortc in target/venv (target/venv/bin/pip install aiortc==1.16.0), or
 # NETHERNET_PYTHON=a python with aiortc.
 #   sudo scripts/nethernet-capture.sh samples
@@ -36,7 +40,9 @@
 set -euo pipefail
 out=${1:?usage: nethernet-capture.sh OUTDIR [PORT]}
 relay=${RELAY:-}
+no_endpoint=${NO_ENDPOINT:-}
 if [ -n "$relay" ]; then port=${2:-19770}; name=nethernet-lossy; else port=${2:-19760}; name=nethernet-join; fi
+if [ -n "$no_endpoint" ]; then port=${2:-19780}; name=nethernet-no-endpoint; fi
 here=$(cd "$(dirname "$0")/.." && pwd)
 py=${NETHERNET_PYTHON:-$here/target/venv/bin/python}
 "$py" -c 'import aiortc' 2>/dev/null || {
@@ -80,14 +86,30 @@ for _ in $(seq 100); do grep -q 'listening on' "$err" && break; sleep 0.05; done
 grep -q 'listening on' "$err" || { cat "$err" >&2; echo "nethernet-capture: tcpdump did not start" >&2; exit 1; }
 sleep 0.2   # the filter is attached just before tcpdump says it listens
 status=0
+if [ -n "$no_endpoint" ]; then
+  www=$(mktemp -d)
+  timeout "$peer_timeout" "$py" -m http.server "$port" --bind 127.0.0.1 --directory "$www" 2>"$srv_err" >&2 &
+  server=$!
+  for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
+  echo "server listening (python -m http.server)" >>"$srv_err"
+else
 timeout "$peer_timeout" "$py" "$here/scripts/nethernet_peers.py" server "${peer_args[@]}" ${server_args[@]+"${server_args[@]}"} 2>"$srv_err" &
 server=$!
 for _ in $(seq 100); do grep -q 'server listening' "$srv_err" && break; sleep 0.05; done
+fi
 if ! grep -q 'server listening' "$srv_err"; then
   cat "$srv_err" >&2; echo "nethernet-capture: the server did not start" >&2; exit 1
 fi
 timeout "$peer_timeout" "$py" "$here/scripts/nethernet_peers.py" client "${peer_args[@]}" ${client_args[@]+"${client_args[@]}"} || status=$?
+if [ -n "$no_endpoint" ]; then
+  # The client's failure is the point: it must have recorded the 404.
+  kill "$server" 2>/dev/null || true
+  wait "$server" 2>/dev/null || true
+  grep -q '"status": *404' "$base.truth.jsonl" && status=0 || status=1
+  rm -rf "$www"
+else
 wait "$server" || { s=$?; [ "$status" -ne 0 ] || status=$s; }
+fi
 server=""
 cat "$srv_err" >&2
 sleep 0.5

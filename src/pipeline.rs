@@ -37,6 +37,7 @@ use crate::dissect::{
 };
 use crate::mirror::{Mirror, Observation};
 use crate::nethernet::conversations::{Conversations, Seen};
+use crate::nethernet::signaling::{self, Signaling};
 
 pub mod drive;
 pub mod notes;
@@ -141,6 +142,25 @@ pub enum Item<'p, 'a> {
         /// Its receiver.
         dst: std::net::SocketAddr,
         /// Its UDP payload's bytes.
+        len: usize,
+        /// The time lines are counted from (the first datagram's).
+        since: Duration,
+        /// Index of the file in [`Input::Files`] (0 for a reader).
+        file: usize,
+    },
+    /// A TCP segment of NetherNet's HTTP signaling, and what it showed.
+    Signaling {
+        /// Its connection and events.
+        seen: signaling::Seen<'p>,
+        /// Its frame number.
+        frame: u64,
+        /// Its capture time.
+        ts: Duration,
+        /// Its sender.
+        src: std::net::SocketAddr,
+        /// Its receiver.
+        dst: std::net::SocketAddr,
+        /// Its TCP payload's bytes.
         len: usize,
         /// The time lines are counted from (the first datagram's).
         since: Duration,
@@ -443,6 +463,10 @@ pub struct Pipeline {
     shells: Vec<Shell>,
     /// The NetherNet conversations among the datagrams that are not RakNet.
     nethernet: Conversations,
+    /// NetherNet's signaling among the TCP segments.
+    signaling: Signaling,
+    /// TCP segments: of the signaling, of other connections.
+    tcp: [u64; 2],
 }
 
 /// Files up to this size are read without a reading thread.
@@ -468,6 +492,8 @@ impl Pipeline {
             dissector,
             shells: Vec::new(),
             nethernet,
+            signaling: Signaling::default(),
+            tcp: [0; 2],
         }
     }
 
@@ -479,6 +505,11 @@ impl Pipeline {
     /// The NetherNet conversations read.
     pub(crate) fn nethernet(&self) -> &Conversations {
         &self.nethernet
+    }
+
+    /// TCP segments of NetherNet's signaling read.
+    pub(crate) fn signaling_segments(&self) -> u64 {
+        self.tcp[0]
     }
 
     /// After a run: why `--flow N` names no flow of the capture, if so
@@ -560,6 +591,8 @@ impl Pipeline {
                 }
             }
         }
+        // TCP that is not NetherNet's signaling is skipped, as before.
+        ended.non_udp += self.tcp[1];
         let counted = ended.counted(self.dissect_stats());
         each(Item::Counted(counted))?;
         Ok(ended)
@@ -568,7 +601,7 @@ impl Pipeline {
     /// Opens a capture file; on a thread of its own when `background` and
     /// the file is large enough to gain from it.
     fn open(&self, path: &Path, background: bool) -> Result<CaptureReader, CaptureError> {
-        let r = CaptureReader::open_counted(path, self.opts.consumed.clone())?;
+        let r = CaptureReader::open_counted(path, self.opts.consumed.clone())?.with_tcp();
         // A small file is read on this thread: a reading thread's start and
         // handoffs would cost more than the overlap gains (a fleet of
         // captures of a few kilobytes each).
@@ -725,6 +758,11 @@ impl Pipeline {
         obs: &mut Observation,
         each: &mut impl FnMut(Item<'_, '_>) -> Result<Next, E>,
     ) -> Result<bool, E> {
+        if let Some(seg) = d.tcp {
+            let stop = self.tcp(&d, seg, first_ts, file, each)?;
+            reader.recycle(d);
+            return Ok(stop);
+        }
         let since = *first_ts.get_or_insert(d.ts);
         if let Some(icmp) = &d.icmp {
             let mut stop = false;
@@ -805,6 +843,42 @@ impl Pipeline {
 }
 
 impl Pipeline {
+    /// A TCP segment: NetherNet's signaling, to `each`, or counted; true
+    /// when `each` asked to stop. A signaling segment counts as the
+    /// capture's first datagram for `read`'s time column; other TCP does
+    /// not.
+    fn tcp<E>(
+        &mut self,
+        d: &crate::capture::UdpDatagram,
+        seg: crate::capture::TcpSegment,
+        first_ts: &mut Option<Duration>,
+        file: usize,
+        each: &mut impl FnMut(Item<'_, '_>) -> Result<Next, E>,
+    ) -> Result<bool, E> {
+        let dissector = &mut self.dissector;
+        let new_id = || dissector.new_flow_id();
+        let Some(seen) = self
+            .signaling
+            .segment(d.src, d.dst, seg, &d.payload, new_id)
+        else {
+            self.tcp[1] += 1;
+            return Ok(false);
+        };
+        self.tcp[0] += 1;
+        let item = Item::Signaling {
+            seen,
+            frame: d.frame,
+            ts: d.ts,
+            src: d.src,
+            dst: d.dst,
+            len: d.payload.len(),
+            // The signaling starts the capture's clock as a datagram would.
+            since: *first_ts.get_or_insert(d.ts),
+            file,
+        };
+        Ok(each(item)? == Next::Stop)
+    }
+
     /// A UDP datagram that is not RakNet: a NetherNet conversation's, to
     /// `each`, or nothing; true when `each` asked to stop.
     fn other<E>(

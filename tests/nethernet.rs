@@ -127,7 +127,7 @@ fn without_keys_game_shows_no_packet() {
     assert!(out.status.success());
     assert!(out.stdout.is_empty());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("NetherNet flow 1"), "{stderr}");
+    assert!(stderr.contains("NetherNet flow 3"), "{stderr}");
     assert!(stderr.contains("--tls-keylog"), "{stderr}");
     assert!(!stderr.contains("no RakNet packets"), "{stderr}");
 }
@@ -324,6 +324,9 @@ fn tshark_shows_the_same_sctp_chunks() {
             pcap.to_str().unwrap(),
             "--tls-keylog",
             keylog.to_str().unwrap(),
+            // The UDP datagrams: tshark's `-Y udp`.
+            "-Y",
+            "kind != http",
             "-T",
             "fields",
             "-e",
@@ -522,4 +525,79 @@ fn handshake_says_where_a_join_stopped() {
         let diagnosis = cut[0]["diagnosis"].as_str().unwrap();
         assert!(diagnosis.contains(words), "{outcome}: {diagnosis}");
     }
+}
+
+/// The signaling: `read` shows the status request, the offer and the
+/// answer as the peers sent them; `handshake` puts them first in the
+/// join's timeline; and a server without a NetherNet endpoint (Python's
+/// http.server, a real one, answering 404) is said to have none.
+#[test]
+fn the_signaling_is_read_and_a_missing_endpoint_said() {
+    let truth = truth("nethernet-join");
+    let pcap = sample("nethernet-join.pcap");
+    let (segments, _) = records(&[pcap.to_str().unwrap(), "--json", "-Y", "http"]);
+    let http: Vec<&Value> = segments
+        .iter()
+        .flat_map(|r| r["http"].as_array().unwrap())
+        .collect();
+    // What the client sent and received, in order: GET, 200, POST, 200.
+    let want: Vec<(Option<&str>, Option<u64>)> = truth
+        .iter()
+        .filter(|r| r["type"] == "http" && r["side"] == "client")
+        .flat_map(|r| {
+            // A record per exchange the client made: its request, then
+            // the status it got.
+            let mut v = Vec::new();
+            if let Some(m) = r["method"].as_str() {
+                v.push((Some(m), None));
+            }
+            if let Some(status) = r["status"].as_u64() {
+                v.push((None, Some(status)));
+            }
+            v
+        })
+        .collect();
+    let got: Vec<(Option<&str>, Option<u64>)> = http
+        .iter()
+        .map(|h| (h["method"].as_str(), h["status"].as_u64()))
+        .collect();
+    assert_eq!(got, want);
+    // The offer's and the answer's ICE credentials, as the checks carry them.
+    let ufrags: Vec<&str> = http
+        .iter()
+        .filter_map(|h| h["ice_ufrag"].as_str())
+        .collect();
+    assert_eq!(ufrags.len(), 2);
+    let (checks, _) = records(&[pcap.to_str().unwrap(), "--json", "-Y", "stun.username"]);
+    let user = checks[0]["stun"]["username"].as_str().unwrap();
+    assert!(ufrags.iter().all(|u| user.contains(u)), "{user} {ufrags:?}");
+    let (joins, _) = records(&["handshake", pcap.to_str().unwrap(), "--json"]);
+    assert_eq!(joins.len(), 1);
+    let steps: Vec<&str> = joins[0]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        steps[..5],
+        [
+            "join_status_request",
+            "join_status",
+            "offer",
+            "answer",
+            "stun_request"
+        ]
+    );
+    // No endpoint.
+    let none = sample("nethernet-no-endpoint.pcap");
+    let (joins, stderr) = records(&["handshake", none.to_str().unwrap(), "--json"]);
+    assert_eq!(joins.len(), 1);
+    assert_eq!(joins[0]["outcome"], "no_nethernet_endpoint");
+    assert!(
+        joins[0]["diagnosis"].as_str().unwrap().contains("404"),
+        "{}",
+        joins[0]
+    );
+    assert!(!stderr.contains("no RakNet packets"), "{stderr}");
 }

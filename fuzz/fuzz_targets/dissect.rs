@@ -18,6 +18,7 @@ fuzz_target!(|data: &[u8]| {
         payload: data.to_vec(),
         udp_len: data.len() + (data.first().copied().unwrap_or(0) as usize % 3),
         icmp: None,
+        tcp: None,
     };
     let mut dis = Dissector::new(Options {
         ports: vec![19132],

@@ -22,6 +22,7 @@ fuzz_target!(|data: &[u8]| {
         payload: payload.to_vec(),
         udp_len: payload.len(),
         icmp: None,
+        tcp: None,
     };
     let mut dis = Dissector::new(Options {
         ports: vec![19132],

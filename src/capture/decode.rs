@@ -16,7 +16,7 @@ use super::defrag::{DefragLimits, DefragPool, FragKey};
 use super::icmp::{self, Quoted};
 use super::ipv6::{ipv6_extension, Ipv6Extension};
 use super::link::{link_payload, LinkPayload};
-use super::{CaptureStats, UdpDatagram};
+use super::{CaptureStats, TcpSegment, UdpDatagram};
 
 const UDP_HEADER_LEN: usize = 8;
 
@@ -34,6 +34,8 @@ pub(crate) struct Decoder {
     pool: DefragPool,
     /// Payload buffers handed back by the caller, reused for the next datagrams.
     spare: Vec<Vec<u8>>,
+    /// Hand out TCP segments too (not fragmented ones).
+    pub(crate) tcp: bool,
 }
 
 /// Largest buffer kept for reuse (a UDP payload is at most 65,535 bytes).
@@ -50,6 +52,7 @@ impl Decoder {
             stats: CaptureStats::default(),
             pool: DefragPool::new(limits),
             spare: Vec::new(),
+            tcp: false,
         }
     }
 
@@ -179,6 +182,9 @@ impl Decoder {
             let quoted = icmp::icmpv4(src, payload.payload);
             return self.icmp_error(frame, quoted);
         }
+        if payload.ip_number == IpNumber::TCP && self.tcp {
+            return self.tcp_segment(frame, src, dst, payload.payload);
+        }
         if payload.ip_number != IpNumber::UDP {
             self.stats.non_udp += 1;
             return None;
@@ -256,11 +262,53 @@ impl Decoder {
             let quoted = icmp::icmpv6(src, payload.payload);
             return self.icmp_error(frame, quoted);
         }
+        if payload.ip_number == IpNumber::TCP && self.tcp {
+            return self.tcp_segment(frame, src, dst, payload.payload);
+        }
         if payload.ip_number != IpNumber::UDP {
             self.stats.non_udp += 1;
             return None;
         }
         self.udp(frame, src, dst, payload.payload, payload.incomplete)
+    }
+
+    /// A TCP segment, as a datagram whose `tcp` says where it goes in its
+    /// stream; a header that does not fit is a bad one.
+    fn tcp_segment(
+        &mut self,
+        frame: &Frame,
+        src: IpAddr,
+        dst: IpAddr,
+        b: &[u8],
+    ) -> Option<UdpDatagram> {
+        let offset = usize::from(b.get(12)? >> 4) * 4;
+        let (Some(header), Some(payload)) = (b.get(..20), b.get(offset..)) else {
+            self.stats.bad_ip += 1;
+            return None;
+        };
+        if offset < 20 {
+            self.stats.bad_ip += 1;
+            return None;
+        }
+        let port = |at: usize| u16::from_be_bytes([header[at], header[at + 1]]);
+        let flags = header[13];
+        let mut buf = self.spare.pop().unwrap_or_default();
+        buf.extend_from_slice(payload);
+        Some(UdpDatagram {
+            frame: frame.number,
+            ts: frame.ts,
+            src: SocketAddr::new(src, port(0)),
+            dst: SocketAddr::new(dst, port(2)),
+            udp_len: payload.len(),
+            payload: buf,
+            icmp: None,
+            tcp: Some(TcpSegment {
+                seq: u32::from_be_bytes([header[4], header[5], header[6], header[7]]),
+                fin: flags & 0x01 != 0,
+                syn: flags & 0x02 != 0,
+                rst: flags & 0x04 != 0,
+            }),
+        })
     }
 
     /// An ICMP error quoting a UDP datagram, as that datagram with the
@@ -282,6 +330,7 @@ impl Decoder {
             payload: buf,
             udp_len: quoted.udp_len,
             icmp: Some(quoted.error),
+            tcp: None,
         })
     }
 
@@ -365,6 +414,7 @@ impl Decoder {
             payload: buf,
             udp_len,
             icmp: None,
+            tcp: None,
         })
     }
 }

@@ -84,6 +84,23 @@ pub struct UdpDatagram {
     /// what the error is about (a datagram `src` sent earlier to `dst`), not
     /// a new datagram.
     pub icmp: Option<IcmpError>,
+    /// `Some` when this is not a UDP datagram but a TCP segment (its
+    /// ports in `src` and `dst`, its payload in `payload`), which only a
+    /// reader asked for them hands out (`CaptureReader::with_tcp`).
+    pub tcp: Option<TcpSegment>,
+}
+
+/// What a TCP segment's header says of its place in its stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpSegment {
+    /// Its sequence number.
+    pub seq: u32,
+    /// SYN: the stream starts after this number.
+    pub syn: bool,
+    /// FIN: the sender's stream ends with this segment.
+    pub fin: bool,
+    /// RST: the connection was reset.
+    pub rst: bool,
 }
 
 impl UdpDatagram {
@@ -318,6 +335,15 @@ impl CaptureReader {
             },
             done: false,
         })
+    }
+
+    /// Hands out TCP segments too (`UdpDatagram::tcp`), before reading and
+    /// before [`Self::in_background`]: for NetherNet's HTTP signaling.
+    pub(crate) fn with_tcp(mut self) -> Self {
+        if let Engine::Inline { decoder, .. } = &mut self.engine {
+            decoder.tcp = true;
+        }
+        self
     }
 
     /// Replaces the limits of the fragment reassembly pool (before reading,

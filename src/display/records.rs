@@ -148,6 +148,26 @@ impl PacketRecords {
                 since,
                 file,
             },
+            Item::Signaling {
+                seen,
+                frame,
+                ts,
+                src,
+                dst,
+                len,
+                since,
+                file,
+            } => PacketItem::Nethernet {
+                packet: Box::new(crate::records::nethernet::NethernetPacket::signaling(
+                    &seen,
+                    (frame, ts),
+                    (src, dst),
+                    len,
+                )),
+                time: self.clock.tick(ts),
+                since,
+                file,
+            },
             Item::Packet { .. } | Item::Counted(_) => return None,
         })
     }

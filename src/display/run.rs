@@ -22,7 +22,7 @@ use crate::capture::CaptureReader;
 use crate::dissect::SpentPackets;
 use crate::mirror::handshake::{Attempt, HandshakeTracker};
 use crate::mirror::{FlowMirror, Mirror, Observation};
-use crate::nethernet::timeline::Timeline;
+use crate::nethernet::timeline::{Signals, Timeline};
 use crate::output::handshake::HandshakeJson;
 use crate::output::json::PlotFlowJson;
 use crate::output::stats::{write_json, write_text};
@@ -311,6 +311,7 @@ pub fn handshakes(
     // NetherNet's joins, written at the end (their conversations last the
     // capture).
     let mut joins: std::collections::BTreeMap<u32, Timeline> = Default::default();
+    let mut signals: std::collections::BTreeMap<u32, Signals> = Default::default();
     let outcome = drive_items(None, reading, &mut mirror, out, |item, out| {
         match item {
             Item::Icmp { note: i, .. } => tracker.icmp(i.flow, i.dir, i.ts, i.frame, i.kind),
@@ -334,12 +335,27 @@ pub fn handshakes(
                 let id = seen.conversation.id;
                 joins.entry(id).or_default().observe(&seen, frame, ts, src);
             }
+            Item::Signaling {
+                seen,
+                frame,
+                ts,
+                src,
+                ..
+            } => {
+                let id = seen.connection.id;
+                signals
+                    .entry(id)
+                    .or_default()
+                    .observe(&seen, frame, ts, src);
+            }
             Item::File { .. } | Item::Counted(_) | Item::Owned { .. } => {}
         }
         Ok(Next::Continue)
     })?;
     print(tracker.finish(), &mut game, out)?;
-    let attempts: Vec<Attempt> = joins.values().map(Timeline::attempt).collect();
+    let timelines: Vec<&Timeline> = joins.values().collect();
+    let attempts =
+        crate::nethernet::timeline::joins(&timelines, &signals.values().collect::<Vec<_>>());
     print(attempts, &mut game, out)?;
     Ok(outcome)
 }

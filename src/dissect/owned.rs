@@ -117,6 +117,7 @@ mod tests {
             udp_len: payload.len(),
             payload,
             icmp: None,
+            tcp: None,
         }
     }
 

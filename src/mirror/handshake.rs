@@ -745,6 +745,7 @@ mod tests {
                 udp_len: payload.len(),
                 payload,
                 icmp: None,
+                tcp: None,
             };
             t.observe(&d.dissect(&u).unwrap(), &[]);
         };

@@ -27,6 +27,7 @@ pub mod http;
 pub mod identity;
 pub mod sctp;
 pub mod sdp;
+pub mod signaling;
 pub mod stun;
 pub mod timeline;
 

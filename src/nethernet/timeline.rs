@@ -43,6 +43,8 @@ pub struct Timeline {
     closed_by: Option<SocketAddr>,
     decrypts: bool,
     client: Option<SocketAddr>,
+    /// The STUN checks' USERNAMEs (a few): the signaling's ufrags.
+    usernames: Vec<String>,
 }
 
 impl Timeline {
@@ -75,6 +77,12 @@ impl Timeline {
                 } => match class {
                     stun::Class::Request => {
                         self.requests[side] += 1;
+                        if let Some(u) = username
+                            .as_ref()
+                            .filter(|u| self.usernames.len() < 4 && !self.usernames.contains(u))
+                        {
+                            self.usernames.push(u.clone());
+                        }
                         let what = match username {
                             Some(u) => format!(
                                 "user {u}{}",
@@ -307,6 +315,215 @@ impl Timeline {
         (a.steps, a.steps_omitted) = (self.steps.clone(), self.omitted);
         (a.accepted, a.outcome, a.diagnosis) = (outcome == "connected", outcome, diagnosis);
         a.nethernet = true;
+        a
+    }
+}
+
+/// A request's method and target, and its answer's status and reason.
+type Exchange = (String, String, Option<(u16, String)>);
+
+/// One signaling connection's steps: the status request and its answer,
+/// the offer and its answer.
+#[derive(Debug, Default)]
+pub struct Signals {
+    id: u32,
+    client: Option<SocketAddr>,
+    server: Option<SocketAddr>,
+    start: Duration,
+    end: Duration,
+    steps: Vec<Step>,
+    /// The last request's method and target, waiting for its answer.
+    asked: Option<(String, String)>,
+    /// `(method, target, status)` of each request, answered or not.
+    exchanges: Vec<Exchange>,
+    /// The offer's and the answer's ICE ufrags, and the answer's candidates.
+    ufrags: Vec<String>,
+    candidates: Vec<String>,
+}
+
+impl Signals {
+    /// A segment of the connection (`frame`, at `ts`, from `src`).
+    pub fn observe(
+        &mut self,
+        seen: &super::signaling::Seen<'_>,
+        frame: u64,
+        ts: Duration,
+        src: SocketAddr,
+    ) {
+        use super::signaling::Event as S;
+        let c = seen.connection;
+        if self.client.is_none() {
+            (self.id, self.start) = (c.id, ts);
+            (self.client, self.server) = (Some(c.client), Some(c.server));
+        }
+        self.end = ts;
+        let dir = if src == c.client { Dir::C2s } else { Dir::S2c };
+        for e in seen.events {
+            let S::Http { message: h, .. } = e else {
+                continue;
+            };
+            if let Some(u) = &h.ice_ufrag {
+                if self.ufrags.len() < 4 {
+                    self.ufrags.push(u.clone());
+                }
+            }
+            let (step, detail) = match (&h.method, &h.target, h.status) {
+                (Some(m), Some(t), _) => {
+                    if self.exchanges.len() < 16 {
+                        self.exchanges.push((m.clone(), t.clone(), None));
+                    }
+                    self.asked = Some((m.clone(), t.clone()));
+                    let step = if m == "GET" {
+                        "join_status_request"
+                    } else {
+                        "offer"
+                    };
+                    (step, format!("{m} {t}"))
+                }
+                (_, _, Some(status)) => {
+                    let reason = h.reason.clone().unwrap_or_default();
+                    if let Some(x) = self.exchanges.iter_mut().rev().find(|x| x.2.is_none()) {
+                        x.2 = Some((status, reason.clone()));
+                    }
+                    let asked = self.asked.take();
+                    let step = match asked.as_ref().map(|(m, _)| m.as_str()) {
+                        Some("GET") => "join_status",
+                        _ => {
+                            self.candidates = h.candidates.clone();
+                            "answer"
+                        }
+                    };
+                    (step, format!("{status} {reason}"))
+                }
+                _ => continue,
+            };
+            if self.steps.len() < MAX_STEPS {
+                self.steps.push(Step {
+                    ts,
+                    frame,
+                    dir: Some(dir),
+                    step,
+                    detail,
+                });
+            }
+        }
+    }
+}
+
+/// The joins of a capture: each ICE conversation with the signaling that
+/// named its ICE credentials (and the status request of the same client
+/// before it) in one timeline; the signaling that led to no conversation
+/// as a join of its own, which stopped there, said why.
+pub(crate) fn joins(timelines: &[&Timeline], signals: &[&Signals]) -> Vec<Attempt> {
+    let mut used = vec![false; signals.len()];
+    let mut out = Vec::new();
+    for t in timelines {
+        let mut a = t.attempt();
+        // The offer/answer whose ufrags the checks' USERNAMEs carry.
+        let offer = signals.iter().position(|s| {
+            !s.ufrags.is_empty()
+                && s.ufrags
+                    .iter()
+                    .all(|u| t.usernames.iter().any(|n| n.contains(u.as_str())))
+        });
+        if let Some(i) = offer {
+            used[i] = true;
+            let mut steps = signals[i].steps.clone();
+            // The same client's status request, just before.
+            if let Some(j) = status_before(signals, i, &used) {
+                used[j] = true;
+                steps.splice(0..0, signals[j].steps.iter().cloned());
+                a.start = signals[j].start;
+            } else {
+                a.start = signals[i].start;
+            }
+            steps.append(&mut a.steps);
+            a.steps = steps;
+            a.steps.truncate(MAX_STEPS);
+        }
+        out.push(a);
+    }
+    // Signaling that led to no ICE conversation.
+    for i in 0..signals.len() {
+        if used[i] {
+            continue;
+        }
+        // A status request followed by an offer is one join.
+        let next = (i + 1..signals.len()).find(|&j| {
+            !used[j]
+                && signals[j].client.map(|c| c.ip()) == signals[i].client.map(|c| c.ip())
+                && signals[j].server == signals[i].server
+                && signals[j].exchanges.iter().any(|x| x.0 == "POST")
+        });
+        let is_status = signals[i].exchanges.iter().all(|x| x.0 == "GET");
+        let mut a = signals[i].attempt();
+        used[i] = true;
+        if let (true, Some(j)) = (is_status, next) {
+            used[j] = true;
+            let b = signals[j].attempt();
+            let mut steps = a.steps.clone();
+            steps.extend(b.steps);
+            (a.steps, a.end) = (steps, b.end);
+            (a.outcome, a.diagnosis, a.flow) = (b.outcome, b.diagnosis, b.flow);
+        }
+        out.push(a);
+    }
+    out.sort_by_key(|a| a.flow);
+    out
+}
+
+/// The status request (a connection of GETs alone) of signaling `i`'s
+/// client to the same server, before it.
+fn status_before(signals: &[&Signals], i: usize, used: &[bool]) -> Option<usize> {
+    let s = signals[i];
+    (0..signals.len()).rev().find(|&j| {
+        j != i
+            && !used[j]
+            && signals[j].start <= s.start
+            && signals[j].server == s.server
+            && signals[j].client.map(|c| c.ip()) == s.client.map(|c| c.ip())
+            && !signals[j].exchanges.is_empty()
+            && signals[j].exchanges.iter().all(|x| x.0 == "GET")
+    })
+}
+
+impl Signals {
+    /// The signaling alone as a join that stopped there.
+    fn attempt(&self) -> Attempt {
+        let server = self.server.map_or("?".into(), |s| s.to_string());
+        let failed = self.exchanges.iter().find(|x| {
+            x.2.as_ref()
+                .is_none_or(|(status, _)| !(200..300).contains(status))
+        });
+        let (outcome, diagnosis): (&'static str, String) = match failed {
+            Some((m, t, Some((status, reason)))) if m == "GET" => (
+                "no_nethernet_endpoint",
+                format!("{m} {t} answered {status} {reason}: the server ({server}) has no NetherNet endpoint (a client falls back to RakNet)"),
+            ),
+            Some((m, t, Some((status, reason)))) => (
+                "offer_refused",
+                format!("{m} {t} answered {status} {reason}: the server ({server}) refused the offer"),
+            ),
+            Some((m, t, None)) => (
+                "signaling_unanswered",
+                format!("{m} {t} got no answer from the server ({server})"),
+            ),
+            None if self.exchanges.iter().any(|x| x.0 == "POST") => (
+                "no_ice",
+                format!(
+                    "the answer came, but no STUN check followed between the candidates it named ({}) and the client",
+                    self.candidates.join(", ")
+                ),
+            ),
+            None => (
+                "status_only",
+                format!("the server ({server}) answered the status request; no offer followed"),
+            ),
+        };
+        let mut a = Attempt::default();
+        (a.flow, a.number, a.client, a.server) = (self.id, 1, self.client, self.server);
+        (a.start, a.end, a.steps) = (self.start, self.end, self.steps.clone());
+        (a.outcome, a.diagnosis, a.nethernet) = (outcome, diagnosis, true);
         a
     }
 }

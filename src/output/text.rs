@@ -668,8 +668,34 @@ fn nethernet_info(p: &crate::records::nethernet::NethernetPacket) -> String {
             None => s.push_str(" (sealed)"),
         }
     }
+    for h in &p.http {
+        if !s.is_empty() {
+            s.push_str(", ");
+        }
+        s.push_str("HTTP");
+        for v in [&h.method, &h.target].into_iter().flatten() {
+            let _ = write!(s, " {v}");
+        }
+        if let Some(status) = h.status {
+            let _ = write!(s, " {status} {}", h.reason.as_deref().unwrap_or(""));
+        }
+        if let Some(t) = &h.content_type {
+            let _ = write!(s, " {t}");
+        }
+        if let Some(u) = &h.ice_ufrag {
+            let _ = write!(s, " ufrag={u} candidates={}", h.candidates.join(","));
+        } else if let Some(b) = h.body.as_deref().filter(|b| b.starts_with('{')) {
+            // A status: its JSON, cut.
+            let cut: String = b.chars().take(80).collect();
+            let _ = write!(s, " {cut}{}", if cut.len() < b.len() { "…" } else { "" });
+        }
+    }
     if s.is_empty() {
-        s.push_str("not STUN or DTLS");
+        s.push_str(if p.kind == "http" {
+            "TCP"
+        } else {
+            "not STUN or DTLS"
+        });
     }
     s
 }
@@ -955,6 +981,7 @@ mod tests {
             udp_len: payload.len(),
             payload,
             icmp: None,
+            tcp: None,
         };
         let mut dis = Dissector::new(Options {
             ports: vec![19132],

@@ -156,7 +156,7 @@ pub(crate) fn drive_items(
         cap.notes.say(NoteKind::Summary, &summary);
     }
     // Nothing to show is said, with what to try.
-    let nethernet = pipeline.nethernet().datagrams > 0;
+    let nethernet = pipeline.nethernet().datagrams > 0 || pipeline.signaling_segments() > 0;
     if let Some(why) =
         nothing_read(&ended, pipeline.dissect_stats(), cap.count).filter(|_| !nethernet)
     {

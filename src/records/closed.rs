@@ -53,7 +53,9 @@ impl Closed {
         match self {
             Closed::RecordType => RECORD_TYPES.to_vec(),
             Closed::Dir => vec!["c2s", "s2c"],
-            Closed::Kind => vec!["offline", "data", "ack", "nack", "stun", "dtls", "other"],
+            Closed::Kind => vec![
+                "offline", "data", "ack", "nack", "stun", "dtls", "other", "http",
+            ],
             Closed::AnomalyKind => crate::dissect::ANOMALY_KINDS.to_vec(),
             Closed::Reliability => (0..8).map(|r| crate::wire::Reliability(r).name()).collect(),
             Closed::Message => crate::wire::ids::MESSAGE_NAMES.to_vec(),

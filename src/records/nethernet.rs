@@ -15,6 +15,7 @@ use super::{object, Closed, Described, Key, Ty, Value, FLOW_DOC, TYPE_DOC};
 use crate::dissect::{Anomaly, Dir};
 use crate::nethernet::association::{ChunkSeen, Event, RecordSeen};
 use crate::nethernet::conversations::Seen;
+use crate::nethernet::signaling::HttpSeen;
 use crate::nethernet::{dtls, sctp, stun};
 
 /// A STUN message, as a datagram's record shows it.
@@ -60,6 +61,8 @@ pub struct NethernetPacket {
     pub opened: Vec<String>,
     /// Alerts it carried: `(level, description)` when read.
     pub alerts: Vec<Option<(u8, u8)>>,
+    /// A signaling segment: the HTTP messages it completed.
+    pub http: Vec<HttpSeen>,
     /// What was wrong with it.
     pub anomalies: Vec<Anomaly>,
 }
@@ -95,6 +98,7 @@ impl NethernetPacket {
             chunks: Vec::new(),
             opened: Vec::new(),
             alerts: Vec::new(),
+            http: Vec::new(),
             anomalies: Vec::new(),
         };
         for e in seen.events {
@@ -126,6 +130,65 @@ impl NethernetPacket {
                 }),
                 _ => {}
             }
+        }
+        p
+    }
+}
+
+impl NethernetPacket {
+    /// A TCP segment of the signaling (`seen`), of `len` payload bytes
+    /// from `src` to `dst`.
+    pub fn signaling(
+        seen: &crate::nethernet::signaling::Seen<'_>,
+        (frame, ts): (u64, Duration),
+        (src, dst): (SocketAddr, SocketAddr),
+        len: usize,
+    ) -> Self {
+        use crate::capture::tcp::Note;
+        use crate::nethernet::signaling::Event as S;
+        let c = seen.connection;
+        let mut p = NethernetPacket {
+            frame,
+            ts,
+            src,
+            dst,
+            flow: c.id,
+            dir: if src == c.client { Dir::C2s } else { Dir::S2c },
+            len,
+            kind: "http",
+            stun: None,
+            records: Vec::new(),
+            chunks: Vec::new(),
+            opened: Vec::new(),
+            alerts: Vec::new(),
+            http: Vec::new(),
+            anomalies: Vec::new(),
+        };
+        for e in seen.events {
+            let (kind, detail) = match e {
+                S::Http { message, .. } => {
+                    p.http.push(message.clone());
+                    continue;
+                }
+                S::Tcp(Note::Retransmission { offset, len }) => (
+                    "duplicate",
+                    format!("TCP: {len} bytes at stream offset {offset} sent again"),
+                ),
+                S::Tcp(Note::Overlap { offset, old }) => (
+                    "duplicate",
+                    format!("TCP: {old} bytes at stream offset {offset} sent again, with new ones"),
+                ),
+                S::Tcp(Note::OutOfOrder { offset, missing }) => (
+                    "out_of_order",
+                    format!("TCP: {missing} bytes before stream offset {offset} missing yet"),
+                ),
+                S::Tcp(Note::Gap { offset, missing }) => (
+                    "gap",
+                    format!("TCP: {missing} bytes at stream offset {offset} never seen"),
+                ),
+                S::Malformed(why) => ("malformed", format!("HTTP: {why}")),
+            };
+            p.anomalies.push(Anomaly { kind, detail });
         }
         p
     }
@@ -189,7 +252,7 @@ impl Described for NethernetRecord<'static> {
         K::new(
             "kind",
             Ty::Str,
-            "RakNet: \"offline\", \"data\", \"ack\" or \"nack\"; NetherNet: \"stun\", \"dtls\" or \"other\".",
+            "RakNet: \"offline\", \"data\", \"ack\" or \"nack\"; NetherNet: \"stun\", \"dtls\" or \"other\", \"http\" for the signaling.",
             |r, f| f(Value::Str(r.packet.kind)),
         )
         .closed(Closed::Kind),
@@ -240,6 +303,14 @@ impl Described for NethernetRecord<'static> {
         )
         .present(|r| !r.packet.alerts.is_empty()),
         K::new(
+            "http",
+            Ty::Object,
+            "NetherNet's signaling: the HTTP messages the segment completed.",
+            |r, f| r.packet.http.iter().any(|h| object::<HttpSeen>(h, f)),
+        )
+        .present(|r| !r.packet.http.is_empty())
+        .nested::<HttpSeen>(),
+        K::new(
             "anomalies",
             Ty::Object,
             "Findings of the dissector and the mirror; as a test: at least one.",
@@ -247,6 +318,64 @@ impl Described for NethernetRecord<'static> {
         )
         .many()
         .nested::<Anomaly>(),
+    ];
+}
+
+type HK = Key<HttpSeen>;
+
+impl Described for HttpSeen {
+    type Of<'a> = HttpSeen;
+    const KEYS: &'static [HK] = &[
+        HK::new(
+            "method",
+            Ty::Str,
+            "A request's method (GET, POST).",
+            |h, f| h.method.as_deref().is_some_and(|v| f(Value::Str(v))),
+        )
+        .skip(),
+        HK::new(
+            "target",
+            Ty::Str,
+            "A request's target (/v1/join, /v1/join/NETWORK_ID).",
+            |h, f| h.target.as_deref().is_some_and(|v| f(Value::Str(v))),
+        )
+        .skip(),
+        HK::new("status", Ty::Int, "A response's status code.", |h, f| {
+            h.status.is_some_and(|v| int(v, f))
+        })
+        .skip(),
+        HK::new("reason", Ty::Str, "A response's reason phrase.", |h, f| {
+            h.reason.as_deref().is_some_and(|v| f(Value::Str(v)))
+        })
+        .skip(),
+        HK::new("content_type", Ty::Str, "Its Content-Type.", |h, f| {
+            h.content_type.as_deref().is_some_and(|v| f(Value::Str(v)))
+        })
+        .skip(),
+        HK::new("body_len", Ty::Int, "Its body's bytes.", |h, f| {
+            int(h.body_len as u64, f)
+        }),
+        HK::new(
+            "ice_ufrag",
+            Ty::Str,
+            "An SDP body's ICE username fragment (the STUN checks' USERNAME has it).",
+            |h, f| h.ice_ufrag.as_deref().is_some_and(|v| f(Value::Str(v))),
+        )
+        .skip(),
+        HK::new(
+            "candidates",
+            Ty::Str,
+            "An SDP body's ICE candidates, \"ip:port\".",
+            |h, f| h.candidates.iter().any(|c| f(Value::Str(c))),
+        )
+        .present(|h| !h.candidates.is_empty()),
+        HK::new(
+            "body",
+            Ty::Str,
+            "Its body, when it is text of at most 64 KiB (the status JSON, the SDP).",
+            |h, f| h.body.as_deref().is_some_and(|v| f(Value::Str(v))),
+        )
+        .skip(),
     ];
 }
 

@@ -114,7 +114,7 @@ impl Described for PacketRecord<'static> {
         K::new(
             "kind",
             Ty::Str,
-            "RakNet: \"offline\", \"data\", \"ack\" or \"nack\"; NetherNet: \"stun\", \"dtls\" or \"other\".",
+            "RakNet: \"offline\", \"data\", \"ack\" or \"nack\"; NetherNet: \"stun\", \"dtls\" or \"other\", \"http\" for the signaling.",
             |r, f| f(Value::Str(r.packet.kind())),
         )
         .closed(Closed::Kind),
