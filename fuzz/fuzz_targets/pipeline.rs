@@ -25,6 +25,7 @@ use raknet_dissect::records::{flow::FlowRecord, write_line};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(reader) = CaptureReader::from_reader(Box::new(std::io::Cursor::new(data.to_vec())))
+        .map(CaptureReader::with_tcp)
     else {
         return;
     };
@@ -76,6 +77,19 @@ fuzz_target!(|data: &[u8]| {
             for f in obs.closed.drain(..) {
                 write_line(&FlowRecord::new(&f, None, None), &mut Vec::new());
             }
+        } else if let Item::Signaling {
+            seen,
+            frame,
+            ts,
+            src,
+            dst,
+            len,
+            ..
+        } = item
+        {
+            // NetherNet's signaling: its record.
+            let p = NethernetPacket::signaling(&seen, (frame, ts), (src, dst), len);
+            write_line(&NethernetRecord { packet: &p, file: None }, &mut Vec::new());
         } else if let Item::Nethernet {
             seen,
             frame,

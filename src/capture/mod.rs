@@ -86,7 +86,7 @@ pub struct UdpDatagram {
     pub icmp: Option<IcmpError>,
     /// `Some` when this is not a UDP datagram but a TCP segment (its
     /// ports in `src` and `dst`, its payload in `payload`), which only a
-    /// reader asked for them hands out (`CaptureReader::with_tcp`).
+    /// reader asked for them hands out ([`CaptureReader::with_tcp`]).
     pub tcp: Option<TcpSegment>,
 }
 
@@ -339,7 +339,7 @@ impl CaptureReader {
 
     /// Hands out TCP segments too (`UdpDatagram::tcp`), before reading and
     /// before [`Self::in_background`]: for NetherNet's HTTP signaling.
-    pub(crate) fn with_tcp(mut self) -> Self {
+    pub fn with_tcp(mut self) -> Self {
         if let Engine::Inline { decoder, .. } = &mut self.engine {
             decoder.tcp = true;
         }
