@@ -337,8 +337,8 @@ impl CaptureReader {
         })
     }
 
-    /// Hands out TCP segments too (`UdpDatagram::tcp`), before reading and
-    /// before [`Self::in_background`]: for NetherNet's HTTP signaling.
+    /// Hands out TCP segments too (`UdpDatagram::tcp`), before reading (and
+    /// before reading on a thread of its own): for NetherNet's HTTP signaling.
     pub fn with_tcp(mut self) -> Self {
         if let Engine::Inline { decoder, .. } = &mut self.engine {
             decoder.tcp = true;
