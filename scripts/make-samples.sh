@@ -297,6 +297,9 @@ if [ -z "${SKIP_NETHERNET:-}" ]; then
         say "nethernet-no-endpoint.pcap (the client against python -m http.server: a 404)"
         NETHERNET_PYTHON=$NPY NO_ENDPOINT=1 timeout 60 "$ROOT/scripts/nethernet-capture.sh" "$OUT" 19780 >/dev/null
         rm -f "$OUT/nethernet-no-endpoint.keylog"
+        say "nethernet-refused.pcap (the server answers the offer 403)"
+        NETHERNET_PYTHON=$NPY REFUSE=1 timeout 60 "$ROOT/scripts/nethernet-capture.sh" "$OUT" 19790 >/dev/null
+        rm -f "$OUT/nethernet-refused.keylog"
     else
         say "$NPY cannot import aiortc: nethernet-join.* and nethernet-lossy.* not remade"
     fi

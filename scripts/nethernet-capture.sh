@@ -26,6 +26,8 @@
 # NetherNet (GET /v1/join answers 404, as a server without a NetherNet endpoint does):
 # the client asks, records the 404 and gives up. Files: OUTDIR/nethernet-no-endpoint.*
 # (PORT default 19780).
+# REFUSE=1: the server answers the offer 403 (nethernet_peers.py --refuse-offer): the
+# client records it and gives up. Files: OUTDIR/nethernet-refused.* (PORT default 19790).
 # Needs root (tcpdump) and aiortc in target/venv (target/venv/bin/pip install aiortc==1.16.0), or
 # NETHERNET_PYTHON=a python with aiortc.
 #   sudo scripts/nethernet-capture.sh samples
@@ -43,6 +45,8 @@ relay=${RELAY:-}
 no_endpoint=${NO_ENDPOINT:-}
 if [ -n "$relay" ]; then port=${2:-19770}; name=nethernet-lossy; else port=${2:-19760}; name=nethernet-join; fi
 if [ -n "$no_endpoint" ]; then port=${2:-19780}; name=nethernet-no-endpoint; fi
+refuse=${REFUSE:-}
+if [ -n "$refuse" ]; then port=${2:-19790}; name=nethernet-refused; server_args=(--refuse-offer); fi
 here=$(cd "$(dirname "$0")/.." && pwd)
 py=${NETHERNET_PYTHON:-$here/target/venv/bin/python}
 "$py" -c 'import aiortc' 2>/dev/null || {
@@ -54,7 +58,7 @@ rm -f "$base".pcap "$base".keylog "$base".truth.jsonl
 peer_args=(--port "$port" --truth "$base.truth.jsonl" --keylog "$base.keylog"
   --segment-size "${SEGMENT:-262143}" --pings "${PINGS:-3}" --max-packets "${MAX_PACKETS:-0}")
 [ -n "${PACKETS:-}" ] && peer_args+=(--packets "$PACKETS")
-client_args=() server_args=() udp_filter="udp" peer_timeout=40
+client_args=() server_args=(${server_args[@]+"${server_args[@]}"}) udp_filter="udp" peer_timeout=40
 if [ -n "$relay" ]; then
   rates="--loss ${LOSS:-0.1} --dup ${DUP:-0.05} --reorder ${REORDER:-0.05} --duration 120"
   peer_args+=(--lossy --step-timeout 30 --timeout 100)
@@ -101,7 +105,12 @@ if ! grep -q 'server listening' "$srv_err"; then
   cat "$srv_err" >&2; echo "nethernet-capture: the server did not start" >&2; exit 1
 fi
 timeout "$peer_timeout" "$py" "$here/scripts/nethernet_peers.py" client "${peer_args[@]}" ${client_args[@]+"${client_args[@]}"} || status=$?
-if [ -n "$no_endpoint" ]; then
+if [ -n "$refuse" ]; then
+  # The client's failure is the point: it must have recorded the 403.
+  srv=0
+  wait "$server" || srv=$?
+  if [ "$srv" -eq 0 ] && grep -q '"status": *403' "$base.truth.jsonl"; then status=0; else status=1; fi
+elif [ -n "$no_endpoint" ]; then
   # The client's failure is the point: it must have recorded the 404.
   kill "$server" 2>/dev/null || true
   wait "$server" 2>/dev/null || true

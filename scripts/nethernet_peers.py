@@ -707,6 +707,10 @@ async def server_main(args, record, steps, protocol):
             status, ctype, out = 404, "text/plain", b"not found\n"
             if method == "GET" and path == "/v1/join":
                 status, ctype, out = 200, "application/json", json.dumps(info, separators=(",", ":")).encode()
+            elif method == "POST" and args.refuse_offer:
+                # --refuse-offer: a server that turns the offer down.
+                status, ctype, out = 403, "text/plain", b"offer refused\n"
+                session["refused"] = True
             elif method == "POST" and path.startswith("/v1/join/") and "pc" not in session:
                 status, ctype, out = 200, "application/sdp", (await answer(path[len("/v1/join/"):], body)).encode()
             elif method == "POST":
@@ -715,6 +719,8 @@ async def server_main(args, record, steps, protocol):
                                       [("Content-Type", ctype), ("Connection", "close")], out))
             record("http", event="sent", status=status, content_type=ctype, body=out.decode("utf-8", "replace"))
             await writer.drain()
+            if session.get("refused"):
+                joined.set()
         except Exception as exc:  # noqa: BLE001 - recorded, the session fails
             session.setdefault("error", f"HTTP: {exc!r}")
             joined.set()
@@ -741,6 +747,8 @@ async def server_main(args, record, steps, protocol):
         await asyncio.wait_for(joined.wait(), args.timeout)
         if "error" in session:
             raise Failure(session["error"])
+        if session.get("refused"):
+            return  # the offer was turned down, as asked
         pc = session["pc"]
         await asyncio.wait_for(peer.both_open.wait(), args.step_timeout)
         record_dtls(record, pc)
@@ -840,6 +848,8 @@ def main():
                     help="more relay.py arguments, one string (default '--seed 1')")
     ap.add_argument("--lossy", action="store_true",
                     help="the path loses datagrams: the unreliable pings are best effort")
+    ap.add_argument("--refuse-offer", action="store_true",
+                    help="server: answer the offer 403 (a server that refuses the join)")
     ap.add_argument("--ping-wait", type=float, default=3.0,
                     help="--lossy: seconds each side waits for the pings / their answers (default 3)")
     args = ap.parse_args()

@@ -600,4 +600,24 @@ fn the_signaling_is_read_and_a_missing_endpoint_said() {
         joins[0]
     );
     assert!(!stderr.contains("no RakNet packets"), "{stderr}");
+    // An offer refused (aiortc's server run with --refuse-offer: 403).
+    let refused = sample("nethernet-refused.pcap");
+    let (joins, _) = records(&["handshake", refused.to_str().unwrap(), "--json"]);
+    assert_eq!(joins.len(), 1);
+    assert_eq!(joins[0]["outcome"], "offer_refused");
+    assert!(
+        joins[0]["diagnosis"].as_str().unwrap().contains("403"),
+        "{}",
+        joins[0]
+    );
+    let steps: Vec<&str> = joins[0]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        steps,
+        ["join_status_request", "join_status", "offer", "answer"]
+    );
 }
