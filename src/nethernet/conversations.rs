@@ -46,6 +46,28 @@ pub struct Conversation {
     held: usize,
 }
 
+impl Conversation {
+    /// Its client: the side that opened the data channels; before they
+    /// open, the side that sent the first datagram (the controlling ICE
+    /// agent, normally).
+    pub fn client(&self) -> SocketAddr {
+        self.association
+            .channels
+            .values()
+            .next()
+            .map_or(self.first_sender, |ch| ch.opened_by)
+    }
+
+    /// The side that is not [`Conversation::client`].
+    pub fn server(&self) -> SocketAddr {
+        if self.client() == self.first_sender {
+            self.other
+        } else {
+            self.first_sender
+        }
+    }
+}
+
 /// What one datagram of a conversation showed.
 #[derive(Debug)]
 pub struct Seen<'c> {

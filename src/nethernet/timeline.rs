@@ -58,13 +58,7 @@ impl Timeline {
         self.end = ts;
         let a = &c.association;
         self.decrypts = a.decrypts();
-        // The client opens the channels; before that, the first sender.
-        self.client = Some(
-            a.channels
-                .values()
-                .next()
-                .map_or(c.first_sender, |ch| ch.opened_by),
-        );
+        self.client = Some(c.client());
         let side = usize::from(Some(src) != self.first_sender);
         let dir = self.dir(src);
         for e in seen.events {

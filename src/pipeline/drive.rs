@@ -247,9 +247,10 @@ pub(crate) fn nethernet_delivered(
             _ => continue,
         };
         let channel = c.association.channels.get(stream);
-        let dir = match channel.map(|ch| ch.opened_by) {
-            Some(client) if client == *to => crate::dissect::Dir::S2c,
-            _ => crate::dissect::Dir::C2s,
+        let dir = if *to == c.client() {
+            crate::dissect::Dir::S2c
+        } else {
+            crate::dissect::Dir::C2s
         };
         let reliable = channel.is_some_and(|ch| ch.label == RELIABLE);
         let ev = match batch {

@@ -68,6 +68,33 @@ pub struct NethernetPacket {
 }
 
 impl NethernetPacket {
+    /// A datagram of flow `flow` going `dir` that held nothing yet.
+    fn empty(
+        (frame, ts): (u64, Duration),
+        (src, dst): (SocketAddr, SocketAddr),
+        (flow, dir): (u32, Dir),
+        len: usize,
+        kind: &'static str,
+    ) -> Self {
+        NethernetPacket {
+            frame,
+            ts,
+            src,
+            dst,
+            flow,
+            dir,
+            len,
+            kind,
+            stun: None,
+            records: Vec::new(),
+            chunks: Vec::new(),
+            opened: Vec::new(),
+            alerts: Vec::new(),
+            http: Vec::new(),
+            anomalies: Vec::new(),
+        }
+    }
+
     /// What `seen` (a datagram of `len` bytes from `src` to `dst`) held.
     pub fn new(
         seen: &Seen<'_>,
@@ -76,31 +103,12 @@ impl NethernetPacket {
         len: usize,
     ) -> Self {
         let c = seen.conversation;
-        // The client opens the channels; before that, the side that sent
-        // the first datagram (the controlling ICE agent, normally).
-        let client = c
-            .association
-            .channels
-            .values()
-            .next()
-            .map_or(c.first_sender, |ch| ch.opened_by);
-        let mut p = NethernetPacket {
-            frame,
-            ts,
-            src,
-            dst,
-            flow: c.id,
-            dir: if src == client { Dir::C2s } else { Dir::S2c },
-            len,
-            kind: "other",
-            stun: None,
-            records: Vec::new(),
-            chunks: Vec::new(),
-            opened: Vec::new(),
-            alerts: Vec::new(),
-            http: Vec::new(),
-            anomalies: Vec::new(),
+        let dir = if src == c.client() {
+            Dir::C2s
+        } else {
+            Dir::S2c
         };
+        let mut p = NethernetPacket::empty((frame, ts), (src, dst), (c.id, dir), len, "other");
         for e in seen.events {
             match e {
                 Event::Stun {
@@ -147,23 +155,8 @@ impl NethernetPacket {
         use crate::capture::tcp::Note;
         use crate::nethernet::signaling::Event as S;
         let c = seen.connection;
-        let mut p = NethernetPacket {
-            frame,
-            ts,
-            src,
-            dst,
-            flow: c.id,
-            dir: if src == c.client { Dir::C2s } else { Dir::S2c },
-            len,
-            kind: "http",
-            stun: None,
-            records: Vec::new(),
-            chunks: Vec::new(),
-            opened: Vec::new(),
-            alerts: Vec::new(),
-            http: Vec::new(),
-            anomalies: Vec::new(),
-        };
+        let dir = if src == c.client { Dir::C2s } else { Dir::S2c };
+        let mut p = NethernetPacket::empty((frame, ts), (src, dst), (c.id, dir), len, "http");
         for e in seen.events {
             let (kind, detail) = match e {
                 S::Http { message, .. } => {
@@ -577,16 +570,7 @@ impl NethernetFlow {
     /// Conversation `c` as it stands.
     pub fn of(c: &crate::nethernet::conversations::Conversation) -> Self {
         let a = &c.association;
-        let client = a
-            .channels
-            .values()
-            .next()
-            .map_or(c.first_sender, |ch| ch.opened_by);
-        let server = if client == c.first_sender {
-            c.other
-        } else {
-            c.first_sender
-        };
+        let (client, server) = (c.client(), c.server());
         let count = |sender: SocketAddr| {
             let sent = a.counts.get(&sender).copied().unwrap_or_default();
             let receiver = if sender == client { server } else { client };
