@@ -55,6 +55,11 @@
 #                                          packets, 2000-byte segments, 20 pings; both legs
 #                                          of the relay captured; nethernet-lossy.keylog,
 #                                          .truth.jsonl, .relay.json, .relay-trace.jsonl
+#     nethernet-no-endpoint.pcap, nethernet-refused.pcap, nethernet-unreachable.pcap,
+#     nethernet-fingerprint.pcap (+ .keylog), nethernet-alert.pcap, nethernet-ice-pwd.pcap
+#                                          joins that fail (nethernet-capture.sh
+#                                          NO_ENDPOINT, REFUSE, FAULT), each with its
+#                                          .truth.jsonl
 #
 # Every step is bounded in time (timeout on each peer run and each capture); the
 # script is rerunnable: it overwrites its outputs and nothing else.
@@ -300,6 +305,14 @@ if [ -z "${SKIP_NETHERNET:-}" ]; then
         say "nethernet-refused.pcap (the server answers the offer 403)"
         NETHERNET_PYTHON=$NPY REFUSE=1 timeout 60 "$ROOT/scripts/nethernet-capture.sh" "$OUT" 19790 >/dev/null
         rm -f "$OUT/nethernet-refused.keylog"
+        say "nethernet-unreachable.pcap, nethernet-fingerprint.pcap, nethernet-alert.pcap (joins that fail on purpose)"
+        NETHERNET_PYTHON=$NPY FAULT=unreachable timeout 60 "$ROOT/scripts/nethernet-capture.sh" "$OUT" 19800 >/dev/null
+        rm -f "$OUT/nethernet-unreachable.keylog"
+        NETHERNET_PYTHON=$NPY FAULT=fingerprint timeout 60 "$ROOT/scripts/nethernet-capture.sh" "$OUT" 19810 >/dev/null
+        NETHERNET_PYTHON=$NPY FAULT=ciphers timeout 60 "$ROOT/scripts/nethernet-capture.sh" "$OUT" 19820 >/dev/null
+        rm -f "$OUT/nethernet-alert.keylog"
+        NETHERNET_PYTHON=$NPY FAULT=ice-pwd timeout 60 "$ROOT/scripts/nethernet-capture.sh" "$OUT" 19830 >/dev/null
+        rm -f "$OUT/nethernet-ice-pwd.keylog"
     else
         say "$NPY cannot import aiortc: nethernet-join.* and nethernet-lossy.* not remade"
     fi

@@ -28,6 +28,13 @@
 # (PORT default 19780).
 # REFUSE=1: the server answers the offer 403 (nethernet_peers.py --refuse-offer): the
 # client records it and gives up. Files: OUTDIR/nethernet-refused.* (PORT default 19790).
+# FAULT=unreachable|fingerprint|ciphers|ice-pwd: a join that fails on purpose
+# (nethernet_peers.py --fault; the client gets ciphers, the server the others):
+# unreachable candidates in the SDPs, an answer whose a=fingerprint is not the server's
+# certificate, no shared DTLS cipher suite (a fatal alert), an answer whose a=ice-pwd is
+# not the server's. Both sides fail, as they must; the script checks that the client
+# recorded its failure. Files: OUTDIR/nethernet-unreachable.*, nethernet-fingerprint.*,
+# nethernet-alert.*, nethernet-ice-pwd.* (PORT default 19800, 19810, 19820, 19830).
 # Needs root (tcpdump) and aiortc in target/venv (target/venv/bin/pip install aiortc==1.16.0), or
 # NETHERNET_PYTHON=a python with aiortc.
 #   sudo scripts/nethernet-capture.sh samples
@@ -47,6 +54,16 @@ if [ -n "$relay" ]; then port=${2:-19770}; name=nethernet-lossy; else port=${2:-
 if [ -n "$no_endpoint" ]; then port=${2:-19780}; name=nethernet-no-endpoint; fi
 refuse=${REFUSE:-}
 if [ -n "$refuse" ]; then port=${2:-19790}; name=nethernet-refused; server_args=(--refuse-offer); fi
+fault=${FAULT:-}
+fault_args=()
+case "$fault" in
+  "") ;;
+  unreachable) port=${2:-19800}; name=nethernet-unreachable; server_args=(--fault unreachable) ;;
+  fingerprint) port=${2:-19810}; name=nethernet-fingerprint; server_args=(--fault fingerprint) ;;
+  ciphers) port=${2:-19820}; name=nethernet-alert; fault_args=(--fault ciphers) ;;
+  ice-pwd) port=${2:-19830}; name=nethernet-ice-pwd; server_args=(--fault ice-pwd) ;;
+  *) echo "nethernet-capture: FAULT is unreachable, fingerprint, ciphers or ice-pwd" >&2; exit 2 ;;
+esac
 here=$(cd "$(dirname "$0")/.." && pwd)
 py=${NETHERNET_PYTHON:-$here/target/venv/bin/python}
 "$py" -c 'import aiortc' 2>/dev/null || {
@@ -58,7 +75,8 @@ rm -f "$base".pcap "$base".keylog "$base".truth.jsonl
 peer_args=(--port "$port" --truth "$base.truth.jsonl" --keylog "$base.keylog"
   --segment-size "${SEGMENT:-262143}" --pings "${PINGS:-3}" --max-packets "${MAX_PACKETS:-0}")
 [ -n "${PACKETS:-}" ] && peer_args+=(--packets "$PACKETS")
-client_args=() server_args=(${server_args[@]+"${server_args[@]}"}) udp_filter="udp" peer_timeout=40
+client_args=(${fault_args[@]+"${fault_args[@]}"}) server_args=(${server_args[@]+"${server_args[@]}"}) udp_filter="udp" peer_timeout=40
+[ -n "$fault" ] && peer_args+=(--step-timeout 6 --timeout 15)
 if [ -n "$relay" ]; then
   rates="--loss ${LOSS:-0.1} --dup ${DUP:-0.05} --reorder ${REORDER:-0.05} --duration 120"
   peer_args+=(--lossy --step-timeout 30 --timeout 100)
@@ -105,7 +123,15 @@ if ! grep -q 'server listening' "$srv_err"; then
   cat "$srv_err" >&2; echo "nethernet-capture: the server did not start" >&2; exit 1
 fi
 timeout "$peer_timeout" "$py" "$here/scripts/nethernet_peers.py" client "${peer_args[@]}" ${client_args[@]+"${client_args[@]}"} || status=$?
-if [ -n "$refuse" ]; then
+if [ -n "$fault" ]; then
+  # Both sides fail, as they must; the client must have recorded why.
+  wait "$server" 2>/dev/null || true
+  if [ "$status" -ne 0 ] && grep -q '"side":"client".*"type":"result","ok":false\|"type":"result".*"side":"client".*"ok":false' "$base.truth.jsonl"; then
+    status=0
+  else
+    status=1
+  fi
+elif [ -n "$refuse" ]; then
   # The client's failure is the point: it must have recorded the 403.
   srv=0
   wait "$server" || srv=$?

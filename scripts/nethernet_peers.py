@@ -84,6 +84,24 @@ pings best effort: the server sends them all, the client answers each one it rec
 within --ping-wait seconds, the server collects the answers for as long; a "pings"
 record says which arrived (the reliable channel must still be intact).
 
+Failures on purpose (--fault, for `handshake`'s diagnoses; the side given it acts):
+  unreachable  server: every a=candidate of its answer names 127.0.0.1:PORT+9, and it
+               applies the offer with its candidates moved to 127.0.0.1:PORT+8; nothing
+               listens on either: each side's STUN checks go unanswered (ICMP port
+               unreachable, which the capture leaves out), ICE fails.
+  fingerprint  server: the answer's a=fingerprint is not its certificate's (the last
+               byte changed, before a=identity signs the fingerprints, so the identity
+               still verifies): ICE and the DTLS handshake complete, then the client's
+               aiortc finds the mismatch and never starts SCTP.
+  ciphers      this side's DTLS offers or accepts only ECDHE-RSA-AES128-GCM-SHA256;
+               with aiortc's ECDSA certificates on the client (the DTLS server: the
+               answer is a=setup:active), the handshake fails: no shared cipher, a fatal
+               handshake_failure alert in the clear.
+  ice-pwd      server: the answer's a=ice-pwd is not the one its ICE agent checks with
+               (its first character changed, before a=identity): the client keys its
+               checks' MESSAGE-INTEGRITY with it, the server answers them 401.
+A "fault" record names it; both sides then fail (exit 1) and record why.
+
   python3 scripts/nethernet_peers.py server --port 19760 --truth T.jsonl --keylog K.keylog
   python3 scripts/nethernet_peers.py client --port 19760 --truth T.jsonl --keylog K.keylog
   (scripts/nethernet-capture.sh runs both under tcpdump.)
@@ -146,14 +164,17 @@ class Recorder:
         os.write(self.fd, (json.dumps(rec, separators=(",", ":")) + "\n").encode())
 
 
-def hook_keylog(path):
-    """Every DTLS context aiortc makes writes its NSS key-log lines to `path`."""
+def hook_keylog(path, ciphers=None):
+    """Every DTLS context aiortc makes writes its NSS key-log lines to `path` (and
+    takes only `ciphers`, an OpenSSL cipher list, when given: --fault ciphers)."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     original = RTCCertificate._create_ssl_context
 
     def create(self, srtp_profiles):
         ctx = original(self, srtp_profiles)
         ctx.set_keylog_callback(lambda conn, line: os.write(fd, bytes(line) + b"\n"))
+        if ciphers:
+            ctx.set_cipher_list(ciphers)
         return ctx
 
     RTCCertificate._create_ssl_context = create
@@ -599,6 +620,27 @@ def record_dtls(record, pc):
 
 # --- the lossy path --------------------------------------------------------------------
 CANDIDATE = re.compile(r"^(a=candidate:\S+ \d+ \S+ \d+ )(\S+) (\d+)( typ .*)$")
+FINGERPRINT = re.compile(r"^(a=fingerprint:sha-256 \S+:)([0-9A-Fa-f]{2})$")
+
+
+def dead_candidates(sdp, port):
+    """--fault unreachable: every candidate of `sdp` moved to 127.0.0.1:`port`."""
+    lines = sdp.split("\r\n")
+    for i, l in enumerate(lines):
+        m = CANDIDATE.match(l)
+        if m:
+            lines[i] = f"{m.group(1)}127.0.0.1 {port}{m.group(4)}"
+    return "\r\n".join(lines)
+
+
+def wrong_fingerprint(sdp):
+    """--fault fingerprint: the last byte of every sha-256 a=fingerprint changed."""
+    lines = sdp.split("\r\n")
+    for i, l in enumerate(lines):
+        m = FINGERPRINT.match(l)
+        if m:
+            lines[i] = f"{m.group(1)}{(int(m.group(2), 16) ^ 0xFF):02X}"
+    return "\r\n".join(lines)
 
 
 class RelayProcess:
@@ -734,9 +776,19 @@ async def server_main(args, record, steps, protocol):
         pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
         session["pc"] = pc
         pc.on("datachannel", peer.add_channel)
-        await pc.setRemoteDescription(RTCSessionDescription(await relay.apply(stripped), "offer"))
+        applied = await relay.apply(stripped)
+        if args.fault == "unreachable":
+            applied = dead_candidates(applied, args.port + 8)
+        await pc.setRemoteDescription(RTCSessionDescription(applied, "offer"))
         await pc.setLocalDescription(await pc.createAnswer())  # gathers every candidate
-        sdp = add_identity(pc.localDescription.sdp, key, token, "self")
+        local = pc.localDescription.sdp
+        if args.fault == "unreachable":
+            local = dead_candidates(local, args.port + 9)
+        elif args.fault == "fingerprint":
+            local = wrong_fingerprint(local)
+        elif args.fault == "ice-pwd":
+            local = re.sub(r"(?m)^a=ice-pwd:(.)", lambda m: "a=ice-pwd:" + ("B" if m.group(1) != "B" else "C"), local)
+        sdp = add_identity(local, key, token, "self")
         record("sdp", kind="answer", network_id=network_id, sdp=sdp, identity=decode_identity(sdp))
         joined.set()
         return sdp
@@ -850,13 +902,15 @@ def main():
                     help="the path loses datagrams: the unreliable pings are best effort")
     ap.add_argument("--refuse-offer", action="store_true",
                     help="server: answer the offer 403 (a server that refuses the join)")
+    ap.add_argument("--fault", choices=["unreachable", "fingerprint", "ciphers", "ice-pwd"],
+                    help="fail on purpose (the top of this file says how each does)")
     ap.add_argument("--ping-wait", type=float, default=3.0,
                     help="--lossy: seconds each side waits for the pings / their answers (default 3)")
     args = ap.parse_args()
     if not 1 <= args.segment_size <= MAX_MESSAGE_SIZE - 1:
         ap.error("--segment-size must be 1..262143")
 
-    hook_keylog(args.keylog)
+    hook_keylog(args.keylog, b"ECDHE-RSA-AES128-GCM-SHA256" if args.fault == "ciphers" else None)
     record = Recorder(args.truth, args.role)
     steps, protocol = load_session(args.packets, args.max_packets)
     record("meta", role=args.role, pid=os.getpid(), aiortc=aiortc.__version__,
@@ -868,6 +922,8 @@ def main():
               "lossy": args.lossy} if args.relay or args.relay_candidate else {}),
            steps=[{k: v for k, v in s.items() if k != "packets"} | {"names": [p["name"] for p in s.get("packets", [])]}
                   for s in steps])
+    if args.fault:
+        record("fault", fault=args.fault)
     run = server_main if args.role == "server" else client_main
     error = None
     try:

@@ -865,6 +865,14 @@ impl Pipeline {
             return Ok(false);
         };
         self.tcp[0] += 1;
+        // The SDPs' ICE credentials key the checks' MESSAGE-INTEGRITY.
+        for e in seen.events {
+            if let crate::nethernet::signaling::Event::Http { message: h, .. } = e {
+                if let (Some(u), Some(p)) = (&h.ice_ufrag, &h.ice_pwd) {
+                    self.nethernet.ice.learn(u, p);
+                }
+            }
+        }
         let item = Item::Signaling {
             seen,
             frame: d.frame,

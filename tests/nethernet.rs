@@ -505,7 +505,7 @@ fn handshake_says_where_a_join_stopped() {
         (
             &(|f: u64| f <= 23 && f != 22) as &dyn Fn(u64) -> bool,
             "no_stun_answer",
-            "unreachable",
+            "no candidate pair is reachable",
         ),
         (&|f| f <= 25, "dtls_unanswered", "never answered"),
         (&|f| f <= 26, "dtls_incomplete", "did not finish"),
@@ -619,5 +619,172 @@ fn the_signaling_is_read_and_a_missing_endpoint_said() {
     assert_eq!(
         steps,
         ["join_status_request", "join_status", "offer", "answer"]
+    );
+}
+
+/// The SDP the truth's `side` recorded of `kind` (offer or answer).
+fn truth_sdp(truth: &[Value], side: &str, kind: &str) -> String {
+    truth
+        .iter()
+        .find(|r| r["type"] == "sdp" && r["side"] == side && r["kind"] == kind)
+        .and_then(|r| r["sdp"].as_str())
+        .unwrap_or_else(|| panic!("no {kind} recorded by the {side}"))
+        .to_string()
+}
+
+/// An SDP's lines that start with `prefix`, the prefix cut off.
+fn sdp_values<'a>(sdp: &'a str, prefix: &str) -> Vec<&'a str> {
+    sdp.lines()
+        .filter_map(|l| l.trim_end().strip_prefix(prefix))
+        .collect()
+}
+
+/// Joins made to fail on purpose, each with aiortc (nethernet_peers.py
+/// --fault): the outcome and the diagnosis say what the fault was, with
+/// the addresses, certificates and codes of the capture.
+#[test]
+fn handshake_diagnoses_failed_joins() {
+    // Unreachable candidates: each side's checks go to a port nobody
+    // listens on; the client's, to the answer's candidate.
+    let truth_u = truth("nethernet-unreachable");
+    assert!(truth_u
+        .iter()
+        .any(|r| r["type"] == "result" && r["side"] == "client" && r["ok"] == false));
+    let answer = truth_sdp(&truth_u, "client", "answer");
+    let cand = sdp_values(&answer, "a=candidate:");
+    assert_eq!(cand.len(), 1, "{answer}");
+    let f: Vec<&str> = cand[0].split_whitespace().collect();
+    let dead = format!("{}:{}", f[4], f[5]);
+    let pcap = sample("nethernet-unreachable.pcap");
+    let (joins, _) = records(&["handshake", pcap.to_str().unwrap(), "--json"]);
+    assert_eq!(joins.len(), 1, "{joins:?}");
+    assert_eq!(joins[0]["outcome"], "no_stun_answer", "{}", joins[0]);
+    let d = joins[0]["diagnosis"].as_str().unwrap();
+    assert!(
+        d.contains(&format!("to {dead} (a candidate of the answer)")),
+        "{d}"
+    );
+    assert!(
+        d.contains("from the client") && d.contains("from the server"),
+        "{d}"
+    );
+    // Both conversations' checks are the join's steps.
+    let requests = joins[0]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["step"] == "stun_request")
+        .count();
+    assert_eq!(requests, 2, "{}", joins[0]);
+
+    // A fingerprint in the answer that is not the server's certificate:
+    // the handshake completes, the client's aiortc stops there.
+    let truth_f = truth("nethernet-fingerprint");
+    let answer = truth_sdp(&truth_f, "client", "answer");
+    let said = sdp_values(&answer, "a=fingerprint:sha-256 ")[0].to_string();
+    let pcap = sample("nethernet-fingerprint.pcap");
+    let k = sample("nethernet-fingerprint.keylog");
+    for keys in [false, true] {
+        let mut args = vec!["handshake", pcap.to_str().unwrap(), "--json"];
+        if keys {
+            args.extend(["--tls-keylog", k.to_str().unwrap()]);
+        }
+        let (joins, _) = records(&args);
+        assert_eq!(joins.len(), 1, "{joins:?}");
+        assert_eq!(joins[0]["outcome"], "fingerprint_mismatch", "{}", joins[0]);
+        let d = joins[0]["diagnosis"].as_str().unwrap();
+        assert!(
+            d.contains(&format!("the answer's a=fingerprint says {said}")),
+            "{d}"
+        );
+        assert!(d.starts_with("the server's DTLS certificate"), "{d}");
+        // What the certificate really hashes to: the step that shows it,
+        // which is not the SDP's, and differs in the byte changed.
+        let got = joins[0]["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["step"] == "certificate_fingerprint" && s["dir"] == "s2c")
+            .and_then(|s| s["detail"].as_str())
+            .unwrap()
+            .to_string();
+        assert_ne!(got, said);
+        assert_eq!(got[..got.len() - 2], said[..said.len() - 2]);
+    }
+    // With the key, the reason is on the wire: the server's SCTP INIT, never
+    // answered.
+    let (packets, _) = records(&[
+        pcap.to_str().unwrap(),
+        "--json",
+        "--tls-keylog",
+        k.to_str().unwrap(),
+        "-Y",
+        "sctp",
+    ]);
+    let kinds: Vec<&str> = packets
+        .iter()
+        .flat_map(|p| p["sctp"].as_array().unwrap())
+        .map(|c| c["chunk"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["INIT", "INIT", "ABORT"]);
+
+    // No shared cipher suite: the DTLS server (the client here) sends a
+    // fatal handshake_failure in the clear.
+    let pcap = sample("nethernet-alert.pcap");
+    let (joins, _) = records(&["handshake", pcap.to_str().unwrap(), "--json"]);
+    assert_eq!(joins[0]["outcome"], "dtls_alert", "{}", joins[0]);
+    let d = joins[0]["diagnosis"].as_str().unwrap();
+    assert!(
+        d.starts_with("the client (") && d.contains("handshake_failure"),
+        "{d}"
+    );
+    let client = truth("nethernet-alert");
+    assert!(client
+        .iter()
+        .any(|r| r["type"] == "fault" && r["side"] == "client" && r["fault"] == "ciphers"));
+
+    // An answer whose ice-pwd is not the server's: the client's checks
+    // verify with it, and the server answers them 401.
+    let pcap = sample("nethernet-ice-pwd.pcap");
+    let (joins, _) = records(&["handshake", pcap.to_str().unwrap(), "--json"]);
+    assert_eq!(joins[0]["outcome"], "stun_error", "{}", joins[0]);
+    let d = joins[0]["diagnosis"].as_str().unwrap();
+    assert!(
+        d.contains("401") && d.contains("verifies with the answer's ice-pwd"),
+        "{d}"
+    );
+}
+
+/// MESSAGE-INTEGRITY, keyed with the ice-pwd of the SDPs the signaling
+/// carried, verifies on every check and success answer aiortc sent.
+#[test]
+fn stun_integrity_is_checked_against_the_sdp() {
+    for name in ["nethernet-join", "nethernet-fingerprint"] {
+        let pcap = sample(&format!("{name}.pcap"));
+        let (stun, _) = records(&[pcap.to_str().unwrap(), "--json", "-Y", "stun"]);
+        assert!(stun.len() >= 4, "{name}");
+        for s in &stun {
+            let class = s["stun"]["class"].as_str().unwrap();
+            if class == "request" || class == "success response" {
+                assert_eq!(s["stun"]["integrity_ok"], true, "{name}: {s}");
+            }
+        }
+    }
+    // Without the signaling (the UDP alone), nothing to check it with:
+    // no integrity_ok.
+    let pcap = sample("nethernet-join.pcap");
+    let (all, _) = records(&[pcap.to_str().unwrap(), "--json"]);
+    let udp: std::collections::HashSet<u64> = all
+        .iter()
+        .filter(|r| r["kind"] != "http")
+        .map(|r| r["frame"].as_u64().unwrap())
+        .collect();
+    let dir = common::TempDir::new("nethernet-no-signaling");
+    let alone = cut("nethernet-join", &dir, |f| udp.contains(&f));
+    let (stun, _) = records(&[alone.to_str().unwrap(), "--json", "-Y", "stun"]);
+    assert_eq!(stun.len(), 4);
+    assert!(
+        stun.iter().all(|s| s["stun"].get("integrity_ok").is_none()),
+        "{stun:?}"
     );
 }

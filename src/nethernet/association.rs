@@ -61,6 +61,12 @@ pub enum Event {
         use_candidate: bool,
         /// Whether FINGERPRINT holds (`None` without one).
         fingerprint_ok: Option<bool>,
+        /// Whether MESSAGE-INTEGRITY verifies with the ice-pwd the
+        /// signaling gave its key's owner (a request's receiver, a
+        /// response's sender); `None` without one or without that SDP.
+        integrity_ok: Option<bool>,
+        /// An error response's ERROR-CODE: code and reason phrase.
+        error: Option<(u16, String)>,
     },
     /// A DTLS record of the datagram, in order (before what it held).
     Record(RecordSeen),
@@ -281,6 +287,11 @@ pub struct Association {
     mid_stream: bool,
     /// The side that closed the association (a close_notify alert read).
     pub closed_by: Option<SocketAddr>,
+    /// The controlling ICE agent: the first sender of a binding request
+    /// with ICE-CONTROLLING (the offerer, in full ICE).
+    pub controlling: Option<SocketAddr>,
+    /// Each side's ICE ufrag, as the checks' USERNAMEs name them.
+    ufrags: BTreeMap<SocketAddr, String>,
 }
 
 impl Association {
@@ -302,6 +313,8 @@ impl Association {
             limits,
             mid_stream,
             closed_by: None,
+            controlling: None,
+            ufrags: BTreeMap::new(),
         }
     }
 
@@ -334,11 +347,11 @@ impl Association {
         from: SocketAddr,
         to: SocketAddr,
         payload: &[u8],
-        keylog: &dtls::KeyLog,
+        (keylog, ice): (&dtls::KeyLog, &stun::IcePasswords),
         out: &mut Vec<Event>,
     ) {
         match classify(payload) {
-            Demux::Stun => self.stun(from, payload, out),
+            Demux::Stun => self.stun((from, to), payload, ice, out),
             Demux::Dtls => self.dtls(from, to, payload, keylog, out),
             _ => out.push(Event::Anomaly {
                 kind: Problem::NotWebrtc,
@@ -351,15 +364,49 @@ impl Association {
         }
     }
 
-    fn stun(&mut self, from: SocketAddr, payload: &[u8], out: &mut Vec<Event>) {
+    fn stun(
+        &mut self,
+        (from, to): (SocketAddr, SocketAddr),
+        payload: &[u8],
+        ice: &stun::IcePasswords,
+        out: &mut Vec<Event>,
+    ) {
         self.counts.entry(from).or_default().stun += 1;
         match stun::Message::parse(payload) {
-            Ok(m) => out.push(Event::Stun {
-                class: m.class,
-                username: m.username().map(str::to_string),
-                use_candidate: m.use_candidate(),
-                fingerprint_ok: m.fingerprint_ok(),
-            }),
+            Ok(m) => {
+                let request = m.class == stun::Class::Request;
+                if request && self.controlling.is_none() {
+                    // ICE-CONTROLLED names the other side.
+                    self.controlling = m
+                        .role()
+                        .map(|(controlling, _)| if controlling { from } else { to });
+                }
+                // A request's USERNAME is "receiver:sender".
+                if let Some((r, s)) = m
+                    .username()
+                    .filter(|_| request)
+                    .and_then(|u| u.split_once(':'))
+                {
+                    self.ufrags.entry(to).or_insert_with(|| r.to_string());
+                    self.ufrags.entry(from).or_insert_with(|| s.to_string());
+                }
+                let owner = if request { to } else { from };
+                let integrity_ok = self
+                    .ufrags
+                    .get(&owner)
+                    .and_then(|u| ice.get(u))
+                    .and_then(|pwd| m.integrity(pwd.as_bytes()));
+                out.push(Event::Stun {
+                    class: m.class,
+                    username: m.username().map(str::to_string),
+                    use_candidate: m.use_candidate(),
+                    fingerprint_ok: m.fingerprint_ok(),
+                    integrity_ok,
+                    error: m
+                        .error_code()
+                        .map(|(c, r)| (c, r.chars().take(128).collect())),
+                })
+            }
             Err(e) => out.push(Event::Anomaly {
                 kind: Problem::Malformed,
                 detail: format!("STUN {e}"),

@@ -48,14 +48,17 @@ pub struct Conversation {
 
 impl Conversation {
     /// Its client: the side that opened the data channels; before they
-    /// open, the side that sent the first datagram (the controlling ICE
-    /// agent, normally).
+    /// open (or without a key), the controlling ICE agent (the offerer:
+    /// NetherNet's client); without ICE-CONTROLLING seen, the side that
+    /// sent the first datagram.
     pub fn client(&self) -> SocketAddr {
-        self.association
-            .channels
+        let a = &self.association;
+        a.channels
             .values()
             .next()
-            .map_or(self.first_sender, |ch| ch.opened_by)
+            .map(|ch| ch.opened_by)
+            .or(a.controlling)
+            .unwrap_or(self.first_sender)
     }
 
     /// The side that is not [`Conversation::client`].
@@ -91,6 +94,8 @@ pub struct Conversations {
     pub datagrams: u64,
     /// Conversations started.
     pub started: u64,
+    /// The ICE passwords the signaling named.
+    pub ice: super::stun::IcePasswords,
     /// Datagrams of conversations past [`MAX_CONVERSATIONS`], not read.
     pub refused: u64,
 }
@@ -108,6 +113,7 @@ impl Conversations {
             datagrams: 0,
             started: 0,
             refused: 0,
+            ice: Default::default(),
         }
     }
 
@@ -175,8 +181,13 @@ impl Conversations {
         c.datagrams[side] += 1;
         c.bytes[side] += payload.len() as u64;
         self.events.clear();
-        c.association
-            .datagram(src, dst, payload, &self.keylog, &mut self.events);
+        c.association.datagram(
+            src,
+            dst,
+            payload,
+            (&self.keylog, &self.ice),
+            &mut self.events,
+        );
         let now = c.association.held();
         self.held = self.held.saturating_sub(c.held) + now;
         c.held = now;

@@ -409,7 +409,13 @@ fn association_reads(name: &str, lossy: bool) {
         conversations
             .entry(key)
             .or_insert_with(|| Association::new(delivery::Limits::default(), false))
-            .datagram(d.src, d.dst, &d.payload, &keylog, &mut events);
+            .datagram(
+                d.src,
+                d.dst,
+                &d.payload,
+                (&keylog, &Default::default()),
+                &mut events,
+            );
     }
     assert_eq!(conversations.len(), if lossy { 2 } else { 1 });
     let anomalies: Vec<&Event> = events

@@ -37,8 +37,14 @@ pub struct HttpSeen {
     pub body: Option<String>,
     /// An SDP body's ICE username fragment.
     pub ice_ufrag: Option<String>,
+    /// An SDP body's ICE password: the key of MESSAGE-INTEGRITY on the
+    /// checks sent to the SDP's sender.
+    pub ice_pwd: Option<String>,
     /// An SDP body's candidates, as `ip:port`.
     pub candidates: Vec<String>,
+    /// An SDP body's `a=fingerprint:sha-256`: its sender's DTLS
+    /// certificate, as the handshake must then show it.
+    pub fingerprint: Option<String>,
 }
 
 impl HttpSeen {
@@ -67,6 +73,13 @@ impl HttpSeen {
             content_type: m.header("content-type").map(str::to_string),
             body_len: m.body.len(),
             ice_ufrag: sdp.as_ref().and_then(|s| s.ice_ufrag.clone()),
+            ice_pwd: sdp.as_ref().and_then(|s| s.ice_pwd.clone()),
+            fingerprint: sdp.as_ref().and_then(|s| {
+                s.fingerprints
+                    .iter()
+                    .find(|(alg, _)| alg.eq_ignore_ascii_case("sha-256"))
+                    .map(|(_, v)| v.to_ascii_uppercase())
+            }),
             candidates: sdp
                 .map(|s| s.candidates.iter().map(|c| c.address.to_string()).collect())
                 .unwrap_or_default(),
@@ -83,7 +96,7 @@ pub enum Event {
         /// Its sender.
         from: SocketAddr,
         /// What it said.
-        message: HttpSeen,
+        message: Box<HttpSeen>,
     },
     /// The stream's order, as the reassembly saw it.
     Tcp(Note),
@@ -209,14 +222,14 @@ impl Signaling {
                 }
                 self.events.push(Event::Http {
                     from: src,
-                    message: HttpSeen::of(&m),
+                    message: Box::new(HttpSeen::of(&m)),
                 });
                 // Only the first may decide: `new_id` is spent.
                 continue;
             }
             self.events.push(Event::Http {
                 from: src,
-                message: HttpSeen::of(&m),
+                message: Box::new(HttpSeen::of(&m)),
             });
         }
         // Nothing decided after 64 KiB each way: not signaling either.

@@ -314,6 +314,42 @@ impl<'a> Message<'a> {
     }
 }
 
+/// ICE passwords by username fragment, as the signaling's SDPs named
+/// them: the keys of the checks' MESSAGE-INTEGRITY.
+#[derive(Debug, Default)]
+pub struct IcePasswords {
+    map: std::collections::HashMap<String, String>,
+    order: std::collections::VecDeque<String>,
+}
+
+impl IcePasswords {
+    /// Pairs kept at most; past them, the oldest is forgotten.
+    pub const MAX: usize = 4096;
+    /// A ufrag's or a password's characters at most (RFC 8839: 256).
+    pub const MAX_LEN: usize = 256;
+
+    /// An SDP's `a=ice-ufrag` and `a=ice-pwd` (longer than
+    /// [`IcePasswords::MAX_LEN`]: not kept).
+    pub fn learn(&mut self, ufrag: &str, pwd: &str) {
+        if ufrag.len() > Self::MAX_LEN || pwd.len() > Self::MAX_LEN {
+            return;
+        }
+        if self.map.insert(ufrag.into(), pwd.into()).is_none() {
+            self.order.push_back(ufrag.into());
+        }
+        while self.order.len() > Self::MAX {
+            if let Some(old) = self.order.pop_front() {
+                self.map.remove(&old);
+            }
+        }
+    }
+
+    /// The password of `ufrag`, when an SDP named it.
+    pub fn get(&self, ufrag: &str) -> Option<&str> {
+        self.map.get(ufrag).map(String::as_str)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -409,5 +445,18 @@ mod tests {
         let mut long = bytes("000100082112a442b7e7a701bc34d686fa87dfae");
         long.extend(bytes("00060010abcd0000"));
         assert!(Message::parse(&long).is_err());
+    }
+
+    #[test]
+    fn passwords_are_bounded() {
+        let mut p = IcePasswords::default();
+        for i in 0..IcePasswords::MAX + 10 {
+            p.learn(&format!("u{i}"), "pwd");
+        }
+        assert_eq!(p.get("u0"), None);
+        assert_eq!(p.get(&format!("u{}", IcePasswords::MAX + 9)), Some("pwd"));
+        assert_eq!(p.map.len(), IcePasswords::MAX);
+        p.learn("long", &"x".repeat(IcePasswords::MAX_LEN + 1));
+        assert_eq!(p.get("long"), None);
     }
 }

@@ -27,11 +27,20 @@ pub struct Timeline {
     omitted: u32,
     /// Steps already taken, by name and direction (each is kept once).
     seen: Vec<(&'static str, Option<Dir>)>,
-    /// Binding requests and success responses sent by the first sender,
-    /// then by the other side.
+    /// Binding requests, success and error responses sent by the first
+    /// sender, then by the other side.
     requests: [u32; 2],
     answers: [u32; 2],
-    errors: u32,
+    errors: [u32; 2],
+    /// Checks sent by each side whose MESSAGE-INTEGRITY the SDP's ice-pwd
+    /// did not verify.
+    bad_integrity: [u32; 2],
+    /// Checks sent by each side whose MESSAGE-INTEGRITY it verified.
+    good_integrity: [u32; 2],
+    /// The first error response each side sent: code and reason.
+    error: [Option<(u16, String)>; 2],
+    /// Each side's certificate's SHA-256 (`certificate_fingerprint`).
+    certificates: Vec<(SocketAddr, String)>,
     client_hello: bool,
     server_hello: bool,
     /// Sealed records sent by the first sender, by the other side.
@@ -67,27 +76,41 @@ impl Timeline {
                     class,
                     username,
                     use_candidate,
+                    integrity_ok,
+                    error,
                     ..
                 } => match class {
                     stun::Class::Request => {
                         self.requests[side] += 1;
+                        match integrity_ok {
+                            Some(false) => self.bad_integrity[side] += 1,
+                            Some(true) => self.good_integrity[side] += 1,
+                            None => {}
+                        }
                         if let Some(u) = username
                             .as_ref()
                             .filter(|u| self.usernames.len() < 4 && !self.usernames.contains(u))
                         {
                             self.usernames.push(u.clone());
                         }
-                        let what = match username {
-                            Some(u) => format!(
-                                "user {u}{}",
-                                if *use_candidate {
-                                    ", nominating the pair"
-                                } else {
-                                    ""
-                                }
-                            ),
-                            None => String::new(),
+                        let to = if Some(src) == self.first_sender {
+                            self.other
+                        } else {
+                            self.first_sender
                         };
+                        let mut what =
+                            format!("{src} → {}", to.map_or("?".into(), |a| a.to_string()));
+                        if let Some(u) = username {
+                            what.push_str(&format!(", user {u}"));
+                        }
+                        if *use_candidate {
+                            what.push_str(", nominating the pair");
+                        }
+                        if *integrity_ok == Some(false) {
+                            what.push_str(
+                                ", MESSAGE-INTEGRITY does not verify with the SDP's ice-pwd",
+                            );
+                        }
                         self.step("stun_request", dir, frame, ts, what);
                     }
                     stun::Class::Success => {
@@ -95,8 +118,14 @@ impl Timeline {
                         self.step("stun_response", dir, frame, ts, String::new());
                     }
                     stun::Class::Error => {
-                        self.errors += 1;
-                        self.step("stun_error", dir, frame, ts, String::new());
+                        self.errors[side] += 1;
+                        if self.error[side].is_none() {
+                            self.error[side] = error.clone();
+                        }
+                        let what = error
+                            .as_ref()
+                            .map_or(String::new(), |(c, r)| format!("{c} {r}"));
+                        self.step("stun_error", dir, frame, ts, what);
                     }
                     stun::Class::Indication => {}
                 },
@@ -114,6 +143,10 @@ impl Timeline {
                     self.step("suite", dir, frame, ts, name.to_string());
                 }
                 Event::Certificate { fingerprint, .. } => {
+                    if self.certificates.len() < 2 && !self.certificates.iter().any(|c| c.0 == src)
+                    {
+                        self.certificates.push((src, fingerprint.clone()));
+                    }
                     self.step(
                         "certificate_fingerprint",
                         dir,
@@ -212,6 +245,81 @@ impl Timeline {
         });
     }
 
+    /// The checks that went unanswered: `(sender, receiver, requests,
+    /// "client" or "server")` for each side none of whose requests got an
+    /// answer.
+    fn unanswered(&self, client: Option<SocketAddr>) -> Vec<Unanswered> {
+        let sides = [self.first_sender, self.other];
+        (0..2)
+            .filter(|&s| {
+                self.requests[s] > 0 && self.answers[1 - s] == 0 && self.errors[1 - s] == 0
+            })
+            .filter_map(|s| {
+                let (from, to) = (sides[s]?, sides[1 - s]?);
+                let who = if Some(from) == client {
+                    "client"
+                } else {
+                    "server"
+                };
+                Some((from, to, self.requests[s], who))
+            })
+            .collect()
+    }
+
+    /// Why ICE failed, when it did: no DTLS started, and the client's
+    /// checks (the controlling agent's: they nominate) got no success
+    /// answer. `None` when ICE passed, or no check was seen.
+    fn ice_failure(&self, client: Option<SocketAddr>) -> Option<(&'static str, String)> {
+        if self.client_hello || self.requests.iter().sum::<u32>() == 0 {
+            return None;
+        }
+        let c = usize::from(client != self.first_sender);
+        if self.answers[1 - c] > 0 {
+            return None;
+        }
+        let integrity = self.integrity_words(client);
+        if self.errors[1 - c] > 0 {
+            let n = self.requests[c];
+            let code = self.error[1 - c]
+                .as_ref()
+                .map_or(String::new(), |(c, r)| format!(" ({c} {r})"));
+            let why = if self.good_integrity[c] > 0 && self.bad_integrity[c] == 0 {
+                ", though their MESSAGE-INTEGRITY verifies with the answer's ice-pwd: the server's ICE agent checks with another password than its SDP gave".to_string()
+            } else if self.bad_integrity[c] > 0 {
+                integrity
+            } else {
+                ": wrong ICE credentials (the SDP's ice-ufrag and ice-pwd)".to_string()
+            };
+            return Some((
+                "stun_error",
+                format!("the server answered the client's {n} STUN checks with errors{code}{why}"),
+            ));
+        }
+        Some((
+            "no_stun_answer",
+            unreachable_words(&self.unanswered(client), &[], &[]) + &integrity,
+        ))
+    }
+
+    /// What the checks' MESSAGE-INTEGRITY showed, when it failed.
+    fn integrity_words(&self, client: Option<SocketAddr>) -> String {
+        let sides = [self.first_sender, self.other];
+        let mut out = String::new();
+        for (side, bad) in sides.into_iter().zip(self.bad_integrity) {
+            if bad > 0 {
+                let (who, whose) = if side == client {
+                    ("client", "answer")
+                } else {
+                    ("server", "offer")
+                };
+                out.push_str(&format!(
+                    "; {bad} of the {who}'s checks carry a MESSAGE-INTEGRITY that the {whose}'s ice-pwd does not verify"
+                ));
+            }
+        }
+        out
+    }
+
     /// The join as an attempt: its steps, outcome and diagnosis.
     pub(crate) fn attempt(&self) -> Attempt {
         let client = self.client.or(self.first_sender);
@@ -220,7 +328,6 @@ impl Timeline {
         } else {
             self.first_sender
         };
-        let name = |a: Option<SocketAddr>| a.map_or("?".to_string(), |a| a.to_string());
         let (outcome, diagnosis): (&'static str, String) = if let Some((from, alert)) = self.fatal {
             let who = if Some(from) == client {
                 "client"
@@ -229,7 +336,8 @@ impl Timeline {
             };
             let what = match alert {
                 Some(d) => format!("a fatal DTLS alert, {}", dtls::alert_name(d)),
-                None => "a sealed DTLS alert".to_string(),
+                None => "a sealed DTLS alert (encrypted: a key log, --tls-keylog, tells which)"
+                    .to_string(),
             };
             let hint = match alert {
                 Some(42..=46) => {
@@ -242,17 +350,8 @@ impl Timeline {
                 "dtls_alert",
                 format!("the {who} ({from}) sent {what}{hint}"),
             )
-        } else if self.requests.iter().sum::<u32>() > 0 && self.answers.iter().sum::<u32>() == 0 {
-            let (a, b) = (name(self.first_sender), name(self.other));
-            (
-                "no_stun_answer",
-                format!(
-                    "{} STUN binding requests between {a} and {b}, none answered: the candidate pair is unreachable (a firewall, NAT, or an address in the SDP that is not the peer's)",
-                    self.requests.iter().sum::<u32>()
-                ),
-            )
-        } else if self.errors > 0 && self.answers.iter().sum::<u32>() == 0 {
-            ("stun_error", "every STUN check was answered with an error (wrong ICE credentials: the SDP's ice-ufrag and ice-pwd)".into())
+        } else if let Some(ice) = self.ice_failure(client) {
+            ice
         } else if !self.client_hello {
             (
                 "no_dtls",
@@ -313,6 +412,47 @@ impl Timeline {
     }
 }
 
+/// Checks that went unanswered: sender, receiver, how many, and whether
+/// the sender is the `client` or the `server`.
+type Unanswered = (SocketAddr, SocketAddr, u32, &'static str);
+
+/// `no_stun_answer`'s diagnosis: each side's unanswered checks, their
+/// receivers named as the SDP's candidates they are (`offer`, `answer`:
+/// the candidates of each, `ip:port`).
+fn unreachable_words(list: &[Unanswered], offer: &[String], answer: &[String]) -> String {
+    let parts: Vec<String> = list
+        .iter()
+        .map(|(from, to, n, who)| {
+            let t = to.to_string();
+            let named = if answer.contains(&t) {
+                " (a candidate of the answer)"
+            } else if offer.contains(&t) {
+                " (a candidate of the offer)"
+            } else {
+                ""
+            };
+            format!("{n} from the {who} {from} to {to}{named}")
+        })
+        .collect();
+    format!(
+        "STUN binding requests went unanswered: {}: no candidate pair is reachable (a firewall, NAT, or an SDP candidate that is not the peer's address)",
+        parts.join(", ")
+    )
+}
+
+/// Outcomes of a conversation, from the least progress to the most.
+const PROGRESS: [&str; 9] = [
+    "no_stun_answer",
+    "stun_error",
+    "no_dtls",
+    "dtls_unanswered",
+    "dtls_incomplete",
+    "dtls_alert",
+    "sctp_not_established",
+    "channel_not_opened",
+    "connected",
+];
+
 /// A request's method and target, and its answer's status and reason.
 type Exchange = (String, String, Option<(u16, String)>);
 
@@ -333,6 +473,11 @@ pub struct Signals {
     /// The offer's and the answer's ICE ufrags, and the answer's candidates.
     ufrags: Vec<String>,
     candidates: Vec<String>,
+    /// The offer's candidates.
+    offer_candidates: Vec<String>,
+    /// The `a=fingerprint:sha-256` of the offer (the client's certificate)
+    /// and of the answer (the server's).
+    fingerprints: [Option<String>; 2],
 }
 
 impl Signals {
@@ -367,6 +512,10 @@ impl Signals {
                         self.exchanges.push((m.clone(), t.clone(), None));
                     }
                     self.asked = Some((m.clone(), t.clone()));
+                    if h.ice_ufrag.is_some() {
+                        self.offer_candidates = h.candidates.clone();
+                        self.fingerprints[0] = h.fingerprint.clone();
+                    }
                     let step = if m == "GET" {
                         "join_status_request"
                     } else {
@@ -384,6 +533,7 @@ impl Signals {
                         Some("GET") => "join_status",
                         _ => {
                             self.candidates = h.candidates.clone();
+                            self.fingerprints[1] = h.fingerprint.clone();
                             "answer"
                         }
                     };
@@ -404,38 +554,31 @@ impl Signals {
     }
 }
 
-/// The joins of a capture: each ICE conversation with the signaling that
-/// named its ICE credentials (and the status request of the same client
-/// before it) in one timeline; the signaling that led to no conversation
-/// as a join of its own, which stopped there, said why.
+/// The joins of a capture: the ICE conversations whose checks carry the
+/// ufrags a signaling exchange named (each side's checks may make one: a
+/// conversation per candidate pair) in one timeline with that signaling
+/// (and the status request of the same client before it); a conversation
+/// no signaling named, a join of its own; the signaling that led to no
+/// conversation, a join of its own that stopped there, said why.
 pub(crate) fn joins(timelines: &[&Timeline], signals: &[&Signals]) -> Vec<Attempt> {
     let mut used = vec![false; signals.len()];
-    let mut out = Vec::new();
+    // Conversations by the offer/answer whose ufrags their USERNAMEs carry.
+    let mut groups: Vec<(Option<usize>, Vec<&Timeline>)> = Vec::new();
     for t in timelines {
-        let mut a = t.attempt();
-        // The offer/answer whose ufrags the checks' USERNAMEs carry.
         let offer = signals.iter().position(|s| {
             !s.ufrags.is_empty()
                 && s.ufrags
                     .iter()
                     .all(|u| t.usernames.iter().any(|n| n.contains(u.as_str())))
         });
-        if let Some(i) = offer {
-            used[i] = true;
-            let mut steps = signals[i].steps.clone();
-            // The same client's status request, just before.
-            if let Some(j) = status_before(signals, i, &used) {
-                used[j] = true;
-                steps.splice(0..0, signals[j].steps.iter().cloned());
-                a.start = signals[j].start;
-            } else {
-                a.start = signals[i].start;
-            }
-            steps.append(&mut a.steps);
-            a.steps = steps;
-            a.steps.truncate(MAX_STEPS);
+        match groups.iter_mut().find(|g| offer.is_some() && g.0 == offer) {
+            Some(g) => g.1.push(t),
+            None => groups.push((offer, vec![t])),
         }
-        out.push(a);
+    }
+    let mut out = Vec::new();
+    for (offer, group) in groups {
+        out.push(join(&group, offer.map(|i| (i, signals)), &mut used));
     }
     // Signaling that led to no ICE conversation.
     for i in 0..signals.len() {
@@ -464,6 +607,74 @@ pub(crate) fn joins(timelines: &[&Timeline], signals: &[&Signals]) -> Vec<Attemp
     }
     out.sort_by_key(|a| a.flow);
     out
+}
+
+/// One join: its conversations (one at least) and the signaling `(i,
+/// signals)` that named them. The conversation that got furthest gives
+/// the outcome; the steps of all are merged in time order; the SDPs name
+/// the unreachable candidates and check the certificates' fingerprints.
+fn join(group: &[&Timeline], signal: Option<(usize, &[&Signals])>, used: &mut [bool]) -> Attempt {
+    let attempts: Vec<Attempt> = group.iter().map(|t| t.attempt()).collect();
+    let rank = |a: &Attempt| PROGRESS.iter().position(|o| *o == a.outcome);
+    // The furthest; of equals, the first.
+    let best = (0..attempts.len())
+        .rev()
+        .max_by_key(|&i| rank(&attempts[i]))
+        .unwrap_or(0);
+    let primary = group[best];
+    let mut a = attempts[best].clone();
+    let mut steps: Vec<Step> = attempts.iter().flat_map(|x| x.steps.clone()).collect();
+    steps.sort_by_key(|s| s.ts);
+    (a.start, a.end) = (
+        attempts.iter().map(|x| x.start).min().unwrap_or(a.start),
+        attempts.iter().map(|x| x.end).max().unwrap_or(a.end),
+    );
+    let Some((i, signals)) = signal else {
+        (a.steps, a.steps_omitted) = (steps, attempts.iter().map(|x| x.steps_omitted).sum());
+        a.steps.truncate(MAX_STEPS);
+        return a;
+    };
+    let s = signals[i];
+    used[i] = true;
+    if a.outcome == "no_stun_answer" {
+        let list: Vec<Unanswered> = group.iter().flat_map(|t| t.unanswered(a.client)).collect();
+        a.diagnosis = unreachable_words(&list, &s.offer_candidates, &s.candidates)
+            + &primary.integrity_words(a.client);
+    }
+    // Each certificate against its side's SDP (the client's: the offer's).
+    let mismatch = primary.certificates.iter().find_map(|(from, got)| {
+        let (who, side) = if Some(*from) == a.client {
+            ("client", 0)
+        } else {
+            ("server", 1)
+        };
+        let want = s.fingerprints[side].as_ref()?;
+        let sdp = ["offer", "answer"][side];
+        (!want.eq_ignore_ascii_case(got)).then(|| {
+            format!("the {who}'s DTLS certificate ({from}) has SHA-256 {got}, but the {sdp}'s a=fingerprint says {want}")
+        })
+    });
+    if let Some(words) = mismatch {
+        if a.outcome == "connected" {
+            a.diagnosis = format!("{}; yet {words}", a.diagnosis);
+        } else {
+            a.outcome = "fingerprint_mismatch";
+            a.diagnosis = format!("{words}: a WebRTC peer that checks it drops the connection after the DTLS handshake (the SDP was changed on its way, or names another certificate)");
+        }
+    }
+    let mut lead = s.steps.clone();
+    // The same client's status request, just before.
+    if let Some(j) = status_before(signals, i, used) {
+        used[j] = true;
+        lead.splice(0..0, signals[j].steps.iter().cloned());
+        a.start = signals[j].start;
+    } else {
+        a.start = s.start;
+    }
+    lead.append(&mut steps);
+    (a.steps, a.steps_omitted) = (lead, attempts.iter().map(|x| x.steps_omitted).sum());
+    a.steps.truncate(MAX_STEPS);
+    a
 }
 
 /// The status request (a connection of GETs alone) of signaling `i`'s

@@ -611,6 +611,12 @@ fn nethernet_info(p: &crate::records::nethernet::NethernetPacket) -> String {
         if st.use_candidate {
             s.push_str(" USE-CANDIDATE");
         }
+        if let Some((code, reason)) = &st.error {
+            let _ = write!(s, " {code} {reason}");
+        }
+        if st.integrity_ok == Some(false) {
+            s.push_str(" [MESSAGE-INTEGRITY does not verify with the SDP's ice-pwd]");
+        }
     }
     for r in &p.records {
         if !s.is_empty() {

@@ -29,6 +29,11 @@ pub struct StunSeen {
     pub use_candidate: bool,
     /// Whether FINGERPRINT holds (`None` without one).
     pub fingerprint_ok: Option<bool>,
+    /// Whether MESSAGE-INTEGRITY verifies with the SDP's ice-pwd (`None`
+    /// without one, or without the signaling).
+    pub integrity_ok: Option<bool>,
+    /// An error response's ERROR-CODE: code and reason phrase.
+    pub error: Option<(u16, String)>,
 }
 
 /// A NetherNet datagram and what it held, owned (printed on another
@@ -116,6 +121,8 @@ impl NethernetPacket {
                     username,
                     use_candidate,
                     fingerprint_ok,
+                    integrity_ok,
+                    error,
                 } => {
                     p.kind = "stun";
                     p.stun = Some(StunSeen {
@@ -123,6 +130,8 @@ impl NethernetPacket {
                         username: username.clone(),
                         use_candidate: *use_candidate,
                         fingerprint_ok: *fingerprint_ok,
+                        integrity_ok: *integrity_ok,
+                        error: error.clone(),
                     });
                 }
                 Event::Record(r) => {
@@ -160,7 +169,7 @@ impl NethernetPacket {
         for e in seen.events {
             let (kind, detail) = match e {
                 S::Http { message, .. } => {
-                    p.http.push(message.clone());
+                    p.http.push((**message).clone());
                     continue;
                 }
                 S::Tcp(Note::Retransmission { offset, len }) => (
@@ -255,7 +264,7 @@ impl Described for NethernetRecord<'static> {
         K::new(
             "stun",
             Ty::Object,
-            "NetherNet: the STUN message (an ICE check), {class, username, use_candidate, fingerprint_ok}.",
+            "NetherNet: the STUN message (an ICE check), {class, username, use_candidate, fingerprint_ok, integrity_ok, error_code, error_reason}.",
             |r, f| r.packet.stun.as_ref().is_some_and(|s| object::<StunSeen>(s, f)),
         )
         .skip()
@@ -363,6 +372,20 @@ impl Described for HttpSeen {
         )
         .present(|h| !h.candidates.is_empty()),
         HK::new(
+            "ice_pwd",
+            Ty::Str,
+            "An SDP body's ICE password (MESSAGE-INTEGRITY of the checks sent to its sender is keyed with it).",
+            |h, f| h.ice_pwd.as_deref().is_some_and(|v| f(Value::Str(v))),
+        )
+        .skip(),
+        HK::new(
+            "fingerprint",
+            Ty::Str,
+            "An SDP body's a=fingerprint:sha-256, upper case: the certificate its sender's DTLS must show.",
+            |h, f| h.fingerprint.as_deref().is_some_and(|v| f(Value::Str(v))),
+        )
+        .skip(),
+        HK::new(
             "body",
             Ty::Str,
             "Its body, when it is text of at most 64 KiB (the status JSON, the SDP).",
@@ -401,6 +424,27 @@ impl Described for StunSeen {
             Ty::Bool,
             "Whether its FINGERPRINT holds; absent without one.",
             |s, f| s.fingerprint_ok.is_some_and(|b| f(Value::Bool(b))),
+        )
+        .skip(),
+        SK::new(
+            "integrity_ok",
+            Ty::Bool,
+            "Whether its MESSAGE-INTEGRITY verifies with the ice-pwd of the SDP of its key's owner (a request's receiver, a response's sender); absent without one or without that SDP.",
+            |s, f| s.integrity_ok.is_some_and(|b| f(Value::Bool(b))),
+        )
+        .skip(),
+        SK::new(
+            "error_code",
+            Ty::Int,
+            "An error response's ERROR-CODE (401: Unauthorized, the credentials; 487: role conflict).",
+            |s, f| s.error.as_ref().is_some_and(|(c, _)| int(*c, f)),
+        )
+        .skip(),
+        SK::new(
+            "error_reason",
+            Ty::Str,
+            "An error response's reason phrase.",
+            |s, f| s.error.as_ref().is_some_and(|(_, r)| f(Value::Str(r))),
         )
         .skip(),
     ];
