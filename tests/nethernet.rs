@@ -788,3 +788,109 @@ fn stun_integrity_is_checked_against_the_sdp() {
         "{stun:?}"
     );
 }
+
+/// The texts of an SVG's elements of `class` (`<text class="...">TEXT<`),
+/// unescaped.
+fn svg_texts(svg: &str, class: &str) -> Vec<String> {
+    let open = format!("class=\"{class}\"");
+    svg.match_indices(&open)
+        .map(|(i, _)| {
+            let rest = &svg[i..];
+            let start = rest.find('>').unwrap() + 1;
+            let end = rest[start..].find('<').unwrap() + start;
+            rest[start..end]
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&quot;", "\"")
+                .replace("&amp;", "&")
+        })
+        .collect()
+}
+
+/// `handshake --svg`: the ladder diagram has a block per attempt the
+/// records show, a label per step in the records' order, and the failing
+/// step (the one the diagnosis names) alone in red; RakNet attempts alike.
+/// `--svg -` writes the picture alone on standard output; the capture
+/// itself is never overwritten.
+#[test]
+fn handshake_draws_a_ladder_diagram() {
+    let dir = common::TempDir::new("nethernet-ladder");
+    for (name, failed) in [
+        ("nethernet-fingerprint", Some("certificate_fingerprint")),
+        ("nethernet-alert", Some("alert")),
+        ("nethernet-ice-pwd", Some("stun_error")),
+        ("nethernet-join", None),
+        ("server-full", Some("refused")),
+    ] {
+        let pcap = sample(&format!("{name}.pcap"));
+        let svg_path = dir.path().join(format!("{name}.svg"));
+        let (joins, _) = records(&[
+            "handshake",
+            pcap.to_str().unwrap(),
+            "--json",
+            "--svg",
+            svg_path.to_str().unwrap(),
+        ]);
+        let svg = std::fs::read_to_string(&svg_path).unwrap();
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        assert_eq!(
+            svg.matches("<g class=\"attempt\"").count(),
+            joins.len(),
+            "{name}"
+        );
+        let labels: Vec<String> = svg_texts(&svg, "step")
+            .into_iter()
+            .chain(svg_texts(&svg, "step failed"))
+            .collect();
+        let steps: Vec<&Value> = joins
+            .iter()
+            .flat_map(|j| j["steps"].as_array().unwrap())
+            .collect();
+        assert_eq!(labels.len(), steps.len(), "{name}");
+        let red = svg_texts(&svg, "step failed");
+        match failed {
+            None => assert!(red.is_empty(), "{name}: {red:?}"),
+            Some(step) => {
+                assert_eq!(red.len(), 1, "{name}: {red:?}");
+                assert!(red[0].starts_with(step), "{name}: {red:?}");
+            }
+        }
+        // The outcome and the diagnosis under the steps.
+        let verdict = svg_texts(&svg, "outcome").join(" ");
+        let last = joins.last().unwrap();
+        assert!(
+            verdict.contains(last["outcome"].as_str().unwrap()),
+            "{name}: {verdict}"
+        );
+    }
+    // The mismatched certificate is the one in red: the server's.
+    let svg = std::fs::read_to_string(dir.path().join("nethernet-fingerprint.svg")).unwrap();
+    let red = svg_texts(&svg, "step failed");
+    let truth_f = truth("nethernet-fingerprint");
+    let said = sdp_values(
+        &truth_sdp(&truth_f, "client", "answer"),
+        "a=fingerprint:sha-256 ",
+    )[0]
+    .to_string();
+    assert!(red[0].contains(&said[..20]), "{red:?}");
+    // -: the SVG alone on standard output.
+    let pcap = sample("nethernet-alert.pcap");
+    let o = common::run_bin(&["handshake", pcap.to_str().unwrap(), "--svg", "-"]);
+    assert!(o.status.success());
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        text.starts_with("<svg") && !text.contains("flow 3 attempt 1  "),
+        "{text}"
+    );
+    // Never over the capture.
+    let o = common::run_bin(&[
+        "handshake",
+        pcap.to_str().unwrap(),
+        "--svg",
+        pcap.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(std::fs::read(&pcap)
+        .unwrap()
+        .starts_with(&[0xd4, 0xc3, 0xb2, 0xa1]));
+}

@@ -10,7 +10,7 @@ use clap::Args;
 
 use super::args::{parse_id, parse_interval, CaptureArgs, DirArg, DisplayArgs, FormatArg, KeyArgs};
 use super::args::{OutputArgs, TimeArgs};
-use super::{Code, EXIT_BAD_FILTER, EXIT_OK, EXIT_USAGE};
+use super::{or_exit, Code, EXIT_BAD_FILTER, EXIT_ERROR, EXIT_OK, EXIT_USAGE};
 use crate::capture::write::{self, Recorder};
 use crate::capture::CaptureReader;
 use crate::display::print::{Choice, Format, ShowError, Shown};
@@ -157,13 +157,8 @@ pub fn read_packets(
     flows: Option<&mut Vec<FlowMirror>>,
     out: &mut impl Write,
 ) -> anyhow::Result<u8> {
-    let keys = match (
-        args.display.compile(RecordType::Packet, args.output.json),
-        args.keys.load(),
-    ) {
-        (Ok(_), Ok(k)) => k,
-        (Err(code), _) | (_, Err(code)) => return Ok(code),
-    };
+    or_exit!(args.display.compile(RecordType::Packet, args.output.json));
+    let keys = or_exit!(args.keys.load());
     let writer = match args.write.as_deref().map(Recorder::create).transpose() {
         Ok(w) => w,
         Err(e) => {
@@ -222,13 +217,8 @@ pub fn print_fields(o: &OutputArgs, out: &mut impl Write) -> anyhow::Result<u8> 
 
 /// `flows`: a row per flow, or a `flow` record per flow as it ends.
 pub fn run_flows(args: &FlowsArgs, out: &mut impl Write) -> anyhow::Result<u8> {
-    let (shown, keys) = match (
-        args.display.compile(RecordType::Flow, args.output.json),
-        args.keys.load(),
-    ) {
-        (Ok(s), Ok(k)) => (s, k),
-        (Err(code), _) | (_, Err(code)) => return Ok(code),
-    };
+    let shown = or_exit!(args.display.compile(RecordType::Flow, args.output.json));
+    let keys = or_exit!(args.keys.load());
     let (quiet, wide, width) = (args.output.quiet, args.wide, terminal_width());
     let o = FlowOptions {
         quiet,
@@ -253,22 +243,35 @@ pub struct HandshakeArgs {
     /// Keys for a Bedrock login after the encryption starts.
     #[command(flatten)]
     pub keys: KeyArgs,
+    /// Also draw the attempts shown as a ladder diagram (time down, client
+    /// and server columns, an arrow per step, the failing step in red) to
+    /// this SVG file; `-`: to standard output, instead of the records.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
 }
 
 pub fn run_handshake(args: &HandshakeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
-    let shown = match args
+    let shown = or_exit!(args
         .display
-        .compile(RecordType::Handshake, args.output.json)
-    {
-        Ok(s) => s,
-        Err(code) => return Ok(code),
-    };
-    let keys = match args.keys.load() {
-        Ok(k) => k,
-        Err(code) => return Ok(code),
-    };
+        .compile(RecordType::Handshake, args.output.json));
+    let keys = or_exit!(args.keys.load());
+    let inputs = args.capture.paths();
+    let picture = or_exit!(args
+        .svg
+        .as_deref()
+        .map(|p| super::open_picture(p, &inputs))
+        .transpose());
     let reading = args.capture.reading_at_end();
-    Ok(run::handshakes(&reading, &shown, args.output.quiet, keys, out)?.code())
+    let quiet = args.output.quiet || args.svg.as_deref() == Some(std::path::Path::new("-"));
+    let mut svg = picture.as_ref().map(|_| String::new());
+    let code = run::handshakes(&reading, &shown, (quiet, keys), svg.as_mut(), out)?.code();
+    match (picture, svg) {
+        (Some(p), Some(svg)) => Ok(p.write(&svg, out).map_or_else(
+            |e| super::say(&format!("cannot write the SVG: {e}"), EXIT_ERROR),
+            |()| code,
+        )),
+        _ => Ok(code),
+    }
 }
 
 /// `stats FILE`: a capture counted. The messages delivered to each side's
@@ -339,13 +342,8 @@ pub struct GameArgs {
 
 /// `game`: a line (or record) per game packet, in delivery order.
 pub fn run_game(a: &GameArgs, out: &mut impl Write) -> anyhow::Result<u8> {
-    let keys = match (
-        a.keys.load(),
-        a.display.compile(RecordType::Game, a.output.json),
-    ) {
-        (Ok(k), Ok(_)) => k,
-        (Err(code), _) | (_, Err(code)) => return Ok(code),
-    };
+    let keys = or_exit!(a.keys.load());
+    or_exit!(a.display.compile(RecordType::Game, a.output.json));
     let o = GameOptions {
         color: a.output.color,
         quiet: a.output.quiet,

@@ -5,11 +5,13 @@
 //! which commands give it, is [`crate::output::man`]'s table.
 
 use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
 use crate::display::RecordType;
+use crate::output::file::OutputFile;
 
 pub mod args;
 mod capture;
@@ -34,6 +36,28 @@ pub use exit::*;
 fn say(line: &str, code: u8) -> u8 {
     eprintln!("raknet-dissect: {line}");
     code
+}
+
+/// The value of a `Result<T, u8>`, or the run's end with its exit code.
+macro_rules! or_exit {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(code) => return Ok(code),
+        }
+    };
+}
+pub(crate) use or_exit;
+
+/// `path` opened for a picture written at the end of the run: not one of
+/// the captures `inputs` (exit 2), writable (exit 1).
+fn open_picture(path: &Path, inputs: &[PathBuf]) -> Result<OutputFile, u8> {
+    let shown = path.display();
+    if crate::output::file::is_one_of(path, inputs) {
+        let why = format!("{shown} is the capture file: not overwriting it");
+        return Err(say(&why, EXIT_USAGE));
+    }
+    OutputFile::open(path).map_err(|e| say(&format!("cannot write {shown}: {e}"), EXIT_ERROR))
 }
 
 /// A capture run's notes on standard error; its summary on a terminal only.

@@ -226,15 +226,12 @@ pub fn run_connect(a: &ConnectArgs, out: &mut impl Write) -> anyhow::Result<u8> 
 pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let g = &a.game;
     // The capture's keys, to play its game session.
-    let keys = match a
+    let load = a
         .replay
         .as_ref()
         .filter(|_| g.bedrock)
-        .map(|_| g.keys.load())
-    {
-        Some(Err(code)) => return Ok(code),
-        keys => keys.and_then(Result::ok).unwrap_or_default(),
-    };
+        .map(|_| g.keys.load());
+    let keys = super::or_exit!(load.transpose()).unwrap_or_default();
     let (flow, asap) = (a.flow, a.asap);
     let replay = a.replay.clone().map(|file| ServeReplay {
         file,

@@ -10,7 +10,6 @@ use clap::Args;
 
 use super::{CaptureArgs, Code, OutputArgs, EXIT_ERROR, EXIT_USAGE};
 use crate::display::run::{NotDrawn, PlotOptions};
-use crate::output::file::OutputFile;
 
 /// `plot`: draw each flow (or one) as an SVG.
 #[derive(Args, Debug, Default, Clone)]
@@ -42,12 +41,6 @@ pub fn run_plot(args: &PlotArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         eprintln!("raknet-dissect: --json and -o - both write to standard output: name a file");
         return Ok(EXIT_USAGE);
     }
-    if crate::output::file::is_one_of(&args.svg, &args.capture.paths()) {
-        return Ok(super::say(
-            &format!("{shown} is the capture file: not overwriting it"),
-            EXIT_USAGE,
-        ));
-    }
     if let (Some(from), Some(to)) = (args.from, args.to) {
         if from > to {
             let (f, t) = (from.as_secs_f64(), to.as_secs_f64());
@@ -55,13 +48,7 @@ pub fn run_plot(args: &PlotArgs, out: &mut impl Write) -> anyhow::Result<u8> {
             return Ok(EXIT_USAGE);
         }
     }
-    let output = match OutputFile::open(&args.svg) {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("raknet-dissect: cannot write {shown}: {e}");
-            return Ok(EXIT_ERROR);
-        }
-    };
+    let output = super::or_exit!(super::open_picture(&args.svg, &args.capture.paths()));
     // Nothing is printed until the picture is written: a progress bar may
     // share the terminal.
     let reading = args.capture.reading_at_end();

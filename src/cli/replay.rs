@@ -67,10 +67,7 @@ pub struct ReplayBedrockArgs {
 
 /// `replay`: the captured session (or game session) played to the target.
 pub fn run_replay(a: &ReplayArgs, out: &mut impl Write) -> anyhow::Result<u8> {
-    let game = match a.game.bedrock.then(|| a.game.keys.load()).transpose() {
-        Ok(keys) => keys,
-        Err(code) => return Ok(code),
-    };
+    let game = super::or_exit!(a.game.bedrock.then(|| a.game.keys.load()).transpose());
     let f = ReplayFile {
         file: a.file.clone(),
         flow: a.flow,

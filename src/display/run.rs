@@ -11,6 +11,7 @@ use std::io::{self, Write};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use super::fields::DescribedRecord;
 use super::print::{Choice, FlowPrinter, GamePrinter, MessagePrinter, PacketPrinter, Shown};
 use super::records::{Clock, GameItem, MessageChoice, MessageItem, PacketItem, PacketRecords};
 use super::RecordType;
@@ -211,16 +212,17 @@ pub fn flows(
     let mut printer = FlowPrinter::new(shown);
     printer.file = reading.part_name().map(Into::into);
     let mut game = Game::counting(Detect::Auto, o.keys);
-    let mut take = |obs: &mut Observation, game: &mut Game, out: &mut dyn Write| {
-        obs.messages.iter().for_each(|m| drop(game.message(m)));
-        for f in obs.closed.drain(..) {
-            let g = game.close(f.id);
-            if !quiet && reading.flow.is_none_or(|n| n == f.id) {
-                printer.flow(f, g, out)?;
+    let take =
+        |obs: &mut Observation, game: &mut Game, printer: &mut FlowPrinter, out: &mut dyn Write| {
+            obs.messages.iter().for_each(|m| drop(game.message(m)));
+            for f in obs.closed.drain(..) {
+                let g = game.close(f.id);
+                if !quiet && reading.flow.is_none_or(|n| n == f.id) {
+                    printer.flow(f, g, out)?;
+                }
             }
-        }
-        anyhow::Ok(())
-    };
+            anyhow::Ok(())
+        };
     // NetherNet's flows as they stand, written at the end (their
     // conversations last the capture).
     let mut nethernet = std::collections::BTreeMap::new();
@@ -228,7 +230,7 @@ pub fn flows(
         match item {
             Item::Packet { packet, obs, .. } => {
                 game.packet(packet);
-                take(obs, &mut game, out)?;
+                take(obs, &mut game, &mut printer, out)?;
             }
             Item::Nethernet {
                 seen, frame, ts, ..
@@ -236,12 +238,21 @@ pub fn flows(
                 drop(nethernet_delivered(&mut game, &seen, frame, ts, true));
                 let c = seen.conversation;
                 nethernet.insert(c.id, NethernetFlow::of(c));
+                // Flows let go, idle, are written as they end.
+                for &id in seen.retired {
+                    if let Some(f) = nethernet.remove(&id) {
+                        let g = game.close(id);
+                        if !quiet && reading.flow.is_none_or(|n| n == id) {
+                            printer.nethernet(f, g, out)?;
+                        }
+                    }
+                }
             }
             _ => {}
         }
         Ok(Next::Continue)
     })?;
-    take(&mut mirror.finish(), &mut game, out)?;
+    take(&mut mirror.finish(), &mut game, &mut printer, out)?;
     for (id, f) in nethernet {
         let g = game.close(id);
         if !quiet && reading.flow.is_none_or(|n| n == id) {
@@ -282,14 +293,17 @@ pub fn flows_at_end(
 }
 
 /// `handshake`: each connection attempt, as its flow ends (then the rest
-/// at the end, in flow order), with its Bedrock login (`keys`).
+/// at the end, in flow order), with its Bedrock login (`keys`); with
+/// `ladder`, the attempts shown drawn as one SVG ladder diagram
+/// (`--svg`), put there.
 pub fn handshakes(
     reading: &Reading,
     shown: &Shown,
-    quiet: bool,
-    keys: Keys,
+    (quiet, keys): (bool, Keys),
+    mut ladder: Option<&mut String>,
     out: &mut impl Write,
 ) -> anyhow::Result<ReadOutcome> {
+    let mut drawn: Vec<Attempt> = Vec::new();
     let mut mirror = Mirror::new(reading.mirror_config(), false);
     let mut tracker = HandshakeTracker::new();
     // Bedrock flows: the game login after the RakNet connection.
@@ -298,11 +312,18 @@ pub fn handshakes(
         shown.write_header(out)?;
     }
     // Attempts as their flows end (then at the end, in flow order).
-    let print = |attempts: Vec<Attempt>, game: &mut Game, out: &mut dyn Write| {
+    let draw = ladder.is_some();
+    let mut print = |attempts: Vec<Attempt>, game: &mut Game, out: &mut dyn Write| {
         for (a, login) in attempts.iter().zip(game.logins(&attempts)) {
-            if !quiet && reading.flow.is_none_or(|f| f == a.flow) {
-                let mut j = HandshakeJson::new(a);
-                (j.game, j.file) = (login, reading.part_name());
+            if reading.flow.is_some_and(|f| f != a.flow) {
+                continue;
+            }
+            let mut j = HandshakeJson::new(a);
+            (j.game, j.file) = (login, reading.part_name());
+            if draw && shown.wants(&DescribedRecord(&j)) {
+                drawn.push(a.clone());
+            }
+            if !quiet {
                 shown.record(&j, || j.lines(), out)?;
             }
         }
@@ -357,6 +378,9 @@ pub fn handshakes(
     let attempts =
         crate::nethernet::timeline::joins(&timelines, &signals.values().collect::<Vec<_>>());
     print(attempts, &mut game, out)?;
+    if let Some(svg) = ladder.as_deref_mut() {
+        *svg = crate::output::ladder::ladder(&drawn);
+    }
     Ok(outcome)
 }
 

@@ -19,6 +19,13 @@ pub const MAX_CONVERSATIONS: usize = 4096;
 /// default: past it the one holding most lets go ([`Association::shed`]).
 pub const DEFAULT_BUDGET: usize = 256 << 20;
 
+/// A conversation idle this long (capture time) is let go: WebRTC's
+/// consent checks (every 5 s or so) keep a live one busier.
+pub const IDLE: Duration = Duration::from_secs(60);
+
+/// One whose close_notify was read, once idle this long.
+pub const IDLE_CLOSED: Duration = Duration::from_secs(10);
+
 /// STUN's magic cookie (RFC 5389 §6), bytes 4 to 7 of every message.
 const MAGIC_COOKIE: [u8; 4] = [0x21, 0x12, 0xa4, 0x42];
 
@@ -78,6 +85,9 @@ pub struct Seen<'c> {
     pub conversation: &'c Conversation,
     /// What happened, in order.
     pub events: &'c [Event],
+    /// The flow ids of the conversations let go just before, idle
+    /// ([`IDLE`], [`IDLE_CLOSED`]): their flows ended.
+    pub retired: &'c [u32],
 }
 
 /// Every NetherNet conversation of a capture.
@@ -96,6 +106,10 @@ pub struct Conversations {
     pub started: u64,
     /// The ICE passwords the signaling named.
     pub ice: super::stun::IcePasswords,
+    /// Conversations let go, idle.
+    pub idle: u64,
+    retired: Vec<u32>,
+    next_sweep: Duration,
     /// Datagrams of conversations past [`MAX_CONVERSATIONS`], not read.
     pub refused: u64,
 }
@@ -114,6 +128,9 @@ impl Conversations {
             started: 0,
             refused: 0,
             ice: Default::default(),
+            idle: 0,
+            retired: Vec::new(),
+            next_sweep: Duration::ZERO,
         }
     }
 
@@ -150,6 +167,11 @@ impl Conversations {
         payload: &[u8],
         new_id: impl FnOnce() -> u32,
     ) -> Option<Seen<'_>> {
+        self.retired.clear();
+        if ts >= self.next_sweep {
+            self.sweep(ts);
+            self.next_sweep = ts + Duration::from_secs(1);
+        }
         let key = if src <= dst { (src, dst) } else { (dst, src) };
         if !self.table.contains_key(&key) {
             // Either start has the handshake to come: not mid-stream.
@@ -198,7 +220,30 @@ impl Conversations {
         Some(Seen {
             conversation: c,
             events: &self.events,
+            retired: &self.retired,
         })
+    }
+
+    /// Lets go of the conversations idle at `now` (their ids to
+    /// `retired`), so that a long capture's memory stays flat.
+    fn sweep(&mut self, now: Duration) {
+        let (retired, held) = (&mut self.retired, &mut self.held);
+        self.table.retain(|_, c| {
+            let idle = now.saturating_sub(c.last_ts);
+            let limit = if c.association.closed_by.is_some() {
+                IDLE_CLOSED
+            } else {
+                IDLE
+            };
+            let keep = idle < limit;
+            if !keep {
+                *held = held.saturating_sub(c.held);
+                retired.push(c.id);
+            }
+            keep
+        });
+        self.idle += retired.len() as u64;
+        retired.sort_unstable();
     }
 
     /// Past the budget: the conversation holding most lets go of it, said
@@ -302,6 +347,36 @@ mod tests {
                 "budget {budget}: {said} said, {most} held at most"
             );
         }
+    }
+
+    /// A conversation idle for [`IDLE`] is let go, its id said once, and
+    /// the bound counts only those still followed: a capture of more
+    /// conversations than [`MAX_CONVERSATIONS`], one after the other, is
+    /// read whole.
+    #[test]
+    fn idle_conversations_are_let_go() {
+        let mut c = Conversations::new(Arc::default());
+        let mut stun = vec![0u8, 1, 0, 0];
+        stun.extend_from_slice(&MAGIC_COOKIE);
+        stun.extend_from_slice(&[7; 12]);
+        let mut retired = Vec::new();
+        let n = MAX_CONVERSATIONS as u32 + 100;
+        for i in 0..n {
+            let src = SocketAddr::from(([127, 0, 0, 1], (i % 60_000) as u16 + 1));
+            let dst = SocketAddr::from(([127, 0, 0, 2], 19132));
+            // One a second: each is idle IDLE later.
+            let ts = Duration::from_secs(u64::from(i));
+            let seen = c.datagram(src, dst, ts, &stun, || i + 1).unwrap();
+            assert_eq!(seen.conversation.id, i + 1);
+            retired.extend_from_slice(seen.retired);
+        }
+        assert_eq!(c.refused, 0);
+        assert_eq!(c.started, u64::from(n));
+        let live = c.table.len() as u32;
+        assert!(live <= IDLE.as_secs() as u32 + 1, "{live} followed");
+        // Each let go once, in order, none still followed.
+        assert_eq!(retired, (1..=n - live).collect::<Vec<_>>());
+        assert_eq!(c.idle, u64::from(n - live));
     }
 
     #[test]

@@ -118,6 +118,8 @@ pub struct Connection {
     http: [http::Stream; 2],
     /// Its first request was for [`JOIN_PATH`].
     pub join: bool,
+    /// A FIN read from `[client, server]`.
+    fin: [bool; 2],
 }
 
 /// What one segment of a followed connection showed.
@@ -139,6 +141,11 @@ pub struct Signaling {
     notes: Vec<Note>,
     /// Segments of connections past [`MAX_CONNECTIONS`], not read.
     pub refused: u64,
+    /// The connection the last segment closed (FIN both ways, or RST),
+    /// let go at the next.
+    closing: Option<(SocketAddr, SocketAddr)>,
+    /// Connections let go, closed.
+    pub closed: u64,
 }
 
 impl Signaling {
@@ -153,6 +160,10 @@ impl Signaling {
         payload: &[u8],
         new_id: impl FnOnce() -> u32,
     ) -> Option<Seen<'_>> {
+        if let Some(k) = self.closing.take() {
+            self.table.remove(&k);
+            self.closed += 1;
+        }
         let key = if src <= dst { (src, dst) } else { (dst, src) };
         if !self.table.contains_key(&key) {
             if self.table.len() >= MAX_CONNECTIONS {
@@ -173,11 +184,22 @@ impl Signaling {
                     dirs: [Direction::new(DEFAULT_HELD), Direction::new(DEFAULT_HELD)],
                     http: [http::Stream::new(), http::Stream::new()],
                     join: false,
+                    fin: [false; 2],
                 }),
             );
         }
-        let c = self.table.get_mut(&key)?.as_mut()?;
+        let Some(c) = self.table.get_mut(&key)?.as_mut() else {
+            // Let go: forgotten once it closes.
+            if seg.fin || seg.rst {
+                self.table.remove(&key);
+            }
+            return None;
+        };
         let side = usize::from(src != c.client);
+        c.fin[side] |= seg.fin;
+        if seg.rst || c.fin == [true; 2] {
+            self.closing = Some(key);
+        }
         self.events.clear();
         self.bytes.clear();
         self.notes.clear();
@@ -245,5 +267,70 @@ impl Signaling {
             connection: self.table.get(&key)?.as_ref()?,
             events: &self.events,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seg(seq: u32, syn: bool, fin: bool) -> TcpSegment {
+        TcpSegment {
+            seq,
+            syn,
+            fin,
+            rst: false,
+        }
+    }
+
+    /// A connection closed both ways is let go at the next segment: more
+    /// connections than [`MAX_CONNECTIONS`], one after the other, are all
+    /// read; one the first request let go is forgotten at its FIN.
+    #[test]
+    fn closed_connections_are_let_go() {
+        let mut s = Signaling::default();
+        let server = SocketAddr::from(([127, 0, 0, 1], 19132));
+        let ask = b"GET /v1/join HTTP/1.1\r\nHost: a\r\n\r\n";
+        let answer = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
+        let (mut ids, mut seen) = (0, 0);
+        for i in 0..MAX_CONNECTIONS as u32 + 10 {
+            let client = SocketAddr::from(([127, 0, 0, 2], (i % 60_000) as u16 + 1));
+            let n = ask.len() as u32;
+            let m = answer.len() as u32;
+            s.segment(client, server, seg(0, true, false), &[], || 0);
+            let mut id = || {
+                ids += 1;
+                ids
+            };
+            seen += usize::from(
+                s.segment(client, server, seg(1, false, false), ask, &mut id)
+                    .is_some(),
+            );
+            seen += usize::from(
+                s.segment(server, client, seg(1, false, false), answer, || 0)
+                    .is_some(),
+            );
+            s.segment(client, server, seg(1 + n, false, true), &[], || 0);
+            s.segment(server, client, seg(1 + m, false, true), &[], || 0);
+        }
+        assert_eq!(s.refused, 0);
+        assert_eq!(seen, 2 * (MAX_CONNECTIONS + 10));
+        assert!(s.table.len() <= 1, "{} kept", s.table.len());
+        assert_eq!(s.closed, MAX_CONNECTIONS as u64 + 9);
+        // Not signaling: let go at once, forgotten at its FIN.
+        let other = SocketAddr::from(([127, 0, 0, 3], 5));
+        let web = b"GET /index.html HTTP/1.1\r\nHost: a\r\n\r\n";
+        assert!(s
+            .segment(other, server, seg(1, false, false), web, || 0)
+            .is_none());
+        assert!(s.table.contains_key(&(server, other)));
+        s.segment(
+            other,
+            server,
+            seg(1 + web.len() as u32, false, true),
+            &[],
+            || 0,
+        );
+        assert!(!s.table.contains_key(&(server, other)));
     }
 }

@@ -4,6 +4,7 @@ pub mod file;
 pub mod game;
 pub(crate) mod handshake;
 pub(crate) mod json;
+pub(crate) mod ladder;
 pub mod man;
 pub mod parquet;
 pub(crate) mod peer;

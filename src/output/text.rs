@@ -671,7 +671,8 @@ fn nethernet_info(p: &crate::records::nethernet::NethernetPacket) -> String {
                 let level = if *level == 2 { "fatal" } else { "warning" };
                 let _ = write!(s, " {level} {}", dtls::alert_name(*d));
             }
-            None => s.push_str(" (sealed)"),
+            // The record says it is sealed already.
+            None => {}
         }
     }
     for h in &p.http {

@@ -372,6 +372,7 @@ pub(crate) fn drive_messages(
             for d in nethernet_delivered(game, &seen, frame, ts, batches) {
                 each(d, since, file, out)?;
             }
+            seen.retired.iter().for_each(|&f| drop(game.close(f)));
         }
         Ok(Next::Continue)
     })?;
