@@ -300,7 +300,7 @@ pub fn handshakes(
     reading: &Reading,
     shown: &Shown,
     (quiet, keys): (bool, Keys),
-    mut ladder: Option<&mut String>,
+    ladder: Option<&mut String>,
     out: &mut impl Write,
 ) -> anyhow::Result<ReadOutcome> {
     let mut drawn: Vec<Attempt> = Vec::new();
@@ -378,7 +378,7 @@ pub fn handshakes(
     let attempts =
         crate::nethernet::timeline::joins(&timelines, &signals.values().collect::<Vec<_>>());
     print(attempts, &mut game, out)?;
-    if let Some(svg) = ladder.as_deref_mut() {
+    if let Some(svg) = ladder {
         *svg = crate::output::ladder::ladder(&drawn);
     }
     Ok(outcome)

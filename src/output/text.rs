@@ -665,15 +665,10 @@ fn nethernet_info(p: &crate::records::nethernet::NethernetPacket) -> String {
     for label in &p.opened {
         let _ = write!(s, " opens {label}");
     }
-    for a in &p.alerts {
-        match a {
-            Some((level, d)) => {
-                let level = if *level == 2 { "fatal" } else { "warning" };
-                let _ = write!(s, " {level} {}", dtls::alert_name(*d));
-            }
-            // The record says it is sealed already.
-            None => {}
-        }
+    // A sealed alert: its record says so already.
+    for (level, d) in p.alerts.iter().flatten() {
+        let level = if *level == 2 { "fatal" } else { "warning" };
+        let _ = write!(s, " {level} {}", dtls::alert_name(*d));
     }
     for h in &p.http {
         if !s.is_empty() {
