@@ -56,9 +56,25 @@ fn received(truth: &[Value], side: &str, label: &str) -> Vec<(String, String)> {
 #[test]
 fn game_shows_what_each_application_received() {
     for name in ["nethernet-join", "nethernet-lossy"] {
-        let truth = truth(name);
-        let pcap = sample(&format!("{name}.pcap"));
-        let keylog = sample(&format!("{name}.keylog"));
+        let legs = if name == "nethernet-join" { 1 } else { 2 };
+        let (pcap, keylog) = (
+            sample(&format!("{name}.pcap")),
+            sample(&format!("{name}.keylog")),
+        );
+        game_equals_truth(name, &pcap, &keylog, &truth(name), legs);
+    }
+}
+
+/// `game --json --tls-keylog` on `pcap`: `legs` flows, each showing what
+/// the side on its leg received, as `truth` says (`name`: for messages).
+fn game_equals_truth(
+    name: &str,
+    pcap: &std::path::Path,
+    keylog: &std::path::Path,
+    truth: &[Value],
+    legs: usize,
+) {
+    {
         let (records, _) = records(&[
             "game",
             pcap.to_str().unwrap(),
@@ -66,7 +82,18 @@ fn game_shows_what_each_application_received() {
             "--tls-keylog",
             keylog.to_str().unwrap(),
         ]);
-        let game: Vec<&Value> = records.iter().filter(|r| r["type"] == "game").collect();
+        // NetherNet's flows alone (a capture made while other tests run
+        // may hold their loopback traffic too).
+        let (all, _) = self::records(&["flows", pcap.to_str().unwrap(), "--json"]);
+        let nethernet: Vec<&Value> = all
+            .iter()
+            .filter(|f| f["transport"] == "nethernet")
+            .map(|f| &f["flow"])
+            .collect();
+        let game: Vec<&Value> = records
+            .iter()
+            .filter(|r| r["type"] == "game" && nethernet.contains(&&r["flow"]))
+            .collect();
         assert!(
             records.iter().all(|r| r["type"] == "game"),
             "{name}: a batch that shows nothing"
@@ -74,11 +101,11 @@ fn game_shows_what_each_application_received() {
         let mut flows: Vec<u64> = game.iter().map(|r| r["flow"].as_u64().unwrap()).collect();
         flows.sort();
         flows.dedup();
-        assert_eq!(flows.len(), if name == "nethernet-join" { 1 } else { 2 });
+        assert_eq!(flows.len(), legs, "{name}");
         // The reliable channel's packets, in order; the unreliable one's
         // (whole batches, which may overtake) as a count.
-        let want_rel = |side| received(&truth, side, "ReliableDataChannel");
-        let want_unrel = |side| received(&truth, side, "UnreliableDataChannel").len();
+        let want_rel = |side| received(truth, side, "ReliableDataChannel");
+        let want_unrel = |side| received(truth, side, "UnreliableDataChannel").len();
         for (side, dir) in [("server", "c2s"), ("client", "s2c")] {
             let want = want_rel(side);
             assert!(want.len() > 5, "{name}: {side} received {}", want.len());
@@ -893,4 +920,84 @@ fn handshake_draws_a_ladder_diagram() {
     assert!(std::fs::read(&pcap)
         .unwrap()
         .starts_with(&[0xd4, 0xc3, 0xb2, 0xa1]));
+}
+
+/// The truth file at `path`.
+fn truth_at(path: &std::path::Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// A join made now, not the samples': aiortc peers (the version `.ci/run`
+/// installs) run by scripts/nethernet-capture.sh under tcpdump, a clean
+/// join and one with a fingerprint that does not match. What the peers
+/// recorded is what `game`, `messages` and `handshake` must show. Needs
+/// root, tcpdump and a Python with aiortc (skipped otherwise, failed in
+/// CI).
+#[test]
+fn a_join_made_now_reads_as_its_peers_saw_it() {
+    if !common::require_root() || !common::require_tool("tcpdump") {
+        return;
+    }
+    let Some(py) = common::aiortc_python() else {
+        common::skip_or_fail("no Python with aiortc (target/venv/bin/pip install aiortc==1.16.0)");
+        return;
+    };
+    let dir = common::TempDir::new("nethernet-now");
+    let capture = |env: &[(&str, &str)], port: &str| {
+        let o = common::run_with_timeout(
+            std::process::Command::new(common::root().join("scripts/nethernet-capture.sh"))
+                .args([dir.path().to_str().unwrap(), port])
+                .env("NETHERNET_PYTHON", &py)
+                .envs(env.iter().copied()),
+            std::time::Duration::from_secs(90),
+        );
+        assert!(
+            o.status.success(),
+            "nethernet-capture.sh {env:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    capture(&[("SEGMENT", "1500"), ("MAX_PACKETS", "30")], "19840");
+    let base = dir.path().join("nethernet-join");
+    let (pcap, keylog) = (base.with_extension("pcap"), base.with_extension("keylog"));
+    let truth = truth_at(&base.with_extension("truth.jsonl"));
+    game_equals_truth("a join made now", &pcap, &keylog, &truth, 1);
+    let (joins, _) = records(&[
+        "handshake",
+        pcap.to_str().unwrap(),
+        "--json",
+        "--tls-keylog",
+        keylog.to_str().unwrap(),
+    ]);
+    let joins: Vec<&Value> = joins
+        .iter()
+        .filter(|j| j["transport"] == "nethernet")
+        .collect();
+    assert_eq!(joins.len(), 1);
+    assert_eq!(joins[0]["outcome"], "connected", "{}", joins[0]);
+    // The client is the offerer (the truth's client), whoever checked first.
+    let client_port = truth
+        .iter()
+        .find(|r| r["type"] == "dtls" && r["side"] == "client")
+        .and_then(|r| r["local_address"][1].as_u64())
+        .unwrap();
+    assert!(
+        joins[0]["client"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!(":{client_port}")),
+        "{} vs {client_port}",
+        joins[0]
+    );
+    capture(&[("FAULT", "fingerprint")], "19850");
+    let pcap = dir.path().join("nethernet-fingerprint.pcap");
+    let (joins, _) = records(&["handshake", pcap.to_str().unwrap(), "--json"]);
+    let join = joins
+        .iter()
+        .find(|j| j["transport"] == "nethernet")
+        .unwrap();
+    assert_eq!(join["outcome"], "fingerprint_mismatch", "{join}");
 }

@@ -215,6 +215,12 @@ pub fn duckdb_python() -> Option<String> {
     python_with("duckdb")
 }
 
+/// A Python with the PyPI package `aiortc` (`.ci/run` installs it into
+/// target/venv), for NetherNet's peers (scripts/nethernet_peers.py).
+pub fn aiortc_python() -> Option<String> {
+    python_with("aiortc")
+}
+
 /// The first of $RAKNET_PYTHON, target/venv's and python3 that imports `module`.
 fn python_with(module: &str) -> Option<String> {
     let candidates = [
