@@ -141,8 +141,8 @@ pub enum Item<'p, 'a> {
         src: std::net::SocketAddr,
         /// Its receiver.
         dst: std::net::SocketAddr,
-        /// Its UDP payload's bytes.
-        len: usize,
+        /// Its UDP payload.
+        payload: &'p [u8],
         /// The time lines are counted from (the first datagram's).
         since: Duration,
         /// Index of the file in [`Input::Files`] (0 for a reader).
@@ -160,8 +160,8 @@ pub enum Item<'p, 'a> {
         src: std::net::SocketAddr,
         /// Its receiver.
         dst: std::net::SocketAddr,
-        /// Its TCP payload's bytes.
-        len: usize,
+        /// Its TCP payload.
+        payload: &'p [u8],
         /// The time lines are counted from (the first datagram's).
         since: Duration,
         /// Index of the file in [`Input::Files`] (0 for a reader).
@@ -879,7 +879,7 @@ impl Pipeline {
             ts: d.ts,
             src: d.src,
             dst: d.dst,
-            len: d.payload.len(),
+            payload: &d.payload,
             // The signaling starts the capture's clock as a datagram would.
             since: *first_ts.get_or_insert(d.ts),
             file,
@@ -910,7 +910,7 @@ impl Pipeline {
             ts: d.ts,
             src: d.src,
             dst: d.dst,
-            len: d.payload.len(),
+            payload: &d.payload,
             since,
             file,
         };

@@ -1079,3 +1079,86 @@ fn a_join_made_now_reads_as_its_peers_saw_it() {
         .unwrap();
     assert_eq!(join["outcome"], "fingerprint_mismatch", "{join}");
 }
+
+/// `-V` on NetherNet: a tree with byte offsets into the payload. Every
+/// datagram's DTLS records follow each other to its last byte (each
+/// header's offset plus 13 plus its length is the next's), a STUN
+/// message's attributes end where it does, MESSAGE-INTEGRITY is said to
+/// verify with the SDP's ice-pwd; `-x` dumps the payload; `-c` counts
+/// NetherNet's datagrams and segments as tshark counts frames.
+#[test]
+fn verbose_trees_and_hex_of_nethernet() {
+    let pcap = sample("nethernet-join.pcap");
+    let k = sample("nethernet-join.keylog");
+    let out = run_bin(&[
+        pcap.to_str().unwrap(),
+        "-V",
+        "--tls-keylog",
+        k.to_str().unwrap(),
+        "-Y",
+        "kind == dtls",
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut datagrams = 0;
+    for block in text.split("\n\n").filter(|b| !b.trim().is_empty()) {
+        let payload: usize = block
+            .lines()
+            .find_map(|l| {
+                l.split(", ")
+                    .last()?
+                    .strip_suffix(" bytes of payload")?
+                    .parse()
+                    .ok()
+            })
+            .unwrap_or_else(|| panic!("{block}"));
+        let field = |name: &str| -> Vec<(usize, String)> {
+            block
+                .lines()
+                .filter_map(|l| {
+                    let (head, value) = l.split_once(&format!(" {name}: "))?;
+                    let at = head.split_whitespace().next()?.parse().ok()?;
+                    Some((at, value.to_string()))
+                })
+                .collect()
+        };
+        let (types, lengths) = (field("content type"), field("length"));
+        assert!(!types.is_empty() && types.len() == lengths.len(), "{block}");
+        let mut next = 0;
+        for ((at, _), (_, len)) in types.iter().zip(&lengths) {
+            assert_eq!(*at, next, "{block}");
+            next = at + 13 + len.parse::<usize>().unwrap();
+        }
+        assert_eq!(next, payload, "{block}");
+        datagrams += 1;
+    }
+    assert_eq!(datagrams, 84, "every DTLS datagram has its tree");
+    assert!(
+        text.contains("SCTP (decrypted)")
+            && text.contains("DCEP DATA_CHANNEL_OPEN: ReliableDataChannel")
+    );
+    assert!(
+        text.contains("handshake: certificate, message 1, 110 bytes, fragment at 0 of 350"),
+        "{text}"
+    );
+    // A STUN check.
+    let out = run_bin(&[pcap.to_str().unwrap(), "-V", "-x", "-Y", "frame == 19"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("      0    2     type: 0x0001 Binding request"),
+        "{text}"
+    );
+    assert!(
+        text.contains("     20   13       USERNAME: yJtn:eIan"),
+        "{text}"
+    );
+    assert!(text.contains("(verifies with the SDP's ice-pwd)"), "{text}");
+    assert!(
+        text.contains("     84    8       FINGERPRINT: ") && text.contains("(holds)"),
+        "{text}"
+    );
+    assert!(text.contains("  0000  00 01 00 48 21 12 a4 42"), "{text}");
+    // -c: the first five frames that are read, signaling included.
+    let out = run_bin(&[pcap.to_str().unwrap(), "-c", "5"]);
+    assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 5);
+}

@@ -312,7 +312,19 @@ impl PacketPrinter {
         if self.shown.json {
             return self.shown.keyed(&record, out);
         }
-        writeln!(out, "{}", self.lines.nethernet_line(p, since))
+        writeln!(out, "{}", self.lines.nethernet_line(p, since))?;
+        if let Some(b) = p.bytes.as_deref() {
+            if self.verbose {
+                out.write_all(crate::output::nethernet::tree(p, b).as_bytes())?;
+            }
+            if self.hex {
+                out.write_all(text::hex_dump(b).as_bytes())?;
+            }
+            if self.verbose || self.hex {
+                writeln!(out)?;
+            }
+        }
+        Ok(())
     }
 
     /// The line before the records of capture file `path` (text only, and

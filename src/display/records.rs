@@ -81,6 +81,8 @@ pub(crate) struct PacketRecords {
     pub(crate) clock: Clock,
     pub(crate) game: Game,
     pub(crate) read: u64,
+    /// NetherNet's payloads kept for `-V` and `-x`.
+    pub(crate) keep_bytes: bool,
 }
 
 impl PacketRecords {
@@ -89,6 +91,7 @@ impl PacketRecords {
             clock,
             game,
             read: 0,
+            keep_bytes: false,
         }
     }
 
@@ -134,16 +137,21 @@ impl PacketRecords {
                 ts,
                 src,
                 dst,
-                len,
+                payload,
                 since,
                 file,
             } => PacketItem::Nethernet {
-                packet: Box::new(crate::records::nethernet::NethernetPacket::new(
-                    &seen,
-                    (frame, ts),
-                    (src, dst),
-                    len,
-                )),
+                packet: {
+                    let mut p = crate::records::nethernet::NethernetPacket::new(
+                        &seen,
+                        (frame, ts),
+                        (src, dst),
+                        payload.len(),
+                    );
+                    p.bytes = self.keep_bytes.then(|| payload.to_vec());
+                    self.read += 1;
+                    Box::new(p)
+                },
                 time: self.clock.tick(ts),
                 since,
                 file,
@@ -154,16 +162,21 @@ impl PacketRecords {
                 ts,
                 src,
                 dst,
-                len,
+                payload,
                 since,
                 file,
             } => PacketItem::Nethernet {
-                packet: Box::new(crate::records::nethernet::NethernetPacket::signaling(
-                    &seen,
-                    (frame, ts),
-                    (src, dst),
-                    len,
-                )),
+                packet: {
+                    let mut p = crate::records::nethernet::NethernetPacket::signaling(
+                        &seen,
+                        (frame, ts),
+                        (src, dst),
+                        payload.len(),
+                    );
+                    p.bytes = self.keep_bytes.then(|| payload.to_vec());
+                    self.read += 1;
+                    Box::new(p)
+                },
                 time: self.clock.tick(ts),
                 since,
                 file,

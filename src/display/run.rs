@@ -96,6 +96,7 @@ pub fn packets(
     let spent = cap.options.owned.clone().unwrap_or_default();
     let print = |p: &mut PacketPrinter, item: &mut _, out: &mut dyn Write| p.print(item, out);
     let mut records = PacketRecords::new(clock, Game::counting(Detect::Auto, o.keys));
+    records.keep_bytes = (o.verbose || o.hex) && first.text();
     let recycle = |item: PacketItem| item.recycle(&spent);
     ordered::run(threads, out, printer, print, recycle, |sink| {
         let null = &mut io::sink();

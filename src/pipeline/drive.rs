@@ -133,7 +133,14 @@ pub(crate) fn drive_items(
     let mut pipeline = Pipeline::new(opts);
     let mut packets = 0u64;
     let ended = pipeline.run(input, mirror, |item| {
-        let last = matches!(item, Item::Packet { .. } | Item::Owned { .. }) && {
+        // -c counts NetherNet's datagrams and signaling segments too.
+        let last = matches!(
+            item,
+            Item::Packet { .. }
+                | Item::Owned { .. }
+                | Item::Nethernet { .. }
+                | Item::Signaling { .. }
+        ) && {
             packets += 1;
             cap.count.is_some_and(|n| packets >= n)
         };

@@ -70,6 +70,8 @@ pub struct NethernetPacket {
     pub http: Vec<HttpSeen>,
     /// What was wrong with it.
     pub anomalies: Vec<Anomaly>,
+    /// Its payload, kept when `-V` or `-x` shows it.
+    pub bytes: Option<Vec<u8>>,
 }
 
 impl NethernetPacket {
@@ -97,6 +99,7 @@ impl NethernetPacket {
             alerts: Vec::new(),
             http: Vec::new(),
             anomalies: Vec::new(),
+            bytes: None,
         }
     }
 
