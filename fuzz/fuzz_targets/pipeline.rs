@@ -83,27 +83,29 @@ fuzz_target!(|data: &[u8]| {
             ts,
             src,
             dst,
-            len,
+            payload,
             ..
         } = item
         {
-            // NetherNet's signaling: its record.
-            let p = NethernetPacket::signaling(&seen, (frame, ts), (src, dst), len);
+            // NetherNet's signaling: its record and its tree.
+            let p = NethernetPacket::signaling(&seen, (frame, ts), (src, dst), payload.len());
             write_line(&NethernetRecord { packet: &p, file: None }, &mut Vec::new());
+            let _ = raknet_dissect::output::nethernet::tree(&p, payload);
         } else if let Item::Nethernet {
             seen,
             frame,
             ts,
             src,
             dst,
-            len,
+            payload,
             ..
         } = item
         {
-            // A NetherNet datagram: its record, its flow's, its batches'
-            // game packets.
-            let p = NethernetPacket::new(&seen, (frame, ts), (src, dst), len);
+            // A NetherNet datagram: its record and tree, its flow's, its
+            // batches' game packets.
+            let p = NethernetPacket::new(&seen, (frame, ts), (src, dst), payload.len());
             write_line(&NethernetRecord { packet: &p, file: None }, &mut Vec::new());
+            let _ = raknet_dissect::output::nethernet::tree(&p, payload);
             let f = NethernetFlow::of(seen.conversation);
             let record = NethernetFlowRecord { flow: &f, game: None, file: None };
             write_line(&record, &mut Vec::new());

@@ -6,7 +6,7 @@ pub(crate) mod handshake;
 pub(crate) mod json;
 pub(crate) mod ladder;
 pub mod man;
-pub(crate) mod nethernet;
+pub mod nethernet;
 pub mod parquet;
 pub(crate) mod peer;
 pub(crate) mod stats;

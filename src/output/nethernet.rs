@@ -37,7 +37,7 @@ fn hex(b: &[u8]) -> String {
 }
 
 /// The tree of `p`, whose payload is `payload`.
-pub(crate) fn tree(p: &NethernetPacket, payload: &[u8]) -> String {
+pub fn tree(p: &NethernetPacket, payload: &[u8]) -> String {
     let mut s = String::new();
     let proto = if p.kind == "http" { "TCP" } else { "UDP" };
     let _ = writeln!(
