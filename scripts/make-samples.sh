@@ -56,7 +56,8 @@
 #                                          of the relay captured; nethernet-lossy.keylog,
 #                                          .truth.jsonl, .relay.json, .relay-trace.jsonl
 #     nethernet-no-endpoint.pcap, nethernet-refused.pcap, nethernet-unreachable.pcap,
-#     nethernet-fingerprint.pcap (+ .keylog), nethernet-alert.pcap, nethernet-ice-pwd.pcap
+#     nethernet-fingerprint.pcap (+ .keylog), nethernet-alert.pcap, nethernet-ice-pwd.pcap,
+#     nethernet-identity.pcap
 #                                          joins that fail (nethernet-capture.sh
 #                                          NO_ENDPOINT, REFUSE, FAULT), each with its
 #                                          .truth.jsonl
@@ -313,6 +314,8 @@ if [ -z "${SKIP_NETHERNET:-}" ]; then
         rm -f "$OUT/nethernet-alert.keylog"
         NETHERNET_PYTHON=$NPY FAULT=ice-pwd timeout 60 "$ROOT/scripts/nethernet-capture.sh" "$OUT" 19830 >/dev/null
         rm -f "$OUT/nethernet-ice-pwd.keylog"
+        NETHERNET_PYTHON=$NPY FAULT=identity timeout 60 "$ROOT/scripts/nethernet-capture.sh" "$OUT" 19840 >/dev/null
+        rm -f "$OUT/nethernet-identity.keylog"
     else
         say "$NPY cannot import aiortc: nethernet-join.* and nethernet-lossy.* not remade"
     fi

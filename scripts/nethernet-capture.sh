@@ -28,13 +28,15 @@
 # (PORT default 19780).
 # REFUSE=1: the server answers the offer 403 (nethernet_peers.py --refuse-offer): the
 # client records it and gives up. Files: OUTDIR/nethernet-refused.* (PORT default 19790).
-# FAULT=unreachable|fingerprint|ciphers|ice-pwd: a join that fails on purpose
+# FAULT=unreachable|fingerprint|ciphers|ice-pwd|identity: a join that fails on purpose
 # (nethernet_peers.py --fault; the client gets ciphers, the server the others):
 # unreachable candidates in the SDPs, an answer whose a=fingerprint is not the server's
 # certificate, no shared DTLS cipher suite (a fatal alert), an answer whose a=ice-pwd is
-# not the server's. Both sides fail, as they must; the script checks that the client
-# recorded its failure. Files: OUTDIR/nethernet-unreachable.*, nethernet-fingerprint.*,
-# nethernet-alert.*, nethernet-ice-pwd.* (PORT default 19800, 19810, 19820, 19830).
+# not the server's, an answer whose identity assertion does not sign its a=fingerprint.
+# Both sides fail, as they must; the script checks that the client recorded its
+# failure. Files: OUTDIR/nethernet-unreachable.*, nethernet-fingerprint.*,
+# nethernet-alert.*, nethernet-ice-pwd.*, nethernet-identity.* (PORT default 19800,
+# 19810, 19820, 19830, 19840).
 # Needs root (tcpdump) and aiortc in target/venv (target/venv/bin/pip install aiortc==1.16.0), or
 # NETHERNET_PYTHON=a python with aiortc.
 #   sudo scripts/nethernet-capture.sh samples
@@ -62,7 +64,8 @@ case "$fault" in
   fingerprint) port=${2:-19810}; name=nethernet-fingerprint; server_args=(--fault fingerprint) ;;
   ciphers) port=${2:-19820}; name=nethernet-alert; fault_args=(--fault ciphers) ;;
   ice-pwd) port=${2:-19830}; name=nethernet-ice-pwd; server_args=(--fault ice-pwd) ;;
-  *) echo "nethernet-capture: FAULT is unreachable, fingerprint, ciphers or ice-pwd" >&2; exit 2 ;;
+  identity) port=${2:-19840}; name=nethernet-identity; server_args=(--fault identity) ;;
+  *) echo "nethernet-capture: FAULT is unreachable, fingerprint, ciphers, ice-pwd or identity" >&2; exit 2 ;;
 esac
 here=$(cd "$(dirname "$0")/.." && pwd)
 py=${NETHERNET_PYTHON:-$here/target/venv/bin/python}

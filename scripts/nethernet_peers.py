@@ -100,6 +100,8 @@ Failures on purpose (--fault, for `handshake`'s diagnoses; the side given it act
   ice-pwd      server: the answer's a=ice-pwd is not the one its ICE agent checks with
                (its first character changed, before a=identity): the client keys its
                checks' MESSAGE-INTEGRITY with it, the server answers them 401.
+  identity     server: the answer's a=fingerprint changed after a=identity signed it: the
+               client's check of the fingerprints JWS fails, it gives up before ICE.
 A "fault" record names it; both sides then fail (exit 1) and record why.
 
   python3 scripts/nethernet_peers.py server --port 19760 --truth T.jsonl --keylog K.keylog
@@ -789,7 +791,10 @@ async def server_main(args, record, steps, protocol):
         elif args.fault == "ice-pwd":
             local = re.sub(r"(?m)^a=ice-pwd:(.)", lambda m: "a=ice-pwd:" + ("B" if m.group(1) != "B" else "C"), local)
         sdp = add_identity(local, key, token, "self")
-        record("sdp", kind="answer", network_id=network_id, sdp=sdp, identity=decode_identity(sdp))
+        ident = decode_identity(sdp)
+        if args.fault == "identity":
+            sdp = wrong_fingerprint(sdp)  # after the JWS signed the right one
+        record("sdp", kind="answer", network_id=network_id, sdp=sdp, identity=ident)
         joined.set()
         return sdp
 
@@ -902,7 +907,7 @@ def main():
                     help="the path loses datagrams: the unreliable pings are best effort")
     ap.add_argument("--refuse-offer", action="store_true",
                     help="server: answer the offer 403 (a server that refuses the join)")
-    ap.add_argument("--fault", choices=["unreachable", "fingerprint", "ciphers", "ice-pwd"],
+    ap.add_argument("--fault", choices=["unreachable", "fingerprint", "ciphers", "ice-pwd", "identity"],
                     help="fail on purpose (the top of this file says how each does)")
     ap.add_argument("--ping-wait", type=float, default=3.0,
                     help="--lossy: seconds each side waits for the pings / their answers (default 3)")

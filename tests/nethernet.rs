@@ -858,6 +858,29 @@ fn handshake_diagnoses_failed_joins() {
         d.contains("401") && d.contains("verifies with the answer's ice-pwd"),
         "{d}"
     );
+
+    // An answer whose identity assertion does not sign its fingerprints:
+    // the client's check fails (InvalidSignature), it never checks a pair.
+    let truth_i = truth("nethernet-identity");
+    assert!(truth_i.iter().any(|r| r["type"] == "result"
+        && r["side"] == "client"
+        && r["error"].as_str().unwrap().contains("InvalidSignature")));
+    let pcap = sample("nethernet-identity.pcap");
+    let (joins, _) = records(&["handshake", pcap.to_str().unwrap(), "--json"]);
+    assert_eq!(joins.len(), 1, "{joins:?}");
+    assert_eq!(joins[0]["outcome"], "identity_unverified", "{}", joins[0]);
+    let (http, _) = records(&[pcap.to_str().unwrap(), "--json", "-Y", "http.identity"]);
+    let ids: Vec<&Value> = http
+        .iter()
+        .flat_map(|r| r["http"].as_array().unwrap())
+        .filter_map(|h| h.get("identity"))
+        .collect();
+    // The offer's verifies and names the player; the answer's does not.
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert_eq!(ids[0]["name"], "Steve");
+    assert_eq!(ids[0]["fingerprints_verify"], true);
+    assert_eq!(ids[1]["fingerprints_verify"], false);
+    assert_eq!(ids[1]["self_signed"], true, "the token itself is intact");
 }
 
 /// MESSAGE-INTEGRITY, keyed with the ice-pwd of the SDPs the signaling
@@ -1038,7 +1061,7 @@ fn a_join_made_now_reads_as_its_peers_saw_it() {
             String::from_utf8_lossy(&o.stderr)
         );
     };
-    capture(&[("SEGMENT", "1500"), ("MAX_PACKETS", "30")], "19840");
+    capture(&[("SEGMENT", "1500"), ("MAX_PACKETS", "30")], "19860");
     let base = dir.path().join("nethernet-join");
     let (pcap, keylog) = (base.with_extension("pcap"), base.with_extension("keylog"));
     let truth = truth_at(&base.with_extension("truth.jsonl"));
@@ -1070,7 +1093,7 @@ fn a_join_made_now_reads_as_its_peers_saw_it() {
         "{} vs {client_port}",
         joins[0]
     );
-    capture(&[("FAULT", "fingerprint")], "19850");
+    capture(&[("FAULT", "fingerprint")], "19870");
     let pcap = dir.path().join("nethernet-fingerprint.pcap");
     let (joins, _) = records(&["handshake", pcap.to_str().unwrap(), "--json"]);
     let join = joins

@@ -45,6 +45,86 @@ pub struct HttpSeen {
     /// An SDP body's `a=fingerprint:sha-256`: its sender's DTLS
     /// certificate, as the handshake must then show it.
     pub fingerprint: Option<String>,
+    /// An SDP body's `a=identity`, decoded and checked.
+    pub identity: Option<IdentitySeen>,
+}
+
+/// An SDP's identity assertion as a record shows it: who it names, and
+/// whether its signatures verify.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct IdentitySeen {
+    /// `idp.domain`: the auth service's, or `self` (an operator's).
+    pub domain: Option<String>,
+    /// The token's `xid` claim: the player's XUID.
+    pub xuid: Option<String>,
+    /// The token's `xname` claim: the player's display name.
+    pub name: Option<String>,
+    /// The token's `pfid` claim: the PlayFab id.
+    pub pfid: Option<String>,
+    /// Whether the token names a `cpk` (its fingerprints' signing key).
+    pub cpk: bool,
+    /// Whether the fingerprints JWS verifies with the `cpk` over the
+    /// SDP's `a=fingerprint` lines (`None`: no usable `cpk`).
+    pub fingerprints_verify: Option<bool>,
+    /// Whether the token verifies with its own `cpk` (an operator's or an
+    /// offline player's; the auth service's key is not in a capture).
+    pub self_signed: Option<bool>,
+    /// Why the assertion was not read, when it was not.
+    pub error: Option<String>,
+}
+
+impl IdentitySeen {
+    fn of(sdp: &sdp::Sdp) -> Option<Self> {
+        let claim = |c: &serde_json::Value, k: &str| match &c[k] {
+            serde_json::Value::String(s) => Some(s.chars().take(256).collect()),
+            serde_json::Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        };
+        Some(match super::identity::of(sdp)? {
+            Ok(a) => IdentitySeen {
+                domain: a.domain.map(|d| d.chars().take(256).collect()),
+                xuid: claim(&a.claims, "xid"),
+                name: claim(&a.claims, "xname"),
+                pfid: claim(&a.claims, "pfid"),
+                cpk: !a.claims["cpk"].is_null(),
+                fingerprints_verify: a.fingerprints_verify,
+                self_signed: a.self_signed,
+                error: None,
+            },
+            Err(e) => IdentitySeen {
+                error: Some(e.to_string()),
+                ..IdentitySeen::default()
+            },
+        })
+    }
+
+    /// In words, for a step of `handshake`.
+    pub fn words(&self) -> String {
+        if let Some(e) = &self.error {
+            return format!("identity unread: {e}");
+        }
+        let mut w = String::from("identity");
+        if let Some(n) = &self.name {
+            w.push_str(&format!(" {n}"));
+        }
+        let ids: Vec<String> = [
+            ("xuid", &self.xuid),
+            ("pfid", &self.pfid),
+            ("domain", &self.domain),
+        ]
+        .iter()
+        .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k} {v}")))
+        .collect();
+        if !ids.is_empty() {
+            w.push_str(&format!(" ({})", ids.join(", ")));
+        }
+        w.push_str(match self.fingerprints_verify {
+            Some(true) => ", fingerprints signed by its cpk",
+            Some(false) => ", fingerprints NOT signed by its cpk",
+            None => ", no cpk to check the fingerprints with",
+        });
+        w
+    }
 }
 
 impl HttpSeen {
@@ -80,6 +160,7 @@ impl HttpSeen {
                     .find(|(alg, _)| alg.eq_ignore_ascii_case("sha-256"))
                     .map(|(_, v)| v.to_ascii_uppercase())
             }),
+            identity: sdp.as_ref().and_then(IdentitySeen::of),
             candidates: sdp
                 .map(|s| s.candidates.iter().map(|c| c.address.to_string()).collect())
                 .unwrap_or_default(),

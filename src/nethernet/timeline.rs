@@ -301,6 +301,15 @@ impl Timeline {
         ))
     }
 
+    /// Binding requests `who` sent.
+    fn checks_from(&self, who: Option<SocketAddr>) -> u32 {
+        if who.is_none() {
+            return 0;
+        }
+        let side = usize::from(who != self.first_sender);
+        self.requests[side]
+    }
+
     /// What the checks' MESSAGE-INTEGRITY showed, when it failed.
     fn integrity_words(&self, client: Option<SocketAddr>) -> String {
         let sides = [self.first_sender, self.other];
@@ -478,6 +487,9 @@ pub struct Signals {
     /// The `a=fingerprint:sha-256` of the offer (the client's certificate)
     /// and of the answer (the server's).
     fingerprints: [Option<String>; 2],
+    /// Whether the offer's and the answer's identity assertions verify
+    /// over their fingerprints (`None`: none, or no `cpk`).
+    signed: [Option<bool>; 2],
 }
 
 impl Signals {
@@ -515,13 +527,18 @@ impl Signals {
                     if h.ice_ufrag.is_some() {
                         self.offer_candidates = h.candidates.clone();
                         self.fingerprints[0] = h.fingerprint.clone();
+                        self.signed[0] = h.identity.as_ref().and_then(|i| i.fingerprints_verify);
                     }
                     let step = if m == "GET" {
                         "join_status_request"
                     } else {
                         "offer"
                     };
-                    (step, format!("{m} {t}"))
+                    let mut detail = format!("{m} {t}");
+                    if let Some(i) = &h.identity {
+                        detail.push_str(&format!("; {}", i.words()));
+                    }
+                    (step, detail)
                 }
                 (_, _, Some(status)) => {
                     let reason = h.reason.clone().unwrap_or_default();
@@ -534,10 +551,16 @@ impl Signals {
                         _ => {
                             self.candidates = h.candidates.clone();
                             self.fingerprints[1] = h.fingerprint.clone();
+                            self.signed[1] =
+                                h.identity.as_ref().and_then(|i| i.fingerprints_verify);
                             "answer"
                         }
                     };
-                    (step, format!("{status} {reason}"))
+                    let mut detail = format!("{status} {reason}");
+                    if let Some(i) = &h.identity {
+                        detail.push_str(&format!("; {}", i.words()));
+                    }
+                    (step, detail)
                 }
                 _ => continue,
             };
@@ -662,6 +685,29 @@ fn join(group: &[&Timeline], signal: Option<(usize, &[&Signals])>, used: &mut [b
             a.diagnosis = format!("{words}: a WebRTC peer that checks it drops the connection after the DTLS handshake (the SDP was changed on its way, or names another certificate)");
         }
     }
+    // An identity that does not sign its SDP's fingerprints: the other
+    // side, refusing it, never checks a pair.
+    for (side, sdp) in ["offer", "answer"].iter().enumerate() {
+        if s.signed[side] != Some(false) {
+            continue;
+        }
+        let words = format!("the {sdp}'s identity assertion does not verify over its a=fingerprint lines (its cpk did not sign them)");
+        let (other, judge) = if side == 1 {
+            ("client", a.client)
+        } else {
+            ("server", a.server)
+        };
+        let silent = group.iter().all(|t| t.checks_from(judge) == 0);
+        if silent && !a.accepted && a.outcome != "fingerprint_mismatch" {
+            a.outcome = "identity_unverified";
+            a.diagnosis = format!(
+                "{words}: the {other} refuses the {sdp} and never checks a candidate pair ({})",
+                a.diagnosis
+            );
+        } else {
+            a.diagnosis.push_str(&format!("; {words}"));
+        }
+    }
     let mut lead = s.steps.clone();
     // The same client's status request, just before.
     if let Some(j) = status_before(signals, i, used) {
@@ -712,6 +758,10 @@ impl Signals {
             Some((m, t, None)) => (
                 "signaling_unanswered",
                 format!("{m} {t} got no answer from the server ({server})"),
+            ),
+            None if self.exchanges.iter().any(|x| x.0 == "POST") && self.signed[1] == Some(false) => (
+                "identity_unverified",
+                "the answer's identity assertion does not verify over its a=fingerprint lines (its cpk did not sign them): the client refuses the answer, and no STUN check followed".into(),
             ),
             None if self.exchanges.iter().any(|x| x.0 == "POST") => (
                 "no_ice",

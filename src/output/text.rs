@@ -686,6 +686,15 @@ fn nethernet_info(p: &crate::records::nethernet::NethernetPacket) -> String {
         }
         if let Some(u) = &h.ice_ufrag {
             let _ = write!(s, " ufrag={u} candidates={}", h.candidates.join(","));
+            if let Some(i) = &h.identity {
+                let who = i.name.as_deref().or(i.domain.as_deref()).unwrap_or("?");
+                let ok = match i.fingerprints_verify {
+                    Some(true) => "signed",
+                    Some(false) => "NOT SIGNED",
+                    None => "unchecked",
+                };
+                let _ = write!(s, " identity={who} fingerprints={ok}");
+            }
         } else if let Some(b) = h.body.as_deref().filter(|b| b.starts_with('{')) {
             // A status: its JSON, cut.
             let cut: String = b.chars().take(80).collect();

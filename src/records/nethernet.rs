@@ -15,7 +15,7 @@ use super::{object, Closed, Described, Key, Ty, Value, FLOW_DOC, TYPE_DOC};
 use crate::dissect::{Anomaly, Dir};
 use crate::nethernet::association::{ChunkSeen, Event, RecordSeen};
 use crate::nethernet::conversations::Seen;
-use crate::nethernet::signaling::HttpSeen;
+use crate::nethernet::signaling::{HttpSeen, IdentitySeen};
 use crate::nethernet::{dtls, sctp, stun};
 
 /// A STUN message, as a datagram's record shows it.
@@ -389,11 +389,64 @@ impl Described for HttpSeen {
         )
         .skip(),
         HK::new(
+            "identity",
+            Ty::Object,
+            "An SDP body's a=identity: who it names and whether its signatures verify.",
+            |h, f| h.identity.as_ref().is_some_and(|i| object::<IdentitySeen>(i, f)),
+        )
+        .skip()
+        .nested::<IdentitySeen>(),
+        HK::new(
             "body",
             Ty::Str,
             "Its body, when it is text of at most 64 KiB (the status JSON, the SDP).",
             |h, f| h.body.as_deref().is_some_and(|v| f(Value::Str(v))),
         )
+        .skip(),
+    ];
+}
+
+type IK = Key<IdentitySeen>;
+
+impl Described for IdentitySeen {
+    type Of<'a> = IdentitySeen;
+    const KEYS: &'static [IK] = &[
+        IK::new("domain", Ty::Str, "idp.domain: the auth service's, or self (an operator's).", |i, f| {
+            i.domain.as_deref().is_some_and(|v| f(Value::Str(v)))
+        })
+        .skip(),
+        IK::new("xuid", Ty::Str, "The token's xid claim: the player's XUID.", |i, f| {
+            i.xuid.as_deref().is_some_and(|v| f(Value::Str(v)))
+        })
+        .skip(),
+        IK::new("name", Ty::Str, "The token's xname claim: the player's display name.", |i, f| {
+            i.name.as_deref().is_some_and(|v| f(Value::Str(v)))
+        })
+        .skip(),
+        IK::new("pfid", Ty::Str, "The token's pfid claim: the PlayFab id.", |i, f| {
+            i.pfid.as_deref().is_some_and(|v| f(Value::Str(v)))
+        })
+        .skip(),
+        IK::new("cpk", Ty::Bool, "Whether the token names a cpk, the fingerprints' signing key.", |i, f| {
+            f(Value::Bool(i.cpk))
+        }),
+        IK::new(
+            "fingerprints_verify",
+            Ty::Bool,
+            "Whether the fingerprints JWS verifies with the cpk over the SDP's a=fingerprint lines; absent without a usable cpk.",
+            |i, f| i.fingerprints_verify.is_some_and(|b| f(Value::Bool(b))),
+        )
+        .skip(),
+        IK::new(
+            "self_signed",
+            Ty::Bool,
+            "Whether the token verifies with its own cpk (an operator's, an offline player's; the auth service's key is not in a capture).",
+            |i, f| i.self_signed.is_some_and(|b| f(Value::Bool(b))),
+        )
+        .skip(),
+        IK::new("error", Ty::Str, "Why the assertion was not read, when it was not.", |i, f| {
+            i.error.as_deref().is_some_and(|v| f(Value::Str(v)))
+        })
         .skip(),
     ];
 }
