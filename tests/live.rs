@@ -245,3 +245,79 @@ fn live_usage_errors() {
     assert!(o.status.success());
     assert!(String::from_utf8_lossy(&o.stdout).contains(". lo (loopback)"));
 }
+
+/// A NetherNet join (aiortc peers, scripts/nethernet-capture.sh, which
+/// also captures it with tcpdump) while `live -i lo` runs: live shows its
+/// signaling (TCP) and its STUN and DTLS datagrams, each as the record
+/// `read` makes of tcpdump's capture (frame numbers, times and flow ids
+/// aside: live sees the other tests' traffic too). Needs root, tcpdump and
+/// a Python with aiortc.
+#[test]
+fn live_shows_a_nethernet_join() {
+    if !common::require_root() || !common::require_tool("tcpdump") {
+        return;
+    }
+    let Some(py) = common::aiortc_python() else {
+        common::skip_or_fail("no Python with aiortc (target/venv/bin/pip install aiortc==1.16.0)");
+        return;
+    };
+    let work = Work::new("live-nethernet");
+    let out = work.file("live.ndjson");
+    let mut live = Proc::spawn(
+        common::bin()
+            .args(["live", "-i", "lo", "--json", "--duration", "60"])
+            .stdout(std::fs::File::create(&out).expect("output file"))
+            .stderr(Stdio::piped()),
+        "raknet-dissect live",
+    );
+    let err = reader_lines(live.child.stderr.take().expect("stderr piped"));
+    assert!(
+        wait_line(
+            &err,
+            "raknet-dissect: capturing on lo",
+            Duration::from_secs(10)
+        )
+        .is_some(),
+        "live did not start"
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let made = run_with_timeout(
+        Command::new(common::root().join("scripts/nethernet-capture.sh"))
+            .arg(&work.0)
+            .arg("19880")
+            .env("NETHERNET_PYTHON", &py)
+            .env("SEGMENT", "1500")
+            .env("MAX_PACKETS", "20"),
+        Duration::from_secs(90),
+    );
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    live.signal(libc::SIGINT);
+    assert_eq!(live.exit_code(Duration::from_secs(10)), Some(0));
+    // NetherNet's records, without what differs between the two captures.
+    let nethernet = |records: Vec<Value>| -> Vec<Value> {
+        records
+            .into_iter()
+            .filter(|r| r["type"] == "packet" && r["transport"] == "nethernet")
+            .map(|mut r| {
+                let o = r.as_object_mut().unwrap();
+                for k in ["frame", "ts", "flow"] {
+                    o.remove(k);
+                }
+                r
+            })
+            .collect()
+    };
+    let shown = nethernet(records(&std::fs::read(&out).expect("live output")));
+    let read = nethernet(read_json(&work.file("nethernet-join.pcap")));
+    let kinds =
+        |v: &[Value]| ["http", "stun", "dtls"].map(|k| v.iter().filter(|r| r["kind"] == k).count());
+    let [http, stun, dtls] = kinds(&read);
+    assert!(http >= 4 && stun >= 2 && dtls > 20, "{:?}", kinds(&read));
+    assert_eq!(kinds(&shown), kinds(&read));
+    assert_eq!(shown, read, "live vs tcpdump's capture");
+}

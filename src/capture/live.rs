@@ -177,9 +177,9 @@ fn bpf(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
     libc::sock_filter { code, jt, jf, k }
 }
 
-/// Accept IPv4 UDP/ICMP (fragments included: their protocol field is still
-/// set) and IPv6 UDP, ICMPv6 and fragment headers; drop the rest in the
-/// kernel, and the outgoing copy of every packet on a loopback interface
+/// Accept IPv4 UDP/ICMP/TCP (fragments included: their protocol field is
+/// still set) and IPv6 UDP, ICMPv6, TCP and fragment headers (TCP for
+/// NetherNet's HTTP signaling); drop the rest in the kernel, and the outgoing copy of every packet on a loopback interface
 /// (`loopbacks`), as libpcap does, so that each is queued once.
 fn udp_filter(loopbacks: &[u32]) -> Vec<libc::sock_filter> {
     const LDB: u16 = (libc::BPF_LD | libc::BPF_B | libc::BPF_ABS) as u16;
@@ -208,18 +208,20 @@ fn udp_filter(loopbacks: &[u32]) -> Vec<libc::sock_filter> {
     prog.extend([
         bpf(LDB, 0, 0, SKF_NET_OFF),     // 0: version nibble
         bpf(AND, 0, 0, 0xf0),            // 1
-        bpf(JEQ, 0, 4, 0x40),            // 2: IPv4? else 7
+        bpf(JEQ, 0, 5, 0x40),            // 2: IPv4? else 8
         bpf(LDB, 0, 0, SKF_NET_OFF + 9), // 3: protocol
-        bpf(JEQ, 8, 0, 17),              // 4: UDP -> accept (13)
-        bpf(JEQ, 7, 0, 1),               // 5: ICMP -> accept
-        bpf(RET, 0, 0, 0),               // 6: drop
-        bpf(JEQ, 0, 4, 0x60),            // 7: IPv6? else drop (12)
-        bpf(LDB, 0, 0, SKF_NET_OFF + 6), // 8: next header
-        bpf(JEQ, 3, 0, 17),              // 9: UDP -> accept
-        bpf(JEQ, 2, 0, 58),              // 10: ICMPv6 -> accept
-        bpf(JEQ, 1, 0, 44),              // 11: fragment -> accept
-        bpf(RET, 0, 0, 0),               // 12: drop
-        bpf(RET, 0, 0, SNAPLEN as u32),  // 13: accept whole
+        bpf(JEQ, 10, 0, 17),             // 4: UDP -> accept (15)
+        bpf(JEQ, 9, 0, 1),               // 5: ICMP -> accept
+        bpf(JEQ, 8, 0, 6),               // 6: TCP -> accept
+        bpf(RET, 0, 0, 0),               // 7: drop
+        bpf(JEQ, 0, 5, 0x60),            // 8: IPv6? else drop (14)
+        bpf(LDB, 0, 0, SKF_NET_OFF + 6), // 9: next header
+        bpf(JEQ, 4, 0, 17),              // 10: UDP -> accept
+        bpf(JEQ, 3, 0, 58),              // 11: ICMPv6 -> accept
+        bpf(JEQ, 2, 0, 44),              // 12: fragment -> accept
+        bpf(JEQ, 1, 0, 6),               // 13: TCP -> accept
+        bpf(RET, 0, 0, 0),               // 14: drop
+        bpf(RET, 0, 0, SNAPLEN as u32),  // 15: accept whole
     ]);
     prog
 }
@@ -650,7 +652,8 @@ fn open_pcap(opts: &LiveOptions) -> Result<(Backend, u32), LiveError> {
         .buffer_size(32 << 20)
         .open()
         .map_err(to_err)?;
-    let base = "udp or icmp or icmp6 or (ip6 and ip6[6] == 44)";
+    // TCP: NetherNet's HTTP signaling.
+    let base = "udp or icmp or icmp6 or tcp or (ip6 and ip6[6] == 44)";
     let program = match &opts.bpf {
         Some(f) => format!("({base}) and ({f})"),
         None => base.to_string(),

@@ -303,11 +303,12 @@ impl CaptureReader {
 
     /// Captures live on an interface (Linux `AF_PACKET`; needs root or
     /// CAP_NET_RAW). Datagrams come as from a file, until `opts.stop` is set
-    /// or `opts.duration` passes.
+    /// or `opts.duration` passes; TCP segments too ([`Self::with_tcp`]),
+    /// for NetherNet's signaling.
     pub fn live(opts: live::LiveOptions) -> Result<Self, live::LiveError> {
         let name = format!("interface {}", opts.interface);
         let source = live::LiveSource::open(opts)?;
-        Ok(CaptureReader {
+        let reader = CaptureReader {
             name,
             format: CaptureFormat::PcapNg,
             engine: Engine::Inline {
@@ -315,7 +316,8 @@ impl CaptureReader {
                 decoder: Decoder::new(DefragLimits::default()),
             },
             done: false,
-        })
+        };
+        Ok(reader.with_tcp())
     }
 
     /// Reads a capture from any byte stream (a pipe, a socket, memory). The

@@ -248,8 +248,19 @@ impl Signaling {
         let key = if src <= dst { (src, dst) } else { (dst, src) };
         if !self.table.contains_key(&key) {
             if self.table.len() >= MAX_CONNECTIONS {
-                self.refused += 1;
-                return None;
+                // Room from a connection let go (not signaling), if any.
+                let gone = self
+                    .table
+                    .iter()
+                    .find(|(_, c)| c.is_none())
+                    .map(|(k, _)| *k);
+                match gone {
+                    Some(k) => drop(self.table.remove(&k)),
+                    None => {
+                        self.refused += 1;
+                        return None;
+                    }
+                }
             }
             // Its client: the SYN's sender, or the first to send data.
             let (client, server) = match (seg.syn, payload.is_empty()) {
