@@ -128,7 +128,7 @@ impl IdentitySeen {
 }
 
 impl HttpSeen {
-    fn of(m: &http::Message) -> Self {
+    fn of(m: &http::Message, identities: &mut Identities) -> Self {
         let (method, target, status, reason) = match &m.start {
             http::Start::Request { method, target } => {
                 (Some(method.clone()), Some(target.clone()), None, None)
@@ -160,7 +160,7 @@ impl HttpSeen {
                     .find(|(alg, _)| alg.eq_ignore_ascii_case("sha-256"))
                     .map(|(_, v)| v.to_ascii_uppercase())
             }),
-            identity: sdp.as_ref().and_then(IdentitySeen::of),
+            identity: sdp.as_ref().and_then(|s| identities.of(s)),
             candidates: sdp
                 .map(|s| s.candidates.iter().map(|c| c.address.to_string()).collect())
                 .unwrap_or_default(),
@@ -227,6 +227,33 @@ pub struct Signaling {
     closing: Option<(SocketAddr, SocketAddr)>,
     /// Connections let go, closed.
     pub closed: u64,
+    identities: Identities,
+}
+
+/// Identity assertions already checked (each costs P-384 signature checks,
+/// about a millisecond each): by the attribute and the fingerprints it
+/// signs, at most [`Identities::MAX`], then forgotten all at once.
+#[derive(Debug, Default)]
+struct Identities(HashMap<(String, String), Option<IdentitySeen>>);
+
+impl Identities {
+    const MAX: usize = 1024;
+
+    fn of(&mut self, sdp: &sdp::Sdp) -> Option<IdentitySeen> {
+        let key = (
+            sdp.identity.clone()?,
+            super::identity::canonical_fingerprints(sdp),
+        );
+        if let Some(seen) = self.0.get(&key) {
+            return seen.clone();
+        }
+        if self.0.len() >= Self::MAX {
+            self.0.clear();
+        }
+        let seen = IdentitySeen::of(sdp);
+        self.0.insert(key, seen.clone());
+        seen
+    }
 }
 
 impl Signaling {
@@ -336,14 +363,14 @@ impl Signaling {
                 }
                 self.events.push(Event::Http {
                     from: src,
-                    message: Box::new(HttpSeen::of(&m)),
+                    message: Box::new(HttpSeen::of(&m, &mut self.identities)),
                 });
                 // Only the first may decide: `new_id` is spent.
                 continue;
             }
             self.events.push(Event::Http {
                 from: src,
-                message: Box::new(HttpSeen::of(&m)),
+                message: Box::new(HttpSeen::of(&m, &mut self.identities)),
             });
         }
         // Nothing decided after 64 KiB each way: not signaling either.
@@ -372,6 +399,31 @@ mod tests {
             syn,
             fin,
             rst: false,
+        }
+    }
+
+    /// An identity assertion is checked once: the same SDP again gives
+    /// the same answer from memory; the memory stays bounded.
+    #[test]
+    fn identities_are_checked_once_and_bounded() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
+        let truth = std::fs::read_to_string(root.join("nethernet-join.truth.jsonl")).unwrap();
+        let offer = truth
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find(|r| r["type"] == "sdp" && r["kind"] == "offer")
+            .unwrap();
+        let mut sdp = sdp::Sdp::parse(offer["sdp"].as_str().unwrap()).unwrap();
+        let mut ids = Identities::default();
+        let first = ids.of(&sdp).unwrap();
+        assert_eq!(first.fingerprints_verify, Some(true));
+        assert_eq!(first.name.as_deref(), Some("Steve"));
+        assert_eq!(ids.of(&sdp), Some(first));
+        assert_eq!(ids.0.len(), 1);
+        for i in 0..Identities::MAX + 5 {
+            sdp.identity = Some(format!("x{i}"));
+            assert!(ids.of(&sdp).unwrap().error.is_some());
+            assert!(ids.0.len() <= Identities::MAX);
         }
     }
 
