@@ -1185,3 +1185,114 @@ fn verbose_trees_and_hex_of_nethernet() {
     let out = run_bin(&[pcap.to_str().unwrap(), "-c", "5"]);
     assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 5);
 }
+
+/// `export` on a NetherNet capture: each table holds the rows the command
+/// prints as records (packets, messages, flows, handshakes, game), with
+/// NetherNet's own columns, as DuckDB reads them. Needs a Python with
+/// duckdb (`.ci/run` installs it).
+#[test]
+fn export_writes_nethernet_tables() {
+    let Some(py) = common::duckdb_python() else {
+        common::skip_or_fail("no Python with duckdb (pip install duckdb)");
+        return;
+    };
+    let pcap = sample("nethernet-join.pcap");
+    let k = sample("nethernet-join.keylog");
+    let (p, k) = (pcap.to_str().unwrap(), k.to_str().unwrap());
+    let dir = common::TempDir::new("nethernet-export");
+    let out = dir.path().join("tables");
+    let o = run_bin(&["export", p, "--tls-keylog", k, "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let query = |sql: &str| -> String {
+        let o = std::process::Command::new(&py)
+            .args([
+                "-c",
+                &format!("import duckdb; print(duckdb.sql({sql:?}).fetchall())"),
+            ])
+            .current_dir(&out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap().trim().to_string()
+    };
+    for (table, args) in [
+        ("packets", vec![p, "--json", "--tls-keylog", k]),
+        ("messages", vec!["messages", p, "--json", "--tls-keylog", k]),
+        ("game", vec!["game", p, "--json", "--tls-keylog", k]),
+        ("flows", vec!["flows", p, "--json", "--tls-keylog", k]),
+        (
+            "handshakes",
+            vec!["handshake", p, "--json", "--tls-keylog", k],
+        ),
+    ] {
+        let (want, _) = records(&args);
+        let got = query(&format!("select count(*) from '{table}.parquet'"));
+        assert_eq!(got, format!("[({},)]", want.len()), "{table}");
+    }
+    assert_eq!(
+        query("select count(*) from 'packets.parquet' where transport = 'nethernet' and \"stun.integrity_ok\""),
+        "[(4,)]"
+    );
+    assert_eq!(
+        query("select outcome from 'handshakes.parquet'"),
+        "[('connected',)]"
+    );
+    assert_eq!(
+        query("select count(*) from 'messages.parquet' where label = 'ReliableDataChannel'"),
+        "[(20,)]"
+    );
+}
+
+/// `stats` on NetherNet: the messages each data channel delivered, by
+/// label and direction, and the game packets by name, are what each
+/// application received (the truth of the aiortc join).
+#[test]
+fn stats_count_what_each_application_received() {
+    let truth = truth("nethernet-join");
+    let pcap = sample("nethernet-join.pcap");
+    let k = sample("nethernet-join.keylog");
+    let (stats, _) = records(&[
+        "stats",
+        pcap.to_str().unwrap(),
+        "--tls-keylog",
+        k.to_str().unwrap(),
+        "--json",
+    ]);
+    // c2s: what the server received; s2c: the client.
+    let count = |kind: &str, side: &str, key: &str, value: &str| {
+        truth
+            .iter()
+            .filter(|r| {
+                r["type"] == kind
+                    && r["event"] == "received"
+                    && r["side"] == side
+                    && r[key] == value
+            })
+            .count() as u64
+    };
+    let labels: Vec<&Value> = stats
+        .iter()
+        .filter(|r| r["type"] == "stats_data_channel")
+        .collect();
+    assert_eq!(labels.len(), 2, "{stats:?}");
+    for l in &labels {
+        let label = l["label"].as_str().unwrap();
+        assert_eq!(
+            l["c2s"]["messages"],
+            count("message", "server", "label", label),
+            "{label}"
+        );
+        assert_eq!(
+            l["s2c"]["messages"],
+            count("message", "client", "label", label),
+            "{label}"
+        );
+    }
+    let games: Vec<&Value> = stats.iter().filter(|r| r["type"] == "stats_game").collect();
+    assert!(games.len() > 10);
+    for g in games {
+        let name = g["name"].as_str().unwrap();
+        assert_eq!(g["c2s"], count("packet", "server", "name", name), "{name}");
+        assert_eq!(g["s2c"], count("packet", "client", "name", name), "{name}");
+    }
+}

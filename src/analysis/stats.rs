@@ -82,7 +82,16 @@ pub struct Stats {
     /// What the whole capture read and skipped (every flow, `--flow` or
     /// not), once it was read.
     pub(crate) capture: Option<crate::dissect::Counted>,
+    /// NetherNet's data-channel messages by channel label (`stream N`
+    /// before DCEP named it), in order of first sight: at most
+    /// [`MAX_LABELS`], the rest under `other`.
+    pub(crate) labels: Vec<(String, Both<Msgs>)>,
+    /// NetherNet datagrams and signaling segments counted as packets.
+    pub(crate) nethernet: u64,
 }
+
+/// Distinct labels in [`Stats::labels`] at most.
+pub(crate) const MAX_LABELS: usize = 64;
 
 /// Distinct names in [`Stats::game`] at most (ids have 10 bits).
 pub(crate) const MAX_GAME_NAMES: usize = 1100;
@@ -108,6 +117,53 @@ impl Stats {
                 crate::bedrock::Keys::default(),
             ),
             capture: None,
+            labels: Vec::new(),
+            nethernet: 0,
+        }
+    }
+
+    /// The game layer that names NetherNet's batches too.
+    pub(crate) fn game_layer(&mut self) -> &mut crate::bedrock::Game {
+        &mut self.game_layer
+    }
+
+    /// A message a NetherNet data channel delivered, and the game packets
+    /// of the batch it completed.
+    pub(crate) fn data_channel(&mut self, d: &crate::pipeline::drive::Delivered) {
+        let m = &d.message;
+        if let Some(events) = &d.game {
+            for name in crate::bedrock::event_names(events) {
+                self.game(m.dir, &name);
+            }
+        }
+        let label = d.channel.as_ref().map_or("?".to_string(), |c| {
+            c.label
+                .clone()
+                .unwrap_or_else(|| format!("stream {}", c.stream))
+        });
+        let at = match self.labels.iter().position(|(l, _)| *l == label) {
+            Some(i) => i,
+            None if self.labels.len() + 1 < MAX_LABELS => {
+                self.labels.push((label, Both::default()));
+                self.labels.len() - 1
+            }
+            None => match self.labels.iter().position(|(l, _)| l == "other") {
+                Some(i) => i,
+                None => {
+                    self.labels.push(("other".into(), Both::default()));
+                    self.labels.len() - 1
+                }
+            },
+        };
+        let (dir, len) = (m.dir.index(), m.data.len());
+        self.labels[at].1[dir].add(len);
+        let add = |t: &mut Traffic| {
+            t.messages += 1;
+            t.message_bytes += len as u64;
+        };
+        add(&mut self.total[dir]);
+        if let Some(b) = self.slot(m.ts) {
+            add(&mut b[dir]);
         }
     }
 

@@ -486,6 +486,43 @@ pub fn stats(
         match item {
             Item::Packet { packet, obs, .. } => st.observe(packet, obs, only),
             Item::Counted(c) => st.capture = Some(c),
+            // NetherNet: its datagrams as traffic, the messages its data
+            // channels delivered by label, the game packets of its batches.
+            Item::Nethernet {
+                seen,
+                frame,
+                ts,
+                src,
+                payload,
+                ..
+            } if only.is_none_or(|f| f == seen.conversation.id) => {
+                let c = seen.conversation;
+                let dir = if src == c.client() {
+                    crate::dissect::Dir::C2s
+                } else {
+                    crate::dissect::Dir::S2c
+                };
+                st.packet(dir, ts, "nethernet", payload.len(), 0);
+                st.nethernet += 1;
+                for d in nethernet_delivered(st.game_layer(), &seen, frame, ts, false) {
+                    st.data_channel(&d);
+                }
+            }
+            Item::Signaling {
+                seen,
+                ts,
+                src,
+                payload,
+                ..
+            } if only.is_none_or(|f| f == seen.connection.id) => {
+                let dir = if src == seen.connection.client {
+                    crate::dissect::Dir::C2s
+                } else {
+                    crate::dissect::Dir::S2c
+                };
+                st.packet(dir, ts, "http", payload.len(), 0);
+                st.nethernet += 1;
+            }
             _ => {}
         }
         Ok(Next::Continue)

@@ -130,6 +130,27 @@ pub(crate) fn write_json(
             },
         )?;
     }
+    for (label, b) in &st.labels {
+        #[derive(Serialize)]
+        struct LabelJson<'a> {
+            #[serde(rename = "type")]
+            kind: &'static str,
+            label: &'a str,
+            c2s: Msgs,
+            s2c: Msgs,
+        }
+        let (c2s, s2c) = (b[0], b[1]);
+        record(
+            out,
+            file,
+            &LabelJson {
+                kind: "stats_data_channel",
+                label,
+                c2s,
+                s2c,
+            },
+        )?;
+    }
     for (name, b) in &st.game {
         #[derive(Serialize)]
         struct GameJson<'a> {
@@ -256,7 +277,18 @@ pub(crate) fn write_text(
         writeln!(out, "No RakNet packets{in_flow}.")?;
         return capture_line(st, out);
     }
-    if used(&st.ids).next().is_none() {
+    if !st.labels.is_empty() {
+        let both: Vec<Both<Msgs>> = st.labels.iter().map(|(_, b)| *b).collect();
+        let label = |i: usize| vec![st.labels[i].0.clone()];
+        let t = messages_table(&["data channel"], &both, label, 1, width);
+        writeln!(
+            out,
+            "NetherNet messages delivered{in_flow}, by data channel\n{t}\n"
+        )?;
+    }
+    if used(&st.ids).next().is_none() && !st.labels.is_empty() {
+        // NetherNet alone: no RakNet message.
+    } else if used(&st.ids).next().is_none() {
         writeln!(out, "No messages delivered{in_flow}.\n")?;
     } else {
         let id = |i: usize| match id_name(i) {
@@ -341,10 +373,17 @@ pub(crate) fn write_text(
         )?;
     }
     let [c, s] = &st.total;
+    let packets = c.packets + s.packets;
+    let what = match st.nethernet {
+        0 => format!("{packets} RakNet packets{in_flow} ("),
+        n => format!(
+            "{packets} packets{in_flow} ({} RakNet, {n} NetherNet datagrams and signaling segments; ",
+            packets - n
+        ),
+    };
     writeln!(
         out,
-        "{} RakNet packets{in_flow} ({} bytes) over {dur:.3} s, {} messages delivered ({} bytes)",
-        c.packets + s.packets,
+        "{what}{} bytes) over {dur:.3} s, {} messages delivered ({} bytes)",
         c.bytes + s.bytes,
         c.messages + s.messages,
         c.message_bytes + s.message_bytes,
