@@ -162,6 +162,8 @@ pub enum Item<'p, 'a> {
         dst: std::net::SocketAddr,
         /// Its TCP payload.
         payload: &'p [u8],
+        /// Its TCP header's sequence number and flags.
+        segment: crate::capture::TcpSegment,
         /// The time lines are counted from (the first datagram's).
         since: Duration,
         /// Index of the file in [`Input::Files`] (0 for a reader).
@@ -880,6 +882,7 @@ impl Pipeline {
             src: d.src,
             dst: d.dst,
             payload: &d.payload,
+            segment: seg,
             // The signaling starts the capture's clock as a datagram would.
             since: *first_ts.get_or_insert(d.ts),
             file,

@@ -1296,3 +1296,73 @@ fn stats_count_what_each_application_received() {
         assert_eq!(g["s2c"], count("packet", "client", "name", name), "{name}");
     }
 }
+
+/// `-w` keeps NetherNet: the datagrams and signaling segments `read`
+/// shows (here all, and a filtered few) are written, and the file reads
+/// back to the same records (frame numbers aside), tshark too.
+#[test]
+fn write_keeps_nethernet() {
+    let pcap = sample("nethernet-join.pcap");
+    let k = sample("nethernet-join.keylog");
+    let (p, k) = (pcap.to_str().unwrap(), k.to_str().unwrap());
+    let dir = common::TempDir::new("nethernet-write");
+    let strip = |mut v: Vec<Value>| -> Vec<Value> {
+        for r in &mut v {
+            r.as_object_mut().unwrap().remove("frame");
+        }
+        v
+    };
+    for filter in ["transport == nethernet", "kind == stun || http"] {
+        let out = dir.path().join("w.pcapng");
+        let o = run_bin(&[p, "-Y", filter, "-w", out.to_str().unwrap(), "-q"]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let (want, _) = records(&[p, "--json", "--tls-keylog", k, "-Y", filter]);
+        let (got, _) = records(&[out.to_str().unwrap(), "--json", "--tls-keylog", k]);
+        assert!(want.len() >= 4);
+        assert_eq!(strip(got), strip(want), "{filter}");
+    }
+}
+
+/// tshark's `ip.*`, `udp.*` and `tcp.*` names filter NetherNet's records
+/// too: `udp` and `ip` select the datagrams tshark selects with the same
+/// filter; `tcp` only signaling segments, `udp` no segment.
+#[test]
+fn tshark_names_filter_nethernet() {
+    let pcap = sample("nethernet-join.pcap");
+    let p = pcap.to_str().unwrap();
+    let frames = |args: &[&str]| -> Vec<String> {
+        let o = run_bin(args);
+        assert!(o.status.success(), "{args:?}");
+        String::from_utf8(o.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    };
+    for filter in [
+        "udp.srcport == 45216",
+        "udp.port == 57265 && ip.dst == 127.0.0.1",
+        "udp",
+    ] {
+        let ours = frames(&[p, "-Y", filter, "-T", "fields", "-e", "frame"]);
+        assert!(!ours.is_empty(), "{filter}");
+        if common::require_tool("tshark") {
+            let o = std::process::Command::new("tshark")
+                .args(["-r", p, "-Y", filter, "-T", "fields", "-e", "frame.number"])
+                .output()
+                .unwrap();
+            let theirs: Vec<String> = String::from_utf8(o.stdout)
+                .unwrap()
+                .lines()
+                .map(str::to_string)
+                .collect();
+            assert_eq!(ours, theirs, "{filter}");
+        }
+    }
+    let tcp = frames(&[p, "-Y", "tcp.port == 19760", "-T", "fields", "-e", "kind"]);
+    assert!(
+        !tcp.is_empty() && tcp.iter().all(|k| k == "http"),
+        "{tcp:?}"
+    );
+    assert!(frames(&[p, "-Y", "udp && kind == http"]).is_empty());
+}

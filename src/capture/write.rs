@@ -120,6 +120,53 @@ impl Recorder {
         Ok(())
     }
 
+    /// One TCP segment from `src` to `dst`, stamped `ts`: its sequence
+    /// number and SYN/FIN/RST flags as read (the acknowledgement number is
+    /// not kept: 0, without the ACK flag), `payload` after the header.
+    pub fn record_tcp_at(
+        &mut self,
+        ts: Duration,
+        src: SocketAddr,
+        dst: SocketAddr,
+        seg: super::TcpSegment,
+        payload: &[u8],
+    ) -> io::Result<()> {
+        self.buf.clear();
+        let (sp, dp) = (src.port(), dst.port());
+        let built = match (src, dst) {
+            (SocketAddr::V4(s), SocketAddr::V4(d)) => {
+                let b = PacketBuilder::ipv4(s.ip().octets(), d.ip().octets(), 64)
+                    .tcp(sp, dp, seg.seq, 65535);
+                let b = if seg.syn { b.syn() } else { b };
+                let b = if seg.fin { b.fin() } else { b };
+                let b = if seg.rst { b.rst() } else { b };
+                let b = if payload.is_empty() { b } else { b.psh() };
+                b.write(&mut self.buf, payload)
+            }
+            (SocketAddr::V6(s), SocketAddr::V6(d)) => {
+                let b = PacketBuilder::ipv6(s.ip().octets(), d.ip().octets(), 64)
+                    .tcp(sp, dp, seg.seq, 65535);
+                let b = if seg.syn { b.syn() } else { b };
+                let b = if seg.fin { b.fin() } else { b };
+                let b = if seg.rst { b.rst() } else { b };
+                let b = if payload.is_empty() { b } else { b.psh() };
+                b.write(&mut self.buf, payload)
+            }
+            _ => return Err(io_error("an IPv4 and an IPv6 endpoint in one segment")),
+        };
+        built.map_err(io_error)?;
+        self.writer
+            .write_pcapng_block(EnhancedPacketBlock {
+                interface_id: 0,
+                timestamp: ts,
+                original_len: self.buf.len() as u32,
+                data: Cow::Borrowed(&self.buf),
+                options: Vec::new(),
+            })
+            .map_err(io_error)?;
+        Ok(())
+    }
+
     /// One packet as captured, of the file's link type (`orig_len`: its
     /// length on the wire).
     pub(crate) fn write_ip(

@@ -298,7 +298,18 @@ impl PacketPrinter {
             record: &record,
             start: since,
         };
-        if self.quiet || self.only.is_some_and(|f| f != p.flow) || !self.shown.wants(&with_start) {
+        let idle = self.quiet && self.writer.is_none();
+        if idle || self.only.is_some_and(|f| f != p.flow) || !self.shown.wants(&with_start) {
+            return Ok(());
+        }
+        // -w: the datagram (or segment) rebuilt from its payload.
+        if let (Some(w), Some(b)) = (self.writer.as_mut(), p.bytes.as_deref()) {
+            match p.tcp {
+                Some(seg) => w.record_tcp_at(p.ts, p.src, p.dst, seg, b)?,
+                None => w.record_at(p.ts, p.src, p.dst, b)?,
+            }
+        }
+        if self.quiet {
             return Ok(());
         }
         if let Some(x) = &self.shown.export {

@@ -163,6 +163,7 @@ impl PacketRecords {
                 src,
                 dst,
                 payload,
+                segment,
                 since,
                 file,
             } => PacketItem::Nethernet {
@@ -173,6 +174,7 @@ impl PacketRecords {
                         (src, dst),
                         payload.len(),
                     );
+                    p.tcp = Some(segment);
                     p.bytes = self.keep_bytes.then(|| payload.to_vec());
                     self.read += 1;
                     Box::new(p)

@@ -85,6 +85,7 @@ pub fn packets(
     cap.options.owned = Some(SpentPackets::default());
     let (files, clock) = (reading.file_names(), Clock::new(o.time));
     let parallel = clock.parallel() && live.is_none() && o.write.is_none();
+    let writes = o.write.is_some();
     let writer = Mutex::new(o.write);
     let printer = || {
         let mut printer = PacketPrinter::new(shown(), pal, o.time, files.clone());
@@ -96,7 +97,7 @@ pub fn packets(
     let spent = cap.options.owned.clone().unwrap_or_default();
     let print = |p: &mut PacketPrinter, item: &mut _, out: &mut dyn Write| p.print(item, out);
     let mut records = PacketRecords::new(clock, Game::counting(Detect::Auto, o.keys));
-    records.keep_bytes = (o.verbose || o.hex) && first.text();
+    records.keep_bytes = ((o.verbose || o.hex) && first.text()) || writes;
     let recycle = |item: PacketItem| item.recycle(&spent);
     ordered::run(threads, out, printer, print, recycle, |sink| {
         let null = &mut io::sink();

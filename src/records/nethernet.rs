@@ -10,6 +10,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use super::packet::{Ends, Ip, Udp};
 use super::value::{int, visit_addr};
 use super::{object, Closed, Described, Key, Ty, Value, FLOW_DOC, TYPE_DOC};
 use crate::dissect::{Anomaly, Dir};
@@ -70,8 +71,10 @@ pub struct NethernetPacket {
     pub http: Vec<HttpSeen>,
     /// What was wrong with it.
     pub anomalies: Vec<Anomaly>,
-    /// Its payload, kept when `-V` or `-x` shows it.
+    /// Its payload, kept when `-V`, `-x` or `-w` wants it.
     pub bytes: Option<Vec<u8>>,
+    /// A signaling segment's TCP sequence number and flags (for `-w`).
+    pub tcp: Option<crate::capture::TcpSegment>,
 }
 
 impl NethernetPacket {
@@ -100,6 +103,7 @@ impl NethernetPacket {
             http: Vec::new(),
             anomalies: Vec::new(),
             bytes: None,
+            tcp: None,
         }
     }
 
@@ -240,6 +244,37 @@ impl Described for NethernetRecord<'static> {
         K::new("dst", Ty::Str, "Receiver, \"ip:port\".", |r, f| {
             visit_addr(r.packet.dst, f)
         }),
+        // tshark's names for the addresses and ports: filters alone.
+        K::new(
+            "ip",
+            Ty::Object,
+            "tshark's IP fields (`ip.src`, ...); as a test: always there.",
+            |r, f| object::<Ip>(&Ends::of(r.packet.src, r.packet.dst), f),
+        )
+        .filter_only()
+        .nested::<Ip>(),
+        K::new(
+            "udp",
+            Ty::Object,
+            "tshark's UDP fields of a NetherNet datagram (`udp.port`, ...); as a test: a datagram, not a signaling segment.",
+            |r, f| {
+                r.packet.kind != "http" && object::<Udp>(&Ends::of(r.packet.src, r.packet.dst), f)
+            },
+        )
+        .present(|r| r.packet.kind != "http")
+        .filter_only()
+        .nested::<Udp>(),
+        K::new(
+            "tcp",
+            Ty::Object,
+            "tshark's TCP fields of a signaling segment (`tcp.port`, `tcp.srcport`, `tcp.dstport`); as a test: a signaling segment.",
+            |r, f| {
+                r.packet.kind == "http" && object::<Udp>(&Ends::of(r.packet.src, r.packet.dst), f)
+            },
+        )
+        .present(|r| r.packet.kind == "http")
+        .filter_only()
+        .nested::<Udp>(),
         K::new("flow", Ty::Int, FLOW_DOC, |r, f| int(r.packet.flow, f)),
         K::new(
             "transport",

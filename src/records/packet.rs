@@ -85,7 +85,7 @@ impl Described for PacketRecord<'static> {
             "ip",
             Ty::Object,
             "tshark's IP fields of the datagram (`ip.src`, ...); as a test: always there.",
-            |r, f| object::<Ip>(r.packet, f),
+            |r, f| object::<Ip>(&Ends::of(r.packet.src, r.packet.dst), f),
         )
         .filter_only()
         .nested::<Ip>(),
@@ -93,7 +93,7 @@ impl Described for PacketRecord<'static> {
             "udp",
             Ty::Object,
             "tshark's UDP fields of the datagram (`udp.port`, ...); as a test: always there.",
-            |r, f| object::<Udp>(r.packet, f),
+            |r, f| object::<Udp>(&Ends::of(r.packet.src, r.packet.dst), f),
         )
         .filter_only()
         .nested::<Udp>(),
@@ -394,10 +394,23 @@ impl Described for FrameOf<'static> {
 /// and `dst`.
 pub(crate) struct Ip;
 
+/// The two ends of a datagram or a segment, as tshark's `ip`, `udp` and
+/// `tcp` fields read them.
+pub(crate) struct Ends {
+    src: std::net::SocketAddr,
+    dst: std::net::SocketAddr,
+}
+
+impl Ends {
+    pub(crate) fn of(src: std::net::SocketAddr, dst: std::net::SocketAddr) -> Ends {
+        Ends { src, dst }
+    }
+}
+
 type IK = Key<Ip>;
 
 impl Described for Ip {
-    type Of<'a> = Packet<'a>;
+    type Of<'a> = Ends;
     const KEYS: &'static [IK] = &[
         IK::new(
             "src",
@@ -417,13 +430,14 @@ impl Described for Ip {
     ];
 }
 
-/// tshark's `udp` fields of a packet.
+/// tshark's `udp` fields of a packet (and `tcp`'s of a signaling
+/// segment: the same names).
 pub(crate) struct Udp;
 
 type UK = Key<Udp>;
 
 impl Described for Udp {
-    type Of<'a> = Packet<'a>;
+    type Of<'a> = Ends;
     const KEYS: &'static [UK] = &[
         UK::new("srcport", Ty::Int, "The port of src.", |p, f| {
             int(p.src.port(), f)
