@@ -1366,3 +1366,46 @@ fn tshark_names_filter_nethernet() {
     );
     assert!(frames(&[p, "-Y", "udp && kind == http"]).is_empty());
 }
+
+/// `flows` gives a NetherNet flow's RTT from SCTP's SACKs (`rtt_ms`, as a
+/// RakNet flow's): on loopback, well under a few milliseconds at the
+/// median, a sample for most DATA chunks of the clean join (those sent
+/// once and then covered by a SACK); through the lossy relay, on each leg;
+/// without the key log, none (null).
+#[test]
+fn flows_give_rtt_from_sacks() {
+    for (name, legs) in [("nethernet-join", 1), ("nethernet-lossy", 2)] {
+        let pcap = sample(&format!("{name}.pcap"));
+        let k = sample(&format!("{name}.keylog"));
+        let (p, k) = (pcap.to_str().unwrap(), k.to_str().unwrap());
+        let (flows, _) = records(&["flows", p, "--json", "--tls-keylog", k]);
+        let flows: Vec<&Value> = flows
+            .iter()
+            .filter(|f| f["transport"] == "nethernet")
+            .collect();
+        assert_eq!(flows.len(), legs, "{name}");
+        let (data, _) = records(&[p, "--json", "--tls-keylog", k, "-Y", "sctp.chunk == DATA"]);
+        for f in flows {
+            let rtt = &f["rtt_ms"];
+            let (min, median, max) = (
+                rtt["min"].as_f64().unwrap(),
+                rtt["median"].as_f64().unwrap(),
+                rtt["max"].as_f64().unwrap(),
+            );
+            let samples = rtt["samples"].as_u64().unwrap();
+            assert!(0.0 < min && min <= median && median <= max, "{name}: {rtt}");
+            assert!(median < 5.0, "{name}: loopback, {rtt}");
+            // At most a sample per DATA-carrying datagram of the flow.
+            let carrying = data.iter().filter(|r| r["flow"] == f["flow"]).count() as u64;
+            assert!(
+                samples * 2 >= carrying / 2 && samples <= carrying,
+                "{name}: {samples} of {carrying}"
+            );
+        }
+        let (bare, _) = records(&["flows", p, "--json"]);
+        assert!(bare
+            .iter()
+            .filter(|f| f["transport"] == "nethernet")
+            .all(|f| f["rtt_ms"].is_null()));
+    }
+}

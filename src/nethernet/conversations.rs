@@ -49,6 +49,8 @@ pub struct Conversation {
     pub bytes: [u64; 2],
     /// ICE, DTLS, SCTP and the channels on it.
     pub association: Association,
+    /// RTT samples from SCTP's SACKs.
+    pub rtt: super::rtt::SctpRtt,
     /// What its association held after its last datagram.
     held: usize,
 }
@@ -193,6 +195,7 @@ impl Conversations {
                     bytes: [0; 2],
                     held: 0,
                     association: Association::new(self.limits, false),
+                    rtt: Default::default(),
                 },
             );
         }
@@ -210,7 +213,12 @@ impl Conversations {
             (&self.keylog, &self.ice),
             &mut self.events,
         );
-        let now = c.association.held();
+        for e in &self.events {
+            if let Event::Chunks(chunks) = e {
+                c.rtt.chunks(side, ts, chunks);
+            }
+        }
+        let now = c.association.held() + c.rtt.held();
         self.held = self.held.saturating_sub(c.held) + now;
         c.held = now;
         if self.held > self.budget {

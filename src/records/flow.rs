@@ -24,12 +24,7 @@ impl<'a> FlowRecord<'a> {
     /// The record of `flow`, its RTT samples summed up; with `game`, its
     /// game session in a Bedrock flow, and `file`, its capture file.
     pub fn new(flow: &'a FlowMirror, game: Option<&'a GameSummary>, file: Option<&'a str>) -> Self {
-        let rtt = flow.rtt_ms().map(|(min, median, max, samples)| Rtt {
-            min: micro(min),
-            median: micro(median),
-            max: micro(max),
-            samples,
-        });
+        let rtt = flow.rtt_ms().map(Rtt::of);
         FlowRecord {
             flow,
             rtt,
@@ -45,12 +40,25 @@ fn micro(ms: f64) -> f64 {
 }
 
 /// A flow's RTT samples, in milliseconds (the `rtt_ms` object).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Rtt {
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rtt {
     pub(crate) min: f64,
     pub(crate) median: f64,
     pub(crate) max: f64,
     pub(crate) samples: usize,
+}
+
+impl Rtt {
+    /// `(min, median, max, samples)` in milliseconds, rounded to the
+    /// microsecond.
+    pub(crate) fn of((min, median, max, samples): (f64, f64, f64, usize)) -> Rtt {
+        Rtt {
+            min: micro(min),
+            median: micro(median),
+            max: micro(max),
+            samples,
+        }
+    }
 }
 
 keyed!(FlowRecord);

@@ -699,6 +699,8 @@ pub struct NethernetFlow {
     pub channels: Vec<String>,
     /// `[c2s, s2c]`.
     pub dirs: [NethernetDir; 2],
+    /// RTT samples from SCTP's SACKs, both ways.
+    pub rtt: Option<super::flow::Rtt>,
 }
 
 impl NethernetFlow {
@@ -745,6 +747,7 @@ impl NethernetFlow {
             decrypted: a.decrypts(),
             channels: a.channels.values().map(|ch| ch.label.clone()).collect(),
             dirs,
+            rtt: c.rtt.summary().map(super::flow::Rtt::of),
         }
     }
 }
@@ -845,6 +848,19 @@ impl Described for NethernetFlowRecord<'static> {
             |r, f| object::<NethernetDir>(&r.flow.dirs[1], f),
         )
         .nested::<NethernetDir>(),
+        FK::new(
+            "rtt_ms",
+            Ty::Object,
+            "RTT samples, from a DATA chunk's first sending to the first SACK from the other side covering it (Karn: none for a chunk sent twice), both ways: null when none.",
+            |r, f| {
+                r.flow
+                    .rtt
+                    .as_ref()
+                    .is_some_and(|t| object::<super::flow::Rtt>(t, f))
+            },
+        )
+        .or_null()
+        .nested::<super::flow::Rtt>(),
         FK::new(
             "game",
             Ty::Object,
