@@ -128,7 +128,7 @@ mod tests {
     #[test]
     fn a_sack_times_the_newest_tsn_it_covers_unless_resent() {
         let mut r = SctpRtt::default();
-        r.chunks(0, MS * 0, &[data(10), data(11)]);
+        r.chunks(0, Duration::ZERO, &[data(10), data(11)]);
         r.chunks(1, MS * 5, &[sack(11)]);
         assert_eq!(r.summary(), Some((5.0, 5.0, 5.0, 1)));
         // 12 sent twice: its SACK gives no sample.
