@@ -45,6 +45,28 @@ fn read_json(path: &Path) -> Vec<Value> {
     records(&o.stdout)
 }
 
+/// `cmd` (a `live -i lo` run) started with its standard output to `out`,
+/// once it says it captures; its standard error's lines from then on.
+fn start_live(
+    cmd: &mut Command,
+    out: &Path,
+    what: &str,
+) -> (Proc, std::sync::mpsc::Receiver<String>) {
+    let mut live = Proc::spawn(
+        cmd.stdout(std::fs::File::create(out).expect("output file"))
+            .stderr(Stdio::piped()),
+        what,
+    );
+    let err = reader_lines(live.child.stderr.take().expect("stderr piped"));
+    let started = wait_line(
+        &err,
+        "raknet-dissect: capturing on lo",
+        Duration::from_secs(10),
+    );
+    assert!(started.is_some(), "{what} did not start");
+    (live, err)
+}
+
 #[test]
 fn live_on_lo_equals_reading_tcpdumps_capture() {
     let ready =
@@ -62,48 +84,26 @@ fn live_on_lo_equals_reading_tcpdumps_capture() {
     let written = work.file("live.pcapng");
     let out = work.file("live.ndjson");
     let dump = Tcpdump::start(&pcap, &format!("udp port {port}"));
-    let mut live = Proc::spawn(
+    let (mut live, err) = start_live(
         common::bin()
             .args(["live", "-i", "lo", "-f"])
             .arg(format!("port {port}"))
             .arg("-w")
             .arg(&written)
-            .args(["--json", "--duration", "60"])
-            .stdout(std::fs::File::create(&out).expect("output file"))
-            .stderr(Stdio::piped()),
+            .args(["--json", "--duration", "60"]),
+        &out,
         "raknet-dissect live",
-    );
-    let err = reader_lines(live.child.stderr.take().expect("stderr piped"));
-    assert!(
-        wait_line(
-            &err,
-            "raknet-dissect: capturing on lo",
-            Duration::from_secs(10)
-        )
-        .is_some(),
-        "live did not start"
     );
     // The same capture through a display filter, at the same time.
     const FILTER: &str = "kind == ack || anomalies || channel == 31";
     let filtered_out = work.file("live-filtered.ndjson");
-    let mut filtered = Proc::spawn(
+    let (mut filtered, _) = start_live(
         common::bin()
             .args(["live", "-i", "lo", "-f"])
             .arg(format!("port {port}"))
-            .args(["--json", "--duration", "60", "-Y", FILTER])
-            .stdout(std::fs::File::create(&filtered_out).expect("output file"))
-            .stderr(Stdio::piped()),
+            .args(["--json", "--duration", "60", "-Y", FILTER]),
+        &filtered_out,
         "raknet-dissect live -Y",
-    );
-    let filtered_err = reader_lines(filtered.child.stderr.take().expect("stderr piped"));
-    assert!(
-        wait_line(
-            &filtered_err,
-            "raknet-dissect: capturing on lo",
-            Duration::from_secs(10)
-        )
-        .is_some(),
-        "live -Y did not start"
     );
     std::thread::sleep(Duration::from_millis(200));
     let session = run_with_timeout(
@@ -263,22 +263,10 @@ fn live_shows_a_nethernet_join() {
     };
     let work = Work::new("live-nethernet");
     let out = work.file("live.ndjson");
-    let mut live = Proc::spawn(
-        common::bin()
-            .args(["live", "-i", "lo", "--json", "--duration", "60"])
-            .stdout(std::fs::File::create(&out).expect("output file"))
-            .stderr(Stdio::piped()),
+    let (mut live, _) = start_live(
+        common::bin().args(["live", "-i", "lo", "--json", "--duration", "60"]),
+        &out,
         "raknet-dissect live",
-    );
-    let err = reader_lines(live.child.stderr.take().expect("stderr piped"));
-    assert!(
-        wait_line(
-            &err,
-            "raknet-dissect: capturing on lo",
-            Duration::from_secs(10)
-        )
-        .is_some(),
-        "live did not start"
     );
     std::thread::sleep(Duration::from_millis(200));
     let made = run_with_timeout(

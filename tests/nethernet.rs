@@ -318,20 +318,40 @@ fn tshark_shows_the_same_sctp_chunks() {
             "sctp.data_payload_proto_id",
             "_ws.malformed",
         ];
-        let mut tshark = std::process::Command::new("tshark");
-        tshark
-            .args(["-r", pcap.to_str().unwrap(), "-Y", "udp"])
-            .arg("-o")
-            .arg(format!("tls.keylog_file:{}", keylog.display()))
-            .arg("-o")
-            .arg(format!("dtls.keys_list:{}", keys.join(";")))
-            .args(["-T", "fields", "-E", "aggregator=,"]);
-        for f in fields.iter().chain(&more) {
-            tshark.args(["-e", f]);
-        }
-        let theirs = common::run_with_timeout(&mut tshark, std::time::Duration::from_secs(60));
-        assert!(theirs.status.success());
-        let theirs: Vec<Vec<String>> = String::from_utf8_lossy(&theirs.stdout)
+        // tshark's `-Y udp` datagrams, decrypted, fields `-e`, and ours
+        // (`kind != http`: the datagrams), with the same key log.
+        let tshark_fields = |fields: &[&str]| -> String {
+            let mut tshark = std::process::Command::new("tshark");
+            tshark
+                .args(["-r", pcap.to_str().unwrap(), "-Y", "udp"])
+                .arg("-o")
+                .arg(format!("tls.keylog_file:{}", keylog.display()))
+                .arg("-o")
+                .arg(format!("dtls.keys_list:{}", keys.join(";")))
+                .args(["-T", "fields", "-E", "aggregator=,"]);
+            for f in fields {
+                tshark.args(["-e", f]);
+            }
+            let o = common::run_with_timeout(&mut tshark, std::time::Duration::from_secs(60));
+            assert!(o.status.success());
+            String::from_utf8_lossy(&o.stdout).into_owned()
+        };
+        let our_fields = |fields: &[&str]| -> String {
+            let mut args = vec![
+                pcap.to_str().unwrap(),
+                "--tls-keylog",
+                keylog.to_str().unwrap(),
+            ];
+            args.extend(["-Y", "kind != http", "-T", "fields", "-E", "aggregator=,"]);
+            for f in fields {
+                args.extend(["-e", f]);
+            }
+            let out = run_bin(&args);
+            assert!(out.status.success());
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let all: Vec<&str> = fields.iter().chain(&more).copied().collect();
+        let theirs: Vec<Vec<String>> = tshark_fields(&all)
             .lines()
             .map(|l| {
                 l.split('\t')
@@ -349,30 +369,14 @@ fn tshark_shows_the_same_sctp_chunks() {
             theirs.iter().all(|r| r.get(5).is_none_or(|m| m.is_empty())),
             "{name}: tshark marks a frame malformed"
         );
-        let out = run_bin(&[
-            pcap.to_str().unwrap(),
-            "--tls-keylog",
-            keylog.to_str().unwrap(),
-            // The UDP datagrams: tshark's `-Y udp`.
-            "-Y",
-            "kind != http",
-            "-T",
-            "fields",
-            "-e",
+        let sctp = our_fields(&[
             "frame",
-            "-e",
             "sctp.chunk",
-            "-e",
             "sctp.tsn",
-            "-e",
             "sctp.stream",
-            "-e",
             "sctp.ppid",
-            "-E",
-            "aggregator=,",
         ]);
-        assert!(out.status.success());
-        let ours: Vec<Vec<String>> = String::from_utf8_lossy(&out.stdout)
+        let ours: Vec<Vec<String>> = sctp
             .lines()
             .map(|l| {
                 let mut c: Vec<String> = l.split('\t').map(str::to_string).collect();
@@ -399,53 +403,24 @@ fn tshark_shows_the_same_sctp_chunks() {
         );
         // Each DTLS record's content type, epoch, sequence number and
         // length, and the label of each data channel DCEP opened.
-        let mut tshark = std::process::Command::new("tshark");
-        tshark
-            .args(["-r", pcap.to_str().unwrap(), "-Y", "udp"])
-            .arg("-o")
-            .arg(format!("tls.keylog_file:{}", keylog.display()))
-            .arg("-o")
-            .arg(format!("dtls.keys_list:{}", keys.join(";")))
-            .args(["-T", "fields", "-E", "aggregator=,"]);
-        for f in [
+        let theirs = tshark_fields(&[
             "frame.number",
             "dtls.record.content_type",
             "dtls.record.epoch",
             "dtls.record.sequence_number",
             "dtls.record.length",
             "rtcdc.label",
-        ] {
-            tshark.args(["-e", f]);
-        }
-        let theirs = common::run_with_timeout(&mut tshark, std::time::Duration::from_secs(60));
-        assert!(theirs.status.success());
-        let theirs = String::from_utf8_lossy(&theirs.stdout).into_owned();
-        let out = run_bin(&[
-            pcap.to_str().unwrap(),
-            "--tls-keylog",
-            keylog.to_str().unwrap(),
-            "-Y",
-            "kind != http",
-            "-T",
-            "fields",
-            "-e",
-            "frame",
-            "-e",
-            "dtls.content",
-            "-e",
-            "dtls.epoch",
-            "-e",
-            "dtls.seq",
-            "-e",
-            "dtls.len",
-            "-e",
-            "channels_opened",
-            "-E",
-            "aggregator=,",
         ]);
-        assert!(out.status.success());
+        let dtls = our_fields(&[
+            "frame",
+            "dtls.content",
+            "dtls.epoch",
+            "dtls.seq",
+            "dtls.len",
+            "channels_opened",
+        ]);
         // Content types as tshark numbers them.
-        let ours = String::from_utf8_lossy(&out.stdout)
+        let ours = dtls
             .replace("change_cipher_spec", "20")
             .replace("alert", "21")
             .replace("handshake", "22")

@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use etherparse::PacketBuilder;
+use etherparse::{IpHeaders, PacketBuilder, PacketBuilderStep};
 use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
 use pcap_file::pcapng::blocks::interface_description::{
     InterfaceDescriptionBlock, InterfaceDescriptionOption, InterfaceTsResolution,
@@ -38,6 +38,39 @@ pub fn writes_stdout(path: Option<&Path>) -> bool {
 
 fn io_error(e: impl std::fmt::Display) -> io::Error {
     io::Error::other(e.to_string())
+}
+
+/// The IP header of a packet from `src` to `dst` (both IPv4 or both IPv6).
+fn ip(src: SocketAddr, dst: SocketAddr) -> io::Result<PacketBuilderStep<IpHeaders>> {
+    match (src, dst) {
+        (SocketAddr::V4(s), SocketAddr::V4(d)) => {
+            Ok(PacketBuilder::ipv4(s.ip().octets(), d.ip().octets(), 64))
+        }
+        (SocketAddr::V6(s), SocketAddr::V6(d)) => {
+            Ok(PacketBuilder::ipv6(s.ip().octets(), d.ip().octets(), 64))
+        }
+        _ => Err(io_error("an IPv4 and an IPv6 endpoint in one packet")),
+    }
+}
+
+/// `packet`, stamped `ts`, as a block of the file's one interface
+/// (`orig_len`: its length on the wire, at least its own).
+fn block(
+    writer: &mut PcapNgWriter<BufWriter<Box<dyn Write + Send>>>,
+    ts: Duration,
+    packet: &[u8],
+    orig_len: u32,
+) -> io::Result<()> {
+    writer
+        .write_pcapng_block(EnhancedPacketBlock {
+            interface_id: 0,
+            timestamp: ts,
+            original_len: orig_len.max(packet.len() as u32),
+            data: Cow::Borrowed(packet),
+            options: Vec::new(),
+        })
+        .map_err(io_error)?;
+    Ok(())
 }
 
 impl Recorder {
@@ -94,30 +127,11 @@ impl Recorder {
         payload: &[u8],
     ) -> io::Result<()> {
         self.buf.clear();
-        let built = match (src, dst) {
-            (SocketAddr::V4(s), SocketAddr::V4(d)) => {
-                PacketBuilder::ipv4(s.ip().octets(), d.ip().octets(), 64)
-                    .udp(s.port(), d.port())
-                    .write(&mut self.buf, payload)
-            }
-            (SocketAddr::V6(s), SocketAddr::V6(d)) => {
-                PacketBuilder::ipv6(s.ip().octets(), d.ip().octets(), 64)
-                    .udp(s.port(), d.port())
-                    .write(&mut self.buf, payload)
-            }
-            _ => return Err(io_error("an IPv4 and an IPv6 endpoint in one datagram")),
-        };
-        built.map_err(io_error)?;
-        self.writer
-            .write_pcapng_block(EnhancedPacketBlock {
-                interface_id: 0,
-                timestamp: ts,
-                original_len: self.buf.len() as u32,
-                data: Cow::Borrowed(&self.buf),
-                options: Vec::new(),
-            })
+        ip(src, dst)?
+            .udp(src.port(), dst.port())
+            .write(&mut self.buf, payload)
             .map_err(io_error)?;
-        Ok(())
+        block(&mut self.writer, ts, &self.buf, 0)
     }
 
     /// One TCP segment from `src` to `dst`, stamped `ts`: its sequence
@@ -132,39 +146,13 @@ impl Recorder {
         payload: &[u8],
     ) -> io::Result<()> {
         self.buf.clear();
-        let (sp, dp) = (src.port(), dst.port());
-        let built = match (src, dst) {
-            (SocketAddr::V4(s), SocketAddr::V4(d)) => {
-                let b = PacketBuilder::ipv4(s.ip().octets(), d.ip().octets(), 64)
-                    .tcp(sp, dp, seg.seq, 65535);
-                let b = if seg.syn { b.syn() } else { b };
-                let b = if seg.fin { b.fin() } else { b };
-                let b = if seg.rst { b.rst() } else { b };
-                let b = if payload.is_empty() { b } else { b.psh() };
-                b.write(&mut self.buf, payload)
-            }
-            (SocketAddr::V6(s), SocketAddr::V6(d)) => {
-                let b = PacketBuilder::ipv6(s.ip().octets(), d.ip().octets(), 64)
-                    .tcp(sp, dp, seg.seq, 65535);
-                let b = if seg.syn { b.syn() } else { b };
-                let b = if seg.fin { b.fin() } else { b };
-                let b = if seg.rst { b.rst() } else { b };
-                let b = if payload.is_empty() { b } else { b.psh() };
-                b.write(&mut self.buf, payload)
-            }
-            _ => return Err(io_error("an IPv4 and an IPv6 endpoint in one segment")),
-        };
-        built.map_err(io_error)?;
-        self.writer
-            .write_pcapng_block(EnhancedPacketBlock {
-                interface_id: 0,
-                timestamp: ts,
-                original_len: self.buf.len() as u32,
-                data: Cow::Borrowed(&self.buf),
-                options: Vec::new(),
-            })
-            .map_err(io_error)?;
-        Ok(())
+        let b = ip(src, dst)?.tcp(src.port(), dst.port(), seg.seq, 65535);
+        let b = if seg.syn { b.syn() } else { b };
+        let b = if seg.fin { b.fin() } else { b };
+        let b = if seg.rst { b.rst() } else { b };
+        let b = if payload.is_empty() { b } else { b.psh() };
+        b.write(&mut self.buf, payload).map_err(io_error)?;
+        block(&mut self.writer, ts, &self.buf, 0)
     }
 
     /// One packet as captured, of the file's link type (`orig_len`: its
@@ -175,16 +163,7 @@ impl Recorder {
         packet: &[u8],
         orig_len: u32,
     ) -> io::Result<()> {
-        self.writer
-            .write_pcapng_block(EnhancedPacketBlock {
-                interface_id: 0,
-                timestamp: ts,
-                original_len: orig_len.max(packet.len() as u32),
-                data: Cow::Borrowed(packet),
-                options: Vec::new(),
-            })
-            .map_err(io_error)?;
-        Ok(())
+        block(&mut self.writer, ts, packet, orig_len)
     }
 
     /// Write out what is buffered.

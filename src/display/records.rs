@@ -16,6 +16,7 @@ use crate::dissect::{Anomaly, Dir, IcmpNote, OwnedPacket, SpentPackets};
 use crate::mirror::{FlowMirror, Message};
 use crate::output::text::{TimeColumn, TimeFormat};
 use crate::pipeline::Item;
+use crate::records::nethernet::NethernetPacket;
 
 /// The time column followed on the producing thread: every record read,
 /// shown or not, moves it. Not when the column depends on which lines were
@@ -140,22 +141,10 @@ impl PacketRecords {
                 payload,
                 since,
                 file,
-            } => PacketItem::Nethernet {
-                packet: {
-                    let mut p = crate::records::nethernet::NethernetPacket::new(
-                        &seen,
-                        (frame, ts),
-                        (src, dst),
-                        payload.len(),
-                    );
-                    p.bytes = self.keep_bytes.then(|| payload.to_vec());
-                    self.read += 1;
-                    Box::new(p)
-                },
-                time: self.clock.tick(ts),
-                since,
-                file,
-            },
+            } => {
+                let p = NethernetPacket::new(&seen, (frame, ts), (src, dst), payload.len());
+                self.nethernet(p, payload, since, file)
+            }
             Item::Signaling {
                 seen,
                 frame,
@@ -166,25 +155,35 @@ impl PacketRecords {
                 segment,
                 since,
                 file,
-            } => PacketItem::Nethernet {
-                packet: {
-                    let mut p = crate::records::nethernet::NethernetPacket::signaling(
-                        &seen,
-                        (frame, ts),
-                        (src, dst),
-                        payload.len(),
-                    );
-                    p.tcp = Some(segment);
-                    p.bytes = self.keep_bytes.then(|| payload.to_vec());
-                    self.read += 1;
-                    Box::new(p)
-                },
-                time: self.clock.tick(ts),
-                since,
-                file,
-            },
+            } => {
+                let mut p =
+                    NethernetPacket::signaling(&seen, (frame, ts), (src, dst), payload.len());
+                p.tcp = Some(segment);
+                self.nethernet(p, payload, since, file)
+            }
             Item::Packet { .. } | Item::Counted(_) => return None,
         })
+    }
+}
+
+impl PacketRecords {
+    /// A NetherNet datagram's or signaling segment's item: its payload kept
+    /// for `-V`, `-x` and `-w`, counted for `-c`.
+    fn nethernet(
+        &mut self,
+        mut p: NethernetPacket,
+        payload: &[u8],
+        since: Duration,
+        file: usize,
+    ) -> PacketItem {
+        p.bytes = self.keep_bytes.then(|| payload.to_vec());
+        self.read += 1;
+        PacketItem::Nethernet {
+            time: self.clock.tick(p.ts),
+            packet: Box::new(p),
+            since,
+            file,
+        }
     }
 }
 

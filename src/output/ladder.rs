@@ -76,7 +76,7 @@ fn wrap(s: &str, n: usize) -> Vec<String> {
 /// The step where a failed attempt stopped: its last alert, error or
 /// abort; for a fingerprint mismatch, the certificate the diagnosis names;
 /// otherwise its last step. `None` for an attempt that succeeded.
-pub(crate) fn failing_step(a: &Attempt) -> Option<usize> {
+fn failing_step(a: &Attempt) -> Option<usize> {
     if a.accepted || a.steps.is_empty() {
         return None;
     }
