@@ -94,10 +94,10 @@ srv_err=$(mktemp)
 server=""
 # -s 0: every packet whole (a DTLS record of a 262 KB message's chunks is ~1.2 KB, but
 # the HTTP bodies and loopback's 64 KB MTU may be larger).
-# With the relay each datagram crosses lo twice, in bursts: a bigger buffer (-B, KiB) so
-# that the kernel drops none.
-buf=()
-[ -n "$relay" ] && buf=(-B 32768)
+# A bigger buffer (-B, KiB) so that the kernel drops none: DTLS flights and SCTP windows
+# come in bursts, with the relay each datagram crosses lo twice, and tests capture while
+# other tests load the machine.
+buf=(-B 32768)
 tcpdump -i lo -Z root -U --immediate-mode -n -s 0 ${buf[@]+"${buf[@]}"} -w "$base.pcap" \
   "host 127.0.0.1 and (tcp port $port or $udp_filter)" 2>"$err" &
 dump=$!

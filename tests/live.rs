@@ -306,6 +306,22 @@ fn live_shows_a_nethernet_join() {
         |v: &[Value]| ["http", "stun", "dtls"].map(|k| v.iter().filter(|r| r["kind"] == k).count());
     let [http, stun, dtls] = kinds(&read);
     assert!(http >= 4 && stun >= 2 && dtls > 20, "{:?}", kinds(&read));
-    assert_eq!(kinds(&shown), kinds(&read));
-    assert_eq!(shown, read, "live vs tcpdump's capture");
+    // tcpdump reports what the kernel dropped for want of buffer (under
+    // the load of other tests): those may be missing from its capture, and
+    // nothing else.
+    let err = String::from_utf8_lossy(&made.stderr);
+    let dropped: usize = err
+        .lines()
+        .find_map(|l| l.strip_suffix(" packets dropped by kernel"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("tcpdump's counters:\n{err}"));
+    if dropped == 0 {
+        assert_eq!(kinds(&shown), kinds(&read));
+        assert_eq!(shown, read, "live vs tcpdump's capture");
+    } else {
+        let mut rest = shown.iter();
+        let missing = read.iter().filter(|r| !rest.any(|s| s == *r)).count();
+        assert_eq!(missing, 0, "a record of tcpdump's capture that live did not show");
+        assert!(shown.len() - read.len() <= dropped, "{}: {err}", shown.len());
+    }
 }
