@@ -637,6 +637,8 @@ impl Pipeline {
         struct Slot {
             reader: Option<CaptureReader>,
             next: Option<crate::capture::UdpDatagram>,
+            /// The secrets that came before `next`.
+            secrets: Vec<crate::capture::Secrets>,
         }
         // Its next datagram, or its end (stats counted, error said).
         let advance = |slot: &mut Slot, index: usize, ended: &mut Ended| -> Option<Duration> {
@@ -645,6 +647,7 @@ impl Pipeline {
                 Some(Ok(d)) => {
                     let ts = d.ts;
                     slot.next = Some(d);
+                    slot.secrets.append(&mut reader.take_secrets());
                     return Some(ts);
                 }
                 Some(Err(error)) => ended.cut_short.push(FileError { file: index, error }),
@@ -690,6 +693,7 @@ impl Pipeline {
                 }
             }
             let Some(d) = slot.next.take() else { continue };
+            self.secrets(std::mem::take(&mut slot.secrets));
             if current != Some(index) {
                 current = Some(index);
                 let path = &paths[index];
@@ -738,6 +742,7 @@ impl Pipeline {
                     break;
                 }
             };
+            self.secrets(reader.take_secrets());
             if self.datagram(d, &mut reader, file, mirror, first_ts, obs, each)? {
                 stop = true;
                 break;
@@ -745,6 +750,16 @@ impl Pipeline {
         }
         ended.add(reader.stats());
         Ok(stop)
+    }
+
+    /// A capture's secrets: the DTLS key-log lines open the NetherNet
+    /// records after them (other kinds are not used).
+    fn secrets(&mut self, secrets: Vec<crate::capture::Secrets>) {
+        for s in secrets {
+            if s.kind == crate::capture::Secrets::TLS_KEY_LOG {
+                self.nethernet.add_keys(&String::from_utf8_lossy(&s.data));
+            }
+        }
     }
 
     /// One datagram of `reader` (which gets its buffer back) through the

@@ -321,7 +321,14 @@ fn live_shows_a_nethernet_join() {
     } else {
         let mut rest = shown.iter();
         let missing = read.iter().filter(|r| !rest.any(|s| s == *r)).count();
-        assert_eq!(missing, 0, "a record of tcpdump's capture that live did not show");
-        assert!(shown.len() - read.len() <= dropped, "{}: {err}", shown.len());
+        assert_eq!(
+            missing, 0,
+            "a record of tcpdump's capture that live did not show"
+        );
+        assert!(
+            shown.len() - read.len() <= dropped,
+            "{}: {err}",
+            shown.len()
+        );
     }
 }

@@ -1298,6 +1298,113 @@ fn write_keeps_nethernet() {
     }
 }
 
+/// A pcapng's Decryption Secrets Block opens the records with no key
+/// argument: one `editcap --inject-secrets` wrote (Wireshark's tool), and
+/// the one `read -w` writes before the records its key log opened, which
+/// tshark reads too.
+#[test]
+fn pcapng_secrets_open_the_records() {
+    let pcap = sample("nethernet-join.pcap");
+    let k = sample("nethernet-join.keylog");
+    let (p, k) = (pcap.to_str().unwrap(), k.to_str().unwrap());
+    let dir = common::TempDir::new("nethernet-secrets");
+    let game = |file: &str, more: &[&str]| -> Vec<Value> {
+        let out = common::bin()
+            .args(["game", file, "--json"])
+            .args(more)
+            .env_remove("SSLKEYLOGFILE")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let keyed = game(p, &["--tls-keylog", k]);
+    assert!(keyed.len() > 20, "{} packets", keyed.len());
+    assert!(game(p, &[]).is_empty());
+    let strip = |v: &[Value]| -> Vec<Value> {
+        let mut v = v.to_vec();
+        for r in &mut v {
+            r.as_object_mut().unwrap().remove("frame");
+        }
+        v
+    };
+    let written = dir.path().join("w.pcapng");
+    let w = written.to_str().unwrap();
+    let o = run_bin(&[p, "--tls-keylog", k, "-w", w, "-q"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(strip(&game(w, &[])), strip(&keyed), "read -w's secrets");
+    if common::require_tool("tshark") && common::require_tool("openssl") {
+        // tshark with the block alone decrypts what it decrypts with the
+        // key log (SCTP DATA chunks: frames with a PPID). It carries DTLS
+        // to SCTP on the ports of a dtls.keys_list entry, which needs a
+        // private key file, any.
+        let pem = dir.path().join("any.pem");
+        let made = std::process::Command::new("openssl")
+            .args(["genrsa", "-out", pem.to_str().unwrap(), "2048"])
+            .output()
+            .unwrap();
+        assert!(made.status.success());
+        let ports = |file: &str| -> Vec<String> {
+            let o = std::process::Command::new("tshark")
+                .args([
+                    "-r",
+                    file,
+                    "-Y",
+                    "stun",
+                    "-T",
+                    "fields",
+                    "-e",
+                    "udp.srcport",
+                ])
+                .output()
+                .unwrap();
+            let mut v: Vec<String> = String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .map(str::to_string)
+                .collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        let data = |file: &str, more: &[String]| -> usize {
+            let keys: Vec<String> = ports(file)
+                .iter()
+                .map(|p| format!("127.0.0.1,{p},sctp,{}", pem.display()))
+                .collect();
+            let o = std::process::Command::new("tshark")
+                .args(["-r", file, "-Y", "sctp.data_payload_proto_id"])
+                .args(["-o", &format!("dtls.keys_list:{}", keys.join(";"))])
+                .args(more)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            String::from_utf8_lossy(&o.stdout).lines().count()
+        };
+        let with_log = data(p, &["-o".into(), format!("tls.keylog_file:{k}")]);
+        assert!(with_log > 20, "{with_log}");
+        assert_eq!(data(w, &[]), with_log);
+    }
+    if common::require_tool("editcap") {
+        let injected = dir.path().join("editcap.pcapng");
+        let o = std::process::Command::new("editcap")
+            .arg("--inject-secrets")
+            .arg(format!("tls,{k}"))
+            .args([p, injected.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(game(injected.to_str().unwrap(), &[]), keyed, "editcap's");
+    }
+}
+
 /// tshark's `ip.*`, `udp.*` and `tcp.*` names filter NetherNet's records
 /// too: `udp` and `ip` select the datagrams tshark selects with the same
 /// filter; `tcp` only signaling segments, `udp` no segment.

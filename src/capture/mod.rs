@@ -90,6 +90,25 @@ pub struct UdpDatagram {
     pub tcp: Option<TcpSegment>,
 }
 
+/// Keys a capture carries for the packets after them: a pcapng Decryption
+/// Secrets Block (section 4.7 of the pcapng specification), whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Secrets {
+    /// The secrets type ([`Secrets::TLS_KEY_LOG`], or another the
+    /// specification registers).
+    pub kind: u32,
+    /// The secrets, as the type says (for TLS, NSS key-log lines).
+    pub data: Vec<u8>,
+}
+
+impl Secrets {
+    /// `TLSK`: TLS and DTLS secrets as NSS key-log lines (`CLIENT_RANDOM ...`),
+    /// as Wireshark's `editcap --inject-secrets tls,FILE` writes them.
+    pub const TLS_KEY_LOG: u32 = 0x544c_534b;
+    /// The block type of a Decryption Secrets Block.
+    pub const BLOCK: u32 = 0x0000_000A;
+}
+
 /// What a TCP segment's header says of its place in its stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TcpSegment {
@@ -225,12 +244,35 @@ pub struct CaptureReader {
     format: CaptureFormat,
     engine: Engine,
     done: bool,
+    /// Secrets read before the datagram last handed out, not yet taken.
+    secrets: Vec<Secrets>,
 }
 
 #[allow(clippy::large_enum_variant)] // one per reader, never moved after opening
 enum Engine {
     Inline { source: Source, decoder: Decoder },
     Background(Background),
+}
+
+/// Secrets blocks, and their bytes, held at most before the datagram they
+/// precede (a file of nothing else must not fill memory).
+const MAX_PENDING_SECRETS: (usize, usize) = (4096, 16 << 20);
+
+/// `s`, if the secrets pending before the next datagram leave room for
+/// it; otherwise a bad record.
+fn room_for<'a>(
+    pending: impl Iterator<Item = &'a Secrets>,
+    s: Secrets,
+    decoder: &mut Decoder,
+) -> Option<Secrets> {
+    let (blocks, most) = MAX_PENDING_SECRETS;
+    let (n, bytes) = pending.fold((0, 0usize), |(n, b), p| (n + 1, b + p.data.len()));
+    if n < blocks && bytes.saturating_add(s.data.len()) <= most {
+        Some(s)
+    } else {
+        decoder.bad_record();
+        None
+    }
 }
 
 /// Datagrams per batch handed from the reading thread to the caller.
@@ -255,6 +297,8 @@ impl<R: Read> Read for Counted<R> {
 
 struct Batch {
     items: Vec<Result<UdpDatagram, CaptureError>>,
+    /// Secrets, each with the index of the item it came before.
+    secrets: Vec<(usize, Secrets)>,
     /// The reader's counters after the last item of the batch.
     stats: CaptureStats,
 }
@@ -265,6 +309,9 @@ struct Background {
     spent: std::sync::mpsc::Sender<Vec<Vec<u8>>>,
     spent_batch: Vec<Vec<u8>>,
     current: std::vec::IntoIter<Result<UdpDatagram, CaptureError>>,
+    /// The current batch's secrets, and the index of its next item.
+    secrets: std::collections::VecDeque<(usize, Secrets)>,
+    index: usize,
     stats: CaptureStats,
 }
 
@@ -316,6 +363,7 @@ impl CaptureReader {
                 decoder: Decoder::new(DefragLimits::default()),
             },
             done: false,
+            secrets: Vec::new(),
         };
         Ok(reader.with_tcp())
     }
@@ -336,6 +384,7 @@ impl CaptureReader {
                 decoder: Decoder::new(DefragLimits::default()),
             },
             done: false,
+            secrets: Vec::new(),
         })
     }
 
@@ -382,9 +431,16 @@ impl CaptureReader {
                         buffers.into_iter().for_each(|b| decoder.recycle(b));
                     }
                     let mut items = Vec::with_capacity(BATCH);
+                    let mut secrets = Vec::new();
                     while items.len() < BATCH {
                         match source.step(&mut decoder) {
                             Step::Datagram(d) => items.push(Ok(d)),
+                            Step::Secrets(s) => {
+                                let pending = secrets.iter().map(|(_, s)| s);
+                                if let Some(s) = room_for(pending, s, &mut decoder) {
+                                    secrets.push((items.len(), s));
+                                }
+                            }
                             Step::Skipped => {}
                             Step::End => {
                                 decoder.finish();
@@ -400,7 +456,12 @@ impl CaptureReader {
                         }
                     }
                     let stats = decoder.stats.clone();
-                    if batch_tx.send(Batch { items, stats }).is_err() {
+                    let batch = Batch {
+                        items,
+                        secrets,
+                        stats,
+                    };
+                    if batch_tx.send(batch).is_err() {
                         break; // the caller stopped reading
                     }
                 }
@@ -433,6 +494,11 @@ impl CaptureReader {
                 while !self.done {
                     match source.step(decoder) {
                         Step::Datagram(datagram) => return Some(Ok(datagram)),
+                        Step::Secrets(s) => {
+                            if let Some(s) = room_for(self.secrets.iter(), s, decoder) {
+                                self.secrets.push(s);
+                            }
+                        }
                         Step::Skipped => {}
                         Step::End => {
                             self.done = true;
@@ -449,13 +515,27 @@ impl CaptureReader {
             }
             Engine::Background(b) => loop {
                 if let Some(item) = b.current.next() {
+                    while b.secrets.front().is_some_and(|(i, _)| *i <= b.index) {
+                        self.secrets.extend(b.secrets.pop_front().map(|(_, s)| s));
+                    }
+                    b.index += 1;
                     return Some(item);
                 }
                 let batch = b.batches.recv().ok()?;
                 b.stats = batch.stats;
                 b.current = batch.items.into_iter();
+                b.secrets = batch.secrets.into();
+                b.index = 0;
             },
         }
+    }
+
+    /// The secrets of the capture (pcapng Decryption Secrets Blocks) read
+    /// since the last call, all of which came before the datagram
+    /// [`Self::next_datagram`] last handed out: they apply to it and to
+    /// those after it.
+    pub fn take_secrets(&mut self) -> Vec<Secrets> {
+        std::mem::take(&mut self.secrets)
     }
 
     /// Hand a datagram back when done with it: its buffer is reused for the
@@ -503,6 +583,8 @@ impl Background {
             spent,
             spent_batch: Vec::new(),
             current: Vec::new().into_iter(),
+            secrets: Default::default(),
+            index: 0,
             stats: CaptureStats::default(),
         }
     }

@@ -24,7 +24,7 @@ use pcap_file::Endianness;
 
 use super::decode::Decoder;
 pub(crate) use super::step::{Failure, Step};
-use super::{CaptureError, CaptureFormat};
+use super::{CaptureError, CaptureFormat, Secrets};
 
 /// Size of the read buffer: the largest record that can be read. Snapshot
 /// lengths are at most 256 KiB (262,144 bytes) in practice; a buffer that
@@ -347,6 +347,15 @@ impl PcapNgSource {
             ENHANCED_PACKET_BLOCK => enhanced_packet(&self.interfaces, body, big),
             PACKET_BLOCK => obsolete_packet(&self.interfaces, body, big),
             SIMPLE_PACKET_BLOCK => simple_packet(&self.interfaces, self.last_ts, body, big),
+            Secrets::BLOCK => {
+                return match secrets(body, big) {
+                    Some(s) => Step::Secrets(s),
+                    None => {
+                        decoder.bad_record();
+                        Step::Skipped
+                    }
+                };
+            }
             _ => return Step::Skipped,
         };
         let Some(record) = record else {
@@ -359,6 +368,15 @@ impl PcapNgSource {
             None => Step::Skipped,
         }
     }
+}
+
+/// Secrets type (u32), secrets length (u32), the secrets; `None` when the
+/// length runs past the block.
+fn secrets(body: &[u8], big: bool) -> Option<Secrets> {
+    let kind = u32_at(body, 0, big)?;
+    let len = usize::try_from(u32_at(body, 4, big)?).ok()?;
+    let data = body.get(8..8usize.checked_add(len)?)?.to_vec();
+    Some(Secrets { kind, data })
 }
 
 /// Interface id (u32), timestamp (high, low), captured and original length, data.

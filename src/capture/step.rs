@@ -3,11 +3,13 @@
 
 use std::io;
 
-use super::{CaptureError, UdpDatagram};
+use super::{CaptureError, Secrets, UdpDatagram};
 
 /// One step of reading: a datagram, or a record that gave none, or the end.
 pub(crate) enum Step {
     Datagram(UdpDatagram),
+    /// Keys for the datagrams after it (a pcapng Decryption Secrets Block).
+    Secrets(Secrets),
     Skipped,
     End,
     Failed(Failure),

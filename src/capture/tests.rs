@@ -1374,3 +1374,82 @@ fn background_reader_reads_icmp_errors_the_same() {
     );
     assert_eq!(inline, background);
 }
+
+/// A pcapng's Decryption Secrets Blocks come out of `take_secrets` after
+/// the datagram they precede, inline and from the reading thread alike,
+/// across its batches; one whose length runs past its block is a bad
+/// record.
+#[test]
+fn pcapng_secrets_come_before_the_datagram_they_precede() {
+    let frame = |i: u32| eth4(&udp4(A4, B4, 1, 2, &i.to_be_bytes()));
+    for big in [false, true] {
+        let mut ng = PcapNg::new(big);
+        ng.interface(1, 0, &[]);
+        let dsb = |ng: &mut PcapNg, at: u32| {
+            let text = format!("CLIENT_RANDOM {at}");
+            let mut body = ng.u32(Secrets::TLS_KEY_LOG).to_vec();
+            body.extend(ng.u32(u32::try_from(text.len()).expect("short")));
+            body.extend(text.as_bytes());
+            ng.block(0x0A, &body);
+        };
+        for i in 0..1200u32 {
+            if [0, 511, 512, 513, 1100].contains(&i) {
+                dsb(&mut ng, i);
+            }
+            if i == 700 {
+                let mut body = ng.u32(Secrets::TLS_KEY_LOG).to_vec();
+                body.extend(ng.u32(100)); // 100 bytes said, none there
+                ng.block(0x0A, &body);
+            }
+            let f = frame(i);
+            ng.enhanced(0, u64::from(i), &f, u32::try_from(f.len()).expect("small"));
+        }
+        dsb(&mut ng, 9999); // after the last datagram: applies to none
+        for background in [false, true] {
+            let mut r = reader(ng.bytes.clone());
+            if background {
+                r = r.in_background();
+            }
+            let mut seen = Vec::new();
+            while let Some(d) = r.next_datagram() {
+                let d = d.expect("valid");
+                let i = u32::from_be_bytes(d.payload[..4].try_into().expect("4 bytes"));
+                for s in r.take_secrets() {
+                    assert_eq!(s.kind, Secrets::TLS_KEY_LOG);
+                    seen.push((i, String::from_utf8(s.data).expect("text")));
+                }
+            }
+            let want: Vec<(u32, String)> = [0, 511, 512, 513, 1100]
+                .map(|i| (i, format!("CLIENT_RANDOM {i}")))
+                .into();
+            assert_eq!(seen, want, "big {big}, background {background}");
+            assert_eq!(r.stats().bad_records, 1);
+        }
+    }
+}
+
+/// Secrets blocks with no datagram after them are held up to a bound; the
+/// rest are bad records.
+#[test]
+fn pcapng_secrets_held_are_bounded() {
+    let mut ng = PcapNg::new(false);
+    ng.interface(1, 0, &[]);
+    for _ in 0..5000 {
+        let mut body = ng.u32(Secrets::TLS_KEY_LOG).to_vec();
+        body.extend(ng.u32(4));
+        body.extend(b"abcd");
+        ng.block(Secrets::BLOCK, &body);
+    }
+    let f = eth4(&udp4(A4, B4, 1, 2, b"x"));
+    ng.enhanced(0, 1, &f, u32::try_from(f.len()).expect("small"));
+    for background in [false, true] {
+        let mut r = reader(ng.bytes.clone());
+        if background {
+            r = r.in_background();
+        }
+        assert!(r.next_datagram().is_some());
+        assert_eq!(r.take_secrets().len(), 4096);
+        assert!(r.next_datagram().is_none());
+        assert_eq!(r.stats().bad_records, 5000 - 4096);
+    }
+}

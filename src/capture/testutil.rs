@@ -254,7 +254,7 @@ impl PcapNg {
         }
     }
 
-    fn u32(&self, v: u32) -> [u8; 4] {
+    pub fn u32(&self, v: u32) -> [u8; 4] {
         if self.big {
             v.to_be_bytes()
         } else {

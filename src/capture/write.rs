@@ -15,6 +15,7 @@ use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
 use pcap_file::pcapng::blocks::interface_description::{
     InterfaceDescriptionBlock, InterfaceDescriptionOption, InterfaceTsResolution,
 };
+use pcap_file::pcapng::blocks::RawBlock;
 use pcap_file::pcapng::PcapNgWriter;
 use pcap_file::DataLink;
 
@@ -164,6 +165,36 @@ impl Recorder {
         orig_len: u32,
     ) -> io::Result<()> {
         block(&mut self.writer, ts, packet, orig_len)
+    }
+
+    /// A Decryption Secrets Block (pcapng section 4.7): keys of type
+    /// `kind` ([`super::Secrets::TLS_KEY_LOG`]: key-log lines) for the
+    /// packets written after it.
+    pub fn secrets(&mut self, kind: u32, data: &[u8]) -> io::Result<()> {
+        let len = u32::try_from(data.len()).map_err(io_error)?;
+        let big = self.writer.section().endianness == pcap_file::Endianness::Big;
+        let bytes = |v: u32| {
+            if big {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            }
+        };
+        let mut body = Vec::with_capacity(8 + data.len().next_multiple_of(4));
+        body.extend(bytes(kind));
+        body.extend(bytes(len));
+        body.extend(data);
+        body.resize(body.len().next_multiple_of(4), 0);
+        let block_len = u32::try_from(body.len() + 12).map_err(io_error)?;
+        self.writer
+            .write_raw_block(&RawBlock {
+                type_: super::Secrets::BLOCK,
+                initial_len: block_len,
+                body: Cow::Owned(body),
+                trailer_len: block_len,
+            })
+            .map_err(io_error)?;
+        Ok(())
     }
 
     /// Write out what is buffered.

@@ -54,7 +54,8 @@ pub struct DecodeArgs {
     #[arg(long, value_enum, default_value = "index", value_name = "ORDER")]
     pub reassembly: ReassemblyArg,
     /// A DTLS key log (NSS format, as SSLKEYLOGFILE) opening NetherNet's
-    /// records; SSLKEYLOGFILE is read too. Repeatable.
+    /// records; SSLKEYLOGFILE and a pcapng's own secrets are read too.
+    /// Repeatable.
     #[arg(long, value_name = "FILE")]
     pub tls_keylog: Vec<PathBuf>,
 }

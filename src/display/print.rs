@@ -298,6 +298,13 @@ impl PacketPrinter {
             record: &record,
             start: since,
         };
+        // -w: the key that opens the records after it, whatever is chosen.
+        if let (Some(w), Some(line)) = (self.writer.as_mut(), &p.secret) {
+            w.secrets(
+                crate::capture::Secrets::TLS_KEY_LOG,
+                format!("{line}\n").as_bytes(),
+            )?;
+        }
         let idle = self.quiet && self.writer.is_none();
         if idle || self.only.is_some_and(|f| f != p.flow) || !self.shown.wants(&with_start) {
             return Ok(());

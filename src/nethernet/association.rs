@@ -101,6 +101,10 @@ pub enum Event {
         /// `(level, description)`: 1 warning, 2 fatal; [`dtls::alert_name`].
         alert: Option<(u8, u8)>,
     },
+    /// The key log opened the association: its line (`CLIENT_RANDOM
+    /// <client random> <master secret>`, hex), for a capture written with
+    /// its secrets.
+    Keyed(String),
     /// A channel opened.
     ChannelOpen(Channel),
     /// A message a side's stack delivered to a channel.
@@ -589,7 +593,15 @@ impl Association {
             });
         };
         match keylog.master(&cr) {
-            Some(m) => self.keys = Some(dtls::Keys::derive(s, m, &cr, server_random)),
+            Some(m) => {
+                self.keys = Some(dtls::Keys::derive(s, m, &cr, server_random));
+                let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+                out.push(Event::Keyed(format!(
+                    "CLIENT_RANDOM {} {}",
+                    hex(&cr),
+                    hex(m)
+                )));
+            }
             None if !keylog.is_empty() && !self.missing_key_said => {
                 self.missing_key_said = true;
                 out.push(Event::Anomaly {

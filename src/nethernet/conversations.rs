@@ -145,6 +145,13 @@ impl Conversations {
         }
     }
 
+    /// Adds a key log's lines (`CLIENT_RANDOM ...`, a capture's secrets
+    /// block) to the secrets that open the records after this point;
+    /// returns how many were new.
+    pub fn add_keys(&mut self, text: &str) -> usize {
+        Arc::make_mut(&mut self.keylog).add(text)
+    }
+
     /// A conversation, by its flow id.
     pub fn get(&self, id: u32) -> Option<&Conversation> {
         self.table.values().find(|c| c.id == id)

@@ -692,6 +692,14 @@ impl KeyLog {
     /// The CLIENT_RANDOM lines of `text`.
     pub fn parse(text: &str) -> KeyLog {
         let mut log = KeyLog::default();
+        log.add(text);
+        log
+    }
+
+    /// Adds the CLIENT_RANDOM lines of `text` (a capture's secrets block),
+    /// up to [`MAX_SECRETS`] in all; returns how many were new.
+    pub fn add(&mut self, text: &str) -> usize {
+        let before = self.secrets.len();
         for line in text
             .lines()
             .map(str::trim)
@@ -705,13 +713,13 @@ impl KeyLog {
                 _ => None,
             };
             match parsed {
-                Some((r, m)) if log.secrets.len() < MAX_SECRETS => {
-                    log.secrets.insert(r, m);
+                Some((r, m)) if self.secrets.len() < MAX_SECRETS => {
+                    self.secrets.insert(r, m);
                 }
-                _ => log.other_lines += 1,
+                _ => self.other_lines += 1,
             }
         }
-        log
+        self.secrets.len() - before
     }
 
     /// The master secret of the association whose ClientHello had

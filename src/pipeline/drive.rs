@@ -393,7 +393,8 @@ pub(crate) fn drive_messages(
             NoteKind::Hint,
             &format!(
                 "NetherNet {flows} {}: the DTLS records are not decrypted; \
-                 --tls-keylog FILE (an NSS key log, as SSLKEYLOGFILE writes) opens them",
+                 --tls-keylog FILE (an NSS key log, as SSLKEYLOGFILE writes) \
+                 or a pcapng holding the keys (editcap --inject-secrets tls,FILE) opens them",
                 ids.join(", ")
             ),
         );

@@ -75,6 +75,10 @@ pub struct NethernetPacket {
     pub bytes: Option<Vec<u8>>,
     /// A signaling segment's TCP sequence number and flags (for `-w`).
     pub tcp: Option<crate::capture::TcpSegment>,
+    /// The key-log line that opened its association, on the datagram
+    /// whose handshake message made it usable (`-w` writes it first, as a
+    /// pcapng Decryption Secrets Block).
+    pub secret: Option<String>,
 }
 
 impl NethernetPacket {
@@ -104,6 +108,7 @@ impl NethernetPacket {
             anomalies: Vec::new(),
             bytes: None,
             tcp: None,
+            secret: None,
         }
     }
 
@@ -148,6 +153,7 @@ impl NethernetPacket {
                 Event::Chunks(c) => p.chunks.extend_from_slice(c),
                 Event::ChannelOpen(ch) => p.opened.push(ch.label.clone()),
                 Event::Alert { alert, .. } => p.alerts.push(*alert),
+                Event::Keyed(line) => p.secret = Some(line.clone()),
                 Event::Anomaly { kind, detail } => p.anomalies.push(Anomaly {
                     kind: kind.as_str(),
                     detail: detail.clone(),
