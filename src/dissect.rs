@@ -100,6 +100,11 @@ impl Dissector {
 
     /// The next flow id, for a flow of another transport (a NetherNet
     /// conversation): flow ids stay unique across transports.
+    /// The highest flow id handed out (0: none).
+    pub(crate) fn last_flow_id(&self) -> u32 {
+        self.next_id.wrapping_sub(1)
+    }
+
     pub(crate) fn new_flow_id(&mut self) -> u32 {
         let id = self.next_id;
         self.next_id = self.next_id.wrapping_add(1);

@@ -517,17 +517,20 @@ impl Pipeline {
     /// After a run: why `--flow N` names no flow of the capture, if so
     /// (`no flow 7: the capture has 6 RakNet flows`).
     pub(crate) fn no_such_flow(&self, flow: Option<u32>) -> Option<String> {
-        // Flow ids count NetherNet's conversations too.
-        let flows = self.dissector.stats().flows + self.nethernet.started;
-        let n = flow.filter(|&n| u64::from(n) > flows)?;
-        let plural = crate::wire::plural(flows, "flow", "flows");
-        let raknet = if self.nethernet.started == 0 {
-            "RakNet "
-        } else {
-            ""
-        };
+        // Flow ids number NetherNet's conversations and signaling
+        // connections too.
+        let last = self.dissector.last_flow_id();
+        let n = flow.filter(|&n| n > last)?;
+        let flows = self.dissector.stats().flows;
+        if u64::from(last) == flows {
+            let plural = crate::wire::plural(flows, "flow", "flows");
+            return Some(format!(
+                "no flow {n}: the capture has {flows} RakNet {plural}"
+            ));
+        }
         Some(format!(
-            "no flow {n}: the capture has {flows} {raknet}{plural}"
+            "no flow {n}: the capture's flows are numbered 1 to {last} \
+             (NetherNet's signaling connections among them)"
         ))
     }
 

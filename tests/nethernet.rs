@@ -1405,6 +1405,159 @@ fn pcapng_secrets_open_the_records() {
     }
 }
 
+/// `plot` draws NetherNet flows, a `plot_flow` record each: bytes and
+/// datagrams each way as `read` shows them; once decrypted, SCTP's
+/// story, checked against tshark's parse of the same chunks: datagrams
+/// carrying a TSN already seen that way (resends), TSNs skipped in arrival
+/// order (gaps), TSNs the SACKs' gap blocks report missing (each once).
+#[test]
+fn plot_draws_nethernet_flows() {
+    let pcap = sample("nethernet-lossy.pcap");
+    let k = sample("nethernet-lossy.keylog");
+    let (p, k) = (pcap.to_str().unwrap(), k.to_str().unwrap());
+    let dir = common::TempDir::new("nethernet-plot");
+    let svg = dir.path().join("p.svg");
+    let (plots, _) = records(&[
+        "plot",
+        p,
+        "--tls-keylog",
+        k,
+        "-o",
+        svg.to_str().unwrap(),
+        "--json",
+    ]);
+    let picture = std::fs::read_to_string(&svg).unwrap();
+    assert!(picture.contains("SCTP DATA chunk"), "NetherNet's words");
+    assert_eq!(plots.len(), 2, "the two legs of the relayed join");
+    let (read, _) = records(&[p, "--json", "--tls-keylog", k]);
+    let pem = dir.path().join("any.pem");
+    let tshark = common::require_tool("tshark")
+        && common::require_tool("openssl")
+        && std::process::Command::new("openssl")
+            .args(["genrsa", "-out", pem.to_str().unwrap(), "2048"])
+            .output()
+            .unwrap()
+            .status
+            .success();
+    let rows: Vec<Vec<String>> = if tshark {
+        let stun = std::process::Command::new("tshark")
+            .args(["-r", p, "-Y", "stun", "-T", "fields", "-e", "udp.srcport"])
+            .output()
+            .unwrap();
+        let mut ports: Vec<String> = String::from_utf8_lossy(&stun.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect();
+        ports.sort();
+        ports.dedup();
+        let keys: Vec<String> = ports
+            .iter()
+            .map(|port| format!("127.0.0.1,{port},sctp,{}", pem.display()))
+            .collect();
+        let o = std::process::Command::new("tshark")
+            .args(["-r", p, "-Y", "sctp", "-T", "fields", "-E", "separator=/t"])
+            .args(["-o", &format!("tls.keylog_file:{k}")])
+            .args(["-o", &format!("dtls.keys_list:{}", keys.join(";"))])
+            .args([
+                "-e",
+                "udp.srcport",
+                "-e",
+                "udp.dstport",
+                "-e",
+                "sctp.data_tsn_raw",
+            ])
+            .args(["-e", "sctp.sack_cumulative_tsn_ack_raw"])
+            .args([
+                "-e",
+                "sctp.sack_gap_block_start",
+                "-e",
+                "sctp.sack_gap_block_end",
+            ])
+            .output()
+            .unwrap();
+        assert!(o.status.success());
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(|l| l.split('\t').map(str::to_string).collect())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let port = |a: &Value| a.as_str().unwrap().rsplit(':').next().unwrap().to_string();
+    let nums = |s: &str| -> Vec<u32> {
+        s.split(',')
+            .filter(|x| !x.is_empty())
+            .map(|x| x.parse().unwrap())
+            .collect()
+    };
+    for f in &plots {
+        assert_eq!(f["transport"], "nethernet");
+        for (d, name) in ["c2s", "s2c"].iter().enumerate() {
+            let mine: Vec<&Value> = read
+                .iter()
+                .filter(|r| r["flow"] == f["flow"] && r["kind"] != "http" && r["dir"] == *name)
+                .collect();
+            let bytes: u64 = mine.iter().map(|r| r["len"].as_u64().unwrap()).sum();
+            assert_eq!(
+                f["packets"][d],
+                mine.len() as u64,
+                "flow {} {name}",
+                f["flow"]
+            );
+            assert_eq!(f["bytes"][d], bytes, "flow {} {name}", f["flow"]);
+        }
+        if !tshark {
+            continue;
+        }
+        let (client, server) = (port(&f["client"]), port(&f["server"]));
+        let mut seen: [std::collections::HashSet<u32>; 2] = Default::default();
+        let (mut highest, mut reported) = ([None::<u32>; 2], [None::<u32>; 2]);
+        let (mut resends, mut gaps, mut nacked) = ([0u64; 2], [0u64; 2], [0u64; 2]);
+        for r in &rows {
+            let d = match (&r[0], &r[1]) {
+                (s, t) if *s == client && *t == server => 0,
+                (s, t) if *s == server && *t == client => 1,
+                _ => continue,
+            };
+            let mut again = false;
+            for tsn in nums(&r[2]) {
+                again |= !seen[d].insert(tsn);
+                match highest[d] {
+                    Some(h) if tsn > h => {
+                        gaps[d] += u64::from(tsn - h - 1);
+                        highest[d] = Some(tsn);
+                    }
+                    Some(_) => {}
+                    None => highest[d] = Some(tsn),
+                }
+            }
+            resends[d] += u64::from(again);
+            if let Some(cum) = nums(&r[3]).first() {
+                let (o, mut next) = (1 - d, 1);
+                for (start, end) in nums(&r[4]).into_iter().zip(nums(&r[5])) {
+                    if start > next {
+                        let (first, last) = (cum + next, cum + start - 1);
+                        let from = reported[o].map_or(first, |r: u32| first.max(r + 1));
+                        if from <= last {
+                            nacked[o] += u64::from(last - from + 1);
+                            reported[o] = Some(last);
+                        }
+                    }
+                    next = next.max(end + 1);
+                }
+            }
+        }
+        let want = |v: [u64; 2]| serde_json::json!(v);
+        assert_eq!(f["resends"], want(resends), "flow {}", f["flow"]);
+        assert_eq!(f["gaps"], want(gaps), "flow {}", f["flow"]);
+        assert_eq!(f["nacked"], want(nacked), "flow {}", f["flow"]);
+        assert!(
+            resends.iter().sum::<u64>() > 0,
+            "the lossy relay made the stacks resend"
+        );
+    }
+}
+
 /// tshark's `ip.*`, `udp.*` and `tcp.*` names filter NetherNet's records
 /// too: `udp` and `ip` select the datagrams tshark selects with the same
 /// filter; `tcp` only signaling segments, `udp` no segment.

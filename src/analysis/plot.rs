@@ -15,6 +15,8 @@ use std::time::Duration;
 
 use crate::dissect::{Body, Dir, Packet};
 use crate::mirror::Observation;
+use crate::nethernet::sctp::chunk;
+use crate::records::nethernet::NethernetPacket;
 use crate::wire::Datagram;
 
 /// Buckets a flow's time series has at most; past them, their width doubles.
@@ -204,15 +206,95 @@ pub struct FlowPlot {
     pub(crate) resends: [Thinned<u64>; 2],
     pub(crate) nacked: [u64; 2],
     pub(crate) gaps: [u64; 2],
+    /// A NetherNet flow's SCTP state; `None` for RakNet.
+    pub(crate) sctp: Option<Box<SctpPlot>>,
+}
+
+/// What a NetherNet flow's picture follows in its SCTP chunks (once
+/// decrypted), by the direction of the DATA.
+#[derive(Debug, Default)]
+pub(crate) struct SctpPlot {
+    rtt: crate::nethernet::rtt::SctpRtt,
+    /// The highest TSN seen.
+    highest: [Option<u32>; 2],
+    /// The highest TSN a SACK has reported missing.
+    reported: [Option<u32>; 2],
+}
+
+/// What a flow's picture calls its series, by transport.
+pub(crate) struct Words {
+    pub(crate) transport: &'static str,
+    pub(crate) throughput: &'static str,
+    pub(crate) resent: &'static str,
+    pub(crate) rtt: &'static str,
+    pub(crate) rtt_keys: [&'static str; 2],
+    pub(crate) no_rtt: &'static str,
+    pub(crate) nacked: [&'static str; 2],
+    pub(crate) gaps: [&'static str; 2],
+    pub(crate) loss: &'static str,
+    pub(crate) no_loss: &'static str,
+    pub(crate) loss_unit: &'static str,
+}
+
+pub(crate) static RAKNET_WORDS: Words = Words {
+    transport: "raknet",
+    throughput: "RakNet UDP payload",
+    resent: "Resent packets: ▲ a data datagram carrying a reliable message again",
+    rtt: "RTT: a data datagram to the first ACK that covers it, as seen at the capture point",
+    rtt_keys: [
+        "c2s datagrams, ACKed by the server",
+        "s2c datagrams, ACKed by the client",
+    ],
+    no_rtt: "no RTT samples: no ACK covered a data datagram of the capture",
+    nacked: ["c2s datagrams NACKed", "s2c datagrams NACKed"],
+    gaps: ["c2s gaps (numbers skipped)", "s2c gaps (numbers skipped)"],
+    loss: "Loss: datagrams the receiver NACKed, and gaps in the numbers it got",
+    no_loss: "no loss seen: no NACK, no gap",
+    loss_unit: "datagrams per bucket",
+};
+
+pub(crate) static NETHERNET_WORDS: Words = Words {
+    transport: "nethernet",
+    throughput: "NetherNet UDP payload (STUN, DTLS)",
+    resent: "Resent packets: ▲ a datagram carrying an SCTP DATA chunk its receiver had seen",
+    rtt: "RTT: an SCTP DATA chunk to the first SACK that covers it (Karn's rule), as seen at the capture point",
+    rtt_keys: [
+        "c2s DATA, SACKed by the server",
+        "s2c DATA, SACKed by the client",
+    ],
+    no_rtt: "no RTT samples: no SACK covered a DATA chunk (without a key log, none is seen)",
+    nacked: ["c2s TSNs a SACK reported missing", "s2c TSNs a SACK reported missing"],
+    gaps: ["c2s gaps (TSNs skipped)", "s2c gaps (TSNs skipped)"],
+    loss: "Loss: TSNs the receiver's SACKs reported missing, and TSNs skipped in arrival order",
+    no_loss: "no loss seen: no TSN reported missing, none skipped",
+    loss_unit: "TSNs per bucket",
+};
+
+/// Whether TSN `a` comes after `b`, in serial arithmetic.
+fn after(a: u32, b: u32) -> bool {
+    (1..1 << 31).contains(&a.wrapping_sub(b))
 }
 
 impl FlowPlot {
     pub(crate) fn new(p: &Packet<'_>) -> Self {
-        let mut f = FlowPlot {
-            id: p.flow,
-            client: p.src,
-            server: p.dst,
-            start: p.ts,
+        let mut f = FlowPlot::blank(p.flow, (p.src, p.dst), p.ts);
+        f.roles(p);
+        f
+    }
+
+    /// A NetherNet flow's, from its first datagram.
+    pub(crate) fn of_nethernet(p: &NethernetPacket) -> Self {
+        let mut f = FlowPlot::blank(p.flow, (p.src, p.dst), p.ts);
+        f.sctp = Some(Box::default());
+        f
+    }
+
+    fn blank(id: u32, (client, server): (SocketAddr, SocketAddr), start: Duration) -> Self {
+        FlowPlot {
+            id,
+            client,
+            server,
+            start,
             axis_offset: None,
             end_us: 0,
             packets: [0; 2],
@@ -228,9 +310,65 @@ impl FlowPlot {
             ],
             nacked: [0; 2],
             gaps: [0; 2],
+            sctp: None,
+        }
+    }
+
+    /// A NetherNet datagram: its UDP payload as throughput; once
+    /// decrypted, its SCTP chunks: DATA sent again (resends), SACKs timing
+    /// the DATA they cover (RTT, Karn's rule), TSNs a SACK newly reports
+    /// missing (as NACKed, each TSN once) and TSNs skipped in arrival
+    /// order (gaps).
+    pub(crate) fn nethernet(&mut self, p: &NethernetPacket) {
+        (self.client, self.server) = match p.dir {
+            Dir::C2s => (p.src, p.dst),
+            Dir::S2c => (p.dst, p.src),
         };
-        f.roles(p);
-        f
+        let t = u64::try_from(p.ts.saturating_sub(self.start).as_micros()).unwrap_or(u64::MAX);
+        self.end_us = self.end_us.max(t);
+        let (d, o) = (p.dir.index(), p.dir.reverse().index());
+        self.packets[d] += 1;
+        self.datagrams[d] += 1;
+        self.bytes[d] += p.len as u64;
+        self.buckets.add(t, CH_BYTES + d, p.len as u64);
+        if p.resent > 0 {
+            self.resends[d].push(t);
+        }
+        let s = self.sctp.get_or_insert_with(Box::default);
+        if let Some(ms) = s.rtt.chunks(d, p.ts, &p.chunks) {
+            // A SACK times DATA sent the other way.
+            self.rtt_min = self.rtt_min.min(ms);
+            self.rtt_max = self.rtt_max.max(ms);
+            self.rtt[o].push((t, ms));
+        }
+        for c in &p.chunks {
+            if let (chunk::DATA | chunk::I_DATA, Some(tsn)) = (c.kind, c.tsn) {
+                match s.highest[d] {
+                    Some(h) if after(tsn, h) => {
+                        let skipped = u64::from(tsn.wrapping_sub(h) - 1);
+                        if skipped > 0 {
+                            self.gaps[d] += skipped;
+                            self.buckets.add(t, CH_GAPS + d, skipped);
+                        }
+                        s.highest[d] = Some(tsn);
+                    }
+                    Some(_) => {}
+                    None => s.highest[d] = Some(tsn),
+                }
+            }
+            for &(first, last) in &c.holes {
+                let from = match s.reported[o] {
+                    Some(r) if !after(first, r) => r.wrapping_add(1),
+                    _ => first,
+                };
+                if from == last || after(last, from) {
+                    let n = u64::from(last.wrapping_sub(from)) + 1;
+                    self.nacked[o] += n;
+                    self.buckets.add(t, CH_NACKED + o, n);
+                    s.reported[o] = Some(last);
+                }
+            }
+        }
     }
 
     /// Client and server as the dissector sees them now (a handshake can settle them late).
@@ -293,6 +431,15 @@ impl FlowPlot {
         }
     }
 
+    /// What the picture calls things, by transport.
+    pub(crate) fn words(&self) -> &'static Words {
+        if self.sctp.is_some() {
+            &NETHERNET_WORDS
+        } else {
+            &RAKNET_WORDS
+        }
+    }
+
     pub(crate) fn total_packets(&self) -> u64 {
         self.packets[0] + self.packets[1]
     }
@@ -338,43 +485,63 @@ impl Collector {
 
     /// `since`: the capture's first packet's time.
     pub fn observe(&mut self, p: &Packet<'_>, obs: &Observation, since: Duration) {
-        if p.flow > self.max_id {
-            self.max_id = p.flow;
+        if let Some(f) = self.follow((p.flow, p.ts), since, || FlowPlot::new(p)) {
+            f.observe(p, obs);
+        }
+    }
+
+    /// A NetherNet datagram (`since`: the capture's first packet's time).
+    pub fn nethernet(&mut self, p: &NethernetPacket, since: Duration) {
+        if let Some(f) = self.follow((p.flow, p.ts), since, || FlowPlot::of_nethernet(p)) {
+            f.nethernet(p);
+        }
+    }
+
+    /// The plot of flow `id`, whose packet at `ts` is in the picture
+    /// (made by `new` for its first), or `None` when it is left out.
+    fn follow(
+        &mut self,
+        (id, ts): (u32, Duration),
+        since: Duration,
+        new: impl FnOnce() -> FlowPlot,
+    ) -> Option<&mut FlowPlot> {
+        if id > self.max_id {
+            self.max_id = id;
             self.seen_flows += 1;
             if self.first_ids.len() < MAX_LISTED {
-                self.first_ids.push(p.flow);
+                self.first_ids.push(id);
             }
         }
-        let rel = p.ts.saturating_sub(since);
+        let rel = ts.saturating_sub(since);
         self.span = self.span.max(rel);
-        if self.only.is_some_and(|n| n != p.flow) {
-            return;
+        if self.only.is_some_and(|n| n != id) {
+            return None;
         }
         if self.window.is_some_and(|(from, to)| rel < from || rel > to) {
-            return;
+            return None;
         }
-        if let Some(f) = self.flows.get_mut(&p.flow) {
-            f.observe(p, obs);
-        } else if self.flows.len() < MAX_TRACKED {
-            let mut f = FlowPlot::new(p);
+        if !self.flows.contains_key(&id) && self.flows.len() < MAX_TRACKED {
+            let mut f = new();
             if let Some((from, _)) = self.window {
                 // Every flow's axis starts at --from, on the capture's clock.
                 f.start = since + from;
                 f.axis_offset = Some(from.as_secs_f64());
             }
-            f.observe(p, obs);
-            self.flows.insert(p.flow, f);
-        } else {
-            self.untracked_packets += 1;
-            let (word, bit) = ((p.flow / 64) as usize, p.flow % 64);
-            if self.untracked.len() <= word {
-                self.untracked.resize(word + 1, 0);
-            }
-            if self.untracked[word] & (1 << bit) == 0 {
-                self.untracked[word] |= 1 << bit;
-                self.untracked_flows += 1;
-            }
+            self.flows.insert(id, f);
         }
+        if self.flows.contains_key(&id) {
+            return self.flows.get_mut(&id);
+        }
+        self.untracked_packets += 1;
+        let (word, bit) = ((id / 64) as usize, id % 64);
+        if self.untracked.len() <= word {
+            self.untracked.resize(word + 1, 0);
+        }
+        if self.untracked[word] & (1 << bit) == 0 {
+            self.untracked[word] |= 1 << bit;
+            self.untracked_flows += 1;
+        }
+        None
     }
 
     /// The flows to draw (at most [`MAX_DRAWN`]: those with the most
@@ -462,6 +629,7 @@ impl Collector {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::nethernet::association::ChunkSeen;
 
     #[test]
     fn what_is_said_when_nothing_is_drawn() {
@@ -491,6 +659,90 @@ mod tests {
             Some("flow 2 has no packet between 1 s and 2 s: the capture lasts 10.752000 s")
         );
         assert_eq!(Collector::new(None, None, None).nothing_drawn(), None);
+    }
+
+    /// A NetherNet datagram of flow 1, `dir`, at `ms`, with `chunks`.
+    fn nethernet(dir: Dir, ms: u64, resent: u32, chunks: Vec<ChunkSeen>) -> NethernetPacket {
+        let (a, b): (SocketAddr, SocketAddr) = (
+            "127.0.0.1:1".parse().unwrap(),
+            "127.0.0.1:2".parse().unwrap(),
+        );
+        let (src, dst) = if dir == Dir::C2s { (a, b) } else { (b, a) };
+        NethernetPacket {
+            frame: 1,
+            ts: Duration::from_millis(ms),
+            src,
+            dst,
+            flow: 1,
+            dir,
+            len: 100,
+            kind: "dtls",
+            stun: None,
+            records: Vec::new(),
+            chunks,
+            opened: Vec::new(),
+            alerts: Vec::new(),
+            http: Vec::new(),
+            anomalies: Vec::new(),
+            bytes: None,
+            tcp: None,
+            secret: None,
+            resent,
+        }
+    }
+
+    #[test]
+    fn a_nethernet_flows_chunks_tell_resends_rtt_and_loss() {
+        let data = |tsn| ChunkSeen {
+            kind: chunk::DATA,
+            tsn: Some(tsn),
+            ..ChunkSeen::default()
+        };
+        let sack = |cum, holes: Vec<(u32, u32)>| ChunkSeen {
+            kind: chunk::SACK,
+            cumulative_tsn: Some(cum),
+            holes,
+            ..ChunkSeen::default()
+        };
+        let mut c = Collector::new(None, None, None);
+        let since = Duration::ZERO;
+        // 10, 11, then 14: 12 and 13 skipped.
+        c.nethernet(&nethernet(Dir::C2s, 0, 0, vec![data(10), data(11)]), since);
+        c.nethernet(&nethernet(Dir::C2s, 1, 0, vec![data(14)]), since);
+        // The server's SACK: 11 covered (a sample: 5 ms), 12-13 missing.
+        c.nethernet(
+            &nethernet(Dir::S2c, 5, 0, vec![sack(11, vec![(12, 13)])]),
+            since,
+        );
+        // Reported again, then with 15 missing too: 15 counts, once.
+        c.nethernet(
+            &nethernet(Dir::S2c, 6, 0, vec![sack(11, vec![(12, 13)])]),
+            since,
+        );
+        c.nethernet(&nethernet(Dir::C2s, 7, 0, vec![data(16)]), since);
+        c.nethernet(
+            &nethernet(Dir::S2c, 8, 0, vec![sack(11, vec![(12, 13), (15, 15)])]),
+            since,
+        );
+        // 12 and 13 sent again; 11 again, seen by its receiver.
+        c.nethernet(
+            &nethernet(Dir::C2s, 20, 1, vec![data(12), data(13), data(11)]),
+            since,
+        );
+        let f = &c.flows[&1];
+        assert_eq!(f.packets, [4, 3]);
+        assert_eq!(f.bytes, [400, 300]);
+        assert_eq!(f.nacked, [3, 0]);
+        assert_eq!(f.gaps, [3, 0]);
+        assert_eq!(f.resends[0].seen(), 1);
+        assert_eq!(f.rtt[0].items(), [(5_000, 5.0)]);
+        assert_eq!(f.words().transport, "nethernet");
+        assert_eq!(
+            FlowPlot::blank(2, (f.client, f.server), since)
+                .words()
+                .transport,
+            "raknet"
+        );
     }
 
     #[test]

@@ -29,9 +29,7 @@ use crate::output::json::PlotFlowJson;
 use crate::output::stats::{write_json, write_text};
 use crate::output::text::{Palette, TimeFormat};
 use crate::output::ColorChoice;
-use crate::pipeline::drive::{
-    drive, drive_items, drive_messages, nethernet_delivered, no_game, Reading,
-};
+use crate::pipeline::drive::{drive_items, drive_messages, nethernet_delivered, no_game, Reading};
 use crate::pipeline::notes::NoteKind;
 use crate::pipeline::{ordered, Item, Next, ReadOutcome};
 use crate::records::nethernet::NethernetFlow;
@@ -597,8 +595,31 @@ pub fn plot(reading: &Reading, o: &PlotOptions) -> anyhow::Result<Result<Drawn, 
     cfg.messages = false;
     let mut mirror = Mirror::new(cfg, false);
     let mut col = Collector::new(reading.flow, o.from, o.to);
-    let outcome = drive(reading, &mut mirror, &mut io::sink(), |p, obs, since, _| {
-        col.observe(p, obs, since);
+    let outcome = drive_items(None, reading, &mut mirror, &mut io::sink(), |item, _| {
+        match item {
+            Item::Packet {
+                packet, obs, since, ..
+            } => col.observe(packet, obs, since),
+            Item::Nethernet {
+                seen,
+                frame,
+                ts,
+                src,
+                dst,
+                payload,
+                since,
+                ..
+            } => {
+                let p = crate::records::nethernet::NethernetPacket::new(
+                    &seen,
+                    (frame, ts),
+                    (src, dst),
+                    payload.len(),
+                );
+                col.nethernet(&p, since);
+            }
+            _ => {}
+        }
         Ok(Next::Continue)
     })?;
     if matches!(outcome, ReadOutcome::Usage | ReadOutcome::BadFile) {

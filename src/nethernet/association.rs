@@ -105,6 +105,8 @@ pub enum Event {
     /// <client random> <master secret>`, hex), for a capture written with
     /// its secrets.
     Keyed(String),
+    /// A DATA chunk whose TSN its receiver had seen: sent again.
+    Resent(u32),
     /// A channel opened.
     ChannelOpen(Channel),
     /// A message a side's stack delivered to a channel.
@@ -157,7 +159,7 @@ pub struct RecordSeen {
 }
 
 /// An SCTP chunk, as a datagram's line shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ChunkSeen {
     /// Its type ([`sctp::chunk`]).
     pub kind: u8,
@@ -179,6 +181,9 @@ pub struct ChunkSeen {
     pub gaps: Option<usize>,
     /// SACK: duplicate TSNs reported.
     pub duplicates: Option<usize>,
+    /// SACK: the TSNs its gap blocks say are missing, as inclusive ranges
+    /// (between the cumulative TSN and the last block).
+    pub holes: Vec<(u32, u32)>,
 }
 
 impl ChunkSeen {
@@ -197,6 +202,16 @@ impl ChunkSeen {
             sctp::Body::Sack(k) => {
                 s.cumulative_tsn = Some(k.cumulative_tsn);
                 (s.gaps, s.duplicates) = (Some(k.gaps.len()), Some(k.duplicates.len()));
+                // Offsets are from the cumulative TSN; the missing run
+                // before each block starts after the last one seen.
+                let mut next = 1u16;
+                for &(start, end) in &k.gaps {
+                    if start > next {
+                        let tsn = |o: u16| k.cumulative_tsn.wrapping_add(u32::from(o));
+                        s.holes.push((tsn(next), tsn(start - 1)));
+                    }
+                    next = next.max(end.saturating_add(1));
+                }
             }
             sctp::Body::ForwardTsn(f) => s.cumulative_tsn = Some(f.new_cumulative_tsn),
             sctp::Body::Shutdown(t) => s.cumulative_tsn = Some(*t),
@@ -645,8 +660,9 @@ impl Association {
         for e in events {
             match e {
                 delivery::Event::Delivered(m) => self.message(from, to, m, out),
-                delivery::Event::Retransmitted { .. } => {
+                delivery::Event::Retransmitted { tsn } => {
                     self.counts.entry(from).or_default().retransmitted += 1;
+                    out.push(Event::Resent(tsn));
                 }
                 delivery::Event::Abandoned { stream, messages } => out.push(Event::Anomaly {
                     kind: Problem::Abandoned,
@@ -724,5 +740,33 @@ impl Association {
             }),
             Some(framing::Step::Partial) | None => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sacks_gap_blocks_give_the_tsns_missing() {
+        let sack = |gaps: Vec<(u16, u16)>| sctp::Chunk {
+            at: 0,
+            kind: sctp::chunk::SACK,
+            flags: 0,
+            body: sctp::Body::Sack(sctp::Sack {
+                cumulative_tsn: 100,
+                a_rwnd: 0,
+                gaps,
+                duplicates: Vec::new(),
+            }),
+        };
+        // Received 103-104 and 107: 101-102 and 105-106 missing.
+        let seen = ChunkSeen::of(&sack(vec![(3, 4), (7, 7)]));
+        assert_eq!(seen.holes, [(101, 102), (105, 106)]);
+        assert_eq!(seen.gaps, Some(2));
+        // A block right after the cumulative TSN, and overlapping ones.
+        let seen = ChunkSeen::of(&sack(vec![(1, 2), (2, 5), (9, 9)]));
+        assert_eq!(seen.holes, [(106, 108)]);
+        assert!(ChunkSeen::of(&sack(Vec::new())).holes.is_empty());
     }
 }

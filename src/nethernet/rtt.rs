@@ -34,15 +34,18 @@ fn at_or_before(a: u32, b: u32) -> bool {
 }
 
 impl SctpRtt {
-    /// The chunks of a datagram `side` sent at `ts`.
-    pub fn chunks(&mut self, side: usize, ts: Duration, chunks: &[ChunkSeen]) {
+    /// The chunks of a datagram `side` sent at `ts`; the sample its
+    /// SACK gave, if any (milliseconds).
+    pub fn chunks(&mut self, side: usize, ts: Duration, chunks: &[ChunkSeen]) -> Option<f64> {
+        let mut sample = None;
         for c in chunks {
             match (c.kind, c.tsn, c.cumulative_tsn) {
                 (chunk::DATA | chunk::I_DATA, Some(tsn), _) => self.data(side, tsn, ts),
-                (chunk::SACK, _, Some(cum)) => self.sack(side, cum, ts),
+                (chunk::SACK, _, Some(cum)) => sample = self.sack(side, cum, ts).or(sample),
                 _ => {}
             }
         }
+        sample
     }
 
     fn data(&mut self, side: usize, tsn: u32, ts: Duration) {
@@ -59,7 +62,7 @@ impl SctpRtt {
     }
 
     /// A SACK `side` sent: it acknowledges the other side's DATA.
-    fn sack(&mut self, side: usize, cum: u32, ts: Duration) {
+    fn sack(&mut self, side: usize, cum: u32, ts: Duration) -> Option<f64> {
         let flight = &mut self.in_flight[(side & 1) ^ 1];
         // The latest TSN it newly covers: its first sending, unless resent.
         let mut newest: Option<(u32, Duration, bool)> = None;
@@ -82,7 +85,9 @@ impl SctpRtt {
             if self.samples.len() < MAX_SAMPLES {
                 self.samples.push(ms);
             }
+            return Some(ms);
         }
+        None
     }
 
     /// `(min, median, max, samples)` in milliseconds, once there is one;

@@ -22,6 +22,7 @@ pub(crate) struct PlotFlowJson {
     #[serde(rename = "type")]
     pub(crate) kind: &'static str,
     pub(crate) flow: u32,
+    pub(crate) transport: &'static str,
     pub(crate) client: String,
     pub(crate) server: String,
     /// Seconds from the flow's first packet drawn (or `--from`) to its last.
@@ -45,6 +46,7 @@ impl PlotFlowJson {
         PlotFlowJson {
             kind: "plot_flow",
             flow: f.id,
+            transport: f.words().transport,
             client: f.client.to_string(),
             server: f.server.to_string(),
             duration: f.end_us as f64 / 1e6,

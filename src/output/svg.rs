@@ -136,6 +136,7 @@ fn flow_height(f: &FlowPlot) -> u32 {
 
 /// One flow: its title, then the four panels.
 fn draw_flow<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, f: &FlowPlot) -> DrawResult<DB> {
+    let w = f.words();
     let area = area.margin(8, 8, 12, 12);
     let (title, rest) = area.split_vertically(TITLE_H);
     let (tput, rest) = rest.split_vertically(THROUGHPUT_H);
@@ -199,7 +200,7 @@ fn draw_flow<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, f: &FlowPlot) ->
     let y_max = (max_rate / div * 1.1).max(1.0);
     let plot = header(
         &tput,
-        &format!("Throughput: RakNet UDP payload, in {bucket} buckets"),
+        &format!("Throughput: {}, in {bucket} buckets", w.throughput),
         &[
             (Key::Square(C2S), "c2s (client → server)"),
             (Key::Square(S2C), "s2c (server → client)"),
@@ -228,11 +229,7 @@ fn draw_flow<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, f: &FlowPlot) ->
     }
 
     // 2. Resent packets, a row per direction.
-    let plot = header(
-        &resend,
-        "Resent packets: ▲ a data datagram carrying a reliable message again",
-        &[],
-    )?;
+    let plot = header(&resend, w.resent, &[])?;
     let mut chart = ChartBuilder::on(&plot)
         .margin_right(16)
         .x_label_area_size(24)
@@ -277,10 +274,10 @@ fn draw_flow<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, f: &FlowPlot) ->
     };
     let plot = header(
         &rtt,
-        "RTT: a data datagram to the first ACK that covers it, as seen at the capture point",
+        w.rtt,
         &[
-            (Key::Square(C2S), "c2s datagrams, ACKed by the server"),
-            (Key::Square(S2C), "s2c datagrams, ACKed by the client"),
+            (Key::Square(C2S), w.rtt_keys[0]),
+            (Key::Square(S2C), w.rtt_keys[1]),
         ],
     )?;
     let mut chart = chart_on(&plot, x_max, rtt_top)?;
@@ -305,31 +302,18 @@ fn draw_flow<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, f: &FlowPlot) ->
         )?;
     }
     if f.rtt.iter().all(|r| r.seen() == 0) {
-        note(
-            &chart,
-            x_max,
-            rtt_top / 2.0,
-            "no RTT samples: no ACK covered a data datagram of the capture",
-        )?;
+        note(&chart, x_max, rtt_top / 2.0, w.no_rtt)?;
     }
 
     // 4. Loss.
     let series: [(usize, Key, &str); 4] = [
-        (CH_NACKED, Key::Dot(NACK_C2S), "c2s datagrams NACKed"),
-        (CH_GAPS, Key::Ring(GAP_C2S), "c2s gaps (numbers skipped)"),
-        (CH_NACKED + 1, Key::Dot(NACK_S2C), "s2c datagrams NACKed"),
-        (
-            CH_GAPS + 1,
-            Key::Ring(GAP_S2C),
-            "s2c gaps (numbers skipped)",
-        ),
+        (CH_NACKED, Key::Dot(NACK_C2S), w.nacked[0]),
+        (CH_GAPS, Key::Ring(GAP_C2S), w.gaps[0]),
+        (CH_NACKED + 1, Key::Dot(NACK_S2C), w.nacked[1]),
+        (CH_GAPS + 1, Key::Ring(GAP_S2C), w.gaps[1]),
     ];
     let keys: Vec<(Key, &str)> = series.iter().map(|&(_, k, name)| (k, name)).collect();
-    let plot = header(
-        &loss,
-        &format!("Loss: datagrams the receiver NACKed, and gaps in the numbers it got, in {bucket} buckets"),
-        &keys,
-    )?;
+    let plot = header(&loss, &format!("{}, in {bucket} buckets", w.loss), &keys)?;
     let counts: Vec<Vec<u64>> = series.iter().map(|(ch, ..)| b.series(*ch)).collect();
     // c2s above the axis, s2c below it.
     let peak = |c: &[Vec<u64>]| c.iter().flatten().copied().max().unwrap_or(0);
@@ -351,7 +335,7 @@ fn draw_flow<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, f: &FlowPlot) ->
     chart
         .configure_mesh()
         .x_desc(time_desc)
-        .y_desc("datagrams per bucket")
+        .y_desc(w.loss_unit)
         .y_labels(((top - bottom).floor() as usize + 1).min(9))
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&count_fmt)
@@ -386,7 +370,7 @@ fn draw_flow<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, f: &FlowPlot) ->
         chart.draw_series(hits.iter().map(|&p| Circle::new(p, 3, key.style())))?;
     }
     if up == 0 && down == 0 {
-        note(&chart, x_max, top / 2.0, "no loss seen: no NACK, no gap")?;
+        note(&chart, x_max, top / 2.0, w.no_loss)?;
     }
     Ok(())
 }
@@ -494,11 +478,16 @@ fn summary(f: &FlowPlot) -> String {
         )
     };
     format!(
-        "duration {dur} s; packets {} c2s / {} s2c; resent packets {} / {}; NACKed {} / {}; gaps {} / {}; {rtt}",
+        "duration {dur} s; packets {} c2s / {} s2c; resent packets {} / {}; {} {} / {}; gaps {} / {}; {rtt}",
         f.packets[0],
         f.packets[1],
         f.resends[0].seen(),
         f.resends[1].seen(),
+        if f.sctp.is_some() {
+            "reported missing"
+        } else {
+            "NACKed"
+        },
         f.nacked[0],
         f.nacked[1],
         f.gaps[0],

@@ -13,8 +13,7 @@ use super::separate::Part;
 use super::{Input, Item, Next, Pipeline, PipelineOptions, ReadOutcome};
 use crate::bedrock::{Game, GameEvent};
 use crate::capture::CaptureReader;
-use crate::dissect::Packet;
-use crate::mirror::{Message, Mirror, MirrorConfig, Observation};
+use crate::mirror::{Message, Mirror, MirrorConfig};
 use crate::session::receive::Reassembly;
 
 /// What a capture command reads, and how: its command line's capture
@@ -299,27 +298,6 @@ pub(crate) struct Delivered {
     pub(crate) game: Option<Vec<GameEvent>>,
     /// The data channel of a NetherNet message.
     pub(crate) channel: Option<crate::nethernet::association::DataChannel>,
-}
-
-/// [`drive_items`] for commands that want packets only: `each` gets each
-/// RakNet packet with the mirror's findings, and the time lines count from.
-pub(crate) fn drive(
-    cap: &Reading,
-    mirror: &mut Mirror,
-    out: &mut impl Write,
-    mut each: impl FnMut(
-        &mut Packet<'_>,
-        &mut Observation,
-        Duration,
-        &mut dyn Write,
-    ) -> anyhow::Result<Next>,
-) -> anyhow::Result<ReadOutcome> {
-    drive_items(None, cap, mirror, out, |item, out| match item {
-        Item::Packet {
-            packet, obs, since, ..
-        } => each(packet, obs, since, out),
-        _ => Ok(Next::Continue),
-    })
 }
 
 /// [`drive_items`] for the commands that print delivered messages: `each`

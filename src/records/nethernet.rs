@@ -79,6 +79,8 @@ pub struct NethernetPacket {
     /// whose handshake message made it usable (`-w` writes it first, as a
     /// pcapng Decryption Secrets Block).
     pub secret: Option<String>,
+    /// DATA chunks it carried that their receiver had already seen.
+    pub resent: u32,
 }
 
 impl NethernetPacket {
@@ -109,6 +111,7 @@ impl NethernetPacket {
             bytes: None,
             tcp: None,
             secret: None,
+            resent: 0,
         }
     }
 
@@ -154,6 +157,7 @@ impl NethernetPacket {
                 Event::ChannelOpen(ch) => p.opened.push(ch.label.clone()),
                 Event::Alert { alert, .. } => p.alerts.push(*alert),
                 Event::Keyed(line) => p.secret = Some(line.clone()),
+                Event::Resent(_) => p.resent += 1,
                 Event::Anomaly { kind, detail } => p.anomalies.push(Anomaly {
                     kind: kind.as_str(),
                     detail: detail.clone(),
