@@ -58,6 +58,8 @@
 #     nethernet-no-endpoint.pcap, nethernet-refused.pcap, nethernet-unreachable.pcap,
 #     nethernet-fingerprint.pcap (+ .keylog), nethernet-alert.pcap, nethernet-ice-pwd.pcap,
 #     nethernet-identity.pcap
+#     nethernet-chromium.pcap              headless Chromium (scripts/chromium-capture.sh) as
+#                                          the client of the aiortc server; .keylog, .truth.jsonl
 #                                          joins that fail (nethernet-capture.sh
 #                                          NO_ENDPOINT, REFUSE, FAULT), each with its
 #                                          .truth.jsonl
@@ -316,6 +318,14 @@ if [ -z "${SKIP_NETHERNET:-}" ]; then
         rm -f "$OUT/nethernet-ice-pwd.keylog"
         NETHERNET_PYTHON=$NPY FAULT=identity timeout 60 "$ROOT/scripts/nethernet-capture.sh" "$OUT" 19840 >/dev/null
         rm -f "$OUT/nethernet-identity.keylog"
+        # A second WebRTC stack as the client: headless Chromium (libwebrtc) joining the
+        # aiortc server, in a network namespace of its own with only lo.
+        if [ -x /usr/lib/chromium/chromium ] || [ -n "${CHROMIUM:-}" ]; then
+            say "nethernet-chromium.pcap (headless Chromium joining the aiortc server, signaling port 19850)"
+            NETHERNET_PYTHON=$NPY SEGMENT=2000 timeout 120 "$ROOT/scripts/chromium-capture.sh" "$OUT" 19850 >/dev/null
+        else
+            say "no Chromium (apt-get install -y chromium): nethernet-chromium.* not remade"
+        fi
     else
         say "$NPY cannot import aiortc: nethernet-join.* and nethernet-lossy.* not remade"
     fi

@@ -104,6 +104,15 @@ Failures on purpose (--fault, for `handshake`'s diagnoses; the side given it act
                client's check of the fingerprints JWS fails, it gives up before ICE.
 A "fault" record names it; both sides then fail (exit 1) and record why.
 
+A browser as the client (scripts/chromium-capture.sh): server --chromium-page PAGEPORT also
+serves scripts/chromium_page.html (GET /chromium.html), the client's side of the session as
+client_main would play it (GET /chromium/session.json: batches, segments, pings, network id)
+and takes the page's own records (POST /chromium/truth: JSON lines in the --truth format,
+appended with "side":"client"); requests there are "page" records, not "http". It succeeds
+when its session and the page's "result" both do. --allow-no-identity takes an offer without
+a=identity (sdp record: identity null, verified false, identity_absent true);
+--chromium-no-identity makes the page send none.
+
   python3 scripts/nethernet_peers.py server --port 19760 --truth T.jsonl --keylog K.keylog
   python3 scripts/nethernet_peers.py client --port 19760 --truth T.jsonl --keylog K.keylog
   (scripts/nethernet-capture.sh runs both under tcpdump.)
@@ -726,8 +735,158 @@ async def http_request(port, method, path, ctype=None, body=b""):
     return status, rheaders, rbody
 
 
+# --- a browser as the client (--chromium-page) -----------------------------------------
+def chromium_session(args, steps, protocol):
+    """session.json for scripts/chromium_page.html: the client's side of the session, computed
+    here as client_main would (the same batches, segments, pings, network id)."""
+    out = []
+    for step in steps:
+        comp = list(step["compression"]) if step["compression"] else None
+        if step["dir"] == "unreliable":
+            pings = []
+            for i in range(args.pings):
+                ts = 1_000_000 * (i + 1)
+                answer = latency_packet(ts, 0)
+                batch, c = encode_batch([answer], step["compression"])
+                pings.append({"stamp": ts, "ping_hex": latency_packet(ts, 1).hex(), "answer_hex": answer.hex(),
+                              "answer_batch_hex": batch.hex(), "answer_compression": c,
+                              "answer_segments": [x.hex() for x in segments(batch, MAX_MESSAGE_SIZE - 1)]})
+            out.append({"dir": "unreliable", "compression": comp, "pings": pings})
+            continue
+        s = {"dir": step["dir"], "index": step["index"], "source_batch": step["source_batch"], "compression": comp,
+             "packets": [{"name": p["name"], "id": p.get("id"), "hex": p["hex"]} for p in step["packets"]]}
+        if step["dir"] == "c2s":
+            batch, c = encode_batch([bytes.fromhex(p["hex"]) for p in step["packets"]], step["compression"])
+            s.update(batch_hex=batch.hex(), batch_compression=c,
+                     segments=[x.hex() for x in segments(batch, args.segment_size)])
+        out.append(s)
+    network_id = str(random.Random(args.seed).getrandbits(63))
+    meta = {"port": args.port, "packets": os.path.basename(args.packets), "max_packets": args.max_packets,
+            "protocol": protocol, "segment_size": args.segment_size, "pings": args.pings,
+            "steps": [{k: v for k, v in s.items() if k != "packets"} | {"names": [p["name"] for p in s.get("packets", [])]}
+                      for s in steps]}
+    return {"port": args.port, "network_id": network_id, "steps": out, "meta": meta,
+            "identity": not args.chromium_no_identity, "get_user_media": True,
+            "timeout": args.timeout, "step_timeout": args.step_timeout, "linger": args.linger}
+
+
+class ChromiumPage:
+    """--chromium-page PORT: the server also serves, on 127.0.0.1:PORT (its own listener, or
+    the signaling one when PORT is --port), scripts/chromium_page.html (GET /chromium.html),
+    the client's side of the session (GET /chromium/session.json) and takes the page's truth
+    (POST /chromium/truth, JSON lines appended to --truth with "side":"client"). Each request
+    is recorded as a "page" record (not "http": the signaling's records stay those of the join)."""
+
+    PATHS = ("/chromium.html", "/chromium/session.json", "/chromium/truth", "/favicon.ico")
+
+    def __init__(self, args, record, steps, protocol):
+        self.args = args
+        self.record = record
+        with open(os.path.join(HERE, "chromium_page.html"), "rb") as f:
+            self.html = f.read()
+        self.session = json.dumps(chromium_session(args, steps, protocol), separators=(",", ":")).encode()
+        self.fd = os.open(args.truth, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.done = asyncio.Event()
+        self.failed = asyncio.Event()
+        self.ok = None
+        self.error = None
+        self.server = None
+
+    async def start(self):
+        if self.args.chromium_page != self.args.port:
+            self.server = await asyncio.start_server(self.handle, "127.0.0.1", self.args.chromium_page)
+        print(f"nethernet_peers: chromium page on http://127.0.0.1:{self.args.chromium_page}/chromium.html",
+              file=sys.stderr, flush=True)
+
+    def stop(self):
+        if self.server:
+            self.server.close()
+
+    def serves(self, path):
+        return path.split("?")[0] in self.PATHS
+
+    async def handle(self, reader, writer):
+        try:
+            try:
+                first, headers, body = await read_http(reader)
+            except asyncio.IncompleteReadError as exc:
+                if not exc.partial:
+                    return
+                raise
+            method, path = first.split()[:2]
+            await self.respond(method, path, body, writer)
+        except Exception as exc:  # noqa: BLE001 - the page's failure shows in its truth, or its absence
+            print(f"nethernet_peers: chromium page: {exc!r}", file=sys.stderr, flush=True)
+        finally:
+            writer.close()
+
+    async def respond(self, method, path, body, writer):
+        path = path.split("?")[0]
+        status, ctype, out, note = 404, "text/plain", b"not found\n", {}
+        if method == "GET" and path == "/chromium.html":
+            status, ctype, out = 200, "text/html; charset=utf-8", self.html
+        elif method == "GET" and path == "/chromium/session.json":
+            status, ctype, out = 200, "application/json", self.session
+        elif method == "POST" and path == "/chromium/truth":
+            note = self.take_truth(body)
+            status, ctype, out = 200, "text/plain", b"ok\n"
+        writer.write(http_message(f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}",
+                                  [("Content-Type", ctype), ("Cache-Control", "no-store"),
+                                   ("Connection", "close")], out))
+        self.record("page", method=method, path=path, status=status, request_bytes=len(body),
+                    response_bytes=len(out), **note)
+        await writer.drain()
+        if self.done.is_set():
+            print(f"nethernet_peers: chromium client: {'ok' if self.ok else 'FAILED: ' + str(self.error)}",
+                  file=sys.stderr, flush=True)
+            if not self.ok:
+                self.failed.set()
+
+    def take_truth(self, body):
+        n = 0
+        for line in body.decode("utf-8").splitlines():
+            if not line.strip():
+                continue
+            rec = json.loads(line)
+            rec["side"] = "client"
+            os.write(self.fd, (json.dumps(rec, separators=(",", ":")) + "\n").encode())
+            n += 1
+            if rec.get("type") == "result":
+                self.ok, self.error = bool(rec.get("ok")), rec.get("error")
+                self.done.set()
+        return {"records": n}
+
+
+async def chromium_server_main(args, record, steps, protocol):
+    """The server, its client a browser on --chromium-page: ok when the server's session and
+    the page's (its "result" record) both are."""
+    page = ChromiumPage(args, record, steps, protocol)
+    await page.start()
+    main_task = asyncio.ensure_future(server_main(args, record, steps, protocol, page=page))
+    failed = asyncio.ensure_future(page.failed.wait())
+    try:
+        await asyncio.wait({main_task, failed}, return_when=asyncio.FIRST_COMPLETED)
+        if not main_task.done():
+            main_task.cancel()
+            await asyncio.gather(main_task, return_exceptions=True)
+            raise Failure(f"the Chromium client failed: {page.error}")
+        if main_task.exception() is not None:
+            # Still take the page's truth, if it comes soon, for the record.
+            await asyncio.wait({failed}, timeout=min(5, args.step_timeout))
+            main_task.result()
+        await asyncio.wait_for(page.done.wait(), args.step_timeout)
+        if not page.ok:
+            raise Failure(f"the Chromium client failed: {page.error}")
+    finally:
+        failed.cancel()
+        if not main_task.done():
+            main_task.cancel()
+            await asyncio.gather(main_task, return_exceptions=True)
+        page.stop()
+
+
 # --- the server -----------------------------------------------------------------------
-async def server_main(args, record, steps, protocol):
+async def server_main(args, record, steps, protocol, page=None):
     key = ec.generate_private_key(ec.SECP384R1())
     der = key.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
     now = int(time.time())
@@ -744,8 +903,16 @@ async def server_main(args, record, steps, protocol):
 
     async def handle(reader, writer):
         try:
-            first, headers, body = await read_http(reader)
+            try:
+                first, headers, body = await read_http(reader)
+            except asyncio.IncompleteReadError as exc:
+                if page is not None and not exc.partial:
+                    return  # --chromium-page: a browser's connection that carried no request
+                raise
             method, path = first.split()[:2]
+            if page is not None and page.serves(path):
+                await page.respond(method, path, body, writer)
+                return
             record("http", event="received", method=method, path=path,
                    content_type=headers.get("content-type"), body=body.decode("utf-8", "replace"))
             status, ctype, out = 404, "text/plain", b"not found\n"
@@ -773,8 +940,14 @@ async def server_main(args, record, steps, protocol):
 
     async def answer(network_id, body):
         offer = body.decode()
-        stripped, ident = check_identity(offer)
-        record("sdp", kind="offer", network_id=network_id, sdp=offer, identity=ident, verified=True)
+        if args.allow_no_identity and not any(l.startswith("a=identity:") for l in offer.split("\r\n")):
+            # --allow-no-identity: an offer without a=identity (a browser's own SDP) is taken.
+            stripped = offer
+            record("sdp", kind="offer", network_id=network_id, sdp=offer, identity=None, verified=False,
+                   identity_absent=True)
+        else:
+            stripped, ident = check_identity(offer)
+            record("sdp", kind="offer", network_id=network_id, sdp=offer, identity=ident, verified=True)
         pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
         session["pc"] = pc
         pc.on("datachannel", peer.add_channel)
@@ -815,7 +988,10 @@ async def server_main(args, record, steps, protocol):
         peer.check_drained()
         await pc.close()
     finally:
-        server.close()
+        if page is not None and args.chromium_page == args.port:
+            page.server = server  # the page's truth still comes on it; ChromiumPage.stop closes it
+        else:
+            server.close()
         if "pc" in session:
             await session["pc"].close()
         await relay.stop()
@@ -911,9 +1087,22 @@ def main():
                     help="fail on purpose (the top of this file says how each does)")
     ap.add_argument("--ping-wait", type=float, default=3.0,
                     help="--lossy: seconds each side waits for the pings / their answers (default 3)")
+    ap.add_argument("--allow-no-identity", action="store_true",
+                    help="server: take an offer without a=identity (recorded identity null, verified false, "
+                         "identity_absent true); an offer with one is still checked")
+    ap.add_argument("--chromium-page", type=int, metavar="PORT",
+                    help="server: the client is a browser (scripts/chromium_page.html, "
+                         "scripts/chromium-capture.sh): serve the page, its session and take its truth "
+                         "on 127.0.0.1:PORT (may be --port)")
+    ap.add_argument("--chromium-no-identity", action="store_true",
+                    help="with --chromium-page: the page sends its offer without a=identity "
+                         "(needs --allow-no-identity)")
     args = ap.parse_args()
     if not 1 <= args.segment_size <= MAX_MESSAGE_SIZE - 1:
         ap.error("--segment-size must be 1..262143")
+    if args.chromium_page is not None and (args.role != "server" or args.relay or args.relay_candidate
+                                           or args.lossy or args.fault or args.refuse_offer):
+        ap.error("--chromium-page: server only, without --relay, --relay-candidate, --lossy, --fault, --refuse-offer")
 
     hook_keylog(args.keylog, b"ECDHE-RSA-AES128-GCM-SHA256" if args.fault == "ciphers" else None)
     record = Recorder(args.truth, args.role)
@@ -930,6 +1119,8 @@ def main():
     if args.fault:
         record("fault", fault=args.fault)
     run = server_main if args.role == "server" else client_main
+    if args.chromium_page is not None:
+        run = chromium_server_main
     error = None
     try:
         asyncio.run(asyncio.wait_for(run(args, record, steps, protocol), args.timeout))

@@ -55,8 +55,8 @@ fn received(truth: &[Value], side: &str, label: &str) -> Vec<(String, String)> {
 /// the peer on its side received.
 #[test]
 fn game_shows_what_each_application_received() {
-    for name in ["nethernet-join", "nethernet-lossy"] {
-        let legs = if name == "nethernet-join" { 1 } else { 2 };
+    for name in ["nethernet-join", "nethernet-lossy", "nethernet-chromium"] {
+        let legs = if name == "nethernet-lossy" { 2 } else { 1 };
         let (pcap, keylog) = (
             sample(&format!("{name}.pcap")),
             sample(&format!("{name}.keylog")),
@@ -191,7 +191,7 @@ fn key_logs_from_the_environment_and_bad_ones() {
 /// came on; a message that completed a batch names its game packets.
 #[test]
 fn messages_show_what_each_data_channel_delivered() {
-    for name in ["nethernet-join", "nethernet-lossy"] {
+    for name in ["nethernet-join", "nethernet-lossy", "nethernet-chromium"] {
         let truth = truth(name);
         let pcap = sample(&format!("{name}.pcap"));
         let keylog = sample(&format!("{name}.keylog"));
@@ -292,7 +292,7 @@ fn tshark_shows_the_same_sctp_chunks() {
         .output()
         .unwrap();
     assert!(made.status.success());
-    for name in ["nethernet-join", "nethernet-lossy"] {
+    for name in ["nethernet-join", "nethernet-lossy", "nethernet-chromium"] {
         let pcap = sample(&format!("{name}.pcap"));
         let keylog = sample(&format!("{name}.keylog"));
         // tshark decrypts DTLS on the UDP ports named: each leg's STUN
@@ -1076,6 +1076,70 @@ fn a_join_made_now_reads_as_its_peers_saw_it() {
         .find(|j| j["transport"] == "nethernet")
         .unwrap();
     assert_eq!(join["outcome"], "fingerprint_mismatch", "{join}");
+}
+
+/// A join made now by a second WebRTC stack: headless Chromium (libwebrtc,
+/// BoringSSL, dcsctp) as the client of the aiortc server, run by
+/// scripts/chromium-capture.sh in a network namespace that has only lo.
+/// What the page and the server recorded is what `game` and `messages`
+/// must show; the join is `connected`, with Chromium the client. Needs
+/// root, tcpdump, unshare, aiortc and Chromium (skipped otherwise, failed
+/// in CI).
+#[test]
+fn a_chromium_join_made_now_reads_as_its_peers_saw_it() {
+    if !common::require_root()
+        || !common::require_tool("tcpdump")
+        || !common::require_tool("unshare")
+    {
+        return;
+    }
+    let Some(py) = common::aiortc_python() else {
+        common::skip_or_fail("no Python with aiortc (target/venv/bin/pip install aiortc==1.16.0)");
+        return;
+    };
+    if !std::path::Path::new("/usr/lib/chromium/chromium").exists() {
+        common::skip_or_fail("no Chromium (apt-get install -y chromium)");
+        return;
+    }
+    let dir = common::TempDir::new("nethernet-chromium-now");
+    let o = common::run_with_timeout(
+        std::process::Command::new(common::root().join("scripts/chromium-capture.sh"))
+            .args([dir.path().to_str().unwrap(), "19900"])
+            .env("NETHERNET_PYTHON", &py)
+            .env("SEGMENT", "1500"),
+        std::time::Duration::from_secs(120),
+    );
+    assert!(
+        o.status.success(),
+        "chromium-capture.sh: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let base = dir.path().join("nethernet-chromium");
+    let (pcap, keylog) = (base.with_extension("pcap"), base.with_extension("keylog"));
+    let truth = truth_at(&base.with_extension("truth.jsonl"));
+    game_equals_truth("a Chromium join made now", &pcap, &keylog, &truth, 1);
+    let (joins, _) = records(&["handshake", pcap.to_str().unwrap(), "--json"]);
+    let joins: Vec<&Value> = joins
+        .iter()
+        .filter(|j| j["transport"] == "nethernet")
+        .collect();
+    assert_eq!(joins.len(), 1);
+    assert_eq!(joins[0]["outcome"], "connected", "{}", joins[0]);
+    // The client is Chromium: the port of the page's ICE candidate.
+    let sdp = truth_sdp(&truth, "client", "offer");
+    let candidate = sdp_values(&sdp, "a=candidate:")
+        .into_iter()
+        .find(|c| c.contains(" udp ") || c.contains(" UDP "))
+        .unwrap_or_else(|| panic!("no UDP candidate in the offer: {sdp}"));
+    let port = candidate.split_whitespace().nth(5).unwrap();
+    assert!(
+        joins[0]["client"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!(":{port}")),
+        "{} vs {candidate}",
+        joins[0]
+    );
 }
 
 /// `-V` on NetherNet: a tree with byte offsets into the payload. Every
