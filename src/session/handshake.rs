@@ -371,8 +371,9 @@ pub struct ServerConfig {
     /// past it the oldest is dropped for the new one, so that a flood of
     /// half-open handshakes cannot keep real clients out.
     pub max_pending: usize,
-    /// Handshakes in progress from one IP address at most; more are refused
-    /// with ID_IP_RECENTLY_CONNECTED.
+    /// Handshakes in progress from one IP address at most; past it that
+    /// address's oldest is dropped for the new one (never a refusal: one
+    /// address may be a NAT with many players behind it).
     pub max_pending_per_ip: usize,
     /// Largest MTU granted in replies 1 and 2 (by default 1492, the original's).
     pub max_mtu: u16,
@@ -588,30 +589,35 @@ impl Listener {
         if self.connected() >= self.cfg.max_clients {
             return refuse(self, NO_FREE_INCOMING_CONNECTIONS);
         }
+        // Half-open handshakes are bounded per address and in all; past
+        // either bound, the oldest of them (of this address, or of all)
+        // makes room for the new one: a flood keeps only its newest, and
+        // a client that answers promptly still gets in, even from the
+        // flooding address (one behind the same NAT, or a client retrying).
         let pending = |c: &Connection| c.state() == State::Connecting;
-        let from_ip = self
-            .conns
-            .iter()
-            .filter(|(a, c)| a.ip() == from.ip() && pending(c))
-            .count();
-        if from_ip >= self.cfg.max_pending_per_ip {
-            // Not "server full": too many handshakes from this address.
-            return refuse(self, IP_RECENTLY_CONNECTED);
-        }
-        if self.conns.values().filter(|c| pending(c)).count() >= self.cfg.max_pending {
-            // The oldest half-open handshake goes for the new one.
-            let oldest = self
+        let oldest = |l: &Self, same_ip: bool| {
+            let mine = l
                 .conns
                 .iter()
-                .filter(|(_, c)| pending(c))
-                .min_by_key(|(_, c)| c.created())
-                .map(|(a, _)| *a);
-            if let Some(a) = oldest {
-                self.conns.remove(&a);
-                self.order.retain(|o| *o != a);
-                self.cursor = 0;
-                self.stats.handshakes_dropped += 1;
+                .filter(|(a, c)| pending(c) && (!same_ip || a.ip() == from.ip()));
+            let count = mine.clone().count();
+            let first = mine.min_by_key(|(_, c)| c.created()).map(|(a, _)| *a);
+            (count, first)
+        };
+        let (from_ip, first_of_ip) = oldest(self, true);
+        let evict = if from_ip >= self.cfg.max_pending_per_ip {
+            first_of_ip
+        } else {
+            match oldest(self, false) {
+                (n, first) if n >= self.cfg.max_pending => first,
+                _ => None,
             }
+        };
+        if let Some(a) = evict {
+            self.conns.remove(&a);
+            self.order.retain(|o| *o != a);
+            self.cursor = 0;
+            self.stats.handshakes_dropped += 1;
         }
         let mtu = mtu.clamp(MIN_MTU, self.cfg.max_mtu);
         let mut cfg = ConnectionConfig::new(Role::Server, from, self.local);
