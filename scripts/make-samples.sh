@@ -58,6 +58,8 @@
 #     nethernet-no-endpoint.pcap, nethernet-refused.pcap, nethernet-unreachable.pcap,
 #     nethernet-fingerprint.pcap (+ .keylog), nethernet-alert.pcap, nethernet-ice-pwd.pcap,
 #     nethernet-identity.pcap
+#     nethernet-lan.pcap                   LAN discovery and a LAN join (scripts/lan-discovery-capture.sh,
+#                                          npm nethernet); .truth.jsonl
 #     nethernet-chromium.pcap              headless Chromium (scripts/chromium-capture.sh) as
 #                                          the client of the aiortc server; .keylog, .truth.jsonl
 #                                          joins that fail (nethernet-capture.sh
@@ -325,6 +327,11 @@ if [ -z "${SKIP_NETHERNET:-}" ]; then
             NETHERNET_PYTHON=$NPY SEGMENT=2000 timeout 120 "$ROOT/scripts/chromium-capture.sh" "$OUT" 19850 >/dev/null
         else
             say "no Chromium (apt-get install -y chromium): nethernet-chromium.* not remade"
+        fi
+        # LAN discovery and a LAN join between the npm package nethernet's peers.
+        if command -v node >/dev/null; then
+            say "nethernet-lan.pcap (LAN discovery, UDP 7551, npm nethernet)"
+            timeout 120 "$ROOT/scripts/lan-discovery-capture.sh" "$OUT" >/dev/null
         fi
     else
         say "$NPY cannot import aiortc: nethernet-join.* and nethernet-lossy.* not remade"

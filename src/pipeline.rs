@@ -176,6 +176,17 @@ pub enum Item<'p, 'a> {
         /// Index of the file in [`Input::Files`] (0 for a reader).
         file: usize,
     },
+    /// A NetherNet LAN discovery datagram (UDP 7551), read.
+    Lan {
+        /// What it said, with its flow and direction.
+        packet: Box<crate::records::nethernet::NethernetPacket>,
+        /// Its UDP payload.
+        payload: &'p [u8],
+        /// Time of the capture's first datagram.
+        since: Duration,
+        /// Index of the file in [`Input::Files`] (0 for a reader).
+        file: usize,
+    },
     /// The pipeline starts reading file `index` (not for a reader).
     File {
         /// Index of the file in [`Input::Files`].
@@ -467,6 +478,8 @@ pub struct Pipeline {
     nethernet: Conversations,
     /// NetherNet's signaling among the TCP segments.
     signaling: Signaling,
+    /// NetherNet's LAN discovery (UDP 7551).
+    lans: crate::nethernet::lan::Lans,
     /// TCP segments: of the signaling, of other connections.
     tcp: [u64; 2],
 }
@@ -495,6 +508,7 @@ impl Pipeline {
             shells: Vec::new(),
             nethernet,
             signaling: Signaling::default(),
+            lans: Default::default(),
             tcp: [0; 2],
         }
     }
@@ -784,6 +798,13 @@ impl Pipeline {
             return Ok(stop);
         }
         let since = *first_ts.get_or_insert(d.ts);
+        let lan = crate::nethernet::lan::PORT;
+        if d.icmp.is_none() && (d.src.port() == lan || d.dst.port() == lan) {
+            if let Some(stop) = self.lan(&d, since, file, each)? {
+                reader.recycle(d);
+                return Ok(stop);
+            }
+        }
         if let Some(icmp) = &d.icmp {
             let mut stop = false;
             // Not traffic: an error about a datagram of the flow it quotes.
@@ -910,6 +931,56 @@ impl Pipeline {
 
     /// A UDP datagram that is not RakNet: a NetherNet conversation's, to
     /// `each`, or nothing; true when `each` asked to stop.
+    /// A datagram to or from port 7551 that opens with LAN discovery's key
+    /// (its HMAC verifies: nothing else does), to `each`; `None` when it
+    /// does not open. The SDPs of its signals teach the ICE passwords.
+    fn lan<E>(
+        &mut self,
+        d: &crate::capture::UdpDatagram,
+        since: Duration,
+        file: usize,
+        each: &mut impl FnMut(Item<'_, '_>) -> Result<Next, E>,
+    ) -> Result<Option<bool>, E> {
+        use crate::nethernet::lan;
+        let Ok(plain) = lan::open(&d.payload) else {
+            return Ok(None);
+        };
+        let read = lan::parse(&plain);
+        if let Ok(lan::Lan {
+            body: lan::Body::Message { signal, .. },
+            ..
+        }) = &read
+        {
+            if let Some((u, p)) = signal.sdp().and_then(|s| s.ice_ufrag.zip(s.ice_pwd)) {
+                self.nethernet.ice.learn(&u, &p);
+            }
+        }
+        // The client is the end that is not port 7551.
+        let (client, dir) = if d.src.port() == lan::PORT && d.dst.port() != lan::PORT {
+            (d.dst, Dir::S2c)
+        } else {
+            (d.src, Dir::C2s)
+        };
+        let dissector = &mut self.dissector;
+        let flow = self.lans.flow(client, || dissector.new_flow_id());
+        self.lans.datagrams += 1;
+        self.nethernet.datagrams += 1;
+        let packet = crate::records::nethernet::NethernetPacket::lan(
+            (d.frame, d.ts),
+            (d.src, d.dst),
+            (flow, dir),
+            d.payload.len(),
+            read.as_ref().map_err(Clone::clone),
+        );
+        let item = Item::Lan {
+            packet: Box::new(packet),
+            payload: &d.payload,
+            since,
+            file,
+        };
+        Ok(Some(each(item)? == Next::Stop))
+    }
+
     fn other<E>(
         &mut self,
         d: &crate::capture::UdpDatagram,

@@ -1622,6 +1622,170 @@ fn plot_draws_nethernet_flows() {
     }
 }
 
+/// LAN discovery (UDP 7551) as the npm package nethernet's server and
+/// client sent it (`samples/nethernet-lan.pcap`; the truth recorded inside
+/// them): every datagram opens with the public key, each record says what
+/// its sender sent (packet, ids, signal, connection, data; the world's
+/// card field by field), in order; the SDPs of the signals teach the ICE
+/// passwords (every STUN check of the join verifies); `handshake` joins
+/// the discovery and the signals to the ICE conversation, and says why
+/// the second, bad offer was refused.
+#[test]
+fn lan_discovery_reads_as_its_peers_sent_it() {
+    let pcap = sample("nethernet-lan.pcap");
+    let p = pcap.to_str().unwrap();
+    let sent: Vec<Value> = truth("nethernet-lan")
+        .into_iter()
+        .filter(|r| r["event"] == "sent")
+        .collect();
+    let (all, _) = records(&[p, "--json"]);
+    let lan: Vec<&Value> = all.iter().filter(|r| r["kind"] == "lan").collect();
+    assert_eq!(lan.len(), sent.len());
+    for (r, t) in lan.iter().zip(&sent) {
+        let l = &r["lan"];
+        let kind = t["packet"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("discovery_");
+        assert_eq!(l["packet"], kind, "{r}");
+        assert_eq!(l["sender"], t["sender_id"], "{r}");
+        assert_eq!(r["anomalies"], serde_json::json!([]), "{r}");
+        let f = &t["fields"];
+        match kind {
+            "message" => {
+                assert_eq!(l["recipient"], f["recipient_id"]);
+                assert_eq!(l["signal"], f["signal"]["type"]);
+                assert_eq!(l["connection"], f["signal"]["connection_id"]);
+                assert_eq!(l["data"], f["signal"]["data"]);
+            }
+            "response" => {
+                let (mine, theirs) = (&l["server_data"], &f["server_data"]);
+                for (ours, name) in [
+                    ("version", "version"),
+                    ("server_name", "serverName"),
+                    ("level_name", "levelName"),
+                    ("game_type", "gameType"),
+                    ("player_count", "playerCount"),
+                    ("max_player_count", "maxPlayerCount"),
+                    ("editor_world", "editorWorld"),
+                    ("hardcore", "hardcore"),
+                    ("accepts_online_auth", "acceptsOnlineAuth"),
+                    ("accepts_self_signed_auth", "acceptsSelfSignedAuth"),
+                    ("nonce", "nonce"),
+                    ("transport_layer", "transportLayer"),
+                    ("connection_type", "connectionType"),
+                ] {
+                    assert_eq!(mine[ours], theirs[name], "{ours}");
+                }
+            }
+            _ => {}
+        }
+    }
+    let checks: Vec<&Value> = all.iter().filter(|r| r["kind"] == "stun").collect();
+    assert!(checks.len() >= 4);
+    assert!(
+        checks.iter().all(|r| r["stun"]["integrity_ok"] == true),
+        "{checks:?}"
+    );
+    let (joins, _) = records(&["handshake", p, "--json"]);
+    let outcomes: Vec<&str> = joins
+        .iter()
+        .map(|j| j["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["offer_refused", "connected"], "{joins:?}");
+    let steps = |j: &Value| -> Vec<String> {
+        j["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["step"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let refused = steps(&joins[0]);
+    assert_eq!(
+        refused,
+        ["lan_request", "lan_response", "offer", "connect_error"]
+    );
+    assert!(joins[0]["diagnosis"]
+        .as_str()
+        .unwrap()
+        .contains("answered 13 CONNECTERROR"));
+    let joined = steps(&joins[1]);
+    for s in [
+        "lan_request",
+        "lan_response",
+        "offer",
+        "answer",
+        "stun_request",
+        "client_hello",
+    ] {
+        assert!(joined.iter().any(|x| x == s), "{s}: {joined:?}");
+    }
+}
+
+/// A LAN join made now by the npm package nethernet (its server and
+/// client, on werift's WebRTC) in a network namespace with only lo: what
+/// they recorded sending is what `read` shows, and the join connects.
+/// Needs root, tcpdump, unshare and node (the package is installed under
+/// scripts/lan by the script when missing).
+#[test]
+fn a_lan_join_made_now_reads_as_its_peers_sent_it() {
+    if !common::require_root()
+        || !common::require_tool("tcpdump")
+        || !common::require_tool("unshare")
+        || !common::require_tool("node")
+    {
+        return;
+    }
+    let dir = common::TempDir::new("nethernet-lan-now");
+    let o = common::run_with_timeout(
+        std::process::Command::new(common::root().join("scripts/lan-discovery-capture.sh"))
+            .arg(dir.path()),
+        std::time::Duration::from_secs(120),
+    );
+    assert!(
+        o.status.success(),
+        "lan-discovery-capture.sh: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let pcap = dir.path().join("nethernet-lan.pcap");
+    let sent: Vec<Value> = truth_at(&dir.path().join("nethernet-lan.truth.jsonl"))
+        .into_iter()
+        .filter(|r| r["event"] == "sent")
+        .collect();
+    let (all, _) = records(&[pcap.to_str().unwrap(), "--json"]);
+    let lan: Vec<(String, String, String)> = all
+        .iter()
+        .filter(|r| r["kind"] == "lan")
+        .map(|r| {
+            let l = &r["lan"];
+            let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+            (s(&l["packet"]), s(&l["sender"]), s(&l["signal"]))
+        })
+        .collect();
+    let want: Vec<(String, String, String)> = sent
+        .iter()
+        .map(|t| {
+            let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+            let kind = s(&t["packet"]).trim_start_matches("discovery_").to_string();
+            (kind, s(&t["sender_id"]), s(&t["fields"]["signal"]["type"]))
+        })
+        .collect();
+    // Each sender's in its order (the two sides' may cross on the wire).
+    let by = |v: &[(String, String, String)], who: &str| -> Vec<(String, String, String)> {
+        v.iter().filter(|x| x.1 == who).cloned().collect()
+    };
+    assert_eq!(lan.len(), want.len(), "{lan:?}");
+    for (_, who, _) in &want {
+        assert_eq!(by(&lan, who), by(&want, who));
+    }
+    let (joins, _) = records(&["handshake", pcap.to_str().unwrap(), "--json"]);
+    assert!(
+        joins.iter().any(|j| j["outcome"] == "connected"),
+        "{joins:?}"
+    );
+}
+
 /// tshark's `ip.*`, `udp.*` and `tcp.*` names filter NetherNet's records
 /// too: `udp` and `ip` select the datagrams tshark selects with the same
 /// filter; `tcp` only signaling segments, `udp` no segment.

@@ -2,15 +2,23 @@
 //! fingerprint checks), DTLS records, handshake fragments put together,
 //! hellos and certificates, SCTP packets and what a receive half delivers
 //! from them, DCEP, the 1-byte framing, HTTP from a TCP stream's segments,
-//! SDP and its identity assertion. None may panic, and every bound must
+//! SDP and its identity assertion, LAN discovery's plaintexts (its HMAC
+//! cannot be forged, so they are read as if opened) and what a record
+//! shows of them. None may panic, and every bound must
 //! hold whatever the bytes.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use raknet_dissect::capture::tcp;
-use raknet_dissect::nethernet::{dcep, delivery, dtls, framing, http, identity, sctp, sdp, stun};
+use raknet_dissect::nethernet::{
+    dcep, delivery, dtls, framing, http, identity, lan, sctp, sdp, stun,
+};
 
 fuzz_target!(|data: &[u8]| {
+    let _ = lan::open(data);
+    if let Ok(l) = lan::parse(data) {
+        let _ = lan::LanSeen::of(&l);
+    }
     if let Ok(m) = stun::Message::parse(data) {
         let _ = (m.integrity(b"pwd"), m.fingerprint_ok(), m.xor_mapped_address(), m.error_code());
         let _ = (m.username(), m.priority(), m.role());

@@ -688,6 +688,7 @@ mod tests {
             tcp: None,
             secret: None,
             resent,
+            lan: None,
         }
     }
 

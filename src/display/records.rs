@@ -161,6 +161,12 @@ impl PacketRecords {
                 p.tcp = Some(segment);
                 self.nethernet(p, payload, since, file)
             }
+            Item::Lan {
+                packet,
+                payload,
+                since,
+                file,
+            } => self.nethernet(*packet, payload, since, file),
             Item::Packet { .. } | Item::Counted(_) => return None,
         })
     }

@@ -333,6 +333,8 @@ pub fn handshakes(
     // capture).
     let mut joins: std::collections::BTreeMap<u32, Timeline> = Default::default();
     let mut signals: std::collections::BTreeMap<u32, Signals> = Default::default();
+    // LAN discovery's, by flow and connection id ("": the discovery).
+    let mut lan: std::collections::BTreeMap<(u32, String), Signals> = Default::default();
     let outcome = drive_items(None, reading, &mut mirror, out, |item, out| {
         match item {
             Item::Icmp { note: i, .. } => tracker.icmp(i.flow, i.dir, i.ts, i.frame, i.kind),
@@ -369,14 +371,31 @@ pub fn handshakes(
                     .or_default()
                     .observe(&seen, frame, ts, src);
             }
+            Item::Lan { packet: p, .. } => {
+                // A connection's signals go with the discovery before them.
+                let Some(l) = &p.lan else {
+                    return Ok(Next::Continue);
+                };
+                let key = (p.flow, l.connection.clone().unwrap_or_default());
+                let discovery = lan.get(&(p.flow, String::new())).cloned();
+                let s = lan
+                    .entry(key)
+                    .or_insert_with(|| discovery.unwrap_or_default());
+                s.observe_lan(l, p.flow, (p.frame, p.ts), (p.src, p.dst), p.dir);
+            }
             Item::File { .. } | Item::Counted(_) | Item::Owned { .. } => {}
         }
         Ok(Next::Continue)
     })?;
     print(tracker.finish(), &mut game, out)?;
     let timelines: Vec<&Timeline> = joins.values().collect();
-    let attempts =
-        crate::nethernet::timeline::joins(&timelines, &signals.values().collect::<Vec<_>>());
+    // A flow's discovery alone only when no connection followed it.
+    let lan_signals = lan
+        .iter()
+        .filter(|((f, c), _)| !c.is_empty() || !lan.keys().any(|(g, d)| g == f && !d.is_empty()))
+        .map(|(_, s)| s);
+    let all: Vec<&Signals> = signals.values().chain(lan_signals).collect();
+    let attempts = crate::nethernet::timeline::joins(&timelines, &all);
     print(attempts, &mut game, out)?;
     if let Some(svg) = ladder {
         *svg = crate::output::ladder::ladder(&drawn);

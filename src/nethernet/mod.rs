@@ -25,6 +25,7 @@ pub mod dtls;
 pub mod framing;
 pub mod http;
 pub mod identity;
+pub mod lan;
 pub mod rtt;
 pub mod sctp;
 pub mod sdp;

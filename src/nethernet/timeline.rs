@@ -465,9 +465,15 @@ const PROGRESS: [&str; 9] = [
 /// A request's method and target, and its answer's status and reason.
 type Exchange = (String, String, Option<(u16, String)>);
 
+/// Whether an exchange is an offer: HTTP's POST, or LAN's CONNECTREQUEST.
+fn offered(x: &Exchange) -> bool {
+    x.0 == "POST" || x.0 == "CONNECTREQUEST"
+}
+
 /// One signaling connection's steps: the status request and its answer,
-/// the offer and its answer.
-#[derive(Debug, Default)]
+/// the offer and its answer (or LAN discovery's request, response and
+/// signals of one connection id).
+#[derive(Debug, Default, Clone)]
 pub struct Signals {
     id: u32,
     client: Option<SocketAddr>,
@@ -577,6 +583,112 @@ impl Signals {
     }
 }
 
+impl Signals {
+    /// A LAN discovery datagram of flow `flow` (`frame`, at `ts`, from
+    /// `src` to `dst`, `dir`): the discovery request and response, and a
+    /// connection's signals, in place of HTTP's status request, offer and
+    /// answer (a CONNECTERROR answers the offer as a refusal, its code in
+    /// place of a status).
+    pub fn observe_lan(
+        &mut self,
+        l: &super::lan::LanSeen,
+        flow: u32,
+        (frame, ts): (u64, Duration),
+        (src, dst): (SocketAddr, SocketAddr),
+        dir: Dir,
+    ) {
+        let (client, server) = if dir == Dir::C2s {
+            (src, dst)
+        } else {
+            (dst, src)
+        };
+        if self.client.is_none() {
+            (self.id, self.start, self.client) = (flow, ts, Some(client));
+        }
+        // A request goes to a broadcast address: the server is who answers.
+        if dir == Dir::S2c || self.server.is_none() {
+            self.server = Some(server);
+        }
+        self.end = ts;
+        let data = l.data.clone().unwrap_or_default();
+        let conn = l.connection.clone().unwrap_or_default();
+        let sdp = || super::sdp::Sdp::parse(&data).ok();
+        let addresses = |s: &super::sdp::Sdp| -> Vec<String> {
+            s.candidates.iter().map(|c| c.address.to_string()).collect()
+        };
+        let (step, detail) = match (l.packet, l.signal.as_deref()) {
+            ("request", _) => (
+                "lan_request",
+                format!("network id {}, looking for worlds", l.sender),
+            ),
+            ("response", _) => (
+                "lan_response",
+                match &l.server_data {
+                    Some(d) => format!(
+                        "network id {}: \"{}\" by {}, {}/{} players",
+                        l.sender, d.level_name, d.server_name, d.player_count, d.max_player_count
+                    ),
+                    None => l.error.clone().unwrap_or_default(),
+                },
+            ),
+            ("message", Some("CONNECTREQUEST")) => {
+                if self.exchanges.len() < 16 {
+                    self.exchanges.push((
+                        "CONNECTREQUEST".into(),
+                        format!("connection {conn}"),
+                        None,
+                    ));
+                }
+                if let Some(s) = sdp() {
+                    if let Some(u) = s.ice_ufrag.clone().filter(|_| self.ufrags.len() < 4) {
+                        self.ufrags.push(u);
+                    }
+                    self.offer_candidates = addresses(&s);
+                    self.fingerprints[0] = s.sha256().map(str::to_string);
+                }
+                ("offer", format!("CONNECTREQUEST connection {conn}"))
+            }
+            ("message", Some(k @ ("CONNECTRESPONSE" | "CONNECTERROR"))) => {
+                let answer = if k == "CONNECTRESPONSE" {
+                    (200, k.to_string())
+                } else {
+                    (data.trim().parse().unwrap_or(0), k.to_string())
+                };
+                if let Some(x) = self.exchanges.iter_mut().rev().find(|x| x.2.is_none()) {
+                    x.2 = Some(answer);
+                }
+                match sdp().filter(|_| k == "CONNECTRESPONSE") {
+                    Some(s) => {
+                        if let Some(u) = s.ice_ufrag.clone().filter(|_| self.ufrags.len() < 4) {
+                            self.ufrags.push(u);
+                        }
+                        self.candidates = addresses(&s);
+                        self.fingerprints[1] = s.sha256().map(str::to_string);
+                        ("answer", format!("CONNECTRESPONSE connection {conn}"))
+                    }
+                    None if k == "CONNECTERROR" => (
+                        "connect_error",
+                        format!("CONNECTERROR connection {conn}, code {}", data.trim()),
+                    ),
+                    None => ("answer", format!("CONNECTRESPONSE connection {conn}")),
+                }
+            }
+            ("message", Some("CANDIDATEADD")) => ("candidate", data.trim().to_string()),
+            ("message", Some(other)) => ("signal", format!("{other} connection {conn}")),
+            _ => return,
+        };
+        if self.steps.len() < MAX_STEPS {
+            self.steps.push(Step {
+                ts,
+                frame,
+                dir: Some(dir),
+                step,
+                detail,
+            });
+        }
+    }
+}
+
 /// The joins of a capture: the ICE conversations whose checks carry the
 /// ufrags a signaling exchange named (each side's checks may make one: a
 /// conversation per candidate pair) in one timeline with that signaling
@@ -613,7 +725,7 @@ pub(crate) fn joins(timelines: &[&Timeline], signals: &[&Signals]) -> Vec<Attemp
             !used[j]
                 && signals[j].client.map(|c| c.ip()) == signals[i].client.map(|c| c.ip())
                 && signals[j].server == signals[i].server
-                && signals[j].exchanges.iter().any(|x| x.0 == "POST")
+                && signals[j].exchanges.iter().any(offered)
         });
         let is_status = signals[i].exchanges.iter().all(|x| x.0 == "GET");
         let mut a = signals[i].attempt();
@@ -759,16 +871,24 @@ impl Signals {
                 "signaling_unanswered",
                 format!("{m} {t} got no answer from the server ({server})"),
             ),
-            None if self.exchanges.iter().any(|x| x.0 == "POST") && self.signed[1] == Some(false) => (
+            None if self.exchanges.iter().any(offered) && self.signed[1] == Some(false) => (
                 "identity_unverified",
                 "the answer's identity assertion does not verify over its a=fingerprint lines (its cpk did not sign them): the client refuses the answer, and no STUN check followed".into(),
             ),
-            None if self.exchanges.iter().any(|x| x.0 == "POST") => (
+            None if self.exchanges.iter().any(offered) => (
                 "no_ice",
                 format!(
                     "the answer came, but no STUN check followed between the candidates it named ({}) and the client",
                     self.candidates.join(", ")
                 ),
+            ),
+            None if self.steps.iter().any(|s| s.step == "lan_response") => (
+                "status_only",
+                format!("the world ({server}) answered the LAN discovery request; no offer followed"),
+            ),
+            None if self.steps.iter().any(|s| s.step == "lan_request") => (
+                "signaling_unanswered",
+                "no world answered the LAN discovery request".into(),
             ),
             None => (
                 "status_only",

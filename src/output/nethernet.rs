@@ -51,6 +51,8 @@ pub fn tree(p: &NethernetPacket, payload: &[u8]) -> String {
     );
     if p.kind == "http" {
         http(p, payload, &mut s);
+    } else if p.kind == "lan" {
+        lan(p, payload, &mut s);
     } else if stun::looks_like(payload) {
         stun_tree(p, payload, &mut s);
     } else if dtls::looks_like(payload) {
@@ -92,6 +94,66 @@ fn http(p: &NethernetPacket, payload: &[u8], s: &mut String) {
         if let Some(f) = &h.fingerprint {
             note(s, 1, &format!("SDP: fingerprint sha-256 {f}"));
         }
+    }
+}
+
+/// A LAN discovery datagram: the HMAC, the ciphertext, and what the
+/// plaintext said (its offsets are the plaintext's).
+fn lan(p: &NethernetPacket, payload: &[u8], s: &mut String) {
+    let _ = writeln!(s, "  NetherNet LAN discovery");
+    row(
+        s,
+        0,
+        32.min(payload.len()),
+        0,
+        "HMAC-SHA256",
+        "verifies (the key is SHA-256 of le64 0xDEADBEEF)",
+    );
+    let sealed = payload.len().saturating_sub(32);
+    row(
+        s,
+        32,
+        sealed,
+        0,
+        "AES-256-ECB ciphertext",
+        &format!("{sealed} bytes"),
+    );
+    let Some(l) = &p.lan else { return };
+    note(s, 0, "plaintext:");
+    row(s, 0, 2, 1, "length", "");
+    row(s, 2, 2, 1, "packet", l.packet);
+    row(s, 4, 8, 1, "sender", &l.sender);
+    row(s, 12, 8, 1, "padding", "");
+    if let Some(r) = &l.recipient {
+        row(s, 20, 8, 1, "recipient", r);
+    }
+    if let (Some(k), Some(c)) = (&l.signal, &l.connection) {
+        note(s, 1, &format!("signal {k}, connection {c}"));
+        if let Some(u) = &l.ice_ufrag {
+            note(s, 2, &format!("SDP: ice-ufrag {u}"));
+        }
+        if let Some(d) = l.data.as_deref().filter(|_| l.ice_ufrag.is_none()) {
+            note(s, 2, d.trim());
+        }
+    }
+    if let Some(d) = &l.server_data {
+        note(s, 1, &format!("server data, version {}", d.version));
+        note(
+            s,
+            2,
+            &format!(
+                "server name {:?}, level name {:?}",
+                d.server_name, d.level_name
+            ),
+        );
+        note(
+            s,
+            2,
+            &format!(
+                "game type {}, players {}/{}, editor {}, hardcore {}, transport {}, connection type {}",
+                d.game_type, d.player_count, d.max_player_count, d.editor_world, d.hardcore, d.transport_layer, d.connection_type
+            ),
+        );
     }
 }
 

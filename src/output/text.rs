@@ -599,6 +599,46 @@ impl LineFormatter {
     }
 }
 
+/// A LAN discovery datagram, in words: who looks for worlds, the world's
+/// card, the signal.
+fn lan_info(l: &crate::nethernet::lan::LanSeen, s: &mut String) {
+    let _ = write!(s, "LAN discovery {} from {}", l.packet, l.sender);
+    if let Some(d) = &l.server_data {
+        let _ = write!(
+            s,
+            ": \"{}\" by {}, {}/{} players, game type {}",
+            d.level_name, d.server_name, d.player_count, d.max_player_count, d.game_type
+        );
+    }
+    if let (Some(r), Some(k), Some(c)) = (&l.recipient, &l.signal, &l.connection) {
+        let _ = write!(s, " to {r}: {k} connection {c}");
+        // One line: the data's words, cut.
+        let words = || l.data.iter().flat_map(|d| d.split_whitespace());
+        match &l.ice_ufrag {
+            Some(u) => {
+                let _ = write!(s, " (SDP, ufrag={u})");
+            }
+            None if words().map(|w| w.len() + 1).sum::<usize>() <= 80 => {
+                for w in words() {
+                    let _ = write!(s, " {w}");
+                }
+            }
+            None => {
+                let cut: String = words()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    .chars()
+                    .take(60)
+                    .collect();
+                let _ = write!(s, " {cut}…");
+            }
+        }
+    }
+    if let Some(e) = &l.error {
+        let _ = write!(s, " [{e}]");
+    }
+}
+
 /// What a NetherNet datagram held, in words.
 fn nethernet_info(p: &crate::records::nethernet::NethernetPacket) -> String {
     use crate::nethernet::{dtls, sctp};
@@ -700,6 +740,9 @@ fn nethernet_info(p: &crate::records::nethernet::NethernetPacket) -> String {
             let cut: String = b.chars().take(80).collect();
             let _ = write!(s, " {cut}{}", if cut.len() < b.len() { "…" } else { "" });
         }
+    }
+    if let Some(l) = &p.lan {
+        lan_info(l, &mut s);
     }
     if s.is_empty() {
         s.push_str(if p.kind == "http" {

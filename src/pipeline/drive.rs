@@ -139,6 +139,7 @@ pub(crate) fn drive_items(
                 | Item::Owned { .. }
                 | Item::Nethernet { .. }
                 | Item::Signaling { .. }
+                | Item::Lan { .. }
         ) && {
             packets += 1;
             cap.count.is_some_and(|n| packets >= n)

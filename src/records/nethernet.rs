@@ -16,6 +16,7 @@ use super::{object, Closed, Described, Key, Ty, Value, FLOW_DOC, TYPE_DOC};
 use crate::dissect::{Anomaly, Dir};
 use crate::nethernet::association::{ChunkSeen, Event, RecordSeen};
 use crate::nethernet::conversations::Seen;
+use crate::nethernet::lan::{LanSeen, ServerData};
 use crate::nethernet::signaling::{HttpSeen, IdentitySeen};
 use crate::nethernet::{dtls, sctp, stun};
 
@@ -81,6 +82,8 @@ pub struct NethernetPacket {
     pub secret: Option<String>,
     /// DATA chunks it carried that their receiver had already seen.
     pub resent: u32,
+    /// A LAN discovery datagram (UDP 7551): what it said.
+    pub lan: Option<LanSeen>,
 }
 
 impl NethernetPacket {
@@ -112,6 +115,7 @@ impl NethernetPacket {
             tcp: None,
             secret: None,
             resent: 0,
+            lan: None,
         }
     }
 
@@ -170,6 +174,32 @@ impl NethernetPacket {
 }
 
 impl NethernetPacket {
+    /// A LAN discovery datagram (UDP 7551) of flow `flow`, `dir`, that
+    /// opened with the LAN key: what it said, or why it did not read.
+    pub fn lan(
+        (frame, ts): (u64, Duration),
+        (src, dst): (SocketAddr, SocketAddr),
+        (flow, dir): (u32, Dir),
+        len: usize,
+        read: Result<&crate::nethernet::lan::Lan, crate::nethernet::lan::LanError>,
+    ) -> Self {
+        let mut p = NethernetPacket::empty((frame, ts), (src, dst), (flow, dir), len, "lan");
+        match read {
+            Ok(l) => p.lan = Some(LanSeen::of(l)),
+            Err(e) => p.anomalies.push(Anomaly {
+                kind: "malformed",
+                detail: format!("LAN discovery: {e}"),
+            }),
+        }
+        if let Some(e) = p.lan.as_ref().and_then(|l| l.error.clone()) {
+            p.anomalies.push(Anomaly {
+                kind: "malformed",
+                detail: format!("LAN discovery response: {e}"),
+            });
+        }
+        p
+    }
+
     /// A TCP segment of the signaling (`seen`), of `len` payload bytes
     /// from `src` to `dst`.
     pub fn signaling(
@@ -361,6 +391,14 @@ impl Described for NethernetRecord<'static> {
         .present(|r| !r.packet.http.is_empty())
         .nested::<HttpSeen>(),
         K::new(
+            "lan",
+            Ty::Object,
+            "NetherNet's LAN discovery (UDP 7551): the request, response or signal the datagram carried.",
+            |r, f| r.packet.lan.as_ref().is_some_and(|l| object::<LanSeen>(l, f)),
+        )
+        .skip()
+        .nested::<LanSeen>(),
+        K::new(
             "anomalies",
             Ty::Object,
             "Findings of the dissector and the mirror; as a test: at least one.",
@@ -448,6 +486,141 @@ impl Described for HttpSeen {
             |h, f| h.body.as_deref().is_some_and(|v| f(Value::Str(v))),
         )
         .skip(),
+    ];
+}
+
+type LK = Key<LanSeen>;
+
+impl Described for LanSeen {
+    type Of<'a> = LanSeen;
+    const KEYS: &'static [LK] = &[
+        LK::new(
+            "packet",
+            Ty::Str,
+            "request (a client looking for worlds), response (a world's card) or message (a signal); other for an id not known.",
+            |l, f| f(Value::Str(l.packet)),
+        ),
+        LK::new("sender", Ty::Str, "The sender's network id (a string: ids pass 2^53).", |l, f| {
+            f(Value::Str(&l.sender))
+        }),
+        LK::new("recipient", Ty::Str, "A message's recipient network id.", |l, f| {
+            l.recipient.as_deref().is_some_and(|v| f(Value::Str(v)))
+        })
+        .skip(),
+        LK::new(
+            "signal",
+            Ty::Str,
+            "A message's signal: CONNECTREQUEST (an SDP offer), CONNECTRESPONSE (the answer), CANDIDATEADD, CONNECTERROR.",
+            |l, f| l.signal.as_deref().is_some_and(|v| f(Value::Str(v))),
+        )
+        .skip(),
+        LK::new("connection", Ty::Str, "A message's connection id.", |l, f| {
+            l.connection.as_deref().is_some_and(|v| f(Value::Str(v)))
+        })
+        .skip(),
+        LK::new(
+            "data",
+            Ty::Str,
+            "A message's data: the SDP, the ICE candidate, the error code.",
+            |l, f| l.data.as_deref().is_some_and(|v| f(Value::Str(v))),
+        )
+        .skip(),
+        LK::new(
+            "ice_ufrag",
+            Ty::Str,
+            "An SDP signal's ICE username fragment (the STUN checks' USERNAME has it).",
+            |l, f| l.ice_ufrag.as_deref().is_some_and(|v| f(Value::Str(v))),
+        )
+        .skip(),
+        LK::new(
+            "server_data",
+            Ty::Object,
+            "A response's world card (go-nethernet's layouts, versions 4 to 6).",
+            |l, f| l.server_data.as_ref().is_some_and(|d| object::<ServerData>(d, f)),
+        )
+        .skip()
+        .nested::<ServerData>(),
+        LK::new("error", Ty::Str, "Why a response's server data did not read.", |l, f| {
+            l.error.as_deref().is_some_and(|v| f(Value::Str(v)))
+        })
+        .skip(),
+    ];
+}
+
+type WK = Key<ServerData>;
+
+impl Described for ServerData {
+    type Of<'a> = ServerData;
+    const KEYS: &'static [WK] = &[
+        WK::new(
+            "version",
+            Ty::Int,
+            "The layout's version: 4, 5 or 6.",
+            |d, f| int(d.version, f),
+        ),
+        WK::new(
+            "server_name",
+            Ty::Str,
+            "The host's name, under the level's on the card.",
+            |d, f| f(Value::Str(&d.server_name)),
+        ),
+        WK::new("level_name", Ty::Str, "The world's name.", |d, f| {
+            f(Value::Str(&d.level_name))
+        }),
+        WK::new(
+            "game_type",
+            Ty::Int,
+            "The default game mode (0 survival, 1 creative, 2 adventure).",
+            |d, f| int(d.game_type, f),
+        ),
+        WK::new("player_count", Ty::Int, "Players in the world.", |d, f| {
+            int(d.player_count, f)
+        }),
+        WK::new(
+            "max_player_count",
+            Ty::Int,
+            "Players it takes at most.",
+            |d, f| int(d.max_player_count, f),
+        ),
+        WK::new("editor_world", Ty::Bool, "Made in Editor Mode.", |d, f| {
+            f(Value::Bool(d.editor_world))
+        }),
+        WK::new("hardcore", Ty::Bool, "Hardcore.", |d, f| {
+            f(Value::Bool(d.hardcore))
+        }),
+        WK::new(
+            "accepts_online_auth",
+            Ty::Bool,
+            "Versions 5 and 6: whether it takes Xbox-signed logins.",
+            |d, f| d.accepts_online_auth.is_some_and(|b| f(Value::Bool(b))),
+        )
+        .skip(),
+        WK::new(
+            "accepts_self_signed_auth",
+            Ty::Bool,
+            "Versions 5 and 6: whether it takes self-signed logins.",
+            |d, f| {
+                d.accepts_self_signed_auth
+                    .is_some_and(|b| f(Value::Bool(b)))
+            },
+        )
+        .skip(),
+        WK::new("nonce", Ty::Str, "Version 6: its nonce.", |d, f| {
+            d.nonce.as_deref().is_some_and(|v| f(Value::Str(v)))
+        })
+        .skip(),
+        WK::new(
+            "transport_layer",
+            Ty::Int,
+            "The transport (2: NetherNet).",
+            |d, f| int(d.transport_layer, f),
+        ),
+        WK::new(
+            "connection_type",
+            Ty::Int,
+            "The connection type (4: LAN signaling).",
+            |d, f| int(d.connection_type, f),
+        ),
     ];
 }
 
