@@ -11,7 +11,15 @@
 // Options (both sides): --server-id N --client-id N --connection-id N (decimal u64),
 // --broadcast ADDR (client: where discovery requests go, default 127.255.255.255),
 // --server-data-version 6|4 (server: the advertisement layout, see encodeServerData),
-// --timeout MS (each side gives up after MS, default 20000).
+// --timeout MS (each side gives up after MS, default 20000),
+// --keylog FILE (append the join's DTLS keys in NSS key-log format:
+// CLIENT_RANDOM <ClientHello random> <master secret>, one line per association),
+// --game-batch HEX (client: the batch it sends once connected instead of the default
+// 06c10100000879: RequestNetworkSettings (id 193 = varuint c1 01, protocol 2169, as
+// bedrock-protocol 1.26.45 sends it) framed as a real client frames its first batch,
+// before NetworkSettings: varuint32 length + packet, no compression-algorithm byte).
+// Repeatable: the batches go in this order and the client waits for every echo; a
+// batch past 10000 bytes goes as several NetherNet segments, each SCTP-fragmented).
 //
 // What happens: the server binds 0.0.0.0:7551 and advertises a world; the client
 // broadcasts discovery requests (nethernet sends one at once and one every 2 s),
@@ -33,6 +41,18 @@
 // advertisement as opaque bytes, which it hex-encodes)}; message {recipient_id, data
 // (the signal text), signal {type, connection_id, data}}.
 // IDs are decimal strings (u64).
+// The join, recorded inside werift 0.24.4 (hooks below), adds records with a "type"
+// (the discovery records have none):
+//   {t, side, type: dtls, cipher, client_random, server_random}   when a side keys its
+//     DTLS association (its --keylog line has the master secret);
+//   {t, side, type: sctp, event: connected, is_server, local, peer (the ICE pair),
+//    local_port, remote_port (SCTP)};
+//   {t, side, type: dcep, event: sent|received, kind: open|ack, label, stream_id, ppid, hex};
+//   {t, side, type: message, event: sent|received, index (per side, label and event),
+//    hex (the message as the application sent or got it), label, stream_id, ordered,
+//    ppid (51 string, 53 binary, 56/57 empty), binary[, wire_hex (empty PPIDs: the
+//    padding byte on the wire)][, max_retransmits]}, in the order werift handed the
+//    message to SCTP (sent) or SCTP delivered it (received).
 
 const path = require('node:path')
 const fs = require('node:fs')
@@ -59,6 +79,8 @@ function parseArgs (argv) {
     else if (a === '--broadcast') opts.broadcast = v()
     else if (a === '--server-data-version') opts.serverDataVersion = Number(v())
     else if (a === '--timeout') opts.timeout = Number(v())
+    else if (a === '--keylog') opts.keylog = v()
+    else if (a === '--game-batch') (opts.gameBatches ??= []).push(Buffer.from(v(), 'hex'))
     else throw new Error(`unknown option ${a}`)
   }
   return opts
@@ -167,6 +189,117 @@ nnWerift.RTCPeerConnection = class extends BaseRTC {
   constructor (config = {}) {
     super({ ...config, iceAdditionalHostAddresses: ['127.0.0.1'], iceUseIpv6: false })
   }
+}
+
+// ---- hooks inside werift (0.24.4): DTLS keys and data-channel messages ----
+// werift's package exports hide its internals; require them by file (the same module
+// instances werift itself loads: same resolved path).
+const weriftLib = path.join(path.dirname(lanRequire.resolve('werift')), '..', '..')
+const weriftAead = require(path.join(weriftLib, 'dtls', 'src', 'cipher', 'suites', 'aead.js')).default
+const { RTCSctpTransport } = lanRequire('werift')
+const WEBRTC_DCEP = 50
+
+// DTLS keys. Both sides derive the master secret (extended master secret when both
+// offer it, which werift does) in flight5.js (client) / flight6.js (server) and then
+// call cipher.init(masterSecret, serverRandom, clientRandom) on the suite's AEADCipher
+// (cipher/suites/aead.js; werift only implements AEAD suites). Wrapping init sees the
+// 48-byte master secret and the ClientHello random of each association, whatever the
+// side's role; NSS key-log line: CLIENT_RANDOM <client random> <master secret>.
+let keylogFd = null
+const origAeadInit = weriftAead.prototype.init
+weriftAead.prototype.init = function (masterSecret, serverRandom, clientRandom) {
+  const r = origAeadInit.call(this, masterSecret, serverRandom, clientRandom)
+  try {
+    const cr = Buffer.from(clientRandom).toString('hex')
+    if (keylogFd !== null) fs.writeSync(keylogFd, `CLIENT_RANDOM ${cr} ${Buffer.from(masterSecret).toString('hex')}\n`)
+    record({ type: 'dtls', cipher: this.name, client_random: cr, server_random: Buffer.from(serverRandom).toString('hex') })
+  } catch (e) { log('keylog hook:', e) }
+  return r
+}
+
+// Data-channel messages, at werift's SCTP boundary: RTCSctpTransport hands every
+// message to its SCTP association's send(streamId, ppid, bytes, opts) (an instance
+// property, in the order the TSNs are assigned) and gets every reassembled message
+// from the association's receive(streamId, ppid, bytes) (the prototype method that
+// feeds datachannelReceive). Wrapped on each association as setDtlsTransport creates
+// it. Application messages (PPID 51/53/56/57) are "message" records; DCEP (PPID 50)
+// "dcep" records. index counts a side's messages per label and event.
+const PPID_NAMES = { 50: 'dcep', 51: 'string', 53: 'binary', 56: 'string_empty', 57: 'binary_empty' }
+const msgIndex = new Map()
+function dcepLabel (data) {
+  // DATA_CHANNEL_OPEN: !BBHLHH, then label and protocol
+  if (data.length < 12 || data[0] !== 0x03) return undefined
+  const n = data.readUInt16BE(8)
+  return data.subarray(12, 12 + n).toString('utf8')
+}
+function recordMessage (transport, event, streamId, ppid, data, opts) {
+  try {
+    const channel = transport.dataChannels[streamId]
+    const bytes = Buffer.from(data ?? [])
+    const label = channel?.label ?? (ppid === WEBRTC_DCEP ? dcepLabel(bytes) : undefined) ?? null
+    const ordered = opts ? opts.ordered !== false : (channel ? channel.ordered : null)
+    if (ppid === WEBRTC_DCEP) {
+      const kind = { 0x03: 'open', 0x02: 'ack' }[bytes[0]] ?? 'unknown'
+      record({ type: 'dcep', event, kind, label, stream_id: streamId, ppid, hex: bytes.toString('hex') })
+      return
+    }
+    const key = `${event} ${label}`
+    const index = msgIndex.get(key) ?? 0
+    msgIndex.set(key, index + 1)
+    // What the application got or gave: the empty PPIDs carry no message bytes.
+    const empty = ppid === 56 || ppid === 57
+    const rec = {
+      type: 'message',
+      event,
+      index,
+      hex: empty ? '' : bytes.toString('hex'),
+      label,
+      stream_id: streamId,
+      ordered,
+      ppid,
+      binary: ppid === 53 || ppid === 57
+    }
+    if (empty && bytes.length) rec.wire_hex = bytes.toString('hex')
+    if (opts && opts.maxRetransmits !== undefined) rec.max_retransmits = opts.maxRetransmits
+    record(rec)
+  } catch (e) { log('message hook:', e) }
+}
+const origSetDtls = RTCSctpTransport.prototype.setDtlsTransport
+RTCSctpTransport.prototype.setDtlsTransport = function (dtlsTransport) {
+  const before = this.sctp
+  const r = origSetDtls.call(this, dtlsTransport)
+  const sctp = this.sctp
+  if (sctp && sctp !== before && !sctp.__lanHooked) {
+    sctp.__lanHooked = true
+    const transport = this
+    const send = sctp.send
+    sctp.send = function (streamId, ppid, userData, opts) {
+      recordMessage(transport, 'sent', streamId, ppid, userData, opts)
+      return send.apply(this, arguments)
+    }
+    const receive = sctp.receive
+    sctp.receive = function (streamId, ppid, data) {
+      // before werift's handler: the application may answer from inside it
+      recordMessage(transport, 'received', streamId, ppid, data)
+      return receive.apply(this, arguments)
+    }
+    sctp.stateChanged.connected.subscribe(() => {
+      try {
+        const pair = dtlsTransport.iceTransport.connection.nominated
+        const lc = pair?.localCandidate
+        record({
+          type: 'sctp',
+          event: 'connected',
+          is_server: sctp.isServer,
+          local: lc ? `${lc.host}:${lc.port}` : null,
+          peer: pair ? pair.remoteAddr.join(':') : null,
+          local_port: sctp.port ?? null,
+          remote_port: sctp.remotePort ?? null
+        })
+      } catch (e) { log('sctp hook:', e) }
+    })
+  }
+  return r
 }
 
 const { Client, Server } = lanRequire('nethernet')
@@ -304,12 +437,18 @@ async function runClient (opts) {
   client.on('disconnect', (id, reason) => log(`disconnect ${id}: ${reason}`))
   client.on('connected', () => {
     log('connected; sending a game batch')
-    // A Bedrock batch as NetherNet carries it: 0xff (no compression) + varuint32 len + packet
-    // (request_network_settings, id 0xc1, protocol 924 big-endian).
-    client.send(Buffer.from('ff06c1000000039c', 'hex'))
+    // A Bedrock batch as NetherNet carries the first one: varuint32 len + packet, no
+    // compression byte before NetworkSettings (request_network_settings, id 193 = c1 01,
+    // protocol 2169 big-endian).
+    for (const b of opts.gameBatches ?? [Buffer.from('06c10100000879', 'hex')]) client.send(b)
   })
+  let echoes = 0
   client.on('encapsulated', (buf) => {
-    log(`echo: ${buf.toString('hex')}; sending a refused CONNECTREQUEST`)
+    if (++echoes < (opts.gameBatches?.length ?? 1)) {
+      log(`echo ${echoes}: ${buf.length > 64 ? buf.length + ' bytes' : buf.toString('hex')}`)
+      return
+    }
+    log(`echo: ${buf.length > 64 ? buf.length + ' bytes' : buf.toString('hex')}; sending a refused CONNECTREQUEST`)
     // A second offer on the same discovery channel, through nethernet's own sender,
     // whose SDP has no m=application section: the server cannot set it as its remote
     // description and answers CONNECTERROR <id> 13.
@@ -354,6 +493,7 @@ function main () {
   side = mode
   out = fs.openSync(file, 'w')
   const opts = parseArgs(rest)
+  if (opts.keylog) keylogFd = fs.openSync(opts.keylog, 'a')
   const run = mode === 'server' ? runServer : runClient
   run(opts).catch((e) => { log(e); process.exit(1) })
 }

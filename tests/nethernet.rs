@@ -1622,6 +1622,19 @@ fn plot_draws_nethernet_flows() {
     }
 }
 
+/// The discovery packets a LAN truth file recorded sent.
+fn lan_sent(truth: Vec<Value>) -> Vec<Value> {
+    truth
+        .into_iter()
+        .filter(|r| {
+            r["event"] == "sent"
+                && r["packet"]
+                    .as_str()
+                    .is_some_and(|p| p.starts_with("discovery_"))
+        })
+        .collect()
+}
+
 /// LAN discovery (UDP 7551) as the npm package nethernet's server and
 /// client sent it (`samples/nethernet-lan.pcap`; the truth recorded inside
 /// them): every datagram opens with the public key, each record says what
@@ -1629,15 +1642,25 @@ fn plot_draws_nethernet_flows() {
 /// card field by field), in order; the SDPs of the signals teach the ICE
 /// passwords (every STUN check of the join verifies); `handshake` joins
 /// the discovery and the signals to the ICE conversation, and says why
-/// the second, bad offer was refused.
+/// the second, bad offer was refused. With the key log taken from inside
+/// werift (the package's WebRTC, a third stack), `messages` and `game`
+/// show what each side's data channel delivered.
 #[test]
 fn lan_discovery_reads_as_its_peers_sent_it() {
     let pcap = sample("nethernet-lan.pcap");
     let p = pcap.to_str().unwrap();
-    let sent: Vec<Value> = truth("nethernet-lan")
-        .into_iter()
-        .filter(|r| r["event"] == "sent")
+    let truth = truth("nethernet-lan");
+    let received: Vec<(String, String)> = truth
+        .iter()
+        .filter(|r| r["type"] == "message" && r["event"] == "received")
+        .map(|r| {
+            (
+                r["side"].as_str().unwrap().into(),
+                r["hex"].as_str().unwrap().into(),
+            )
+        })
         .collect();
+    let sent = lan_sent(truth);
     let (all, _) = records(&[p, "--json"]);
     let lan: Vec<&Value> = all.iter().filter(|r| r["kind"] == "lan").collect();
     assert_eq!(lan.len(), sent.len());
@@ -1721,6 +1744,38 @@ fn lan_discovery_reads_as_its_peers_sent_it() {
     ] {
         assert!(joined.iter().any(|x| x == s), "{s}: {joined:?}");
     }
+    let k = sample("nethernet-lan.keylog");
+    let k = k.to_str().unwrap();
+    let (messages, _) = records(&["messages", p, "--json", "--tls-keylog", k]);
+    let shown: Vec<(String, String)> = messages
+        .iter()
+        .map(|m| {
+            let side = if m["dir"] == "c2s" {
+                "server"
+            } else {
+                "client"
+            };
+            (side.to_string(), m["data"].as_str().unwrap().to_string())
+        })
+        .collect();
+    assert!(!received.is_empty());
+    let mut want = received.clone();
+    want.sort();
+    let mut got = shown;
+    got.sort();
+    assert_eq!(got, want, "what each side's data channel delivered");
+    let (game, _) = records(&["game", p, "--json", "--tls-keylog", k]);
+    let names: Vec<(&str, &str)> = game
+        .iter()
+        .map(|g| (g["dir"].as_str().unwrap(), g["name"].as_str().unwrap_or("")))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("c2s", "request_network_settings"),
+            ("s2c", "request_network_settings")
+        ]
+    );
 }
 
 /// A LAN join made now by the npm package nethernet (its server and
@@ -1749,10 +1804,7 @@ fn a_lan_join_made_now_reads_as_its_peers_sent_it() {
         String::from_utf8_lossy(&o.stderr)
     );
     let pcap = dir.path().join("nethernet-lan.pcap");
-    let sent: Vec<Value> = truth_at(&dir.path().join("nethernet-lan.truth.jsonl"))
-        .into_iter()
-        .filter(|r| r["event"] == "sent")
-        .collect();
+    let sent = lan_sent(truth_at(&dir.path().join("nethernet-lan.truth.jsonl")));
     let (all, _) = records(&[pcap.to_str().unwrap(), "--json"]);
     let lan: Vec<(String, String, String)> = all
         .iter()
@@ -1784,6 +1836,29 @@ fn a_lan_join_made_now_reads_as_its_peers_sent_it() {
         joins.iter().any(|j| j["outcome"] == "connected"),
         "{joins:?}"
     );
+    // With werift's keys: what each side's data channel delivered.
+    let truth = truth_at(&dir.path().join("nethernet-lan.truth.jsonl"));
+    let mut want: Vec<String> = truth
+        .iter()
+        .filter(|r| r["type"] == "message" && r["event"] == "received")
+        .map(|r| r["hex"].as_str().unwrap().to_string())
+        .collect();
+    let keylog = dir.path().join("nethernet-lan.keylog");
+    let (messages, _) = records(&[
+        "messages",
+        pcap.to_str().unwrap(),
+        "--json",
+        "--tls-keylog",
+        keylog.to_str().unwrap(),
+    ]);
+    let mut got: Vec<String> = messages
+        .iter()
+        .map(|m| m["data"].as_str().unwrap().to_string())
+        .collect();
+    want.sort();
+    got.sort();
+    assert!(!want.is_empty());
+    assert_eq!(got, want);
 }
 
 /// tshark's `ip.*`, `udp.*` and `tcp.*` names filter NetherNet's records

@@ -389,22 +389,18 @@ fn server_data(hex: &[u8]) -> Result<ServerData, String> {
                 d.transport_layer = r.zigzag("transport layer")?;
                 d.connection_type = r.zigzag("connection type")?;
             }
-            v => {
-                return Err(LanError::Short(
-                    0,
-                    if v == 7 { "version 7" } else { "version" },
-                ))
-            }
+            // Another layout: said below.
+            _ => {}
         }
         Ok(d)
     };
-    let d = read(&mut r).map_err(|e| match e {
-        LanError::Short(_, "version 7") => "server data version 7, a layout not known".to_string(),
-        LanError::Short(0, "version") => {
-            format!("server data version {}, a layout not known", bytes[0])
-        }
-        e => format!("server data: {e}"),
-    })?;
+    let d = read(&mut r).map_err(|e| format!("server data: {e}"))?;
+    if !matches!(d.version, 4..=6) {
+        return Err(format!(
+            "server data version {}, a layout not known",
+            d.version
+        ));
+    }
     match bytes.len() - r.at {
         0 => Ok(d),
         n => Err(format!(
@@ -509,6 +505,13 @@ mod tests {
         assert_eq!((d.version, d.game_type, d.transport_layer), (4, 1, 2));
         assert_eq!(d.nonce, None);
         assert!(server_data(b"07").unwrap_err().contains("version 7"));
+        assert!(server_data(b"").unwrap_err().contains("ends at byte 0"));
+        // The fuzzer's: a response whose server data is empty.
+        let mut plain = vec![11, 58, 1, 0, 0];
+        plain.extend([3; 15]);
+        plain.extend([3, 0, 0, 0]);
+        let lan = parse(&plain).unwrap();
+        assert!(LanSeen::of(&lan).error.unwrap().contains("ends at byte 0"));
         assert!(server_data(b"zz").unwrap_err().contains("not hex"));
         assert!(server_data(format!("{hex}00").as_bytes())
             .unwrap_err()

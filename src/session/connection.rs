@@ -126,6 +126,8 @@ pub(crate) struct ConnectionStats {
     pub(crate) messages_delivered: u64,
     pub(crate) duplicates_dropped: u64,
     pub(crate) malformed: u64,
+    /// Tail-loss probes sent ([`PROBE_AFTER`]).
+    pub(crate) probes: u64,
     pub(crate) send: SendStats,
 }
 
@@ -139,6 +141,10 @@ pub struct Connection {
     events: VecDeque<Event>,
     created: Duration,
     last_receive: Duration,
+    /// When the peer's last data datagram (not an ACK or NACK) arrived.
+    last_data_receive: Duration,
+    /// A tail-loss probe went out since then.
+    probed: bool,
     closing_since: Option<Duration>,
     connected_at: Option<Duration>,
     close_reason: Option<CloseReason>,
@@ -152,6 +158,14 @@ pub struct Connection {
 
 /// Time allowed for our disconnection notification to be acknowledged.
 const CLOSING_TIME: Duration = Duration::from_secs(1);
+
+/// The tail-loss probe: once we have sent since the peer's last data
+/// datagram and nothing but ACKs has come for this long, one ping goes
+/// out. Its pong comes in a datagram numbered after any the peer lost, so
+/// the gap shows at once and is NACKed: a peer that resends only after a
+/// NACK (jsp-raknet) resends its lost reply now, not after the keepalive
+/// ping of half the time-out (5 s).
+pub(crate) const PROBE_AFTER: Duration = Duration::from_secs(1);
 
 fn time_ms(now: Duration) -> u64 {
     now.as_millis() as u64
@@ -172,6 +186,8 @@ impl Connection {
             events: VecDeque::new(),
             created: now,
             last_receive: now,
+            last_data_receive: now,
+            probed: false,
             closing_since: None,
             connected_at: None,
             close_reason: None,
@@ -263,6 +279,7 @@ impl Connection {
         self.last_receive = now;
         match d {
             Datagram::Data(d) => {
+                (self.last_data_receive, self.probed) = (now, false);
                 self.send.on_datagram_received(now, d.seq);
                 self.recv.handle_datagram(now, 0, d.seq, &d.capsules);
                 while let Some(e) = self.recv.poll_event() {
@@ -399,12 +416,25 @@ impl Connection {
         }
         if self.state == State::Connected {
             let last = self.send.last_reliable_queued().unwrap_or(self.created);
-            if now.saturating_sub(last) >= self.cfg.timeout / 2 {
+            let probe = self.probe_due().is_some_and(|t| now >= t);
+            if probe || now.saturating_sub(last) >= self.cfg.timeout / 2 {
                 let mut ping = Vec::new();
                 Connected::ConnectedPing { time: time_ms(now) }.emit(&mut ping);
                 self.send.send(now, &ping, Reliability::RELIABLE, 0, None);
+                if probe {
+                    self.probed = true;
+                    self.stats.probes += 1;
+                }
             }
         }
+    }
+
+    /// When the tail-loss probe is due ([`PROBE_AFTER`]): we sent after
+    /// the peer's last data datagram, and have not probed since.
+    fn probe_due(&self) -> Option<Duration> {
+        let sent = self.send.last_reliable_queued()?;
+        (self.state == State::Connected && !self.probed && sent > self.last_data_receive)
+            .then_some(sent + PROBE_AFTER)
     }
 
     /// The next datagram to send, into `out`; false when nothing is due.
@@ -439,6 +469,9 @@ impl Connection {
         if self.state == State::Connected {
             let last = self.send.last_reliable_queued().unwrap_or(self.created);
             t = t.min(last + self.cfg.timeout / 2);
+        }
+        if let Some(probe) = self.probe_due() {
+            t = t.min(probe);
         }
         Some(t)
     }

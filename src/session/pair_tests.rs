@@ -710,3 +710,29 @@ fn half_open_floods_do_not_lock_real_clients_out() {
         p.now - start
     );
 }
+
+/// The tail-loss probe: the client sends, and the server's application
+/// answers nothing (its side sends ACKs only): one ping goes out a second
+/// later, long before the keepalive of half the time-out, and no other
+/// until data comes from the peer again. A reply that arrives in time
+/// means no probe.
+#[test]
+fn a_second_of_silence_after_sending_draws_one_probe() {
+    let mut p = pair(Link::clean(), 11);
+    p.connect();
+    // Quiet first: the handshake's own exchange is over.
+    let settle = p.now + Duration::from_secs(3);
+    p.run_until(settle, |_| false);
+    let probes = |p: &mut Pair| p.client_conn().stats().probes;
+    let before = probes(&mut p);
+    let t0 = p.now;
+    p.client_conn()
+        .send(t0, b"\x86x", Reliability::RELIABLE, 0, None);
+    p.run_until(t0 + Duration::from_millis(900), |_| false);
+    assert_eq!(probes(&mut p), before, "not before a second");
+    p.run_until(t0 + Duration::from_millis(1_200), |_| false);
+    assert_eq!(probes(&mut p), before + 1, "one probe after a second");
+    // Its pong is data from the peer: nothing more is owed.
+    p.run_until(t0 + Duration::from_millis(4_000), |_| false);
+    assert_eq!(probes(&mut p), before + 1);
+}
