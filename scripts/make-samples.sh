@@ -328,6 +328,11 @@ if [ -z "${SKIP_NETHERNET:-}" ]; then
         else
             say "no Chromium (apt-get install -y chromium): nethernet-chromium.* not remade"
         fi
+        if [ -x /usr/lib/chromium/chromium ]; then
+            say "webrtc-dtls13.pcap, webrtc-dtls13-nopqc.pcap (two Chromium peers: DTLS 1.3)"
+            timeout 60 "$ROOT/scripts/chromium-dtls13-capture.sh" "$OUT" >/dev/null
+            PQC=0 timeout 60 "$ROOT/scripts/chromium-dtls13-capture.sh" "$OUT" >/dev/null
+        fi
         # LAN discovery and a LAN join between the npm package nethernet's peers.
         if command -v node >/dev/null; then
             say "nethernet-lan.pcap (LAN discovery, UDP 7551, npm nethernet)"

@@ -1861,6 +1861,51 @@ fn a_lan_join_made_now_reads_as_its_peers_sent_it() {
     assert_eq!(got, want);
 }
 
+/// DTLS 1.3 as two libwebrtc peers negotiate it (two peer connections of
+/// one headless Chromium 156 page; `samples/webrtc-dtls13*.pcap`, made by
+/// scripts/chromium-dtls13-capture.sh): the conversation found from its
+/// UDP traffic alone, every record read (the sealed ones by their unified
+/// headers; without post-quantum key exchange a ServerHello and a sealed
+/// record share a datagram), no anomaly, the version and suite the page's
+/// getStats reported, and the join connected.
+#[test]
+fn dtls_13_between_two_chromium_peers_reads_cleanly() {
+    for name in ["webrtc-dtls13", "webrtc-dtls13-nopqc"] {
+        let pcap = sample(&format!("{name}.pcap"));
+        let p = pcap.to_str().unwrap();
+        let log = std::fs::read_to_string(sample(&format!("{name}.log"))).unwrap();
+        assert!(
+            log.contains("tlsVersion=FEFC cipher=TLS_AES_128_GCM_SHA256"),
+            "{log}"
+        );
+        let (all, _) = records(&[p, "--json"]);
+        assert!(!all.is_empty());
+        for r in &all {
+            assert!(r["kind"] == "stun" || r["kind"] == "dtls", "{name}: {r}");
+            assert_eq!(r["anomalies"], serde_json::json!([]), "{name}: {r}");
+        }
+        let contents: Vec<&str> = all
+            .iter()
+            .flat_map(|r| r["dtls"].as_array().into_iter().flatten())
+            .map(|d| d["content"].as_str().unwrap())
+            .collect();
+        let sealed = contents.iter().filter(|c| **c == "ciphertext").count();
+        assert!(sealed >= 10, "{name}: {contents:?}");
+        let (joins, _) = records(&["handshake", p, "--json"]);
+        assert_eq!(joins.len(), 1, "{joins:?}");
+        assert_eq!(joins[0]["outcome"], "connected", "{}", joins[0]);
+        let steps = joins[0]["steps"].to_string();
+        assert!(steps.contains("TLS_AES_128_GCM_SHA256"), "{steps}");
+        assert!(steps.contains("DTLS 1.3"), "{steps}");
+        let (flows, _) = records(&["flows", p, "--json"]);
+        let dtls = &flows[0]["dtls"];
+        assert_eq!(
+            (dtls["version"].as_str(), dtls["suite"].as_str()),
+            (Some("DTLS 1.3"), Some("TLS_AES_128_GCM_SHA256"))
+        );
+    }
+}
+
 /// tshark's `ip.*`, `udp.*` and `tcp.*` names filter NetherNet's records
 /// too: `udp` and `ip` select the datagrams tshark selects with the same
 /// filter; `tcp` only signaling segments, `udp` no segment.

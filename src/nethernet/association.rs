@@ -292,6 +292,8 @@ pub struct Association {
     client_random: Option<[u8; 32]>,
     /// The cipher suite the ServerHello chose.
     pub suite: Option<u16>,
+    /// The DTLS version it chose (0xFEFD 1.2, 0xFEFC 1.3).
+    pub version: Option<u16>,
     keys: Option<dtls::Keys>,
     /// Whether the key log lacked this association's random (said once).
     missing_key_said: bool,
@@ -322,6 +324,7 @@ impl Association {
             dtls_client: None,
             client_random: None,
             suite: None,
+            version: None,
             keys: None,
             missing_key_said: false,
             flights: BTreeMap::new(),
@@ -457,9 +460,16 @@ impl Association {
                 epoch: r.epoch,
                 seq: r.seq,
                 len: r.fragment.len(),
-                opened: r.epoch == 0,
+                opened: r.epoch == 0 && !r.unified,
                 handshakes: Vec::new(),
             };
+            if r.unified {
+                // DTLS 1.3 after its ServerHello: sealed, content type
+                // and all; counted, not opened.
+                self.counts.entry(from).or_default().encrypted += 1;
+                out.push(Event::Record(seen));
+                continue;
+            }
             if r.epoch == 0 {
                 if r.content == dtls::content::HANDSHAKE {
                     let kinds = dtls::handshakes(r.fragment, 0).unwrap_or_default();
@@ -557,11 +567,19 @@ impl Association {
                     if let Ok(h) = dtls::hello(&whole.body, false) {
                         let suite = h.cipher_suites.first().copied().unwrap_or(0);
                         self.suite = Some(suite);
-                        out.push(Event::Negotiated {
-                            version: h.version,
-                            suite,
-                        });
-                        self.key(suite, &h.random, keylog, out);
+                        let version = h.chosen_version();
+                        self.version = Some(version);
+                        out.push(Event::Negotiated { version, suite });
+                        if version != 0xFEFC {
+                            self.key(suite, &h.random, keylog, out);
+                        } else if !keylog.is_empty() {
+                            // Its secrets are per traffic key, not a
+                            // master secret: not read here.
+                            out.push(Event::Anomaly {
+                                kind: Problem::Undecryptable,
+                                detail: "DTLS 1.3: this tool opens DTLS 1.2's records only".into(),
+                            });
+                        }
                     }
                 }
                 11 => {

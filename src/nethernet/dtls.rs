@@ -40,6 +40,7 @@ pub fn content_name(t: u8) -> &'static str {
         content::APPLICATION_DATA => "application_data",
         content::HEARTBEAT => "heartbeat",
         content::ACK => "ack",
+        c if is_unified(c) => "ciphertext",
         _ => "unknown",
     }
 }
@@ -69,6 +70,11 @@ pub struct Record<'a> {
     pub seq: u64,
     /// The record's payload (sealed from epoch 1).
     pub fragment: &'a [u8],
+    /// A DTLS 1.3 ciphertext record (RFC 9147 §4: the unified header):
+    /// `content` is then its first byte, `epoch` the epoch's two low bits,
+    /// `seq` the 8 or 16 bits of the (encrypted) sequence number, and
+    /// `fragment` the ciphertext; its content type is inside it.
+    pub unified: bool,
 }
 
 impl Record<'_> {
@@ -84,9 +90,17 @@ impl Record<'_> {
 pub const MAX_RECORDS: usize = 64;
 
 /// Whether `b` starts like a DTLS record (RFC 7983: a first byte of 20 to
-/// 63, a DTLS version).
+/// 63, a DTLS version; or DTLS 1.3's unified header).
 pub fn looks_like(b: &[u8]) -> bool {
-    b.len() >= 13 && (20..=63).contains(&b[0]) && b[1] == 0xFE
+    (b.len() >= 13 && (20..=63).contains(&b[0]) && b[1] == 0xFE)
+        || (b.len() >= 2 && is_unified(b[0]))
+}
+
+/// Whether a record's first byte is DTLS 1.3's unified header
+/// (`0b001CSLEE`: connection id present, 16-bit sequence number, length
+/// present, the epoch's two low bits).
+pub fn is_unified(first: u8) -> bool {
+    first & 0xE0 == 0x20
 }
 
 /// Every record of a datagram, in order.
@@ -102,6 +116,31 @@ pub fn records(b: &[u8]) -> Result<Vec<Record<'_>>> {
         }
         let at = r.offset();
         let content = r.u8("DTLS content type")?;
+        if is_unified(content) {
+            // A connection id's length is not in the header (it was agreed
+            // in the encrypted handshake): the record runs to the end.
+            let cid = content & 0x10 != 0;
+            let seq = match (cid, content & 0x08 != 0) {
+                (true, _) => 0,
+                (false, true) => u64::from(r.u16_be("DTLS 1.3 sequence number")?),
+                (false, false) => u64::from(r.u8("DTLS 1.3 sequence number")?),
+            };
+            let len = match (cid, content & 0x04 != 0) {
+                (false, true) => usize::from(r.u16_be("DTLS 1.3 record length")?),
+                _ => r.remaining(),
+            };
+            let fragment = r.raw(len, "DTLS 1.3 ciphertext")?;
+            out.push(Record {
+                at,
+                content,
+                version: 0xFEFC,
+                epoch: u16::from(content & 0x03),
+                seq,
+                fragment,
+                unified: true,
+            });
+            continue;
+        }
         let version = r.u16_be("DTLS version")?;
         let epoch = r.u16_be("DTLS epoch")?;
         let seq = r
@@ -117,6 +156,7 @@ pub fn records(b: &[u8]) -> Result<Vec<Record<'_>>> {
             epoch,
             seq,
             fragment,
+            unified: false,
         });
     }
     Ok(out)
@@ -330,7 +370,25 @@ pub struct Hello {
     pub cookie: Vec<u8>,
     /// The extension types, in order.
     pub extensions: Vec<u16>,
+    /// supported_versions (RFC 8446 §4.2.1): the versions a ClientHello
+    /// offers, or the one a ServerHello chose (DTLS 1.3: 0xFEFC); the
+    /// legacy `version` says 1.2 in both.
+    pub supported_versions: Vec<u16>,
 }
+
+impl Hello {
+    /// The version a ServerHello chose: supported_versions' when it has
+    /// one, else its legacy version.
+    pub fn chosen_version(&self) -> u16 {
+        self.supported_versions
+            .first()
+            .copied()
+            .unwrap_or(self.version)
+    }
+}
+
+/// The supported_versions extension.
+pub const EXT_SUPPORTED_VERSIONS: u16 = 43;
 
 /// The extended master secret extension (RFC 7627).
 pub const EXT_EXTENDED_MASTER_SECRET: u16 = 23;
@@ -365,13 +423,29 @@ pub fn hello(body: &[u8], client: bool) -> Result<Hello> {
         r.u8("compression method")?;
     }
     let mut extensions = Vec::new();
+    let mut supported_versions = Vec::new();
     if r.remaining() > 0 {
         let n = usize::from(r.u16_be("extensions length")?);
         let mut e = Reader::new(r.raw(n, "extensions")?);
         while e.remaining() > 0 && extensions.len() < MAX_SUITES {
-            extensions.push(e.u16_be("extension type")?);
+            let kind = e.u16_be("extension type")?;
+            extensions.push(kind);
             let n = usize::from(e.u16_be("extension length")?);
-            e.raw(n, "extension data")?;
+            let data = e.raw(n, "extension data")?;
+            if kind == EXT_SUPPORTED_VERSIONS {
+                // A client's: a length byte, then the list; a server's:
+                // the one it chose.
+                let list = if client {
+                    data.get(1..).unwrap_or_default()
+                } else {
+                    data
+                };
+                supported_versions = list
+                    .chunks_exact(2)
+                    .take(16)
+                    .map(|c| u16::from_be_bytes([c[0], c[1]]))
+                    .collect();
+            }
         }
     }
     Ok(Hello {
@@ -380,6 +454,7 @@ pub fn hello(body: &[u8], client: bool) -> Result<Hello> {
         cipher_suites,
         cookie,
         extensions,
+        supported_versions,
     })
 }
 
@@ -478,6 +553,10 @@ impl Suite {
 /// A cipher suite's name, for those a WebRTC stack may offer.
 pub fn suite_name(id: u16) -> Option<&'static str> {
     Some(match id {
+        // TLS 1.3's and DTLS 1.3's (RFC 8446 §B.4).
+        0x1301 => "TLS_AES_128_GCM_SHA256",
+        0x1302 => "TLS_AES_256_GCM_SHA384",
+        0x1303 => "TLS_CHACHA20_POLY1305_SHA256",
         0xC02B => "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
         0xC02C => "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
         0xC02F => "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
@@ -956,6 +1035,7 @@ mod tests {
             epoch: 1,
             seq: 9,
             fragment: &fragment,
+            unified: false,
         };
         assert_eq!(keys.decrypt(&r, true).unwrap(), plain);
         assert_eq!(keys.decrypt(&r, false), Err(DecryptError::Auth));
@@ -966,5 +1046,37 @@ mod tests {
             ..r
         };
         assert_eq!(keys.decrypt(&short, true), Err(DecryptError::TooShort(20)));
+    }
+
+    /// A datagram as Chromium's DTLS 1.3 packs one: a record in the clear
+    /// (the ServerHello), then sealed ones under the unified header (RFC
+    /// 9147 §4): 16-bit sequence and a length (0x2e), 8-bit sequence and no
+    /// length (to the end), or a connection id (its length unknown: to the
+    /// end).
+    #[test]
+    fn unified_headers_after_a_record_in_the_clear() {
+        let mut d = vec![22, 0xFE, 0xFD, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3];
+        d.extend(b"abc");
+        d.extend([0x2e, 0x59, 0xfb, 0, 4]);
+        d.extend(b"wxyz");
+        d.extend([0x20, 7]);
+        d.extend(b"tail");
+        let r = records(&d).unwrap();
+        assert_eq!(r.len(), 3);
+        assert!(!r[0].unified && r[0].fragment == b"abc");
+        assert!(r[1].unified);
+        assert_eq!(
+            (r[1].at, r[1].epoch, r[1].seq, r[1].fragment),
+            (16, 2, 0x59fb, &b"wxyz"[..])
+        );
+        assert_eq!((r[2].epoch, r[2].seq, r[2].fragment), (0, 7, &b"tail"[..]));
+        assert_eq!(content_name(r[1].content), "ciphertext");
+        let cid = [0x3f, 1, 2, 3, 4, 5];
+        let r = records(&cid).unwrap();
+        assert_eq!((r.len(), r[0].epoch, r[0].fragment.len()), (1, 3, 5));
+        // A length past the datagram is malformed, as in DTLS 1.2.
+        assert!(records(&[0x2f, 0, 1, 0, 9, 1]).is_err());
+        assert!(looks_like(&[0x2f, 0]));
+        assert_eq!(suite_name(0x1301), Some("TLS_AES_128_GCM_SHA256"));
     }
 }

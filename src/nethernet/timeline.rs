@@ -43,6 +43,9 @@ pub struct Timeline {
     certificates: Vec<(SocketAddr, String)>,
     client_hello: bool,
     server_hello: bool,
+    /// The ServerHello chose DTLS 1.3 (whose records this tool does not
+    /// open).
+    dtls13: bool,
     /// Sealed records sent by the first sender, by the other side.
     sealed: [u64; 2],
     cookie_ack: bool,
@@ -138,9 +141,11 @@ impl Timeline {
                     }
                     self.step(name, dir, frame, ts, String::new());
                 }
-                Event::Negotiated { suite, .. } => {
+                Event::Negotiated { suite, version } => {
+                    self.dtls13 = *version == 0xFEFC;
                     let name = dtls::suite_name(*suite).unwrap_or("an unknown suite");
-                    self.step("suite", dir, frame, ts, name.to_string());
+                    let detail = format!("{}, {name}", dtls::version_name(*version));
+                    self.step("suite", dir, frame, ts, detail);
                 }
                 Event::Certificate { fingerprint, .. } => {
                     if self.certificates.len() < 2 && !self.certificates.iter().any(|c| c.0 == src)
@@ -375,6 +380,11 @@ impl Timeline {
             (
                 "dtls_incomplete",
                 "the DTLS handshake did not finish: no sealed record from both sides".into(),
+            )
+        } else if self.dtls13 {
+            (
+                "connected",
+                "ICE and DTLS 1.3 completed and sealed records flowed both ways (this tool does not open DTLS 1.3's records)".into(),
             )
         } else if !self.decrypts {
             (

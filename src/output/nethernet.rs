@@ -212,6 +212,53 @@ fn stun_tree(p: &NethernetPacket, payload: &[u8], s: &mut String) {
     }
 }
 
+/// A DTLS 1.3 record's unified header (RFC 9147 §4), then its ciphertext.
+fn unified_tree(r: &dtls::Record<'_>, s: &mut String) {
+    let _ = writeln!(s, "  DTLS 1.3 record (sealed: its content type is inside)");
+    let b = r.content;
+    let flags = format!(
+        "{b:#04x}: connection id {}, {}-bit sequence number, length {}, epoch's low bits {}",
+        if b & 0x10 != 0 {
+            "present (length unknown here)"
+        } else {
+            "absent"
+        },
+        if b & 0x08 != 0 { 16 } else { 8 },
+        if b & 0x04 != 0 {
+            "present"
+        } else {
+            "absent (to the datagram's end)"
+        },
+        b & 0x03
+    );
+    row(s, r.at, 1, 0, "unified header", &flags);
+    let mut at = r.at + 1;
+    if b & 0x10 == 0 {
+        let n = if b & 0x08 != 0 { 2 } else { 1 };
+        row(
+            s,
+            at,
+            n,
+            0,
+            "sequence number (encrypted)",
+            &r.seq.to_string(),
+        );
+        at += n;
+        if b & 0x04 != 0 {
+            row(s, at, 2, 0, "length", &r.fragment.len().to_string());
+            at += 2;
+        }
+    }
+    row(
+        s,
+        at,
+        r.fragment.len(),
+        0,
+        "ciphertext",
+        &format!("{} bytes", r.fragment.len()),
+    );
+}
+
 fn dtls_tree(p: &NethernetPacket, payload: &[u8], s: &mut String) {
     let Ok(records) = dtls::records(payload) else {
         let _ = writeln!(s, "  DTLS");
@@ -222,6 +269,10 @@ fn dtls_tree(p: &NethernetPacket, payload: &[u8], s: &mut String) {
     for (i, r) in records.iter().enumerate() {
         let seen = p.records.get(i);
         let opened = seen.is_some_and(|x| x.opened);
+        if r.unified {
+            unified_tree(r, s);
+            continue;
+        }
         let _ = writeln!(
             s,
             "  DTLS record {}{}",

@@ -673,7 +673,7 @@ fn nethernet_info(p: &crate::records::nethernet::NethernetPacket) -> String {
                 .collect();
             s.push_str(&names.join("+"));
         }
-        if r.epoch > 0 && !r.opened {
+        if (r.epoch > 0 || dtls::is_unified(r.content)) && !r.opened {
             let _ = write!(s, " (sealed, {} bytes)", r.len);
         }
     }

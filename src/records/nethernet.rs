@@ -876,6 +876,8 @@ pub struct NethernetFlow {
     pub dtls_client: Option<SocketAddr>,
     /// The cipher suite the ServerHello chose.
     pub suite: Option<u16>,
+    /// The DTLS version it chose.
+    pub version: Option<u16>,
     /// Whether the key log opened its records.
     pub decrypted: bool,
     /// The data channels DCEP opened, by label, in stream order.
@@ -927,6 +929,7 @@ impl NethernetFlow {
             state,
             dtls_client: a.dtls_client,
             suite: a.suite,
+            version: a.version,
             decrypted: a.decrypts(),
             channels: a.channels.values().map(|ch| ch.label.clone()).collect(),
             dirs,
@@ -1069,6 +1072,13 @@ impl Described for NethernetFlow {
             Ty::Str,
             "The DTLS client's address (the side that sent the ClientHello).",
             |r, f| r.dtls_client.is_some_and(|a| visit_addr(a, f)),
+        )
+        .or_null(),
+        DK::new(
+            "version",
+            Ty::Str,
+            "The DTLS version the ServerHello chose (DTLS 1.2, DTLS 1.3: from its supported_versions).",
+            |r, f| r.version.is_some_and(|v| f(Value::Str(dtls::version_name(v)))),
         )
         .or_null(),
         DK::new(
