@@ -45,11 +45,13 @@ pub fn sample_captures() -> Vec<PathBuf> {
         .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
-        // NetherNet's captures hold no RakNet: the library's tests read
-        // them (src/nethernet/sample_tests.rs) until the commands do.
+        // NetherNet's and WebRTC's captures hold no RakNet: the tests of
+        // tests/nethernet.rs and src/nethernet/sample_tests.rs read them.
         .filter(|p| {
-            !p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("nethernet-"))
+            !p.file_name().is_some_and(|n| {
+                let n = n.to_string_lossy();
+                n.starts_with("nethernet-") || n.starts_with("webrtc-")
+            })
         })
         .collect();
     v.sort();
