@@ -301,7 +301,10 @@ impl<'a> Decoder<'a> {
             F64 => float(f64::from_be_bytes(self.arr()?)),
             Lf32 => float(f64::from(f32::from_le_bytes(self.arr()?))),
             Lf64 => float(f64::from_le_bytes(self.arr()?)),
-            Varint => int(self.leb(35)? as u32 as i128),
+            // A varint is a signed 32-bit integer in LEB128 (two's
+            // complement: a negative takes 5 bytes), as ProtoDef and
+            // bedrock-protocol read it: a block's y of -45 is -45.
+            Varint => int(self.leb(35)? as u32 as i32 as i128),
             Varint64 => int(self.leb(70)? as u64 as i128),
             Varint128 => {
                 let v = self.leb(133)?;

@@ -268,8 +268,11 @@ fn counts_past_the_end_and_nesting_are_bounded() {
         "enc": ["container", [{"name": "e", "type": ["encapsulated", {"lengthType": "varint", "type": "li32"}]},
                               {"name": "after", "type": "u8"}]]
     });
-    let e = run(types.clone(), "root", "ffffffff0f00", Session::default()).unwrap_err();
+    let e = run(types.clone(), "root", "ffffffff0700", Session::default()).unwrap_err();
     assert!(e.what.contains("more than the 1 bytes left"), "{e}");
+    // A varint is signed: 0xffffffff is -1, no count at all.
+    let e = run(types.clone(), "root", "ffffffff0f00", Session::default()).unwrap_err();
+    assert!(e.what.contains("a count of -1"), "{e}");
     let deep = "01".repeat(10_000);
     let e = run(types.clone(), "deep", &deep, Session::default()).unwrap_err();
     assert_eq!(e.what, "nested too deep");
@@ -597,6 +600,29 @@ fn the_largest_varint128_round_trips() {
         }
         let got = decode::decode(&c, id, &bytes, Session::default()).unwrap();
         assert_eq!(got["v"].to_string().trim_matches('"'), v.to_string());
+        let mut back = Vec::new();
+        encode::encode(&c, id, &got, Session::default(), &mut back).unwrap();
+        assert_eq!(back, bytes, "{v}");
+    }
+}
+
+/// A varint is signed 32-bit, as bedrock-protocol reads it (ProtoDef's
+/// `varint`): `update_block`'s position.y of -45 is 5 bytes on the wire
+/// and -45, not 4294967251; it encodes back to the same bytes.
+#[test]
+fn a_varint_is_signed() {
+    let types = json!({"root": ["container", [{"name": "y", "type": "varint"}]]});
+    let t = T(types.as_object().cloned().unwrap());
+    let mut c = Compiled::default();
+    let id = c.named("root", &t);
+    for (bytes, v) in [
+        (vec![0xd3, 0xff, 0xff, 0xff, 0x0f], -45i64),
+        (vec![0x2d], 45),
+        (vec![0xff, 0xff, 0xff, 0xff, 0x07], i64::from(i32::MAX)),
+        (vec![0x80, 0x80, 0x80, 0x80, 0x08], i64::from(i32::MIN)),
+    ] {
+        let got = decode::decode(&c, id, &bytes, Session::default()).unwrap();
+        assert_eq!(got["y"].as_i64(), Some(v), "{bytes:x?}");
         let mut back = Vec::new();
         encode::encode(&c, id, &got, Session::default(), &mut back).unwrap();
         assert_eq!(back, bytes, "{v}");
