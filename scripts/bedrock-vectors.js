@@ -188,6 +188,13 @@ function buildEveryPacket () {
       }
       lines.push(JSON.stringify({ version, protocol, name, hex, fields }))
     }
+    // Negative varints (ProtoDef's varint is signed 32-bit): a block below y 0.
+    const below = { x: -5, y: -45, z: 12 } // named coordinates before 1.20
+    for (const [name, set] of [['update_block', { position: below, coordinates: below }]]) {
+      const buf = serializer.createPacketBuffer({ name, params: schema.params(name, set) })
+      const fields = norm(deserializer.parsePacketBuffer(buf).data.params)
+      lines.push(JSON.stringify({ version, protocol, name, hex: buf.toString('hex'), fields }))
+    }
   }
   return lines.join('\n') + '\n'
 }
