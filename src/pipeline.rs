@@ -946,15 +946,6 @@ impl Pipeline {
             return Ok(None);
         };
         let read = lan::parse(&plain);
-        if let Ok(lan::Lan {
-            body: lan::Body::Message { signal, .. },
-            ..
-        }) = &read
-        {
-            if let Some((u, p)) = signal.sdp().and_then(|s| s.ice_ufrag.zip(s.ice_pwd)) {
-                self.nethernet.ice.learn(&u, &p);
-            }
-        }
         // The client is the end that is not port 7551.
         let (client, dir) = if d.src.port() == lan::PORT && d.dst.port() != lan::PORT {
             (d.dst, Dir::S2c)
@@ -972,6 +963,13 @@ impl Pipeline {
             d.payload.len(),
             read.as_ref().map_err(Clone::clone),
         );
+        let sdp = packet
+            .lan
+            .as_ref()
+            .and_then(|l| l.ice_ufrag.as_ref().zip(l.ice_pwd.as_ref()));
+        if let Some((u, p)) = sdp {
+            self.nethernet.ice.learn(u, p);
+        }
         let item = Item::Lan {
             packet: Box::new(packet),
             payload: &d.payload,

@@ -280,38 +280,59 @@ fn chunk_number(name: &str) -> &'static str {
 /// DATA chunk's TSN, stream and PPID; no frame of it is malformed; and the
 /// same DTLS records (content type, epoch, sequence number, length) and
 /// DCEP labels.
-#[test]
-fn tshark_shows_the_same_sctp_chunks() {
-    if !common::require_tool("tshark") || !common::require_tool("openssl") {
-        return;
-    }
-    let dir = common::TempDir::new("nethernet-tshark");
+/// Any RSA private key, in `dir`: tshark carries DTLS to SCTP only on the
+/// ports of a `dtls.keys_list` entry, which names a key file, though the
+/// key log gives the secrets.
+fn any_pem(dir: &common::TempDir) -> std::path::PathBuf {
     let pem = dir.path().join("any.pem");
     let made = std::process::Command::new("openssl")
         .args(["genrsa", "-out", pem.to_str().unwrap(), "2048"])
         .output()
         .unwrap();
     assert!(made.status.success());
+    pem
+}
+
+/// tshark's `dtls.keys_list` for `pcap`: DTLS to SCTP on the UDP ports of
+/// the ICE pairs (each leg's STUN source ports), with key file `pem`.
+fn dtls_keys_list(pcap: &str, pem: &std::path::Path) -> String {
+    let stun = std::process::Command::new("tshark")
+        .args([
+            "-r",
+            pcap,
+            "-Y",
+            "stun",
+            "-T",
+            "fields",
+            "-e",
+            "udp.srcport",
+        ])
+        .output()
+        .unwrap();
+    let mut ports: Vec<String> = String::from_utf8_lossy(&stun.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    ports.sort();
+    ports.dedup();
+    let keys: Vec<String> = ports
+        .iter()
+        .map(|p| format!("127.0.0.1,{p},sctp,{}", pem.display()))
+        .collect();
+    format!("dtls.keys_list:{}", keys.join(";"))
+}
+
+#[test]
+fn tshark_shows_the_same_sctp_chunks() {
+    if !common::require_tool("tshark") || !common::require_tool("openssl") {
+        return;
+    }
+    let dir = common::TempDir::new("nethernet-tshark");
+    let pem = any_pem(&dir);
     for name in ["nethernet-join", "nethernet-lossy", "nethernet-chromium"] {
         let pcap = sample(&format!("{name}.pcap"));
         let keylog = sample(&format!("{name}.keylog"));
-        // tshark decrypts DTLS on the UDP ports named: each leg's STUN
-        // source ports.
-        let stun = std::process::Command::new("tshark")
-            .args(["-r", pcap.to_str().unwrap(), "-Y", "stun", "-T", "fields"])
-            .args(["-e", "udp.srcport"])
-            .output()
-            .unwrap();
-        let mut ports: Vec<String> = String::from_utf8_lossy(&stun.stdout)
-            .lines()
-            .map(str::to_string)
-            .collect();
-        ports.sort();
-        ports.dedup();
-        let keys: Vec<String> = ports
-            .iter()
-            .map(|p| format!("127.0.0.1,{p},sctp,{}", pem.display()))
-            .collect();
+        let keys = dtls_keys_list(pcap.to_str().unwrap(), &pem);
         let fields = ["frame.number", "sctp.chunk_type", "sctp.data_tsn_raw"];
         let more = [
             "sctp.data_sid",
@@ -327,7 +348,7 @@ fn tshark_shows_the_same_sctp_chunks() {
                 .arg("-o")
                 .arg(format!("tls.keylog_file:{}", keylog.display()))
                 .arg("-o")
-                .arg(format!("dtls.keys_list:{}", keys.join(";")))
+                .arg(&keys)
                 .args(["-T", "fields", "-E", "aggregator=,"]);
             for f in fields {
                 tshark.args(["-e", f]);
@@ -1407,45 +1428,12 @@ fn pcapng_secrets_open_the_records() {
     assert_eq!(strip(&game(w, &[])), strip(&keyed), "read -w's secrets");
     if common::require_tool("tshark") && common::require_tool("openssl") {
         // tshark with the block alone decrypts what it decrypts with the
-        // key log (SCTP DATA chunks: frames with a PPID). It carries DTLS
-        // to SCTP on the ports of a dtls.keys_list entry, which needs a
-        // private key file, any.
-        let pem = dir.path().join("any.pem");
-        let made = std::process::Command::new("openssl")
-            .args(["genrsa", "-out", pem.to_str().unwrap(), "2048"])
-            .output()
-            .unwrap();
-        assert!(made.status.success());
-        let ports = |file: &str| -> Vec<String> {
-            let o = std::process::Command::new("tshark")
-                .args([
-                    "-r",
-                    file,
-                    "-Y",
-                    "stun",
-                    "-T",
-                    "fields",
-                    "-e",
-                    "udp.srcport",
-                ])
-                .output()
-                .unwrap();
-            let mut v: Vec<String> = String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .map(str::to_string)
-                .collect();
-            v.sort();
-            v.dedup();
-            v
-        };
+        // key log (SCTP DATA chunks: frames with a PPID).
+        let pem = any_pem(&dir);
         let data = |file: &str, more: &[String]| -> usize {
-            let keys: Vec<String> = ports(file)
-                .iter()
-                .map(|p| format!("127.0.0.1,{p},sctp,{}", pem.display()))
-                .collect();
             let o = std::process::Command::new("tshark")
                 .args(["-r", file, "-Y", "sctp.data_payload_proto_id"])
-                .args(["-o", &format!("dtls.keys_list:{}", keys.join(";"))])
+                .args(["-o", &dtls_keys_list(file, &pem)])
                 .args(more)
                 .output()
                 .unwrap();
@@ -1494,34 +1482,13 @@ fn plot_draws_nethernet_flows() {
     assert!(picture.contains("SCTP DATA chunk"), "NetherNet's words");
     assert_eq!(plots.len(), 2, "the two legs of the relayed join");
     let (read, _) = records(&[p, "--json", "--tls-keylog", k]);
-    let pem = dir.path().join("any.pem");
-    let tshark = common::require_tool("tshark")
-        && common::require_tool("openssl")
-        && std::process::Command::new("openssl")
-            .args(["genrsa", "-out", pem.to_str().unwrap(), "2048"])
-            .output()
-            .unwrap()
-            .status
-            .success();
+    let tshark = common::require_tool("tshark") && common::require_tool("openssl");
     let rows: Vec<Vec<String>> = if tshark {
-        let stun = std::process::Command::new("tshark")
-            .args(["-r", p, "-Y", "stun", "-T", "fields", "-e", "udp.srcport"])
-            .output()
-            .unwrap();
-        let mut ports: Vec<String> = String::from_utf8_lossy(&stun.stdout)
-            .lines()
-            .map(str::to_string)
-            .collect();
-        ports.sort();
-        ports.dedup();
-        let keys: Vec<String> = ports
-            .iter()
-            .map(|port| format!("127.0.0.1,{port},sctp,{}", pem.display()))
-            .collect();
+        let pem = any_pem(&dir);
         let o = std::process::Command::new("tshark")
             .args(["-r", p, "-Y", "sctp", "-T", "fields", "-E", "separator=/t"])
             .args(["-o", &format!("tls.keylog_file:{k}")])
-            .args(["-o", &format!("dtls.keys_list:{}", keys.join(";"))])
+            .args(["-o", &dtls_keys_list(p, &pem)])
             .args([
                 "-e",
                 "udp.srcport",

@@ -278,7 +278,7 @@ fn after(a: u32, b: u32) -> bool {
 impl FlowPlot {
     pub(crate) fn new(p: &Packet<'_>) -> Self {
         let mut f = FlowPlot::blank(p.flow, (p.src, p.dst), p.ts);
-        f.roles(p);
+        f.roles(p.dir, (p.src, p.dst));
         f
     }
 
@@ -320,10 +320,7 @@ impl FlowPlot {
     /// missing (as NACKed, each TSN once) and TSNs skipped in arrival
     /// order (gaps).
     pub(crate) fn nethernet(&mut self, p: &NethernetPacket) {
-        (self.client, self.server) = match p.dir {
-            Dir::C2s => (p.src, p.dst),
-            Dir::S2c => (p.dst, p.src),
-        };
+        self.roles(p.dir, (p.src, p.dst));
         let t = u64::try_from(p.ts.saturating_sub(self.start).as_micros()).unwrap_or(u64::MAX);
         self.end_us = self.end_us.max(t);
         let (d, o) = (p.dir.index(), p.dir.reverse().index());
@@ -371,16 +368,17 @@ impl FlowPlot {
         }
     }
 
-    /// Client and server as the dissector sees them now (a handshake can settle them late).
-    fn roles(&mut self, p: &Packet<'_>) {
-        (self.client, self.server) = match p.dir {
-            Dir::C2s => (p.src, p.dst),
-            Dir::S2c => (p.dst, p.src),
+    /// Client and server as the packet from `src` to `dst`, `dir`, says
+    /// them now (a handshake can settle them late).
+    fn roles(&mut self, dir: Dir, (src, dst): (SocketAddr, SocketAddr)) {
+        (self.client, self.server) = match dir {
+            Dir::C2s => (src, dst),
+            Dir::S2c => (dst, src),
         };
     }
 
     pub(crate) fn observe(&mut self, p: &Packet<'_>, obs: &Observation) {
-        self.roles(p);
+        self.roles(p.dir, (p.src, p.dst));
         let t = u64::try_from(p.ts.saturating_sub(self.start).as_micros()).unwrap_or(u64::MAX);
         self.end_us = self.end_us.max(t);
         let d = p.dir.index();
@@ -668,28 +666,10 @@ mod tests {
             "127.0.0.1:2".parse().unwrap(),
         );
         let (src, dst) = if dir == Dir::C2s { (a, b) } else { (b, a) };
-        NethernetPacket {
-            frame: 1,
-            ts: Duration::from_millis(ms),
-            src,
-            dst,
-            flow: 1,
-            dir,
-            len: 100,
-            kind: "dtls",
-            stun: None,
-            records: Vec::new(),
-            chunks,
-            opened: Vec::new(),
-            alerts: Vec::new(),
-            http: Vec::new(),
-            anomalies: Vec::new(),
-            bytes: None,
-            tcp: None,
-            secret: None,
-            resent,
-            lan: None,
-        }
+        let at = (1, Duration::from_millis(ms));
+        let mut p = NethernetPacket::empty(at, (src, dst), (1, dir), 100, "dtls");
+        (p.chunks, p.resent) = (chunks, resent);
+        p
     }
 
     #[test]

@@ -140,6 +140,12 @@ pub struct LanSeen {
     pub data: Option<String>,
     /// An SDP's ICE username fragment (the STUN checks' USERNAME has it).
     pub ice_ufrag: Option<String>,
+    /// An SDP's ICE password (MESSAGE-INTEGRITY's key).
+    pub ice_pwd: Option<String>,
+    /// An SDP's candidates, "ip:port".
+    pub candidates: Vec<String>,
+    /// An SDP's `a=fingerprint:sha-256`.
+    pub fingerprint: Option<String>,
     /// A response's server data.
     pub server_data: Option<ServerData>,
     /// Why a response's server data did not read.
@@ -157,6 +163,9 @@ impl LanSeen {
             connection: None,
             data: None,
             ice_ufrag: None,
+            ice_pwd: None,
+            candidates: Vec::new(),
+            fingerprint: None,
             server_data: None,
             error: None,
         };
@@ -175,7 +184,12 @@ impl LanSeen {
                 s.signal = Some(signal.kind.clone());
                 s.connection = Some(signal.connection.clone());
                 s.data = Some(signal.data.clone());
-                s.ice_ufrag = signal.sdp().and_then(|sdp| sdp.ice_ufrag);
+                if let Some(sdp) = signal.sdp() {
+                    let addresses = sdp.candidates.iter().map(|c| c.address.to_string());
+                    s.candidates = addresses.collect();
+                    s.fingerprint = sdp.sha256().map(str::to_string);
+                    (s.ice_ufrag, s.ice_pwd) = (sdp.ice_ufrag, sdp.ice_pwd);
+                }
             }
             Body::Other(_) => {}
         }

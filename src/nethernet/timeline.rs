@@ -529,16 +529,10 @@ impl Signals {
             let S::Http { message: h, .. } = e else {
                 continue;
             };
-            if let Some(u) = &h.ice_ufrag {
-                if self.ufrags.len() < 4 {
-                    self.ufrags.push(u.clone());
-                }
-            }
+            self.ufrag(h.ice_ufrag.as_deref());
             let (step, detail) = match (&h.method, &h.target, h.status) {
                 (Some(m), Some(t), _) => {
-                    if self.exchanges.len() < 16 {
-                        self.exchanges.push((m.clone(), t.clone(), None));
-                    }
+                    self.ask(m, t);
                     self.asked = Some((m.clone(), t.clone()));
                     if h.ice_ufrag.is_some() {
                         self.offer_candidates = h.candidates.clone();
@@ -558,9 +552,7 @@ impl Signals {
                 }
                 (_, _, Some(status)) => {
                     let reason = h.reason.clone().unwrap_or_default();
-                    if let Some(x) = self.exchanges.iter_mut().rev().find(|x| x.2.is_none()) {
-                        x.2 = Some((status, reason.clone()));
-                    }
+                    self.answered(status, &reason);
                     let asked = self.asked.take();
                     let step = match asked.as_ref().map(|(m, _)| m.as_str()) {
                         Some("GET") => "join_status",
@@ -580,15 +572,41 @@ impl Signals {
                 }
                 _ => continue,
             };
-            if self.steps.len() < MAX_STEPS {
-                self.steps.push(Step {
-                    ts,
-                    frame,
-                    dir: Some(dir),
-                    step,
-                    detail,
-                });
-            }
+            self.step(Step {
+                ts,
+                frame,
+                dir: Some(dir),
+                step,
+                detail,
+            });
+        }
+    }
+
+    /// A step, while there is room.
+    fn step(&mut self, step: Step) {
+        if self.steps.len() < MAX_STEPS {
+            self.steps.push(step);
+        }
+    }
+
+    /// An SDP's ICE ufrag, kept (four at most).
+    fn ufrag(&mut self, u: Option<&str>) {
+        if let Some(u) = u.filter(|_| self.ufrags.len() < 4) {
+            self.ufrags.push(u.to_string());
+        }
+    }
+
+    /// A request (16 kept at most), not yet answered.
+    fn ask(&mut self, method: &str, target: &str) {
+        if self.exchanges.len() < 16 {
+            self.exchanges.push((method.into(), target.into(), None));
+        }
+    }
+
+    /// The answer to the last request not yet answered.
+    fn answered(&mut self, status: u16, reason: &str) {
+        if let Some(x) = self.exchanges.iter_mut().rev().find(|x| x.2.is_none()) {
+            x.2 = Some((status, reason.into()));
         }
     }
 }
@@ -620,12 +638,8 @@ impl Signals {
             self.server = Some(server);
         }
         self.end = ts;
-        let data = l.data.clone().unwrap_or_default();
-        let conn = l.connection.clone().unwrap_or_default();
-        let sdp = || super::sdp::Sdp::parse(&data).ok();
-        let addresses = |s: &super::sdp::Sdp| -> Vec<String> {
-            s.candidates.iter().map(|c| c.address.to_string()).collect()
-        };
+        let data = l.data.as_deref().unwrap_or_default().trim();
+        let conn = l.connection.as_deref().unwrap_or_default();
         let (step, detail) = match (l.packet, l.signal.as_deref()) {
             ("request", _) => (
                 "lan_request",
@@ -642,60 +656,37 @@ impl Signals {
                 },
             ),
             ("message", Some("CONNECTREQUEST")) => {
-                if self.exchanges.len() < 16 {
-                    self.exchanges.push((
-                        "CONNECTREQUEST".into(),
-                        format!("connection {conn}"),
-                        None,
-                    ));
-                }
-                if let Some(s) = sdp() {
-                    if let Some(u) = s.ice_ufrag.clone().filter(|_| self.ufrags.len() < 4) {
-                        self.ufrags.push(u);
-                    }
-                    self.offer_candidates = addresses(&s);
-                    self.fingerprints[0] = s.sha256().map(str::to_string);
-                }
+                self.ask("CONNECTREQUEST", &format!("connection {conn}"));
+                self.ufrag(l.ice_ufrag.as_deref());
+                self.offer_candidates = l.candidates.clone();
+                self.fingerprints[0] = l.fingerprint.clone();
                 ("offer", format!("CONNECTREQUEST connection {conn}"))
             }
-            ("message", Some(k @ ("CONNECTRESPONSE" | "CONNECTERROR"))) => {
-                let answer = if k == "CONNECTRESPONSE" {
-                    (200, k.to_string())
-                } else {
-                    (data.trim().parse().unwrap_or(0), k.to_string())
-                };
-                if let Some(x) = self.exchanges.iter_mut().rev().find(|x| x.2.is_none()) {
-                    x.2 = Some(answer);
-                }
-                match sdp().filter(|_| k == "CONNECTRESPONSE") {
-                    Some(s) => {
-                        if let Some(u) = s.ice_ufrag.clone().filter(|_| self.ufrags.len() < 4) {
-                            self.ufrags.push(u);
-                        }
-                        self.candidates = addresses(&s);
-                        self.fingerprints[1] = s.sha256().map(str::to_string);
-                        ("answer", format!("CONNECTRESPONSE connection {conn}"))
-                    }
-                    None if k == "CONNECTERROR" => (
-                        "connect_error",
-                        format!("CONNECTERROR connection {conn}, code {}", data.trim()),
-                    ),
-                    None => ("answer", format!("CONNECTRESPONSE connection {conn}")),
-                }
+            ("message", Some("CONNECTRESPONSE")) => {
+                self.answered(200, "CONNECTRESPONSE");
+                self.ufrag(l.ice_ufrag.as_deref());
+                self.candidates = l.candidates.clone();
+                self.fingerprints[1] = l.fingerprint.clone();
+                ("answer", format!("CONNECTRESPONSE connection {conn}"))
             }
-            ("message", Some("CANDIDATEADD")) => ("candidate", data.trim().to_string()),
+            ("message", Some("CONNECTERROR")) => {
+                self.answered(data.parse().unwrap_or(0), "CONNECTERROR");
+                (
+                    "connect_error",
+                    format!("CONNECTERROR connection {conn}, code {data}"),
+                )
+            }
+            ("message", Some("CANDIDATEADD")) => ("candidate", data.to_string()),
             ("message", Some(other)) => ("signal", format!("{other} connection {conn}")),
             _ => return,
         };
-        if self.steps.len() < MAX_STEPS {
-            self.steps.push(Step {
-                ts,
-                frame,
-                dir: Some(dir),
-                step,
-                detail,
-            });
-        }
+        self.step(Step {
+            ts,
+            frame,
+            dir: Some(dir),
+            step,
+            detail,
+        });
     }
 }
 

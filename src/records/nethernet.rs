@@ -88,7 +88,7 @@ pub struct NethernetPacket {
 
 impl NethernetPacket {
     /// A datagram of flow `flow` going `dir` that held nothing yet.
-    fn empty(
+    pub(crate) fn empty(
         (frame, ts): (u64, Duration),
         (src, dst): (SocketAddr, SocketAddr),
         (flow, dir): (u32, Dir),
