@@ -39,6 +39,9 @@ pub(crate) struct Decoded {
     /// Where the packet stopped decoding, or, once per flow, that another
     /// protocol's definitions serve this one.
     pub(crate) anomaly: Option<String>,
+    /// Where the packet stopped decoding (the field, its offset in the
+    /// body, why): `fields` then holds what decoded before it.
+    pub(crate) error: Option<String>,
     /// With [`Fields::layout`]: the definitions' fields in wire order,
     /// each with its bytes in the body (the hand decoders' keys have none).
     pub(crate) layout: Option<Vec<Span>>,
@@ -61,7 +64,7 @@ impl Fields {
         let only_hand = |fields, anomaly| Decoded {
             fields,
             anomaly,
-            layout: None,
+            ..Decoded::default()
         };
         if self.defs.is_none() || self.chosen_for != protocol {
             self.defs = schema::definitions(protocol.unwrap_or_else(newest));
@@ -93,7 +96,15 @@ impl Fields {
         };
         let (decoded, layout) = match result {
             None => return only_hand(hand, note),
-            Some(Err(e)) => return only_hand(hand, Some(format!("fields: {e}"))),
+            Some(Err(mut e)) => {
+                let partial = e.partial.take().map(|p| *p);
+                return Decoded {
+                    fields: merge(partial, hand),
+                    anomaly: Some(format!("fields: {e}")),
+                    error: Some(e.to_string()),
+                    layout: None,
+                };
+            }
             Some(Ok(v)) => v,
         };
         if matches!(defs.name(id), Some("start_game" | "item_registry")) {
@@ -101,20 +112,26 @@ impl Fields {
                 self.session.shield_item_id = Some(id);
             }
         }
-        let merged = match (decoded, hand) {
-            (Value::Object(mut d), Some(Value::Object(h))) => {
-                for (k, v) in h {
-                    d.entry(k).or_insert(v);
-                }
-                Value::Object(d)
-            }
-            (d, _) => d,
-        };
         Decoded {
-            fields: Some(merged),
+            fields: merge(Some(decoded), hand),
             anomaly: note,
+            error: None,
             layout,
         }
+    }
+}
+
+/// The definitions' fields with the hand decoders' keys they lack added.
+fn merge(decoded: Option<Value>, hand: Option<Value>) -> Option<Value> {
+    match (decoded, hand) {
+        (Some(Value::Object(mut d)), Some(Value::Object(h))) => {
+            for (k, v) in h {
+                d.entry(k).or_insert(v);
+            }
+            Some(Value::Object(d))
+        }
+        (None, h) => h,
+        (d, _) => d,
     }
 }
 

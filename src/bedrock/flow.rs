@@ -36,6 +36,10 @@ pub struct GamePacket {
     /// Why its fields stopped decoding (the field and offset), or that
     /// another protocol's definitions were used (once per flow).
     pub anomaly: Option<String>,
+    /// Where its fields stopped decoding against the definition: the
+    /// field, its offset in the body and why (`fields` then keeps what
+    /// decoded before it).
+    pub error: Option<String>,
     /// Where the definitions' fields are in the body, in wire order: kept
     /// only for the `-V` tree (`Game::layout`).
     pub layout: Option<Vec<super::schema::Span>>,
@@ -365,6 +369,7 @@ impl GameFlow {
                 encrypted,
                 fields: decoded.fields,
                 anomaly: decoded.anomaly,
+                error: decoded.error,
                 layout: decoded.layout,
             }));
         }

@@ -825,6 +825,7 @@ mod tests {
                 "chain": {"verifies": true}}),
             ),
             anomaly: None,
+            error: None,
             layout: None,
         });
         let values = |e: &GameEvent, name: &str| {

@@ -346,6 +346,7 @@ mod tests {
             encrypted: true,
             fields: Some(serde_json::json!({"status": 1, "status_name": "failed_client"})),
             anomaly: None,
+            error: None,
             layout: None,
         };
         let m = Message {
@@ -404,6 +405,7 @@ mod tests {
                 "zeta": "hi", "pos": {"x": 1, "y": 2}, "list": [], "text": long,
                 "zeta_name": "greeting", "chain": {"verifies": true}})),
             anomaly: None,
+            error: None,
             layout: Some(vec![
                 span(0, "zeta", 0, 3, v("hi".into())),
                 span(0, "pos", 3, 9, Shown::Object),

@@ -194,6 +194,17 @@ impl Described for GameRecord<'static> {
         .present(|r| r.packet().is_some_and(|p| p.anomaly.is_some()))
         .nested::<FieldsAnomaly>(),
         K::new(
+            "error",
+            Ty::Str,
+            "game: where its fields stopped decoding against the definition (the field, its offset in the body, why); fields keeps what decoded before it.",
+            |r, f| {
+                r.packet()
+                    .and_then(|p| p.error.as_deref())
+                    .is_some_and(|e| f(Value::Str(e)))
+            },
+        )
+        .skip(),
+        K::new(
             "data",
             Ty::Bytes,
             "game: the decompressed packet, header included, as lowercase hex (cut by --data-limit; filters read it whole).",
@@ -340,6 +351,7 @@ mod tests {
             fields: fields
                 .then(|| serde_json::json!({"status": "failed_client", "n": [1, {"a": "\u{1}"}]})),
             anomaly: anomaly.map(str::to_string),
+            error: None,
             layout: None,
         }
     }

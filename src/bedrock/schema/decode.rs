@@ -21,6 +21,9 @@ pub struct DecodeError {
     /// Offset in the packet body.
     pub(crate) offset: usize,
     pub(crate) what: String,
+    /// What decoded before it: the packet's fields up to the one that
+    /// stopped, that one's own parts included (`None` when nothing did).
+    pub(crate) partial: Option<Box<Value>>,
 }
 
 impl std::fmt::Display for DecodeError {
@@ -120,10 +123,12 @@ fn run(
     };
     let v = d.value(root)?;
     if d.pos != body.len() {
-        return Err(d.err(format!(
+        let mut e = d.err(format!(
             "{} bytes left after the last field",
             body.len() - d.pos
-        )));
+        ));
+        e.partial = Some(Box::new(v));
+        return Err(e);
     }
     Ok((v, d.trace))
 }
@@ -175,6 +180,7 @@ impl<'a> Decoder<'a> {
             field,
             offset: self.pos,
             what,
+            partial: None,
         }
     }
 
@@ -412,8 +418,17 @@ impl<'a> Decoder<'a> {
                     self.path.pop();
                     let v = match r {
                         Ok(v) => v,
-                        Err(e) => {
-                            self.scopes.pop();
+                        Err(mut e) => {
+                            // What decoded so far goes up with the error.
+                            let mut m = self.scopes.pop().unwrap_or_default();
+                            match (name, e.partial.take().map(|p| *p)) {
+                                (Some(n), Some(p)) => {
+                                    m.insert(n.to_string(), p);
+                                }
+                                (None, Some(Value::Object(p))) => m.extend(p),
+                                _ => {}
+                            }
+                            e.partial = Some(Box::new(Value::Object(m)));
                             return Err(e);
                         }
                     };
@@ -458,7 +473,14 @@ impl<'a> Decoder<'a> {
                     let at = self.open(None, || format!("[{i}]").into());
                     let v = self.value(*of);
                     self.path.pop();
-                    let v = v?;
+                    let v = match v {
+                        Ok(v) => v,
+                        Err(mut e) => {
+                            out.extend(e.partial.take().map(|p| *p));
+                            e.partial = Some(Box::new(Value::Array(out)));
+                            return Err(e);
+                        }
+                    };
                     self.close(at, &v);
                     out.push(v);
                 }

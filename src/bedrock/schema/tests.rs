@@ -430,6 +430,58 @@ fn start_game_decodes_in_every_version() {
     assert_eq!(n, 55);
 }
 
+/// A packet cut short keeps what decoded: every field before the one that
+/// stopped, equal to the whole packet's, and the error names that field
+/// and its offset.
+#[test]
+fn a_packet_cut_short_keeps_what_decoded() {
+    let line = include_str!("../testdata/start_game.jsonl")
+        .lines()
+        .last()
+        .unwrap();
+    let v: Value = serde_json::from_str(line).unwrap();
+    let protocol = v["protocol"].as_u64().unwrap() as u32;
+    let bytes = crate::wire::cursor::parse_hex(v["hex"].as_str().unwrap()).unwrap();
+    let h = Header::parse(&bytes).unwrap();
+    let body = &bytes[h.len..];
+    let d = definitions(protocol).unwrap();
+    let whole = d.decode(h.id, body, Session::default()).unwrap().unwrap();
+    for cut in [1, 40, body.len() / 2, body.len() - 1] {
+        let e = d
+            .decode(h.id, &body[..cut], Session::default())
+            .unwrap()
+            .expect_err("cut short");
+        assert!(e.offset <= cut, "{cut}: {e}");
+        assert!(!e.field.is_empty(), "{cut}: {e}");
+        let partial = e.partial.as_deref().expect("what decoded");
+        let got = partial.as_object().unwrap();
+        let top = e.field.split(['.', '[']).next().unwrap();
+        // Every key before the stopped one is whole; the stopped one (an
+        // object or array) holds only its parts that decoded.
+        for (k, x) in got {
+            if k != top {
+                assert_eq!(Some(x), whole.get(k), "{cut}: {k}");
+            }
+        }
+        // The fields in wire order, from the whole packet's trace.
+        let (_, spans) = d
+            .decode_traced(h.id, body, Session::default())
+            .unwrap()
+            .unwrap();
+        let keys: Vec<&str> = spans
+            .iter()
+            .flatten()
+            .filter(|s| s.depth == 0)
+            .map(|s| &*s.name)
+            .collect();
+        let at = keys.iter().position(|k| *k == top).unwrap();
+        assert!(keys[..at].iter().all(|k| got.contains_key(*k)), "{cut}");
+        if cut > 40 {
+            assert!(got.len() > 3, "{cut}: {partial}");
+        }
+    }
+}
+
 /// Every packet type of 1.16.201, 1.21.50 and 1.26.45 with zero-valued
 /// parameters, serialised by bedrock-protocol and read back by its own
 /// deserializer (testdata/every_packet.jsonl, scripts/bedrock-vectors.js):
