@@ -9,7 +9,8 @@
 # here: small files); SKIN=bp gives bedrock-protocol's own 256x256 default
 # skin (a Login of about 590 KB before compression). PLAY=N adds N rounds of
 # gameplay (the client's move, the server's chunk: about 4 KB a round);
-# WORLD=1 a world's worth of packets from the server (every packet type).
+# WORLD=1 a world's worth of packets from the server (every packet type);
+# EVERY=SEED every packet type both ways with seeded random values.
 # Needs root (tcpdump), node and npm (scripts/bedrock-setup.sh runs first).
 #   sudo scripts/bedrock-capture.sh 1.26.45 samples
 #   sudo scripts/bedrock-capture.sh 1.19.1 /tmp/out 19480
@@ -33,7 +34,8 @@ for _ in $(seq 100); do grep -q 'listening on' "$err" && break; sleep 0.05; done
 grep -q 'listening on' "$err" || { cat "$err" >&2; echo "bedrock-capture: tcpdump did not start" >&2; exit 1; }
 status=0
 node "$here/scripts/bedrock_peers.js" --version "$version" --port "$port" \
-  --out "$base.packets.jsonl" --keylog "$base.keylog" --skin "${SKIN:-classic}" --play "${PLAY:-0}" --world "${WORLD:-0}" || status=$?
+  --out "$base.packets.jsonl" --keylog "$base.keylog" --skin "${SKIN:-classic}" --play "${PLAY:-0}" --world "${WORLD:-0}" \
+  ${EVERY:+--every "$EVERY"} || status=$?
 sleep 0.5
 kill -INT "$dump"
 wait "$dump" || true

@@ -10,9 +10,13 @@
 //   {"version": "1.21.50", "protocol": 766, "name": "transfer",
 //    "params": {...}, "hex": "55..."}
 // (params as given: the zero values of the other fields are not written).
+// And every packet type of a few versions, with its fields as
+// bedrock-protocol reads them back, zero-valued (every_packet.jsonl) and
+// with random values from a fixed seed (every_packet_random.jsonl); see
+// buildEveryPacket and buildEveryRandom below.
 //
 //   node scripts/bedrock-vectors.js [DIR]    (scripts/bedrock-setup.sh first)
-//   node scripts/bedrock-vectors.js --check  the committed file is what
+//   node scripts/bedrock-vectors.js --check  the committed files are what
 //                                            bedrock-protocol makes now
 'use strict'
 const fs = require('fs')
@@ -199,9 +203,45 @@ function buildEveryPacket () {
   return lines.join('\n') + '\n'
 }
 
+// Every packet type of three versions again, with random values from a
+// fixed seed (scripts/bedrock_random.js: numbers over their ranges, negative
+// ones, strings, arrays of a few elements, NBT, the cases of switches),
+// those that bedrock-protocol writes, reads back and rewrites to the same
+// bytes: src/bedrock/testdata/every_packet_random.jsonl, lines as in
+// every_packet.jsonl. A packet whose draws all fail is left out (reported
+// on stderr); one that passed only in the tame last draw is counted.
+const RANDOM_VERSIONS = ['1.21.50', '1.21.130', '1.26.45']
+const RANDOM_SEED = 1
+function buildEveryRandom () {
+  const { createDeserializer } = require(path.join(root, 'bedrock-protocol', 'src', 'transforms', 'serializer'))
+  const { norm } = require('./bedrock-fields')
+  const { randomOf } = require('./bedrock_random')(mcData)
+  const lines = []
+  for (const version of RANDOM_VERSIONS) {
+    const random = randomOf(version, RANDOM_SEED)
+    const serializer = createSerializer(version)
+    const deserializer = createDeserializer(version)
+    const protocol = mcData('bedrock_' + version).version.version
+    const skipped = []
+    let tame = 0
+    for (const name of random.names().sort()) {
+      const p = random.packet(name, serializer, deserializer)
+      if (p.error) {
+        skipped.push(`${name} (${p.error})`)
+        continue
+      }
+      if (p.tame) tame++
+      lines.push(JSON.stringify({ version, protocol, name, hex: p.buffer.toString('hex'), fields: norm(p.read) }))
+    }
+    if (skipped.length || tame) console.error(`bedrock-vectors: random ${version}: ${skipped.length} skipped${skipped.length ? ': ' + skipped.join(', ') : ''}; ${tame} only tame`)
+  }
+  return lines.join('\n') + '\n'
+}
+
 const outStartGame = path.join(path.dirname(out), 'start_game.jsonl')
 const outEvery = path.join(path.dirname(out), 'every_packet.jsonl')
-for (const [file, text] of [[out, build()], [outStartGame, buildStartGame()], [outEvery, buildEveryPacket()]]) {
+const outRandom = path.join(path.dirname(out), 'every_packet_random.jsonl')
+for (const [file, text] of [[out, build()], [outStartGame, buildStartGame()], [outEvery, buildEveryPacket()], [outRandom, buildEveryRandom()]]) {
   if (process.argv[2] === '--check') {
     const have = fs.readFileSync(file, 'utf8')
     if (have !== text) {

@@ -10,8 +10,8 @@
 //        --out packets.jsonl --keylog session.keylog [--username Steve] [--timeout 20] [--skin bp|classic] \
 //        [--client-version V] [--ping 1] [--expect-refusal 1] \
 //        [--client-pem client.pem] [--server-pem server.pem] [--connect-host 127.0.0.2] \
-//        [--play N] [--world 1] [--server-only 1] [--client-only 1] [--received FILE]
-//        [--silent-moves 1]
+//        [--play N] [--world 1] [--every SEED] [--server-only 1] [--client-only 1]
+//        [--received FILE] [--silent-moves 1]
 //
 // The session (the spawn sequence of bedrock-protocol's own examples and
 // tests, examples/server/server.js and test/internal.js, less what they
@@ -41,6 +41,16 @@
 //   inventory_content and level_chunk with values set, then one of every
 //   other packet the version has, zero-valued (those the client acts on,
 //   the login's and transfer, left out),
+//   with --every SEED (the schema decoder's tests, random values; not with
+//   --world): with its chat the client queues one of every packet type of
+//   its version with random values (scripts/bedrock_random.js, seed
+//   SEED + 1; left out, NOT_EVERY_CLIENT: the login's, disconnect, and those
+//   bedrock-protocol's server or the server here acts on), and on the chat
+//   the server one of every type of its version (seed SEED; left out what
+//   --world leaves out); only packets that bedrock-protocol writes, reads
+//   back and rewrites to the same bytes. The server's echo and the client's
+//   disconnect are queued behind them, so that every one arrives (exit 5
+//   if one does not),
 //   c text (chat), s text (the chat echoed),
 //   c disconnect; then the client closes its RakNet connection (0x15).
 // The exact batching of the client's queued packets depends on timing.
@@ -67,7 +77,7 @@
 // 3 on an error (bedrock-protocol's client, or an exception); 4 when the
 // server refused the client, or a side closed before the client's
 // disconnect; 5 when a side received other bytes than the other sent, or
-// the two sides' keys differ.
+// the two sides' keys differ, or (--every) a packet sent was not received.
 //
 // Needs scripts/bedrock-setup.sh (bedrock-protocol and jsp-raknet under
 // target/bedrock-node, installed with --ignore-scripts).
@@ -120,6 +130,25 @@ const NOT_WORLD = new Set(['login', 'play_status', 'server_to_client_handshake',
   'disconnect', 'resource_packs_info', 'resource_pack_stack', 'resource_pack_client_response', 'text',
   'start_game', 'network_settings', 'request_network_settings', 'transfer', 'level_chunk',
   'chunk_radius_update', 'set_local_player_as_initialized', 'packet_violation_warning', 'server_to_client_handshake'])
+// --every SEED: random packets of every type each way after the chat.
+const every = args.every === undefined ? null : Number(args.every)
+if (every !== null && !Number.isInteger(every)) {
+  console.error(`bedrock_peers: --every SEED (an integer), not ${args.every}`)
+  process.exit(1)
+}
+// Not with --world, whose level_chunk makes the client chat again.
+if (every !== null && world) {
+  console.error('bedrock_peers: --every or --world, not both')
+  process.exit(1)
+}
+// --every: packets the client does not send: the login's, disconnect, those
+// bedrock-protocol's server acts on (src/serverPlayer.js: the login's and
+// set_local_player_as_initialized, which it refuses once the player spawned)
+// and those the server here answers (resource_pack_client_response,
+// request_chunk_radius, move_player, text).
+const NOT_EVERY_CLIENT = new Set(['login', 'play_status', 'server_to_client_handshake', 'client_to_server_handshake',
+  'disconnect', 'network_settings', 'request_network_settings', 'resource_packs_info', 'resource_pack_stack',
+  'resource_pack_client_response', 'set_local_player_as_initialized', 'request_chunk_radius', 'move_player', 'text'])
 // A level_chunk payload for round i: runs of a few block ids (palette
 // indices), from a fixed seed, so a gameplay capture is the same each time.
 function chunkPayload (i) {
@@ -200,6 +229,32 @@ const [readVarInt] = require(path.join(root, 'protodef')).types.varint
 const { schemaOf } = require('./bedrock_schema')(mcData)
 const serverSchema = schemaOf(version)
 const clientSchema = schemaOf(clientVersion)
+
+// --every: one of every packet type of a version but those in `skip`, with
+// random values from `seed`, that pass bedrock_random.js's test (written,
+// read back and rewritten to the same bytes by bedrock-protocol's compiled
+// schema of the version); [name, params] in name order, and those skipped.
+function everyPackets (ver, seed, skip) {
+  const { createSerializer, createDeserializer } = require(path.join(root, 'bedrock-protocol', 'src', 'transforms', 'serializer'))
+  const { randomOf } = require('./bedrock_random')(mcData)
+  const random = randomOf(ver, seed)
+  const serializer = createSerializer(ver)
+  const deserializer = createDeserializer(ver)
+  const packets = []
+  const skipped = []
+  for (const name of random.names().sort()) {
+    if (skip.has(name) || !random.has(name)) continue
+    const p = random.packet(name, serializer, deserializer)
+    if (p.error) skipped.push(`${name} (${p.error})`)
+    else packets.push([name, p.params])
+  }
+  return { packets, skipped }
+}
+const everyServer = every !== null && !clientOnly ? everyPackets(version, every, NOT_WORLD) : null
+const everyClient = every !== null && !serverOnly ? everyPackets(clientVersion, every + 1, NOT_EVERY_CLIENT) : null
+for (const [side, e] of [['server', everyServer], ['client', everyClient]]) {
+  if (e?.skipped.length) console.error(`bedrock_peers: --every: the ${side} skips ${e.skipped.length}: ${e.skipped.join(', ')}`)
+}
 
 // ---------------------------------------------------------------- recording
 
@@ -328,8 +383,11 @@ function finish (message) {
     return `${d} ${rs.length} packets in ${batches} batches (${rs.filter(r => r.encrypted).length} encrypted, ${rs.filter(r => !r.received).length} not received)`
   }).join('; ')
   const dropped = [...state.values()].reduce((n, s) => n + s.dropped, 0)
-  console.error(`bedrock_peers: ${version}: ${message}; ${summary}${dropped ? `; ${dropped} batches written after close, never sent` : ''}`)
+  const random = every === null ? '' : `; --every ${every}: server ${everyServer?.packets.length ?? 0}, client ${everyClient?.packets.length ?? 0} random packets`
+  console.error(`bedrock_peers: ${version}: ${message}; ${summary}${dropped ? `; ${dropped} batches written after close, never sent` : ''}${random}`)
   if (mismatch) fail(5, `${mismatch} packets arrived with other bytes than were sent`)
+  const lost = log.filter(r => !r.received).length
+  if (every !== null && !serverOnly && !clientOnly && lost) fail(5, `${lost} packets sent were not received`)
   process.exit(0)
 }
 
@@ -447,7 +505,14 @@ server.on('connect', player => {
   }
   player.on('text', p => {
     if (world) sendWorld()
-    player.write('text', P('text', { type: 'chat', category: 'authored', source_name: p.source_name, message: p.message }))
+    const echo = P('text', { type: 'chat', category: 'authored', source_name: p.source_name, message: p.message })
+    if (everyServer) {
+      // --every: the random packets, and the echo behind them in the queue.
+      for (const [name, params] of everyServer.packets) player.queue(name, params)
+      player.queue('text', echo)
+    } else {
+      player.write('text', echo)
+    }
   })
   player.on('disconnect', p => stop(0, `the server got the client's disconnect: ${JSON.stringify(p.message)}`))
   player.on('close', () => args['expect-refusal']
@@ -488,7 +553,11 @@ async function start () {
   }
   client.on('join', () => clearTimeout(loginTimer))
   const C = (name, set) => clientSchema.params(name, set)
-  const chat = () => client.write('text', C('text', { type: 'chat', category: 'authored', source_name: username, message: CHAT }))
+  const chat = () => {
+    client.write('text', C('text', { type: 'chat', category: 'authored', source_name: username, message: CHAT }))
+    // --every: the client's random packets (sent on its next tick).
+    for (const [name, params] of everyClient?.packets || []) client.queue(name, params)
+  }
   // --play N: a round is the client's move, answered by the server's chunk.
   let round = 0
   const move = () => client.write('move_player', C('move_player', {
@@ -510,7 +579,11 @@ async function start () {
   // drops the game packet still in its send queue. So the same packet, and
   // the close once the server has it.
   client.on('text', p => {
-    if (p.message === CHAT) client.write('disconnect', clientSchema.params('disconnect', { message: 'bye from the test client' }))
+    if (p.message !== CHAT) return
+    const bye = clientSchema.params('disconnect', { message: 'bye from the test client' })
+    // --every: queued, behind the client's random packets.
+    if (everyClient) client.queue('disconnect', bye)
+    else client.write('disconnect', bye)
   })
   client.on('play_status', p => {
     if (!String(p.status).startsWith('failed')) return

@@ -95,7 +95,24 @@ impl Fields {
                 .map(|r| r.map(|v| (v, None)))
         };
         let (decoded, layout) = match result {
-            None => return only_hand(hand, note),
+            None => {
+                // An id the definitions lack: said, with what the hand
+                // decoders read (or nothing), never no fields at all.
+                let e = format!(
+                    "the packet at byte 0: protocol {}'s definitions have no packet {id}",
+                    defs.protocol
+                );
+                let anomaly = match note {
+                    Some(n) => format!("{n}; fields: {e}"),
+                    None => format!("fields: {e}"),
+                };
+                return Decoded {
+                    fields: Some(hand.unwrap_or_else(|| Value::Object(Default::default()))),
+                    anomaly: Some(anomaly),
+                    error: Some(e),
+                    layout: None,
+                };
+            }
             Some(Err(mut e)) => {
                 let partial = e.partial.take().map(|p| *p);
                 return Decoded {
@@ -175,6 +192,17 @@ mod tests {
         assert_eq!(
             d.anomaly.as_deref(),
             Some("fields: status at byte 0: 4 bytes wanted, 2 left")
+        );
+        assert_eq!(
+            d.error.as_deref(),
+            Some("status at byte 0: 4 bytes wanted, 2 left")
+        );
+        // An id the definitions lack: fields all the same, and an error.
+        let d = f.decode(Some(2169), 1000, &[1, 2], None);
+        assert_eq!(d.fields, Some(json!({})));
+        assert_eq!(
+            d.error.as_deref(),
+            Some("the packet at byte 0: protocol 2169's definitions have no packet 1000")
         );
     }
 

@@ -253,8 +253,17 @@ impl<'a, 'v> Encoder<'a, 'v> {
                 self.elements(*of, items, out)?;
             }
             Node::Mapper { ty, map } => {
-                let raw = match map.iter().find(|(_, name)| name == v) {
-                    Some((k, _)) => Value::String(k.to_string()),
+                // A name several numbers map to is written as ProtoDef's
+                // writer does: the last of them in a JavaScript object's
+                // key order (array indices ascending, then the rest in
+                // order).
+                let order = |(i, (k, _)): &(usize, &(Box<str>, Value))| match k.parse::<u32>() {
+                    Ok(n) => (0, u64::from(n)),
+                    Err(_) => (1, *i as u64),
+                };
+                let named = map.iter().enumerate().filter(|(_, (_, name))| name == v);
+                let raw = match named.max_by_key(order) {
+                    Some((_, (k, _))) => Value::String(k.to_string()),
                     None => v.clone(),
                 };
                 let Node::Num(n) = &c.nodes[*ty as usize] else {

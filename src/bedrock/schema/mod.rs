@@ -10,10 +10,13 @@
 //! are walked by `decode`.
 //!
 //! A protocol number the data does not know uses the nearest older one
-//! (the nearest newer one below the oldest), as packet names do.
+//! (the nearest newer one below the oldest), as packet names do. Where
+//! minecraft-data and Mojang's published layouts disagree, the
+//! definitions are corrected as they are compiled (`corrections.rs`).
 
 pub mod compare;
 pub(crate) mod compile;
+pub(crate) mod corrections;
 pub(crate) mod decode;
 pub(crate) mod encode;
 pub(crate) mod zero;
@@ -78,6 +81,51 @@ pub fn protocols() -> Vec<u32> {
     schema().protocols.iter().map(|p| p.0).collect()
 }
 
+/// Whether a correction ([`corrections`]) changes packet `name`'s layout
+/// in `protocol` (the nearest known): on its own type or on a type it
+/// uses. There, minecraft-data's readers (bedrock-protocol's) and ours
+/// read the same bytes differently.
+#[cfg(test)]
+pub(crate) fn corrected(protocol: u32, name: &str) -> bool {
+    let s = schema();
+    let number = nearest(protocol);
+    let Some(&(_, table)) = s.protocols.iter().find(|p| p.0 == number) else {
+        return false;
+    };
+    let types: std::collections::HashSet<&str> = corrections::all()
+        .iter()
+        .filter(|c| c.covers(number))
+        .map(|c| c.ty.as_str())
+        .collect();
+    // The types the packet's definition names, and theirs, in turn.
+    let mut seen = std::collections::HashSet::new();
+    let mut todo = vec![format!("packet_{name}")];
+    while let Some(ty) = todo.pop() {
+        if types.contains(ty.as_str()) {
+            return true;
+        }
+        let Some(raw) = s.tables[table].get(&ty).and_then(|&i| s.defs.get(i)) else {
+            continue;
+        };
+        let Ok(def) = serde_json::from_str::<Value>(raw.get()) else {
+            continue;
+        };
+        let mut stack = vec![&def];
+        while let Some(v) = stack.pop() {
+            match v {
+                Value::String(t) if s.tables[table].contains_key(t) && seen.insert(t.clone()) => {
+                    todo.push(t.clone());
+                }
+                Value::Array(a) => stack.extend(a),
+                Value::Object(m) => stack.extend(m.values()),
+                _ => {}
+            }
+        }
+        seen.insert(ty);
+    }
+    false
+}
+
 /// One protocol's definitions, compiled.
 #[derive(Debug)]
 pub struct Definitions {
@@ -88,12 +136,16 @@ pub struct Definitions {
     packets: HashMap<u16, (String, NodeId)>,
 }
 
-struct Table<'a>(&'a Schema, usize);
+/// A protocol's table of definitions: the schema, the table's index, the
+/// protocol (for the corrections that apply to it).
+struct Table<'a>(&'a Schema, usize, u32);
 
 impl compile::Types for Table<'_> {
     fn def(&self, name: &str) -> Option<Value> {
         let raw = self.0.defs.get(*self.0.tables[self.1].get(name)?)?;
-        serde_json::from_str(raw.get()).ok()
+        let mut def = serde_json::from_str(raw.get()).ok()?;
+        corrections::correct(name, self.2, &mut def);
+        Some(def)
     }
 }
 
@@ -115,7 +167,7 @@ pub fn definitions(protocol: u32) -> Option<Arc<Definitions>> {
 
 impl Definitions {
     fn compile(s: &Schema, table: usize, protocol: u32) -> Self {
-        let types = Table(s, table);
+        let types = Table(s, table, protocol);
         let mut compiled = Compiled::default();
         let mut packets = HashMap::new();
         // mcpe_packet: a `name` mapper (id → name), then a `params` switch
