@@ -95,22 +95,24 @@ function deserialize () {
   }
   return n
 }
-function time (f) {
-  f()
-  const ts = []
-  for (let i = 0; i < runs; i++) {
-    const s = process.hrtime.bigint()
-    f()
-    ts.push(Number(process.hrtime.bigint() - s) / 1e9)
-  }
-  ts.sort((a, b) => a - b)
-  return ts[Math.floor(ts.length / 2)]
-}
 const inflated = inflate()
 if (inflated < copies * oneBytes) {
   console.error(`bench_deserialize: the batches inflate to ${inflated} bytes, less than their ${copies * oneBytes} bytes of packets`)
   process.exit(1)
 }
-const inflateS = time(inflate)
-const deserializeS = time(deserialize)
+// Interleaved, so that neither pays alone for the heap's growth or the
+// collector: the median of each.
+inflate()
+deserialize()
+const ts = { inflate: [], deserialize: [] }
+for (let i = 0; i < runs; i++) {
+  for (const [name, f] of [['inflate', inflate], ['deserialize', deserialize]]) {
+    const s = process.hrtime.bigint()
+    f()
+    ts[name].push(Number(process.hrtime.bigint() - s) / 1e9)
+  }
+}
+const median = xs => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+const inflateS = median(ts.inflate)
+const deserializeS = median(ts.deserialize)
 console.log(JSON.stringify({ packets, bytes: copies * oneBytes, inflate_s: inflateS, deserialize_s: deserializeS }))

@@ -31,8 +31,8 @@ fn packets_by_direction(records: &[Value]) -> [Vec<Value>; 2] {
     for r in records.iter().filter(|r| r["type"] == "packet") {
         let mut r = r.clone();
         let o = r.as_object_mut().expect("an object");
-        o.shift_remove("ts");
-        o.shift_remove("frame");
+        o.remove("ts");
+        o.remove("frame");
         let i = usize::from(r["dir"] == "s2c");
         by[i].push(r);
     }
@@ -294,7 +294,7 @@ fn live_shows_a_nethernet_join() {
             .map(|mut r| {
                 let o = r.as_object_mut().unwrap();
                 for k in ["frame", "ts", "flow"] {
-                    o.shift_remove(k);
+                    o.remove(k);
                 }
                 r
             })

@@ -1368,7 +1368,7 @@ fn write_keeps_nethernet() {
     let dir = common::TempDir::new("nethernet-write");
     let strip = |mut v: Vec<Value>| -> Vec<Value> {
         for r in &mut v {
-            r.as_object_mut().unwrap().shift_remove("frame");
+            r.as_object_mut().unwrap().remove("frame");
         }
         v
     };
@@ -1417,7 +1417,7 @@ fn pcapng_secrets_open_the_records() {
     let strip = |v: &[Value]| -> Vec<Value> {
         let mut v = v.to_vec();
         for r in &mut v {
-            r.as_object_mut().unwrap().shift_remove("frame");
+            r.as_object_mut().unwrap().remove("frame");
         }
         v
     };

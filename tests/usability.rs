@@ -269,8 +269,8 @@ fn several_files_merge_by_time() {
             .into_iter()
             .map(|mut r| {
                 let o = r.as_object_mut().unwrap();
-                o.shift_remove("frame");
-                o.shift_remove("file");
+                o.remove("frame");
+                o.remove("file");
                 frame_word
                     .replace_all(&r.to_string(), "frame N")
                     .into_owned()

@@ -424,9 +424,9 @@ mod tests {
             "     11    1     list: 0 elements",
             &format!("     12  133     text: \"{}\"…", &long[..120]),
             "                 decoded (no offset):",
-            "                   zeta_name: \"greeting\"",
             "                   chain",
             "                     verifies: true",
+            "                   zeta_name: \"greeting\"",
         ];
         assert_eq!(tree(&p), want.join("\n") + "\n");
     }

@@ -571,6 +571,15 @@ fn round_trip(
     let d = definitions(protocol).unwrap();
     match d.encode(id, fields, Session::default()) {
         Some(Ok(b)) if b == body => {}
+        // An NBT compound's tags come back in their names' order (the
+        // fields are a JSON object, its keys sorted): the same bytes, in
+        // another order, that read as the same fields.
+        Some(Ok(b))
+            if b.len() == body.len()
+                && d.decode(id, &b, Session::default())
+                    .and_then(Result::ok)
+                    .as_ref()
+                    == Some(fields) => {}
         Some(Ok(b)) => failures.push(format!(
             "{what}: encodes to {}, not {}",
             crate::wire::cursor::hex(&b),
