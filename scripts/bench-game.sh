@@ -7,7 +7,8 @@
 #     raknet-dissect messages BIG --json                  (the mirror alone)
 #     raknet-dissect game BIG --json                      (+ the game layer, no key)
 #     raknet-dissect game BIG --json --keylog KEYLOG --no-fields (+ decryption)
-#     raknet-dissect game BIG --json --keylog KEYLOG      (+ every packet's fields)
+#     raknet-dissect game BIG --json --keylog KEYLOG      (+ every packet's fields,
+#                                                        --threads 1, then 2)
 # and prints MB/s of capture (file bytes / 10^6 / wall s) and the peak RSS.
 # Then, per decompressed byte (the game packets' bytes, 10^6 a second), the
 # same packets three more ways, one thread each: bedrock-protocol's own
@@ -83,7 +84,8 @@ echo "$BIG: $((bytes / 1000000)) MB ($SESSION session repeated), $RUNS runs each
 run "messages --json" "$BIN" messages "$BIG" --json
 run "game --json (no key)" "$BIN" game "$BIG" --json
 run "game --json --keylog --no-fields" "$BIN" game "$BIG" --json --keylog "$KEYLOG" --no-fields
-run "game --json --keylog" "$BIN" game "$BIG" --json --keylog "$KEYLOG"
+run "game --json --keylog --threads 1" "$BIN" game "$BIG" --json --keylog "$KEYLOG" --threads 1
+run "game --json --keylog --threads 2" "$BIN" game "$BIG" --json --keylog "$KEYLOG" --threads 2
 
 # Per decompressed byte, beside bedrock-protocol and the inflate ceiling.
 PACKETS=${KEYLOG%.keylog}.packets.jsonl

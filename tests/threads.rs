@@ -181,3 +181,37 @@ fn nethernet_prints_the_same_whatever_the_threads() {
         }
     }
 }
+
+/// `game` with the sessions' keys: each packet's fields are decoded on the
+/// thread that prints it (StartGame's first, in order, since the items
+/// after it depend on it), and the output is the same whatever the
+/// threads, in every form and over all the sessions at once.
+#[test]
+fn game_with_keys_prints_the_same_whatever_the_threads() {
+    let dir = common::root().join("samples");
+    let mut all = Vec::new();
+    for sample in ["bedrock-login", "bedrock-1.19.1"] {
+        let pcap = dir.join(format!("{sample}.pcap"));
+        let keylog = dir.join(format!("{sample}.keylog"));
+        let (pcap, keylog) = (pcap.to_str().unwrap(), keylog.to_str().unwrap());
+        for form in [
+            &["--json"][..],
+            &["-V"],
+            &[],
+            &["-Y", "game.name == \"start_game\"", "--json"],
+        ] {
+            let mut args = vec!["game", pcap, "--keylog", keylog];
+            args.extend(form);
+            let (out, code) = with_threads(&args, 1);
+            assert_eq!(code, Some(0), "{args:?}");
+            assert!(!out.is_empty(), "{args:?}");
+            same_for_every_count(&args);
+        }
+        all.push((pcap.to_string(), keylog.to_string()));
+    }
+    let mut args = vec!["game", "--json"];
+    for (pcap, keylog) in &all {
+        args.extend([pcap.as_str(), "--keylog", keylog.as_str()]);
+    }
+    same_for_every_count(&args);
+}

@@ -27,6 +27,9 @@ pub struct Fields {
     /// Keep where each field is on the wire (for the `-V` tree): off, the
     /// decoder keeps no trace.
     pub(crate) layout: bool,
+    /// Leave each packet's decoding for later ([`Pending`]), but for those
+    /// whose fields later packets depend on.
+    pub(crate) defer: bool,
 }
 
 /// What [`Fields::decode`] made of a packet.
@@ -54,6 +57,7 @@ impl Fields {
     /// anomaly: the field and offset where the packet stopped decoding
     /// (then only `hand` is kept), or, once per flow, that another
     /// protocol's definitions serve this one.
+    #[cfg(test)]
     pub(crate) fn decode(
         &mut self,
         protocol: Option<u32>,
@@ -61,18 +65,36 @@ impl Fields {
         body: &[u8],
         hand: Option<Value>,
     ) -> Decoded {
-        let only_hand = |fields, anomaly| Decoded {
-            fields,
-            anomaly,
-            ..Decoded::default()
-        };
+        match self.prepare(protocol, id, body, hand, false) {
+            Ok(p) => p.decode(body),
+            Err(d) => d,
+        }
+    }
+
+    /// [`Fields::decode`] in two halves: what depends on the flow (the
+    /// definitions chosen, the note said once, the shield's id), done now,
+    /// and the decoding itself, done by [`Pending::decode`] where it is
+    /// wanted (on a printing thread). A StartGame or ItemRegistry, whose
+    /// fields later packets depend on, is decoded now, as is everything
+    /// unless `defer`: `Err` with the result.
+    pub(crate) fn prepare(
+        &mut self,
+        protocol: Option<u32>,
+        id: u16,
+        body: &[u8],
+        hand: Option<Value>,
+        defer: bool,
+    ) -> Result<Pending, Decoded> {
         if self.defs.is_none() || self.chosen_for != protocol {
             self.defs = schema::definitions(protocol.unwrap_or_else(newest));
             self.chosen_for = protocol;
             self.said = false;
         }
         let Some(defs) = &self.defs else {
-            return only_hand(hand, None);
+            return Err(Decoded {
+                fields: hand,
+                ..Decoded::default()
+            });
         };
         let mut note = None;
         if !self.said && protocol != Some(defs.protocol) {
@@ -88,11 +110,60 @@ impl Fields {
                 ),
             });
         }
-        let result = if self.layout {
-            defs.decode_traced(id, body, self.session)
+        let pending = Pending {
+            defs: Arc::clone(defs),
+            session: self.session,
+            layout: self.layout,
+            id,
+            hand,
+            note,
+        };
+        let shield = matches!(defs.name(id), Some("start_game" | "item_registry"));
+        if defer && !shield {
+            return Ok(pending);
+        }
+        let (decoded, shield_id) = pending.run(body, shield);
+        if let Some(s) = shield_id {
+            self.session.shield_item_id = Some(s);
+        }
+        Err(decoded)
+    }
+}
+
+/// A packet's fields, to decode: the definitions and session state of its
+/// flow when it came ([`Fields::prepare`]), what the hand decoders read,
+/// and the note for the flow, if it is the one to say it.
+#[derive(Debug, Clone)]
+pub(crate) struct Pending {
+    defs: Arc<Definitions>,
+    session: Session,
+    layout: bool,
+    id: u16,
+    hand: Option<Value>,
+    note: Option<String>,
+}
+
+impl Pending {
+    /// The fields from the packet's `body` (the bytes after its header).
+    pub(crate) fn decode(self, body: &[u8]) -> Decoded {
+        self.run(body, false).0
+    }
+
+    /// [`Pending::decode`], and with `shield` the shield's item id in the
+    /// item table it holds.
+    fn run(self, body: &[u8], shield: bool) -> (Decoded, Option<i64>) {
+        let Pending {
+            defs,
+            session,
+            layout,
+            id,
+            hand,
+            note,
+        } = self;
+        let result = if layout {
+            defs.decode_traced(id, body, session)
         } else {
-            defs.decode(id, body, self.session)
-                .map(|r| r.map(|v| (v, None)))
+            defs.decode(id, body, session).map(|r| r.map(|v| (v, None)))
         };
         let (decoded, layout) = match result {
             None => {
@@ -106,35 +177,34 @@ impl Fields {
                     Some(n) => format!("{n}; fields: {e}"),
                     None => format!("fields: {e}"),
                 };
-                return Decoded {
+                let d = Decoded {
                     fields: Some(hand.unwrap_or_else(|| Value::Object(Default::default()))),
                     anomaly: Some(anomaly),
                     error: Some(e),
                     layout: None,
                 };
+                return (d, None);
             }
             Some(Err(mut e)) => {
                 let partial = e.partial.take().map(|p| *p);
-                return Decoded {
+                let d = Decoded {
                     fields: merge(partial, hand),
                     anomaly: Some(format!("fields: {e}")),
                     error: Some(e.to_string()),
                     layout: None,
                 };
+                return (d, None);
             }
             Some(Ok(v)) => v,
         };
-        if matches!(defs.name(id), Some("start_game" | "item_registry")) {
-            if let Some(id) = shield_id(&decoded) {
-                self.session.shield_item_id = Some(id);
-            }
-        }
-        Decoded {
+        let shield = if shield { shield_id(&decoded) } else { None };
+        let d = Decoded {
             fields: merge(Some(decoded), hand),
             anomaly: note,
             error: None,
             layout,
-        }
+        };
+        (d, shield)
     }
 }
 
@@ -204,6 +274,24 @@ mod tests {
             d.error.as_deref(),
             Some("the packet at byte 0: protocol 2169's definitions have no packet 1000")
         );
+    }
+
+    /// Deferred, a packet decodes later as it would have at once; a
+    /// StartGame is decoded at once all the same (its item table sets the
+    /// shield's id, which later packets' layouts need).
+    #[test]
+    fn a_deferred_packet_decodes_later_as_at_once() {
+        let hand = || Some(json!({"status": 3, "status_name": "player_spawn"}));
+        let body = [0, 0, 0, 3];
+        let now = Fields::default().decode(Some(2169), 2, &body, hand());
+        let mut f = Fields::default();
+        let later = f
+            .prepare(Some(2169), 2, &body, hand(), true)
+            .expect("deferred");
+        let later = later.decode(&body);
+        assert_eq!((later.fields, later.anomaly), (now.fields, now.anomaly));
+        // StartGame (id 11): decoded now, even cut short.
+        assert!(f.prepare(Some(2169), 11, &[0], None, true).is_err());
     }
 
     #[test]

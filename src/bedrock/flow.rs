@@ -43,6 +43,23 @@ pub struct GamePacket {
     /// Where the definitions' fields are in the body, in wire order: kept
     /// only for the `-V` tree (`Game::layout`).
     pub layout: Option<Vec<super::schema::Span>>,
+    /// Its fields, still to decode ([`Game::defer_fields`]): `fields`,
+    /// `anomaly`, `error` and `layout` are set by [`GamePacket::finish`].
+    pub(crate) pending: Option<Box<super::fields::Pending>>,
+}
+
+impl GamePacket {
+    /// Its fields decoded, if they were left for later
+    /// ([`super::Game::defer_fields`]): whether they were.
+    pub fn finish(&mut self) -> bool {
+        let Some(p) = self.pending.take() else {
+            return false;
+        };
+        let d = p.decode(self.data.get(self.header.len..).unwrap_or_default());
+        (self.fields, self.anomaly) = (d.fields, d.anomaly);
+        (self.error, self.layout) = (d.error, d.layout);
+        true
+    }
 }
 
 /// Why a batch shows no packets.
@@ -352,12 +369,22 @@ impl GameFlow {
             );
             self.after(dir, header.id, salt);
             self.progress(dir, header.id, hand.as_ref());
-            let decoded = match &mut self.fields {
-                Some(f) => f.decode(self.learned.protocol, header.id, &rec[header.len..], hand),
-                None => super::fields::Decoded {
-                    fields: hand,
-                    ..Default::default()
-                },
+            let body = &rec[header.len..];
+            let (decoded, pending) = match &mut self.fields {
+                Some(f) => {
+                    let defer = f.defer;
+                    match f.prepare(self.learned.protocol, header.id, body, hand, defer) {
+                        Ok(p) => (Default::default(), Some(Box::new(p))),
+                        Err(d) => (d, None),
+                    }
+                }
+                None => (
+                    super::fields::Decoded {
+                        fields: hand,
+                        ..Default::default()
+                    },
+                    None,
+                ),
             };
             self.packets[d] += 1;
             out.push(GameEvent::Packet(GamePacket {
@@ -371,6 +398,7 @@ impl GameFlow {
                 anomaly: decoded.anomaly,
                 error: decoded.error,
                 layout: decoded.layout,
+                pending,
             }));
         }
         out

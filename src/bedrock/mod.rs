@@ -90,6 +90,11 @@ pub struct Game {
     /// Keep where each field is on the wire ([`GamePacket::layout`]), for
     /// the `-V` tree (off by default: the decoder then keeps no trace).
     pub(crate) layout: bool,
+    /// Leave each game packet's fields to decode where it is printed
+    /// ([`GamePacket::finish`], on the printing threads): off by default;
+    /// `game` sets it. StartGame and ItemRegistry, whose fields later
+    /// packets depend on, are decoded at once all the same.
+    pub(crate) defer_fields: bool,
 }
 
 impl Game {
@@ -108,6 +113,7 @@ impl Game {
             signatures: true,
             fields: true,
             layout: false,
+            defer_fields: false,
         }
     }
 
@@ -186,7 +192,7 @@ impl Game {
     fn new_fields(&self) -> Option<fields::Fields> {
         self.fields.then(|| {
             let mut d = fields::Fields::default();
-            d.layout = self.layout;
+            (d.layout, d.defer) = (self.layout, self.defer_fields);
             d
         })
     }

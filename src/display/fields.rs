@@ -826,6 +826,7 @@ mod tests {
             ),
             anomaly: None,
             error: None,
+            pending: None,
             layout: None,
         });
         let values = |e: &GameEvent, name: &str| {

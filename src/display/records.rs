@@ -339,7 +339,26 @@ pub(crate) struct GameItem {
 impl GamePrinter {
     /// Print `g` as [`GamePrinter::events`] does.
     pub(crate) fn print(&mut self, g: &mut GameItem, out: &mut dyn Write) -> io::Result<()> {
-        self.events(&g.events, &g.message, g.since, g.file, out)
+        use crate::bedrock::GameEvent;
+        // The fields left for this thread to decode.
+        let mut decoded = false;
+        for e in &mut g.events {
+            if let GameEvent::Packet(p) = e {
+                decoded |= p.finish();
+            }
+        }
+        let r = self.events(&g.events, &g.message, g.since, g.file, out);
+        // And freed here, by the thread that made them (the item goes back
+        // to the reading thread, where freeing another thread's memory
+        // costs more than making it did).
+        if decoded {
+            for e in &mut g.events {
+                if let GameEvent::Packet(p) = e {
+                    (p.fields, p.layout) = (None, None);
+                }
+            }
+        }
+        r
     }
 }
 

@@ -435,6 +435,8 @@ pub fn game(
     let first = shown();
     let mut game = Game::new(Detect::forced(o.bedrock), o.keys);
     (game.fields, game.layout) = (o.fields, o.verbose && first.text());
+    // Each packet's fields are decoded on the thread that prints it.
+    game.defer_fields = true;
     let mut mirror = Mirror::new(reading.mirror_config(), false);
     let pal = Palette::choose(o.color, !first.text());
     if !o.quiet {

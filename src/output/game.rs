@@ -347,6 +347,7 @@ mod tests {
             fields: Some(serde_json::json!({"status": 1, "status_name": "failed_client"})),
             anomaly: None,
             error: None,
+            pending: None,
             layout: None,
         };
         let m = Message {
@@ -406,6 +407,7 @@ mod tests {
                 "zeta_name": "greeting", "chain": {"verifies": true}})),
             anomaly: None,
             error: None,
+            pending: None,
             layout: Some(vec![
                 span(0, "zeta", 0, 3, v("hi".into())),
                 span(0, "pos", 3, 9, Shown::Object),

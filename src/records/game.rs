@@ -352,6 +352,7 @@ mod tests {
                 .then(|| serde_json::json!({"status": "failed_client", "n": [1, {"a": "\u{1}"}]})),
             anomaly: anomaly.map(str::to_string),
             error: None,
+            pending: None,
             layout: None,
         }
     }
