@@ -86,6 +86,9 @@ pub(crate) enum Node {
     Mapper {
         ty: NodeId,
         map: Vec<(Box<str>, Value)>,
+        /// Each key as a number, when it is one (read numbers are
+        /// matched without text).
+        nums: Box<[Option<i64>]>,
     },
     Bitfield(Vec<(Box<str>, u8, bool)>),
     Option(NodeId),
@@ -257,7 +260,7 @@ impl Compiled {
                     return unknown();
                 };
                 let ty = self.node(t, types);
-                let map = m
+                let map: Vec<(Box<str>, Value)> = m
                     .iter()
                     .map(|(k, v)| {
                         let key = k
@@ -275,7 +278,8 @@ impl Compiled {
                         (key, value)
                     })
                     .collect();
-                Node::Mapper { ty, map }
+                let nums = map.iter().map(|(k, _)| k.parse().ok()).collect();
+                Node::Mapper { ty, map, nums }
             }
             "bitfield" => {
                 let Some(fields) = o.as_array() else {
@@ -373,17 +377,23 @@ pub(crate) fn lookup<'a, S: std::borrow::Borrow<serde_json::Map<String, Value>>>
 impl Compare {
     /// The case a switch takes, as ProtoDef compares: the named value as
     /// text (`"undefined"` when absent); for `a || b`, whether any is set.
-    pub(crate) fn key<'a>(&self, find: impl Fn(&[Box<str>]) -> Option<&'a Value>) -> String {
+    pub(crate) fn key<'a>(
+        &self,
+        find: impl Fn(&[Box<str>]) -> Option<&'a Value>,
+    ) -> std::borrow::Cow<'a, str> {
+        use std::borrow::Cow;
+        let yes_no = |b: bool| Cow::Borrowed(if b { "true" } else { "false" });
         if self.0.len() > 1 {
             let any = self.0.iter().any(|p| {
                 find(p).is_some_and(|v| !matches!(v, Value::Bool(false) | Value::Null) && v != 0)
             });
-            return any.to_string();
+            return yes_no(any);
         }
         match self.0.first().and_then(|p| find(p)) {
-            Some(Value::String(s)) => s.clone(),
-            Some(v) => v.to_string(),
-            None => "undefined".into(),
+            Some(Value::String(s)) => Cow::Borrowed(s),
+            Some(Value::Bool(b)) => yes_no(*b),
+            Some(v) => Cow::Owned(v.to_string()),
+            None => Cow::Borrowed("undefined"),
         }
     }
 }

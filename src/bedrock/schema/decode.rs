@@ -133,6 +133,12 @@ fn run(
     Ok((v, d.trace))
 }
 
+/// A step of the path to the field being read.
+enum Seg<'a> {
+    Field(&'a str),
+    Element(u64),
+}
+
 struct Decoder<'a> {
     c: &'a Compiled,
     s: Session,
@@ -142,8 +148,8 @@ struct Decoder<'a> {
     end: usize,
     /// The containers being read, innermost last.
     scopes: Vec<Map<String, Value>>,
-    /// The field being read, for errors.
-    path: Vec<String>,
+    /// The field being read, for errors (made into text only then).
+    path: Vec<Seg<'a>>,
     /// Nodes being read, one inside the other.
     depth: usize,
     /// The spans so far, when asked for ([`decode_traced`]).
@@ -169,12 +175,20 @@ fn float(v: f64) -> Value {
 
 impl<'a> Decoder<'a> {
     fn err(&self, what: String) -> DecodeError {
+        use std::fmt::Write;
         let mut field = String::new();
         for p in &self.path {
-            if !field.is_empty() && !p.starts_with('[') {
-                field.push('.');
+            match p {
+                Seg::Field(name) => {
+                    if !field.is_empty() {
+                        field.push('.');
+                    }
+                    field.push_str(name);
+                }
+                Seg::Element(i) => {
+                    let _ = write!(field, "[{i}]");
+                }
             }
-            field.push_str(p);
         }
         DecodeError {
             field,
@@ -408,7 +422,7 @@ impl<'a> Decoder<'a> {
             Node::Container(fields) => {
                 self.scopes.push(Map::new());
                 for (name, node) in fields {
-                    self.path.push(name.as_deref().unwrap_or("").to_string());
+                    self.path.push(Seg::Field(name.as_deref().unwrap_or("")));
                     // An anonymous field's parts are its container's.
                     let at = match name {
                         Some(n) => self.open(None, || n.clone()),
@@ -450,11 +464,11 @@ impl<'a> Decoder<'a> {
                 default,
             } => {
                 let key = compare.key(|p| self.lookup(p));
-                let shield = self.s.shield_item_id.map(|s| s.to_string());
+                let shield = self.s.shield_item_id;
                 let case = cases
                     .iter()
                     .find(|(k, _)| match k.strip_prefix('/') {
-                        Some("ShieldItemID") => shield.as_deref() == Some(key.as_str()),
+                        Some("ShieldItemID") => shield.is_some_and(|s| key.parse::<i64>() == Ok(s)),
                         _ => **k == *key,
                     })
                     .map(|(_, n)| *n)
@@ -469,7 +483,7 @@ impl<'a> Decoder<'a> {
                 self.check_count(n)?;
                 let mut out = Vec::with_capacity(n.min(4096));
                 for i in 0..n {
-                    self.path.push(format!("[{i}]"));
+                    self.path.push(Seg::Element(i as u64));
                     let at = self.open(None, || format!("[{i}]").into());
                     let v = self.value(*of);
                     self.path.pop();
@@ -493,7 +507,7 @@ impl<'a> Decoder<'a> {
                 let mut i = 0;
                 while i < n && self.pos < self.end {
                     let (at, mark) = (self.pos, self.mark());
-                    self.path.push(format!("[{i}]"));
+                    self.path.push(Seg::Element(i));
                     let span = self.open(None, || format!("[{i}]").into());
                     let v = self.value(*of);
                     self.path.pop();
@@ -514,14 +528,18 @@ impl<'a> Decoder<'a> {
                 }
                 Value::Array(out)
             }
-            Node::Mapper { ty, map } => {
+            Node::Mapper { ty, map, nums } => {
                 let v = self.value(*ty)?;
-                let key = match &v {
-                    Value::String(s) => s.clone(),
-                    v => v.to_string(),
+                let at = match &v {
+                    Value::Number(n) => match n.as_i64() {
+                        Some(n) => nums.iter().position(|k| *k == Some(n)),
+                        None => map.iter().position(|(k, _)| **k == *n.to_string()),
+                    },
+                    Value::String(s) => map.iter().position(|(k, _)| **k == **s),
+                    v => map.iter().position(|(k, _)| **k == *v.to_string()),
                 };
-                match map.iter().find(|(k, _)| **k == *key) {
-                    Some((_, name)) => name.clone(),
+                match at {
+                    Some(i) => map[i].1.clone(),
                     None => v,
                 }
             }

@@ -230,7 +230,7 @@ impl<'a, 'v> Encoder<'a, 'v> {
                 let case = cases
                     .iter()
                     .find(|(k, _)| match k.strip_prefix('/') {
-                        Some("ShieldItemID") => shield.as_deref() == Some(key.as_str()),
+                        Some("ShieldItemID") => shield.as_deref() == Some(&*key),
                         _ => **k == *key,
                     })
                     .map(|(_, n)| *n)
@@ -252,7 +252,7 @@ impl<'a, 'v> Encoder<'a, 'v> {
                 self.num(*n, &Value::from(items.len() as u64), out)?;
                 self.elements(*of, items, out)?;
             }
-            Node::Mapper { ty, map } => {
+            Node::Mapper { ty, map, .. } => {
                 // A name several numbers map to is written as ProtoDef's
                 // writer does: the last of them in a JavaScript object's
                 // key order (array indices ascending, then the rest in
