@@ -43,14 +43,14 @@ pub struct GamePacket {
     /// Where the definitions' fields are in the body, in wire order: kept
     /// only for the `-V` tree (`Game::layout`).
     pub layout: Option<Vec<super::schema::Span>>,
-    /// Its fields, still to decode ([`Game::defer_fields`]): `fields`,
+    /// Its fields, still to decode (`Game::defer_fields`): `fields`,
     /// `anomaly`, `error` and `layout` are set by [`GamePacket::finish`].
     pub(crate) pending: Option<Box<super::fields::Pending>>,
 }
 
 impl GamePacket {
     /// Its fields decoded, if they were left for later
-    /// ([`super::Game::defer_fields`]): whether they were.
+    /// (`Game::defer_fields`): whether they were.
     pub fn finish(&mut self) -> bool {
         let Some(p) = self.pending.take() else {
             return false;
