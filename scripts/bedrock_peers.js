@@ -563,7 +563,11 @@ async function start () {
   const move = () => client.write('move_player', C('move_player', {
     runtime_id: 1, position: { x: 16 * round + 0.5, y: 65.62, z: 0.5 }, pitch: 0, yaw: 90, head_yaw: 90, mode: 'normal', on_ground: true, tick: BigInt(round)
   }))
-  client.on('level_chunk', () => ++round < play ? move() : chat())
+  // The chat (and what goes with it) once: --world's level_chunk must not
+  // start the session's end a second time.
+  let chatted = false
+  const chatOnce = () => { if (!chatted) { chatted = true; chat() } }
+  client.on('level_chunk', () => ++round < play ? move() : chatOnce())
   client.on('spawn', () => {
     if (clientOnly) {
       chat()
@@ -572,7 +576,7 @@ async function start () {
         setTimeout(() => stop(0, 'client-only: the player spawned, chatted and left'), 500)
       }, 500)
     } else if (play > 0) move()
-    else chat()
+    else chatOnce()
   })
   // bedrock-protocol's Client.disconnect() writes the packet and closes the
   // RakNet connection at once; jsp-raknet's client then sends its 0x15 but
