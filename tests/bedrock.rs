@@ -10,7 +10,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -677,33 +677,7 @@ fn a_worlds_worth_of_packets_as_bedrock_protocol_reads_them() {
     let mut failures = Vec::new();
     let mut total = 0;
     for version in ["1.21.50", "1.26.45"] {
-        let work = Work::new(&format!("bedrock-world-{version}"));
-        let port = common::free_port_pair();
-        let pcap = work.file("world.pcap");
-        let keylog = work.file("world.keylog");
-        let dump = Tcpdump::start(&pcap, &format!("udp port {port}"));
-        let o = Command::new("node")
-            .arg(common::root().join("scripts/bedrock_peers.js"))
-            .args([
-                "--version",
-                version,
-                "--port",
-                &port.to_string(),
-                "--world",
-                "1",
-            ])
-            .arg("--out")
-            .arg(work.file("sent.jsonl"))
-            .arg("--keylog")
-            .arg(&keylog)
-            .output()
-            .expect("node runs");
-        dump.stop();
-        assert!(
-            o.status.success(),
-            "{version}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        let (_work, pcap, keylog) = captured_session("world", version, &["--world", "1"]);
         let n = compare_fields(&pcap, &keylog, version, &mut per_type, &mut failures);
         assert!(n >= 150, "{version}: {n} packets");
         // The filter: the server's zero-valued move_player is at y 0.
@@ -748,33 +722,7 @@ fn every_packet_type_both_ways_with_random_values() {
     let mut per_type = Default::default();
     let mut failures = Vec::new();
     for (version, seed) in [("1.21.50", "11"), ("1.21.130", "12"), ("1.26.45", "13")] {
-        let work = Work::new(&format!("bedrock-every-{version}"));
-        let port = common::free_port_pair();
-        let pcap = work.file("every.pcap");
-        let keylog = work.file("every.keylog");
-        let dump = Tcpdump::start(&pcap, &format!("udp port {port}"));
-        let o = Command::new("node")
-            .arg(common::root().join("scripts/bedrock_peers.js"))
-            .args([
-                "--version",
-                version,
-                "--port",
-                &port.to_string(),
-                "--every",
-                seed,
-            ])
-            .arg("--out")
-            .arg(work.file("sent.jsonl"))
-            .arg("--keylog")
-            .arg(&keylog)
-            .output()
-            .expect("node runs");
-        dump.stop();
-        assert!(
-            o.status.success(),
-            "{version}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        let (work, pcap, keylog) = captured_session("every", version, &["--every", seed]);
         let sent = std::fs::read_to_string(work.file("sent.jsonl")).unwrap();
         let records = game(&pcap, &["--keylog", keylog.to_str().unwrap()]);
         let packets: Vec<&Value> = records.iter().filter(|r| r["type"] == "game").collect();
@@ -856,6 +804,34 @@ fn the_corrected_packets_are_those_of_the_corrections() {
     let mut ours: Vec<String> = CORRECTED.iter().map(|s| s.to_string()).collect();
     ours.sort();
     assert_eq!(named, ours);
+}
+
+/// A bedrock_peers.js session of `version` with `mode`'s options, captured
+/// by tcpdump: its work directory (the sender's record in `sent.jsonl`),
+/// the capture and the key log. The session must succeed.
+fn captured_session(name: &str, version: &str, mode: &[&str]) -> (Work, PathBuf, PathBuf) {
+    let work = Work::new(&format!("bedrock-{name}-{version}"));
+    let port = common::free_port_pair();
+    let pcap = work.file(&format!("{name}.pcap"));
+    let keylog = work.file(&format!("{name}.keylog"));
+    let dump = Tcpdump::start(&pcap, &format!("udp port {port}"));
+    let o = Command::new("node")
+        .arg(common::root().join("scripts/bedrock_peers.js"))
+        .args(["--version", version, "--port", &port.to_string()])
+        .args(mode)
+        .arg("--out")
+        .arg(work.file("sent.jsonl"))
+        .arg("--keylog")
+        .arg(&keylog)
+        .output()
+        .expect("node runs");
+    dump.stop();
+    assert!(
+        o.status.success(),
+        "{version} {mode:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (work, pcap, keylog)
 }
 
 /// `game --json` on `pcap` with `keylog`, each game packet compared with

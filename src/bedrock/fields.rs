@@ -65,7 +65,7 @@ impl Fields {
         body: &[u8],
         hand: Option<Value>,
     ) -> Decoded {
-        match self.prepare(protocol, id, body, hand, false) {
+        match self.prepare(protocol, id, body, hand) {
             Ok(p) => p.decode(body),
             Err(d) => d,
         }
@@ -76,14 +76,13 @@ impl Fields {
     /// and the decoding itself, done by [`Pending::decode`] where it is
     /// wanted (on a printing thread). A StartGame or ItemRegistry, whose
     /// fields later packets depend on, is decoded now, as is everything
-    /// unless `defer`: `Err` with the result.
+    /// unless [`Fields::defer`]: `Err` with the result.
     pub(crate) fn prepare(
         &mut self,
         protocol: Option<u32>,
         id: u16,
         body: &[u8],
         hand: Option<Value>,
-        defer: bool,
     ) -> Result<Pending, Decoded> {
         if self.defs.is_none() || self.chosen_for != protocol {
             self.defs = schema::definitions(protocol.unwrap_or_else(newest));
@@ -119,7 +118,7 @@ impl Fields {
             note,
         };
         let shield = matches!(defs.name(id), Some("start_game" | "item_registry"));
-        if defer && !shield {
+        if self.defer && !shield {
             return Ok(pending);
         }
         let (decoded, shield_id) = pending.run(body, shield);
@@ -284,14 +283,15 @@ mod tests {
         let hand = || Some(json!({"status": 3, "status_name": "player_spawn"}));
         let body = [0, 0, 0, 3];
         let now = Fields::default().decode(Some(2169), 2, &body, hand());
-        let mut f = Fields::default();
-        let later = f
-            .prepare(Some(2169), 2, &body, hand(), true)
-            .expect("deferred");
+        let mut f = Fields {
+            defer: true,
+            ..Fields::default()
+        };
+        let later = f.prepare(Some(2169), 2, &body, hand()).expect("deferred");
         let later = later.decode(&body);
         assert_eq!((later.fields, later.anomaly), (now.fields, now.anomaly));
         // StartGame (id 11): decoded now, even cut short.
-        assert!(f.prepare(Some(2169), 11, &[0], None, true).is_err());
+        assert!(f.prepare(Some(2169), 11, &[0], None).is_err());
     }
 
     #[test]

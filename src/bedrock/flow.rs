@@ -371,13 +371,10 @@ impl GameFlow {
             self.progress(dir, header.id, hand.as_ref());
             let body = &rec[header.len..];
             let (decoded, pending) = match &mut self.fields {
-                Some(f) => {
-                    let defer = f.defer;
-                    match f.prepare(self.learned.protocol, header.id, body, hand, defer) {
-                        Ok(p) => (Default::default(), Some(Box::new(p))),
-                        Err(d) => (d, None),
-                    }
-                }
+                Some(f) => match f.prepare(self.learned.protocol, header.id, body, hand) {
+                    Ok(p) => (Default::default(), Some(Box::new(p))),
+                    Err(d) => (d, None),
+                },
                 None => (
                     super::fields::Decoded {
                         fields: hand,

@@ -144,6 +144,7 @@ fn container_of<'a>(v: &'a mut Value, name: &str) -> Option<(&'a mut Vec<Value>,
     Some((fields, i))
 }
 
+#[derive(Clone)]
 enum Step {
     Index(usize),
     Key(String),
@@ -163,14 +164,14 @@ fn locate(v: &Value, name: &str) -> Option<Vec<Step>> {
                     return Some(path);
                 }
                 for (i, x) in a.iter().enumerate() {
-                    let mut p = path_clone(&path);
+                    let mut p = path.clone();
                     p.push(Step::Index(i));
                     queue.push_back((x, p));
                 }
             }
             Value::Object(m) => {
                 for (k, x) in m {
-                    let mut p = path_clone(&path);
+                    let mut p = path.clone();
                     p.push(Step::Key(k.clone()));
                     queue.push_back((x, p));
                 }
@@ -179,15 +180,6 @@ fn locate(v: &Value, name: &str) -> Option<Vec<Step>> {
         }
     }
     None
-}
-
-fn path_clone(p: &[Step]) -> Vec<Step> {
-    p.iter()
-        .map(|s| match s {
-            Step::Index(i) => Step::Index(*i),
-            Step::Key(k) => Step::Key(k.clone()),
-        })
-        .collect()
 }
 
 #[cfg(test)]

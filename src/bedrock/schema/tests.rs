@@ -213,10 +213,7 @@ fn the_trace_covers_every_packet_of_the_vectors() {
         include_str!("../testdata/start_game.jsonl"),
     ] {
         for line in text.lines() {
-            let v: Value = serde_json::from_str(line).unwrap();
-            let protocol = v["protocol"].as_u64().unwrap() as u32;
-            let bytes = crate::wire::cursor::parse_hex(v["hex"].as_str().unwrap()).unwrap();
-            let h = Header::parse(&bytes).unwrap();
+            let (_, protocol, bytes, h) = vector(line);
             let body = &bytes[h.len..];
             let d = definitions(protocol).unwrap();
             let Some(Ok((got, spans))) = d.decode_traced(h.id, body, Session::default()) else {
@@ -348,10 +345,7 @@ fn the_vectors_decode_to_their_parameters() {
     let text = include_str!("../testdata/packets.jsonl");
     let mut n = 0;
     for line in text.lines() {
-        let v: Value = serde_json::from_str(line).unwrap();
-        let protocol = v["protocol"].as_u64().unwrap() as u32;
-        let bytes = crate::wire::cursor::parse_hex(v["hex"].as_str().unwrap()).unwrap();
-        let h = Header::parse(&bytes).unwrap();
+        let (v, protocol, bytes, h) = vector(line);
         let d = definitions(protocol).unwrap();
         let got = d
             .decode(h.id, &bytes[h.len..], Session::default())
@@ -415,10 +409,7 @@ fn start_game_decodes_in_every_version() {
     let text = include_str!("../testdata/start_game.jsonl");
     let mut n = 0;
     for line in text.lines() {
-        let v: Value = serde_json::from_str(line).unwrap();
-        let protocol = v["protocol"].as_u64().unwrap() as u32;
-        let bytes = crate::wire::cursor::parse_hex(v["hex"].as_str().unwrap()).unwrap();
-        let h = Header::parse(&bytes).unwrap();
+        let (v, protocol, bytes, h) = vector(line);
         let got = definitions(protocol)
             .unwrap()
             .decode(h.id, &bytes[h.len..], Session::default())
@@ -439,10 +430,7 @@ fn a_packet_cut_short_keeps_what_decoded() {
         .lines()
         .last()
         .unwrap();
-    let v: Value = serde_json::from_str(line).unwrap();
-    let protocol = v["protocol"].as_u64().unwrap() as u32;
-    let bytes = crate::wire::cursor::parse_hex(v["hex"].as_str().unwrap()).unwrap();
-    let h = Header::parse(&bytes).unwrap();
+    let (_, protocol, bytes, h) = vector(line);
     let body = &bytes[h.len..];
     let d = definitions(protocol).unwrap();
     let whole = d.decode(h.id, body, Session::default()).unwrap().unwrap();
@@ -523,10 +511,7 @@ fn as_bedrock_protocol_reads(text: &str) -> usize {
     let mut failures = Vec::new();
     let mut n = 0;
     for line in text.lines() {
-        let v: Value = serde_json::from_str(line).unwrap();
-        let protocol = v["protocol"].as_u64().unwrap() as u32;
-        let bytes = crate::wire::cursor::parse_hex(v["hex"].as_str().unwrap()).unwrap();
-        let h = Header::parse(&bytes).unwrap();
+        let (v, protocol, bytes, h) = vector(line);
         let name = v["name"].as_str().unwrap();
         let what = format!("{} {name}", v["version"]);
         // Where Mojang's layout corrects minecraft-data's, bedrock-protocol
@@ -914,4 +899,14 @@ fn every_correction_finds_its_field() {
         assert!(found > 0, "{} {} applies nowhere", c.ty, c.field);
         println!("{} {}: {found} protocols", c.ty, c.field);
     }
+}
+
+/// A line of the vector files: the record, its protocol, the packet's
+/// bytes and its header.
+fn vector(line: &str) -> (Value, u32, Vec<u8>, Header) {
+    let v: Value = serde_json::from_str(line).unwrap();
+    let protocol = v["protocol"].as_u64().unwrap() as u32;
+    let bytes = crate::wire::cursor::parse_hex(v["hex"].as_str().unwrap()).unwrap();
+    let h = Header::parse(&bytes).unwrap();
+    (v, protocol, bytes, h)
 }
