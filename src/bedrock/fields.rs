@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::schema::{self, Definitions, Session, Span};
+use super::schema::decode::Traced;
+use super::schema::lean::Lean;
+use super::schema::{self, DecodeError, Definitions, Session, Span};
 
 /// The newest protocol the definitions know, for a flow whose protocol was
 /// not seen (a capture that starts mid-session).
@@ -118,7 +120,15 @@ impl Fields {
             note,
         };
         let shield = matches!(defs.name(id), Some("start_game" | "item_registry"));
-        if self.defer && !shield {
+        if self.defer {
+            if shield {
+                // Its item table now (for the layouts of the packets after
+                // it), its fields later with the others'.
+                let table = defs.decode_lean(id, body, self.session);
+                if let Some(s) = table.and_then(Result::ok).and_then(|v| shield_id_lean(&v)) {
+                    self.session.shield_item_id = Some(s);
+                }
+            }
             return Ok(pending);
         }
         let (decoded, shield_id) = pending.run(body, shield);
@@ -128,6 +138,10 @@ impl Fields {
         Err(decoded)
     }
 }
+
+/// What [`Pending::write_json`] wrote: whether there were fields, the
+/// packet's anomaly and its error (as [`Decoded`] has them).
+pub(crate) type Written = (bool, Option<String>, Option<String>);
 
 /// A packet's fields, to decode: the definitions and session state of its
 /// flow when it came ([`Fields::prepare`]), what the hand decoders read,
@@ -151,20 +165,30 @@ impl Pending {
     /// [`Pending::decode`], and with `shield` the shield's item id in the
     /// item table it holds.
     fn run(self, body: &[u8], shield: bool) -> (Decoded, Option<i64>) {
-        let Pending {
-            defs,
-            session,
-            layout,
-            id,
-            hand,
-            note,
-        } = self;
-        let result = if layout {
+        let (defs, session, id) = (&self.defs, self.session, self.id);
+        let result = if self.layout {
             defs.decode_traced(id, body, session)
         } else {
             defs.decode(id, body, session).map(|r| r.map(|v| (v, None)))
         };
-        let (decoded, layout) = match result {
+        let shield = match &result {
+            Some(Ok((v, _))) if shield => shield_id(v),
+            _ => None,
+        };
+        (self.outcome(result), shield)
+    }
+
+    /// What the definitions made of the packet (`None`: they have no such
+    /// packet), with the hand decoders' keys and the flow's note.
+    fn outcome(self, result: Option<Result<Traced, DecodeError>>) -> Decoded {
+        let Pending {
+            defs,
+            id,
+            hand,
+            note,
+            ..
+        } = self;
+        match result {
             None => {
                 // An id the definitions lack: said, with what the hand
                 // decoders read (or nothing), never no fields at all.
@@ -176,34 +200,75 @@ impl Pending {
                     Some(n) => format!("{n}; fields: {e}"),
                     None => format!("fields: {e}"),
                 };
-                let d = Decoded {
+                Decoded {
                     fields: Some(hand.unwrap_or_else(|| Value::Object(Default::default()))),
                     anomaly: Some(anomaly),
                     error: Some(e),
                     layout: None,
-                };
-                return (d, None);
+                }
             }
             Some(Err(mut e)) => {
                 let partial = e.partial.take().map(|p| *p);
-                let d = Decoded {
+                Decoded {
                     fields: merge(partial, hand),
                     anomaly: Some(format!("fields: {e}")),
                     error: Some(e.to_string()),
                     layout: None,
-                };
-                return (d, None);
+                }
             }
-            Some(Ok(v)) => v,
+            Some(Ok((decoded, layout))) => Decoded {
+                fields: merge(Some(decoded), hand),
+                anomaly: note,
+                error: None,
+                layout,
+            },
+        }
+    }
+
+    /// [`Pending::decode`] with the fields written as JSON to `out` (the
+    /// text `Decoded::fields` would be written as) without a value made of
+    /// them: whether there were fields, the anomaly and the error. For
+    /// output that writes the fields and reads nothing in them (`game
+    /// --json` without a filter).
+    pub(crate) fn write_json(self, body: &[u8], out: &mut Vec<u8>) -> Written {
+        use super::schema::lean::sort_members;
+        use crate::wire::json::write_value;
+        let written = |d: Decoded, out: &mut Vec<u8>| {
+            if let Some(f) = &d.fields {
+                write_value(out, f);
+            }
+            (d.fields.is_some(), d.anomaly, d.error)
         };
-        let shield = if shield { shield_id(&decoded) } else { None };
-        let d = Decoded {
-            fields: merge(Some(decoded), hand),
-            anomaly: note,
-            error: None,
-            layout,
+        if self.layout {
+            return written(self.decode(body), out);
+        }
+        let hand = self.hand.as_ref().and_then(Value::as_object);
+        let result = match self.defs.decode_lean(self.id, body, self.session) {
+            Some(Ok(Lean::Object(mut m))) => {
+                // The hand decoders' keys the definitions lack (looked
+                // for among the definitions' alone, which are sorted).
+                let lacked: Vec<_> = hand
+                    .into_iter()
+                    .flatten()
+                    .filter(|(k, _)| m.binary_search_by(|(mk, _)| (**mk).cmp(k)).is_err())
+                    .map(|(k, v)| (k.as_str().into(), Lean::Json(v)))
+                    .collect();
+                if !lacked.is_empty() {
+                    m.extend(lacked);
+                    sort_members(&mut m);
+                }
+                Lean::Object(m).write_json(out);
+                return (true, self.note, None);
+            }
+            Some(Ok(v)) => {
+                v.write_json(out);
+                return (true, self.note, None);
+            }
+            // Not decoded (the error keeps what was, as a value).
+            Some(Err(e)) => Some(Err(e)),
+            None => None,
         };
-        (d, shield)
+        written(self.outcome(result), out)
     }
 }
 
@@ -229,6 +294,19 @@ fn shield_id(v: &Value) -> Option<i64> {
         .find_map(|k| v.get(k)?.as_array())?;
     items.iter().find_map(|i| {
         (i.get("name")?.as_str()? == "minecraft:shield").then(|| i.get("runtime_id")?.as_i64())?
+    })
+}
+
+/// [`shield_id`] of a value as the interpreter builds it.
+fn shield_id_lean(v: &Lean<'_>) -> Option<i64> {
+    let items = ["itemstates", "items", "item_states"]
+        .iter()
+        .find_map(|k| match v.get(k)? {
+            Lean::Array(a) => Some(a),
+            _ => None,
+        })?;
+    items.iter().find_map(|i| {
+        (i.get("name")?.text() == "minecraft:shield").then(|| i.get("runtime_id")?.as_i64())?
     })
 }
 
@@ -290,8 +368,92 @@ mod tests {
         let later = f.prepare(Some(2169), 2, &body, hand()).expect("deferred");
         let later = later.decode(&body);
         assert_eq!((later.fields, later.anomaly), (now.fields, now.anomaly));
-        // StartGame (id 11): decoded now, even cut short.
-        assert!(f.prepare(Some(2169), 11, &[0], None).is_err());
+        // StartGame (id 11): left for later too, its item table read now
+        // (here cut short: no shield).
+        assert!(f.prepare(Some(2169), 11, &[0], None).is_ok());
+        assert_eq!(f.session.shield_item_id, None);
+    }
+
+    /// The fields written straight from the decoder are, byte for byte,
+    /// the value's JSON, with the same anomaly and error: on every packet
+    /// of the vector files (the corrected packets' vectors, written by
+    /// minecraft-data's layouts, stop decoding: their partial fields too),
+    /// with the hand decoders' keys, and cut short.
+    #[test]
+    fn fields_written_as_json_are_the_values() {
+        use crate::bedrock::batch::Header;
+        let files = [
+            include_str!("testdata/packets.jsonl"),
+            include_str!("testdata/every_packet.jsonl"),
+            include_str!("testdata/every_packet_random.jsonl"),
+            include_str!("testdata/start_game.jsonl"),
+        ];
+        let (mut n, mut errors) = (0, 0);
+        for line in files.iter().flat_map(|f| f.lines()) {
+            let v: Value = serde_json::from_str(line).unwrap();
+            let protocol = v["protocol"].as_u64().unwrap() as u32;
+            let bytes = crate::wire::cursor::parse_hex(v["hex"].as_str().unwrap()).unwrap();
+            let h = Header::parse(&bytes).unwrap();
+            let body = &bytes[h.len..];
+            // Keys before, among and after the definitions', and one of
+            // theirs (which they keep).
+            let mut hand = json!({"a": 0, "status_name": "x", "zz": [1, {"b": 2}]});
+            if let Some(Value::Object(fields)) = v.get("fields") {
+                if let Some(k) = fields.keys().nth(fields.len() / 2) {
+                    hand[k] = json!("the hand decoder's");
+                }
+            }
+            for (body, hand) in [
+                (body, None),
+                (body, Some(hand)),
+                (&body[..body.len() / 2], None),
+            ] {
+                let mut f = Fields {
+                    defer: true,
+                    ..Fields::default()
+                };
+                let Ok(p) = f.prepare(Some(protocol), h.id, body, hand) else {
+                    panic!("not deferred: {line}");
+                };
+                let want = p.clone().decode(body);
+                let mut out = Vec::new();
+                let (some, anomaly, error) = p.write_json(body, &mut out);
+                let text = want
+                    .fields
+                    .as_ref()
+                    .map(|v| serde_json::to_string(v).unwrap());
+                assert_eq!(
+                    some.then(|| String::from_utf8(out).unwrap()),
+                    text,
+                    "{line}"
+                );
+                assert_eq!((anomaly, &error), (want.anomaly, &want.error), "{line}");
+                (n, errors) = (n + 1, errors + usize::from(error.is_some()));
+            }
+        }
+        println!("{n} packets, {errors} stopped");
+        assert!(n > 2000 && errors > 100, "{n} {errors}");
+    }
+
+    #[test]
+    fn the_shield_is_found_in_the_table_as_the_interpreter_builds_it() {
+        use std::borrow::Cow;
+        let item = |name: &'static str, id| {
+            Lean::Object(vec![
+                (Cow::Borrowed("name"), Lean::Str(name.into())),
+                (Cow::Borrowed("runtime_id"), Lean::Int(id)),
+            ])
+        };
+        let table = Lean::Object(vec![(
+            Cow::Borrowed("itemstates"),
+            Lean::Array(vec![
+                item("minecraft:apple", 5),
+                item("minecraft:shield", 355),
+            ]),
+        )]);
+        assert_eq!(shield_id_lean(&table), Some(355));
+        assert_eq!(shield_id(&table.into_value()), Some(355));
+        assert_eq!(shield_id_lean(&Lean::Object(Vec::new())), None);
     }
 
     #[test]

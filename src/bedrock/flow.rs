@@ -3,6 +3,7 @@
 //! compression, encryption) and the game packets or opaque batches that
 //! come out.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -59,6 +60,19 @@ impl GamePacket {
         (self.fields, self.anomaly) = (d.fields, d.anomaly);
         (self.error, self.layout) = (d.error, d.layout);
         true
+    }
+
+    /// [`GamePacket::finish`] with the fields written as JSON at the end
+    /// of `out` instead of kept as a value (`fields` stays `None`): where
+    /// they are in `out` (`None` when the packet has none); `None` when
+    /// they were not left for later.
+    pub(crate) fn finish_json(&mut self, out: &mut Vec<u8>) -> Option<Option<Range<usize>>> {
+        let p = self.pending.take()?;
+        let start = out.len();
+        let body = self.data.get(self.header.len..).unwrap_or_default();
+        let (fields, anomaly, error) = p.write_json(body, out);
+        (self.anomaly, self.error) = (anomaly, error);
+        Some(fields.then_some(start..out.len()))
     }
 }
 

@@ -566,6 +566,9 @@ pub(crate) struct GamePrinter {
     /// File names for the records' `file` key: empty for one capture.
     pub(crate) files: Vec<String>,
     pal: Palette,
+    /// The fields of a message's packets written as JSON, and where each
+    /// packet's are (`GamePrinter::print`): kept to be written again.
+    pub(crate) fields_json: (Vec<u8>, Vec<Option<std::ops::Range<usize>>>),
 }
 
 impl GamePrinter {
@@ -577,24 +580,37 @@ impl GamePrinter {
             data_limit: None,
             files,
             pal,
+            fields_json: Default::default(),
         }
     }
 
-    /// What the game layer made of message `m` (from capture file `file`).
-    pub(crate) fn events(
+    /// Whether the packets' fields may be written as JSON straight from
+    /// the decoder: NDJSON lines are printed and nothing else reads the
+    /// fields (no filter, no field export, no sink, no `-V` tree).
+    pub(crate) fn raw_fields(&self) -> bool {
+        let s = &self.shown;
+        s.json && s.filter.is_none() && s.export.is_none() && s.sink.is_none() && !self.verbose
+    }
+
+    /// What the game layer made of message `m` (from capture file
+    /// `file`), the fields of event `i` written as JSON already when
+    /// `fields(i)` has them.
+    pub(crate) fn events<'j>(
         &self,
         events: &[crate::bedrock::GameEvent],
         m: &Message,
         since: Duration,
         file: usize,
+        fields: impl Fn(usize) -> Option<&'j [u8]>,
         out: &mut dyn Write,
     ) -> io::Result<()> {
         use crate::bedrock::GameEvent;
         use crate::output::game;
-        for e in events {
+        for (i, e) in events.iter().enumerate() {
             let record = crate::records::game::GameRecord {
                 data_limit: self.data_limit,
                 file: self.files.get(file).map(String::as_str),
+                fields_json: fields(i),
                 ..crate::records::game::GameRecord::new(m, e)
             };
             let since_start = Since {

@@ -340,14 +340,29 @@ impl GamePrinter {
     /// Print `g` as [`GamePrinter::events`] does.
     pub(crate) fn print(&mut self, g: &mut GameItem, out: &mut dyn Write) -> io::Result<()> {
         use crate::bedrock::GameEvent;
-        // The fields left for this thread to decode.
+        // The fields left for this thread to decode: written as JSON
+        // straight from the decoder when the records are all that reads
+        // them, else decoded into values.
+        let raw = self.raw_fields();
+        let (mut json, mut at) = std::mem::take(&mut self.fields_json);
+        json.clear();
+        at.clear();
         let mut decoded = false;
         for e in &mut g.events {
+            at.push(None);
             if let GameEvent::Packet(p) = e {
-                decoded |= p.finish();
+                if raw {
+                    if let Some(r) = p.finish_json(&mut json) {
+                        *at.last_mut().expect("pushed") = r;
+                    }
+                } else {
+                    decoded |= p.finish();
+                }
             }
         }
-        let r = self.events(&g.events, &g.message, g.since, g.file, out);
+        let fields = |i: usize| at[i].clone().map(|r| &json[r]);
+        let r = self.events(&g.events, &g.message, g.since, g.file, fields, out);
+        self.fields_json = (json, at);
         // And freed here, by the thread that made them (the item goes back
         // to the reading thread, where freeing another thread's memory
         // costs more than making it did).

@@ -517,7 +517,7 @@ mod tests {
 
     impl Keyed for JsonRecord {
         fn write_json(&self, out: &mut Vec<u8>) {
-            crate::records::json::write_value(out, &self.0);
+            crate::wire::json::write_value(out, &self.0);
         }
         fn visit(&self, _: &str, _: &mut dyn FnMut(V<'_>) -> bool) -> bool {
             false

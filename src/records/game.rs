@@ -21,6 +21,10 @@ pub struct GameRecord<'a> {
     pub(crate) data_limit: Option<usize>,
     /// The capture file, when several are read.
     pub(crate) file: Option<&'a str>,
+    /// The packet's fields written as JSON already
+    /// ([`GamePacket::finish_json`](crate::bedrock::GamePacket)), shown
+    /// for `fields` in place of the value the packet has not.
+    pub(crate) fields_json: Option<&'a [u8]>,
 }
 
 impl<'a> GameRecord<'a> {
@@ -32,6 +36,7 @@ impl<'a> GameRecord<'a> {
             event,
             data_limit: None,
             file: None,
+            fields_json: None,
         }
     }
 
@@ -227,10 +232,12 @@ impl Described for GameRecord<'static> {
             "fields",
             Ty::Object,
             "game: the packet's fields, decoded (docs/json.md). One of them: fields.KEY (fields.display_name), or PACKET.KEY, only in packets named PACKET (game.login.display_name, game.disconnect.message); PACKET alone: packets of that name.",
-            |r, f| {
-                r.packet()
+            |r, f| match r.fields_json {
+                Some(j) => f(Value::Object(Obj::Raw(j))),
+                None => r
+                    .packet()
                     .and_then(|p| p.fields.as_ref())
-                    .is_some_and(|v| f(Value::Object(Obj::Json(v))))
+                    .is_some_and(|v| f(Value::Object(Obj::Json(v)))),
             },
         )
         .skip(),

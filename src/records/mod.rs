@@ -67,7 +67,6 @@ pub mod flow;
 pub mod game;
 pub(crate) mod handshake;
 pub(crate) mod icmp;
-pub(crate) mod json;
 pub mod message;
 pub mod nethernet;
 pub mod packet;
@@ -407,6 +406,8 @@ pub(crate) fn visit_path<D: Described>(
     get(r, &mut |v| match v {
         Value::Object(Obj::Keyed(o)) => o.visit(rest, f),
         Value::Object(Obj::Json(j)) => value::visit_json(j, rest, f),
+        Value::Object(Obj::Raw(j)) => serde_json::from_slice(j)
+            .is_ok_and(|j: serde_json::Value| value::visit_json(&j, rest, f)),
         Value::Object(Obj::Motd(p)) => crate::wire::Motd::parse(p)
             .is_some_and(|m| visit_path::<crate::wire::Motd>(&m, rest, f)),
         _ => false,

@@ -84,6 +84,9 @@ pub enum Obj<'a> {
     Motd(&'a [u8]),
     /// Decoded JSON (a game packet's `fields`, or a value under them).
     Json(&'a serde_json::Value),
+    /// Decoded JSON written already (a game packet's `fields` written
+    /// straight from the decoder): written as it is, parsed when read.
+    Raw(&'a [u8]),
     /// An object of a described record (`c2s`, a packet's frames).
     Keyed(&'a dyn Keyed),
 }
@@ -236,7 +239,11 @@ pub(crate) fn write_value(v: &Value<'_>, out: &mut Vec<u8>) {
                 &Motd::parse(p).map(motd_object).unwrap_or_default(),
             ),
             Obj::Json(j) => {
-                super::json::write_value(out, j);
+                crate::wire::json::write_value(out, j);
+                Ok(())
+            }
+            Obj::Raw(j) => {
+                out.extend_from_slice(j);
                 Ok(())
             }
         },

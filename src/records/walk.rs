@@ -113,6 +113,10 @@ fn value(v: Value<'_>, path: &mut String, f: &mut Leaves<'_>) {
             }
         }
         Value::Object(Obj::Json(j)) => json(j, path, f, 0),
+        Value::Object(Obj::Raw(j)) => {
+            let j = serde_json::from_slice(j).unwrap_or_default();
+            json(&j, path, f, 0);
+        }
         Value::Object(Obj::Motd(p)) => {
             let m = Motd::parse(p).map(motd_object).unwrap_or_default();
             json(&serde_json::Value::Object(m), path, f, 0);

@@ -374,25 +374,53 @@ pub(crate) fn lookup<'a, S: std::borrow::Borrow<serde_json::Map<String, Value>>>
     Some(v)
 }
 
+/// A value a switch compares: what [`Compare::key`] reads of it.
+pub(crate) trait Compared {
+    /// Its text as ProtoDef compares it: a string's own, else its JSON.
+    fn text(&self) -> std::borrow::Cow<'_, str>;
+    /// Whether it counts as set in `a || b`: not false, null or 0.
+    fn is_set(&self) -> bool;
+}
+
+impl Compared for Value {
+    fn text(&self) -> std::borrow::Cow<'_, str> {
+        use std::borrow::Cow;
+        match self {
+            Value::String(s) => Cow::Borrowed(s),
+            Value::Bool(b) => Cow::Borrowed(if *b { "true" } else { "false" }),
+            v => Cow::Owned(v.to_string()),
+        }
+    }
+
+    fn is_set(&self) -> bool {
+        !matches!(self, Value::Bool(false) | Value::Null) && *self != 0
+    }
+}
+
+impl Compared for super::lean::Lean<'_> {
+    fn text(&self) -> std::borrow::Cow<'_, str> {
+        super::lean::Lean::text(self)
+    }
+
+    fn is_set(&self) -> bool {
+        super::lean::Lean::is_set(self)
+    }
+}
+
 impl Compare {
     /// The case a switch takes, as ProtoDef compares: the named value as
     /// text (`"undefined"` when absent); for `a || b`, whether any is set.
-    pub(crate) fn key<'a>(
+    pub(crate) fn key<'a, V: Compared + 'a>(
         &self,
-        find: impl Fn(&[Box<str>]) -> Option<&'a Value>,
+        find: impl Fn(&[Box<str>]) -> Option<&'a V>,
     ) -> std::borrow::Cow<'a, str> {
         use std::borrow::Cow;
-        let yes_no = |b: bool| Cow::Borrowed(if b { "true" } else { "false" });
         if self.0.len() > 1 {
-            let any = self.0.iter().any(|p| {
-                find(p).is_some_and(|v| !matches!(v, Value::Bool(false) | Value::Null) && v != 0)
-            });
-            return yes_no(any);
+            let any = self.0.iter().any(|p| find(p).is_some_and(V::is_set));
+            return Cow::Borrowed(if any { "true" } else { "false" });
         }
         match self.0.first().and_then(|p| find(p)) {
-            Some(Value::String(s)) => Cow::Borrowed(s),
-            Some(Value::Bool(b)) => yes_no(*b),
-            Some(v) => Cow::Owned(v.to_string()),
+            Some(v) => v.text(),
             None => Cow::Borrowed("undefined"),
         }
     }

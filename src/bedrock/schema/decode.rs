@@ -5,9 +5,12 @@
 //! UUIDs as strings; NBT as prismarine-nbt's `{type, value}` objects),
 //! with every count and length bounded by the bytes that remain.
 
-use serde_json::{Map, Value};
+use std::borrow::Cow;
+
+use serde_json::Value;
 
 use super::compile::{Compiled, Count, Node, NodeId, Num};
+use super::lean::{sort_members, Lean};
 
 /// Definitions (containers, arrays, switches, options ...) and NBT nested
 /// deeper than this are an error.
@@ -85,6 +88,17 @@ pub(crate) fn decode(
     body: &[u8],
     s: Session,
 ) -> Result<Value, DecodeError> {
+    decode_lean(c, root, body, s).map(Lean::into_value)
+}
+
+/// [`decode`], the value as the interpreter builds it (for output written
+/// straight from it).
+pub(crate) fn decode_lean<'a>(
+    c: &'a Compiled,
+    root: NodeId,
+    body: &'a [u8],
+    s: Session,
+) -> Result<Lean<'a>, DecodeError> {
     run(c, root, body, s, None).map(|(v, _)| v)
 }
 
@@ -99,16 +113,16 @@ pub(crate) fn decode_traced(
     body: &[u8],
     s: Session,
 ) -> Result<Traced, DecodeError> {
-    run(c, root, body, s, Some(Vec::new()))
+    run(c, root, body, s, Some(Vec::new())).map(|(v, t)| (v.into_value(), t))
 }
 
-fn run(
-    c: &Compiled,
+fn run<'a>(
+    c: &'a Compiled,
     root: NodeId,
-    body: &[u8],
+    body: &'a [u8],
     s: Session,
     trace: Option<Vec<Span>>,
-) -> Result<Traced, DecodeError> {
+) -> Result<(Lean<'a>, Option<Vec<Span>>), DecodeError> {
     let mut d = Decoder {
         c,
         s,
@@ -120,14 +134,21 @@ fn run(
         depth: 0,
         trace,
         tdepth: 0,
+        partial: None,
     };
-    let v = d.value(root)?;
+    let v = match d.value(root) {
+        Ok(v) => v,
+        Err(mut e) => {
+            e.partial = d.partial.take().map(|p| Box::new(p.into_value()));
+            return Err(e);
+        }
+    };
     if d.pos != body.len() {
         let mut e = d.err(format!(
             "{} bytes left after the last field",
             body.len() - d.pos
         ));
-        e.partial = Some(Box::new(v));
+        e.partial = Some(Box::new(v.into_value()));
         return Err(e);
     }
     Ok((v, d.trace))
@@ -139,6 +160,9 @@ enum Seg<'a> {
     Element(u64),
 }
 
+/// An object's members as they are read.
+type Members<'a> = Vec<(Cow<'a, str>, Lean<'a>)>;
+
 struct Decoder<'a> {
     c: &'a Compiled,
     s: Session,
@@ -147,7 +171,7 @@ struct Decoder<'a> {
     /// The end of what the current field may read (an encapsulated length).
     end: usize,
     /// The containers being read, innermost last.
-    scopes: Vec<Map<String, Value>>,
+    scopes: Vec<Members<'a>>,
     /// The field being read, for errors (made into text only then).
     path: Vec<Seg<'a>>,
     /// Nodes being read, one inside the other.
@@ -156,21 +180,19 @@ struct Decoder<'a> {
     trace: Option<Vec<Span>>,
     /// The depth of the next span.
     tdepth: u16,
+    /// What decoded before the error being returned: the containers and
+    /// arrays it passes through add themselves as it goes up.
+    partial: Option<Lean<'a>>,
 }
 
-/// 2^53: JSON numbers are exact below it.
-const EXACT: u128 = 1 << 53;
-
-fn int(v: i128) -> Value {
-    if v.unsigned_abs() <= EXACT {
-        Value::from(v as i64)
-    } else {
-        Value::String(v.to_string())
-    }
+fn float<'a>(v: f64) -> Lean<'a> {
+    Lean::Float(v)
 }
 
-fn float(v: f64) -> Value {
-    serde_json::Number::from_f64(v).map_or_else(|| Value::String(v.to_string()), Value::Number)
+/// Text from the wire: borrowed when it is UTF-8, else with U+FFFD for
+/// what is not.
+fn text(b: &[u8]) -> Lean<'_> {
+    Lean::Str(String::from_utf8_lossy(b))
 }
 
 impl<'a> Decoder<'a> {
@@ -218,7 +240,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// Span `at` (from [`Decoder::open`]) read, its value `v`.
-    fn close(&mut self, at: Option<usize>, v: &Value) {
+    fn close(&mut self, at: Option<usize>, v: &Lean<'_>) {
         let Some(i) = at else {
             return;
         };
@@ -230,14 +252,14 @@ impl<'a> Decoder<'a> {
         let (end, span) = (self.pos, &mut t[i]);
         span.end = end;
         span.shown = match v {
-            Value::Object(_) if parts => Shown::Object,
-            Value::Array(a) if parts => Shown::Array(a.len()),
-            v => Shown::Value(v.clone()),
+            Lean::Object(_) if parts => Shown::Object,
+            Lean::Array(a) if parts => Shown::Array(a.len()),
+            v => Shown::Value(v.to_value()),
         };
     }
 
     /// A span with no parts, when tracing.
-    fn leaf(&mut self, name: &str, bytes: std::ops::Range<usize>, v: &Value) {
+    fn leaf(&mut self, name: &str, bytes: std::ops::Range<usize>, v: &Lean<'_>) {
         let Some(t) = self.trace.as_mut() else {
             return;
         };
@@ -250,7 +272,7 @@ impl<'a> Decoder<'a> {
             name: name.into(),
             start: bytes.start,
             end: bytes.end,
-            shown: Shown::Value(v.clone()),
+            shown: Shown::Value(v.to_value()),
         });
     }
 
@@ -300,23 +322,24 @@ impl<'a> Decoder<'a> {
     }
 
     /// A number as the wire has it.
-    fn num(&mut self, n: Num) -> Result<Value, DecodeError> {
+    fn num(&mut self, n: Num) -> Result<Lean<'a>, DecodeError> {
         use Num::*;
+        let int = |v: i64| Lean::int(i128::from(v));
         Ok(match n {
-            I8 => int(i128::from(self.arr::<1>()?[0] as i8)),
-            U8 => int(i128::from(self.arr::<1>()?[0])),
-            I16 => int(i128::from(i16::from_be_bytes(self.arr()?))),
-            U16 => int(i128::from(u16::from_be_bytes(self.arr()?))),
-            I32 => int(i128::from(i32::from_be_bytes(self.arr()?))),
-            U32 => int(i128::from(u32::from_be_bytes(self.arr()?))),
-            I64 => int(i128::from(i64::from_be_bytes(self.arr()?))),
-            U64 => int(i128::from(u64::from_be_bytes(self.arr()?))),
-            Li16 => int(i128::from(i16::from_le_bytes(self.arr()?))),
-            Lu16 => int(i128::from(u16::from_le_bytes(self.arr()?))),
-            Li32 => int(i128::from(i32::from_le_bytes(self.arr()?))),
-            Lu32 => int(i128::from(u32::from_le_bytes(self.arr()?))),
-            Li64 => int(i128::from(i64::from_le_bytes(self.arr()?))),
-            Lu64 => int(i128::from(u64::from_le_bytes(self.arr()?))),
+            I8 => Lean::Int(i64::from(self.arr::<1>()?[0] as i8)),
+            U8 => Lean::Int(i64::from(self.arr::<1>()?[0])),
+            I16 => Lean::Int(i64::from(i16::from_be_bytes(self.arr()?))),
+            U16 => Lean::Int(i64::from(u16::from_be_bytes(self.arr()?))),
+            I32 => Lean::Int(i64::from(i32::from_be_bytes(self.arr()?))),
+            U32 => Lean::Int(i64::from(u32::from_be_bytes(self.arr()?))),
+            I64 => int(i64::from_be_bytes(self.arr()?)),
+            U64 => Lean::uint(u128::from(u64::from_be_bytes(self.arr()?))),
+            Li16 => Lean::Int(i64::from(i16::from_le_bytes(self.arr()?))),
+            Lu16 => Lean::Int(i64::from(u16::from_le_bytes(self.arr()?))),
+            Li32 => Lean::Int(i64::from(i32::from_le_bytes(self.arr()?))),
+            Lu32 => Lean::Int(i64::from(u32::from_le_bytes(self.arr()?))),
+            Li64 => int(i64::from_le_bytes(self.arr()?)),
+            Lu64 => Lean::uint(u128::from(u64::from_le_bytes(self.arr()?))),
             F32 => float(f64::from(f32::from_be_bytes(self.arr()?))),
             F64 => float(f64::from_be_bytes(self.arr()?)),
             Lf32 => float(f64::from(f32::from_le_bytes(self.arr()?))),
@@ -324,40 +347,37 @@ impl<'a> Decoder<'a> {
             // A varint is a signed 32-bit integer in LEB128 (two's
             // complement: a negative takes 5 bytes), as ProtoDef and
             // bedrock-protocol read it: a block's y of -45 is -45.
-            Varint => int(self.leb(35)? as u32 as i32 as i128),
-            Varint64 => int(self.leb(70)? as u64 as i128),
-            Varint128 => {
-                let v = self.leb(133)?;
-                if v <= EXACT {
-                    Value::from(v as u64)
-                } else {
-                    Value::String(v.to_string())
-                }
-            }
+            Varint => Lean::Int(i64::from(self.leb(35)? as u32 as i32)),
+            Varint64 => Lean::uint(u128::from(self.leb(70)? as u64)),
+            Varint128 => Lean::uint(self.leb(133)?),
             Zigzag32 => {
                 let v = self.leb(35)? as u32;
-                int(i128::from((v >> 1) as i32 ^ -((v & 1) as i32)))
+                Lean::Int(i64::from((v >> 1) as i32 ^ -((v & 1) as i32)))
             }
             Zigzag64 => {
                 let v = self.leb(70)? as u64;
-                int(i128::from((v >> 1) as i64 ^ -((v & 1) as i64)))
+                int((v >> 1) as i64 ^ -((v & 1) as i64))
             }
         })
     }
 
     /// A count or length: a non-negative integer.
     fn count(&mut self, c: &Count) -> Result<usize, DecodeError> {
-        let v = match c {
+        let n = match c {
             Count::Fixed(n) => return Ok(*n),
-            Count::Prefix(id) => self.value(*id)?,
-            Count::Field(name) => self
-                .lookup(std::slice::from_ref(name))
-                .cloned()
-                .ok_or_else(|| self.err(format!("no field {name:?} to count by")))?,
+            Count::Prefix(id) => {
+                let v = self.value(*id)?;
+                v.as_i64().ok_or_else(|| v.json())
+            }
+            Count::Field(name) => match self.lookup(std::slice::from_ref(name)) {
+                Some(v) => v.as_i64().ok_or_else(|| v.json()),
+                None => return Err(self.err(format!("no field {name:?} to count by"))),
+            },
         };
-        match v.as_i64() {
-            Some(n) if n >= 0 => Ok(n as usize),
-            _ => Err(self.err(format!("a count of {v}"))),
+        match n {
+            Ok(n) if n >= 0 => Ok(n as usize),
+            Ok(n) => Err(self.err(format!("a count of {n}"))),
+            Err(v) => Err(self.err(format!("a count of {v}"))),
         }
     }
 
@@ -372,11 +392,29 @@ impl<'a> Decoder<'a> {
         Ok(())
     }
 
-    fn lookup(&self, path: &[Box<str>]) -> Option<&Value> {
-        super::compile::lookup(&self.scopes, path)
+    /// The value `path` names among the containers being read: `..` goes
+    /// up one explicitly, then the first scope outward that has the name,
+    /// then into its objects.
+    fn lookup(&self, path: &[Box<str>]) -> Option<&Lean<'a>> {
+        let scopes = &self.scopes;
+        let mut top = scopes.len();
+        let mut i = 0;
+        while path.get(i).is_some_and(|p| &**p == "..") {
+            top = top.saturating_sub(1);
+            i += 1;
+        }
+        let first = path.get(i)?;
+        let mut v = scopes[..top]
+            .iter()
+            .rev()
+            .find_map(|s| s.iter().rev().find(|(k, _)| **k == **first).map(|(_, v)| v))?;
+        for p in &path[i + 1..] {
+            v = v.get(p)?;
+        }
+        Some(v)
     }
 
-    fn value(&mut self, id: NodeId) -> Result<Value, DecodeError> {
+    fn value(&mut self, id: NodeId) -> Result<Lean<'a>, DecodeError> {
         if self.depth >= MAX_DEPTH {
             return Err(self.err("nested too deep".into()));
         }
@@ -386,41 +424,39 @@ impl<'a> Decoder<'a> {
         v
     }
 
-    fn node(&mut self, id: NodeId) -> Result<Value, DecodeError> {
+    fn node(&mut self, id: NodeId) -> Result<Lean<'a>, DecodeError> {
         let c = self.c;
         Ok(match &c.nodes[id as usize] {
             Node::Num(n) => self.num(*n)?,
-            Node::Bool => Value::Bool(self.take(1)?[0] != 0),
-            Node::Void => Value::Null,
+            Node::Bool => Lean::Bool(self.take(1)?[0] != 0),
+            Node::Void => Lean::Null,
             Node::Uuid => {
                 let b = self.arr::<16>()?;
-                Value::String(uuid(&b))
+                Lean::Str(Cow::Owned(uuid(&b)))
             }
             Node::ByteRot => float(f64::from(self.take(1)?[0]) * (360.0 / 256.0)),
             Node::PString(count) => {
                 let n = self.count(count)?;
-                let s = self.take(n)?;
-                Value::String(String::from_utf8_lossy(s).into_owned())
+                text(self.take(n)?)
             }
             Node::Cstring => {
                 let rest = &self.b[self.pos..self.end];
                 let Some(n) = rest.iter().position(|&b| b == 0) else {
                     return Err(self.err("a C string with no end".into()));
                 };
-                let s = String::from_utf8_lossy(&rest[..n]).into_owned();
                 self.pos += n + 1;
-                Value::String(s)
+                text(&rest[..n])
             }
             Node::Buffer(count) => {
                 let n = self.count(count)?;
-                Value::String(crate::wire::cursor::hex(self.take(n)?))
+                Lean::Hex(self.take(n)?)
             }
             Node::RestBuffer => {
                 let n = self.end - self.pos;
-                Value::String(crate::wire::cursor::hex(self.take(n)?))
+                Lean::Hex(self.take(n)?)
             }
             Node::Container(fields) => {
-                self.scopes.push(Map::new());
+                self.scopes.push(Vec::with_capacity(fields.len()));
                 for (name, node) in fields {
                     self.path.push(Seg::Field(name.as_deref().unwrap_or("")));
                     // An anonymous field's parts are its container's.
@@ -432,50 +468,53 @@ impl<'a> Decoder<'a> {
                     self.path.pop();
                     let v = match r {
                         Ok(v) => v,
-                        Err(mut e) => {
+                        Err(e) => {
                             // What decoded so far goes up with the error.
                             let mut m = self.scopes.pop().unwrap_or_default();
-                            match (name, e.partial.take().map(|p| *p)) {
-                                (Some(n), Some(p)) => {
-                                    m.insert(n.to_string(), p);
-                                }
-                                (None, Some(Value::Object(p))) => m.extend(p),
+                            match (name, self.partial.take()) {
+                                (Some(n), Some(p)) => m.push((Cow::Borrowed(&**n), p)),
+                                (None, Some(Lean::Object(p))) => m.extend(p),
                                 _ => {}
                             }
-                            e.partial = Some(Box::new(Value::Object(m)));
+                            sort_members(&mut m);
+                            self.partial = Some(Lean::Object(m));
                             return Err(e);
                         }
                     };
                     self.close(at, &v);
                     let top = self.scopes.last_mut().expect("pushed above");
                     match (name, v) {
-                        (Some(n), v) => {
-                            top.insert(n.to_string(), v);
-                        }
-                        (None, Value::Object(m)) => top.extend(m),
+                        (Some(n), v) => top.push((Cow::Borrowed(&**n), v)),
+                        (None, Lean::Object(m)) => top.extend(m),
                         (None, _) => {}
                     }
                 }
-                Value::Object(self.scopes.pop().unwrap_or_default())
+                let mut m = self.scopes.pop().unwrap_or_default();
+                sort_members(&mut m);
+                Lean::Object(m)
             }
             Node::Switch {
                 compare,
                 cases,
                 default,
             } => {
-                let key = compare.key(|p| self.lookup(p));
-                let shield = self.s.shield_item_id;
-                let case = cases
-                    .iter()
-                    .find(|(k, _)| match k.strip_prefix('/') {
-                        Some("ShieldItemID") => shield.is_some_and(|s| key.parse::<i64>() == Ok(s)),
-                        _ => **k == *key,
-                    })
-                    .map(|(_, n)| *n)
-                    .or(*default);
+                let case = {
+                    let key = compare.key(|p| self.lookup(p));
+                    let shield = self.s.shield_item_id;
+                    cases
+                        .iter()
+                        .find(|(k, _)| match k.strip_prefix('/') {
+                            Some("ShieldItemID") => {
+                                shield.is_some_and(|s| key.parse::<i64>() == Ok(s))
+                            }
+                            _ => **k == *key,
+                        })
+                        .map(|(_, n)| *n)
+                        .or(*default)
+                };
                 match case {
                     Some(n) => self.value(n)?,
-                    None => Value::Null,
+                    None => Lean::Null,
                 }
             }
             Node::Array { count, of } => {
@@ -489,16 +528,16 @@ impl<'a> Decoder<'a> {
                     self.path.pop();
                     let v = match v {
                         Ok(v) => v,
-                        Err(mut e) => {
-                            out.extend(e.partial.take().map(|p| *p));
-                            e.partial = Some(Box::new(Value::Array(out)));
+                        Err(e) => {
+                            out.extend(self.partial.take());
+                            self.partial = Some(Lean::Array(out));
                             return Err(e);
                         }
                     };
                     self.close(at, &v);
                     out.push(v);
                 }
-                Value::Array(out)
+                Lean::Array(out)
             }
             Node::MaybeIncompleteArray { count, of } => {
                 let n = self.value(*count)?;
@@ -521,25 +560,25 @@ impl<'a> Decoder<'a> {
                             // bedrock-protocol reads it), and its spans.
                             self.pos = at;
                             self.back_to(mark);
+                            self.partial = None;
                             break;
                         }
                     }
                     i += 1;
                 }
-                Value::Array(out)
+                Lean::Array(out)
             }
             Node::Mapper { ty, map, nums } => {
                 let v = self.value(*ty)?;
-                let at = match &v {
-                    Value::Number(n) => match n.as_i64() {
-                        Some(n) => nums.iter().position(|k| *k == Some(n)),
-                        None => map.iter().position(|(k, _)| **k == *n.to_string()),
-                    },
-                    Value::String(s) => map.iter().position(|(k, _)| **k == **s),
-                    v => map.iter().position(|(k, _)| **k == *v.to_string()),
+                let at = match v.as_i64() {
+                    Some(n) => nums.iter().position(|k| *k == Some(n)),
+                    None => {
+                        let t = v.text();
+                        map.iter().position(|(k, _)| **k == *t)
+                    }
                 };
                 match at {
-                    Some(i) => map[i].1.clone(),
+                    Some(i) => Lean::Json(&map[i].1),
                     None => v,
                 }
             }
@@ -554,7 +593,7 @@ impl<'a> Decoder<'a> {
                 for &b in bytes {
                     all = all << 8 | u128::from(b);
                 }
-                let mut m = Map::new();
+                let mut m = Vec::with_capacity(fields.len());
                 let mut left = bits;
                 for (name, size, signed) in fields {
                     let size = u32::from(*size);
@@ -570,52 +609,57 @@ impl<'a> Decoder<'a> {
                     } else {
                         raw as i128
                     };
-                    let v = int(v);
+                    let v = Lean::int(v);
                     self.leaf(name, start..self.pos, &v);
-                    m.insert(name.to_string(), v);
+                    m.push((Cow::Borrowed(&**name), v));
                 }
-                Value::Object(m)
+                sort_members(&mut m);
+                Lean::Object(m)
             }
             Node::Option(inner) => {
                 if self.take(1)?[0] != 0 {
                     self.value(*inner)?
                 } else {
-                    Value::Null
+                    Lean::Null
                 }
             }
             Node::Bitflags { ty, flags } => {
                 let start = self.pos;
                 let v = self.value(*ty)?;
                 let n: u128 = match &v {
-                    Value::Number(n) => n
+                    Lean::Int(i) => *i as u64 as u128,
+                    Lean::Json(Value::Number(n)) => n
                         .as_u64()
                         .map(u128::from)
                         .or_else(|| n.as_i64().map(|i| i as u64 as u128))
                         .unwrap_or(0),
-                    Value::String(s) => s
-                        .parse::<u128>()
-                        .or_else(|_| s.parse::<i128>().map(|i| i as u64 as u128))
-                        .unwrap_or(0),
+                    Lean::Str(_) | Lean::Json(Value::String(_)) => {
+                        let s = v.text();
+                        s.parse::<u128>()
+                            .or_else(|_| s.parse::<i128>().map(|i| i as u64 as u128))
+                            .unwrap_or(0)
+                    }
                     _ => 0,
                 };
                 self.leaf("_value", start..self.pos, &v);
-                let mut m = Map::new();
-                m.insert("_value".into(), v);
+                let mut m = Vec::with_capacity(flags.len() + 1);
+                m.push((Cow::Borrowed("_value"), v));
                 for (name, mask) in flags {
-                    let on = Value::Bool(*mask != 0 && n & mask == *mask);
+                    let on = Lean::Bool(*mask != 0 && n & mask == *mask);
                     self.leaf(name, start..self.pos, &on);
-                    m.insert(name.to_string(), on);
+                    m.push((Cow::Borrowed(&**name), on));
                 }
-                Value::Object(m)
+                sort_members(&mut m);
+                Lean::Object(m)
             }
             Node::Encapsulated { len, inner } => {
                 let n = self.value(*len)?;
-                let n = n
-                    .as_u64()
-                    .ok_or_else(|| self.err(format!("a length of {n}")))?
-                    as usize;
+                let n = match n.as_u64() {
+                    Some(n) => n as usize,
+                    None => return Err(self.err(format!("a length of {}", n.json()))),
+                };
                 if n == 0 {
-                    return Ok(Value::Null);
+                    return Ok(Lean::Null);
                 }
                 if n > self.end - self.pos {
                     return Err(self.err(format!(
@@ -633,7 +677,7 @@ impl<'a> Decoder<'a> {
             }
             Node::OptionalOnRemaining(inner) => {
                 if self.pos >= self.end {
-                    Value::Null
+                    Lean::Null
                 } else {
                     self.value(*inner)?
                 }
@@ -641,16 +685,13 @@ impl<'a> Decoder<'a> {
             Node::EnumSize => {
                 let n = self
                     .lookup(&["values_len".into()])
-                    .and_then(Value::as_u64)
+                    .and_then(Lean::as_u64)
                     .unwrap_or(0);
-                Value::String(
-                    match n {
-                        0..=0x100 => "byte",
-                        0x101..=0x10000 => "short",
-                        _ => "int",
-                    }
-                    .into(),
-                )
+                Lean::Str(Cow::Borrowed(match n {
+                    0..=0x100 => "byte",
+                    0x101..=0x10000 => "short",
+                    _ => "int",
+                }))
             }
             Node::Nbt { varint } => self.nbt(*varint, 0)?,
             Node::NbtLoop => {
@@ -666,7 +707,7 @@ impl<'a> Decoder<'a> {
                     self.close(at, &v);
                     out.push(v);
                 }
-                Value::Array(out)
+                Lean::Array(out)
             }
             Node::Unknown(what) => {
                 return Err(self.err(format!("no decoder for the type {what}")));
@@ -675,34 +716,35 @@ impl<'a> Decoder<'a> {
     }
 
     /// One named NBT tag (`{type, name, value}`), as prismarine-nbt reads it.
-    fn nbt(&mut self, varint: bool, depth: usize) -> Result<Value, DecodeError> {
+    fn nbt(&mut self, varint: bool, depth: usize) -> Result<Lean<'a>, DecodeError> {
         let start = self.pos;
         let tag = self.take(1)?[0];
-        let mut m = Map::new();
-        let kind = Value::String(tag_name(tag, self)?.into());
+        let kind = Lean::Str(Cow::Borrowed(tag_name(tag, self)?));
         self.leaf("type", start..self.pos, &kind);
-        m.insert("type".into(), kind);
         if tag == 0 {
-            return Ok(Value::Object(m));
+            return Ok(Lean::Object(vec![(Cow::Borrowed("type"), kind)]));
         }
         let start = self.pos;
-        let name = Value::String(self.nbt_string(varint)?);
+        let name = self.nbt_string(varint)?;
         self.leaf("name", start..self.pos, &name);
-        m.insert("name".into(), name);
         let at = self.open(None, || "value".into());
         let v = self.nbt_payload(tag, varint, depth)?;
         self.close(at, &v);
-        m.insert("value".into(), v);
-        Ok(Value::Object(m))
+        // Sorted: name, type, value.
+        Ok(Lean::Object(vec![
+            (Cow::Borrowed("name"), name),
+            (Cow::Borrowed("type"), kind),
+            (Cow::Borrowed("value"), v),
+        ]))
     }
 
-    fn nbt_string(&mut self, varint: bool) -> Result<String, DecodeError> {
+    fn nbt_string(&mut self, varint: bool) -> Result<Lean<'a>, DecodeError> {
         let n = if varint {
             self.leb(35)? as usize
         } else {
             usize::from(u16::from_le_bytes(self.arr()?))
         };
-        Ok(String::from_utf8_lossy(self.take(n)?).into_owned())
+        Ok(text(self.take(n)?))
     }
 
     fn nbt_len(&mut self, varint: bool) -> Result<usize, DecodeError> {
@@ -717,7 +759,12 @@ impl<'a> Decoder<'a> {
         Ok(n)
     }
 
-    fn nbt_payload(&mut self, tag: u8, varint: bool, depth: usize) -> Result<Value, DecodeError> {
+    fn nbt_payload(
+        &mut self,
+        tag: u8,
+        varint: bool,
+        depth: usize,
+    ) -> Result<Lean<'a>, DecodeError> {
         if depth > MAX_DEPTH {
             return Err(self.err("NBT nested too deep".into()));
         }
@@ -750,13 +797,13 @@ impl<'a> Decoder<'a> {
                     }
                     out.push(v);
                 }
-                Value::Array(out)
+                Lean::Array(out)
             }
-            8 => Value::String(self.nbt_string(varint)?),
+            8 => self.nbt_string(varint)?,
             9 => {
                 let start = self.pos;
                 let inner = self.take(1)?[0];
-                let name = Value::String(tag_name(inner, self)?.into());
+                let name = Lean::Str(Cow::Borrowed(tag_name(inner, self)?));
                 self.leaf("type", start..self.pos, &name);
                 let list = self.open(None, || "value".into());
                 let n = self.nbt_len(varint)?;
@@ -767,39 +814,43 @@ impl<'a> Decoder<'a> {
                     self.close(at, &v);
                     out.push(v);
                 }
-                let out = Value::Array(out);
+                let out = Lean::Array(out);
                 self.close(list, &out);
-                let mut m = Map::new();
-                m.insert("type".into(), name);
-                m.insert("value".into(), out);
-                Value::Object(m)
+                Lean::Object(vec![
+                    (Cow::Borrowed("type"), name),
+                    (Cow::Borrowed("value"), out),
+                ])
             }
             10 => {
-                let mut m = Map::new();
+                let mut m = Vec::new();
                 loop {
                     let start = self.pos;
                     let t = self.take(1)?[0];
                     if t == 0 {
                         break;
                     }
-                    let name = self.nbt_string(varint)?;
+                    let name = match self.nbt_string(varint)? {
+                        Lean::Str(s) => s,
+                        _ => Cow::Borrowed(""),
+                    };
                     // The tag, from its type byte; its name is the key.
-                    let tag = self.open(Some(start), || name.as_str().into());
-                    let mut e = Map::new();
-                    let kind = Value::String(tag_name(t, self)?.into());
+                    let tag = self.open(Some(start), || (*name).into());
+                    let kind = Lean::Str(Cow::Borrowed(tag_name(t, self)?));
                     self.leaf("type", start..start + 1, &kind);
-                    e.insert("type".into(), kind);
                     let at = self.open(None, || "value".into());
                     let v = self.nbt_payload(t, varint, depth + 1)?;
                     self.close(at, &v);
-                    e.insert("value".into(), v);
-                    let e = Value::Object(e);
+                    let e = Lean::Object(vec![
+                        (Cow::Borrowed("type"), kind),
+                        (Cow::Borrowed("value"), v),
+                    ]);
                     self.close(tag, &e);
-                    m.insert(name, e);
+                    m.push((name, e));
                 }
-                Value::Object(m)
+                sort_members(&mut m);
+                Lean::Object(m)
             }
-            0 => Value::Null,
+            0 => Lean::Null,
             t => return Err(self.err(format!("NBT tag type {t}"))),
         })
     }

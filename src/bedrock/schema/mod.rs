@@ -19,6 +19,7 @@ pub(crate) mod compile;
 pub(crate) mod corrections;
 pub(crate) mod decode;
 pub(crate) mod encode;
+pub(crate) mod lean;
 pub(crate) mod zero;
 
 use std::collections::HashMap;
@@ -209,6 +210,18 @@ impl Definitions {
     pub fn decode(&self, id: u16, body: &[u8], s: Session) -> Option<Result<Value, DecodeError>> {
         let &(_, node) = self.packets.get(&id)?;
         Some(decode::decode(&self.compiled, node, body, s))
+    }
+
+    /// [`Definitions::decode`], the value as the interpreter builds it
+    /// (borrowing from these definitions and from `body`).
+    pub(crate) fn decode_lean<'a>(
+        &'a self,
+        id: u16,
+        body: &'a [u8],
+        s: Session,
+    ) -> Option<Result<lean::Lean<'a>, DecodeError>> {
+        let &(_, node) = self.packets.get(&id)?;
+        Some(decode::decode_lean(&self.compiled, node, body, s))
     }
 
     /// [`Definitions::decode`], and where each field is in the body
