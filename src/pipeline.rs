@@ -39,6 +39,7 @@ use crate::mirror::{Mirror, Observation};
 use crate::nethernet::conversations::{Conversations, Seen};
 use crate::nethernet::signaling::{self, Signaling};
 
+pub(crate) mod ahead;
 pub mod drive;
 pub mod notes;
 pub mod ordered;

@@ -390,6 +390,20 @@ impl Decryptor {
         Some(buf)
     }
 
+    /// The stream and the counter moved past `data`, a batch, as
+    /// [`Decryptor::decrypt`] moves them, without decrypting it (another
+    /// thread does, from a copy made before).
+    pub(crate) fn skip(&mut self, data: &[u8]) {
+        self.at.advance(data);
+        self.counter += 1;
+        match &mut self.stream {
+            Stream::Ctr(c) => c.seek(self.at.bytes),
+            Stream::Cfb8(c) => {
+                **c = cfb8::Decryptor::new(&self.key.into(), &self.at.register.into());
+            }
+        }
+    }
+
     /// Whether `key` in `mode` opens `first`, the first encrypted batch of a
     /// direction (without changing any state).
     #[cfg(test)]
@@ -485,6 +499,34 @@ impl Encryptor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stream moved past batches without decrypting them decrypts the
+    /// next as the stream that decrypted them does, in both modes.
+    #[test]
+    fn a_stream_skipped_past_batches_opens_the_next() {
+        for mode in [Mode::Ctr, Mode::Cfb8] {
+            let key = [7u8; 32];
+            let mut enc = Encryptor::new(key, mode);
+            let batches: Vec<Vec<u8>> = [&b"one"[..], &[9; 40], b"", &[1; 17]]
+                .iter()
+                .map(|p| enc.seal(p))
+                .collect();
+            let (mut read, mut skipped) = (Decryptor::new(key, mode), Decryptor::new(key, mode));
+            for (i, b) in batches.iter().enumerate() {
+                let mut copy = skipped.clone();
+                skipped.skip(b);
+                let want = read.decrypt(b);
+                assert!(want.is_some(), "{mode:?} batch {i}");
+                assert_eq!(copy.decrypt(b), want, "{mode:?} batch {i}");
+            }
+            let next = enc.seal(b"next");
+            assert_eq!(
+                skipped.decrypt(&next).as_deref(),
+                Some(&b"next"[..]),
+                "{mode:?}"
+            );
+        }
+    }
 
     fn key() -> [u8; 32] {
         core::array::from_fn(|i| i as u8)

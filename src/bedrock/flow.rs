@@ -76,6 +76,107 @@ impl GamePacket {
     }
 }
 
+/// What decides how a batch is inflated, as its flow stood before it
+/// ([`GameFlow::inflating`]): two batches with the same inflate alike,
+/// wherever that is done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Inflating {
+    negotiated: bool,
+    compression: Compression,
+    raknet_known: bool,
+    settings: bool,
+    /// An algorithm byte before the body (1.20.60 on, after NetworkSettings).
+    prefixed: bool,
+    protocol_known: bool,
+}
+
+impl Inflating {
+    /// `body` inflated as a batch of this flow.
+    fn inflate(self, body: &[u8]) -> Result<Vec<u8>, BatchError> {
+        let c = self.compression;
+        if !self.negotiated {
+            // Before 1.19.30: the whole body, zlib-wrapped before RakNet 10.
+            let r = batch::decompress(c, body, MAX_DECOMPRESSED);
+            if r.is_ok() {
+                return r;
+            }
+            if !self.raknet_known {
+                if let Ok(z) = batch::decompress(Compression::Zlib, body, MAX_DECOMPRESSED) {
+                    return Ok(z);
+                }
+            }
+            // bedrock-protocol sends batches under its threshold raw: keep
+            // them when they hold whole records.
+            return match batch::split(body) {
+                Ok(r) if !r.is_empty() => Ok(body.to_vec()),
+                _ => r,
+            };
+        }
+        if self.prefixed {
+            if let Some((&a, rest)) = body.split_first() {
+                if let Some(c) = Compression::from_algorithm(u16::from(a)) {
+                    let r = batch::decompress(c, rest, MAX_DECOMPRESSED);
+                    if r.is_ok() || self.protocol_known {
+                        return r;
+                    }
+                }
+            }
+        }
+        match batch::decompress(c, body, MAX_DECOMPRESSED) {
+            // 1.19.30 to 1.20.51: small batches go uncompressed, unmarked.
+            Err(_) if self.settings && c != Compression::None => Ok(body.to_vec()),
+            r => r,
+        }
+    }
+}
+
+/// A batch's packets, each its own bytes (or why its records do not add
+/// up), or why it does not inflate.
+type Inflated = Result<Result<Vec<Vec<u8>>, String>, BatchError>;
+
+/// An inflated batch cut into its packets, each copied out.
+fn split_owned(b: Vec<u8>) -> Result<Vec<Vec<u8>>, String> {
+    match batch::split(&b) {
+        Ok(r) => Ok(r.iter().map(|p| p.to_vec()).collect()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A batch opened ahead of its turn ([`GameFlow::ahead`]): its index, the
+/// flow's state it was opened with, and the decryption to do elsewhere.
+pub(crate) struct Ahead {
+    dir: Dir,
+    batch: u64,
+    /// The decryption's generation on that side (`None`: not encrypted).
+    generation: Option<u64>,
+    /// The stream as it stood before this batch.
+    decryptor: Option<Box<Decryptor>>,
+    inflating: Inflating,
+}
+
+/// What [`Ahead::open`] made of a batch, on any thread.
+pub(crate) struct Opened {
+    /// The plaintext (the payload itself when not encrypted); `None`: the
+    /// checksum does not verify.
+    plain: Option<Vec<u8>>,
+    /// Its packets, inflated as the flow stood when it was opened.
+    inflated: Option<Inflated>,
+}
+
+impl Ahead {
+    /// Decrypt and inflate the batch's `payload` (on a worker thread).
+    pub(crate) fn open(&mut self, payload: &[u8]) -> Opened {
+        let plain = match self.decryptor.as_mut() {
+            Some(d) => d.decrypt(payload),
+            None => Some(payload.to_vec()),
+        };
+        let inflated = plain
+            .as_deref()
+            .map(|p| self.inflating.inflate(p).map(split_owned));
+        Opened { plain, inflated }
+    }
+}
+
 /// Why a batch shows no packets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OpaqueReason {
@@ -171,6 +272,12 @@ impl Encryption {
 struct Side {
     batches: u64,
     enc: Enc,
+    /// Turned on with a new key each time: a batch opened ahead under
+    /// another generation is opened again.
+    generation: u64,
+    /// Batches opened ahead and not read yet, and the generation they
+    /// were opened under (`None`: not encrypted).
+    ahead: (u64, Option<u64>),
     /// Batches shown opaque because of the encryption.
     opaque: u64,
 }
@@ -180,6 +287,8 @@ impl Side {
         Side {
             batches: 0,
             enc: Enc::Off,
+            generation: 0,
+            ahead: (0, None),
             opaque: 0,
         }
     }
@@ -316,6 +425,95 @@ impl GameFlow {
         let d = dir.index();
         let batch = self.sides[d].batches;
         self.sides[d].batches += 1;
+        self.read_batch(dir, batch, payload, None)
+    }
+
+    /// A batch of this flow opened ahead of its turn, on another thread:
+    /// its index counted and its decryption's stream moved past it now,
+    /// in the order the batches came, as [`GameFlow::batch`] would; `None`
+    /// while the flow's state may still change how the batch opens (the
+    /// first batch, the encryption starting or lost).
+    pub(crate) fn ahead(&mut self, dir: Dir, payload: &[u8]) -> Option<Ahead> {
+        self.negotiated?;
+        let inflating = self.inflating();
+        let side = &mut self.sides[dir.index()];
+        let generation = match &side.enc {
+            // Not encrypted before the spawn: the encryption may start yet
+            // (a batch opened ahead would be read again in its turn).
+            Enc::Off if !self.login.spawned => return None,
+            Enc::Off => None,
+            Enc::On(_) => Some(side.generation),
+            Enc::Starting | Enc::Lost(_) => return None,
+        };
+        // Batches still out under another encryption may be read here, in
+        // their turn, with this side's stream: it must not move past them.
+        if side.ahead.0 > 0 && side.ahead.1 != generation {
+            return None;
+        }
+        let decryptor = match &mut side.enc {
+            Enc::On(dec) => {
+                let before = dec.clone();
+                dec.skip(payload);
+                Some(before)
+            }
+            _ => None,
+        };
+        side.ahead = (side.ahead.0 + 1, generation);
+        let batch = side.batches;
+        side.batches += 1;
+        Some(Ahead {
+            dir,
+            batch,
+            generation,
+            decryptor,
+            inflating,
+        })
+    }
+
+    /// The batch [`GameFlow::ahead`] opened, its turn come: what it was
+    /// opened into, when the flow is as it was then (the same encryption
+    /// key, the same compression), else opened again here; its packets then
+    /// read in order as [`GameFlow::batch`] reads them.
+    pub(crate) fn finish_ahead(
+        &mut self,
+        payload: &[u8],
+        a: Ahead,
+        opened: Opened,
+    ) -> Vec<GameEvent> {
+        let side = &mut self.sides[a.dir.index()];
+        side.ahead.0 = side.ahead.0.saturating_sub(1);
+        let same = match (&side.enc, a.generation) {
+            (Enc::Off, None) => true,
+            (Enc::On(_), Some(g)) => g == side.generation,
+            _ => false,
+        };
+        let opened = same.then(|| Opened {
+            inflated: opened.inflated.filter(|_| self.inflating() == a.inflating),
+            ..opened
+        });
+        self.read_batch(a.dir, a.batch, payload, opened)
+    }
+
+    /// The encryption of side `d` lost at batch `batch`: why.
+    fn lose(&mut self, d: usize, batch: u64) -> String {
+        let why = format!(
+            "the checksum of batch {batch} does not verify: the rest of this direction is not shown"
+        );
+        self.sides[d].enc = Enc::Lost(why.clone());
+        self.sides[d].opaque += 1;
+        why
+    }
+
+    /// Batch number `batch` of direction `dir` decrypted, inflated and its
+    /// packets read; with what was `opened` of it already.
+    fn read_batch(
+        &mut self,
+        dir: Dir,
+        batch: u64,
+        payload: &[u8],
+        opened: Option<Opened>,
+    ) -> Vec<GameEvent> {
+        let d = dir.index();
         let opaque = |reason, detail: String| {
             vec![GameEvent::Opaque(Opaque {
                 dir,
@@ -327,44 +525,49 @@ impl GameFlow {
         };
         // Decrypt.
         let encrypted = !matches!(self.sides[d].enc, Enc::Off);
-        if matches!(self.sides[d].enc, Enc::Starting) {
-            self.sides[d].enc = self.first_encrypted(payload);
-        }
-        let plain: Vec<u8>;
-        let body: &[u8] = match &mut self.sides[d].enc {
-            Enc::Off => payload,
-            Enc::Starting => unreachable!("settled above"),
-            Enc::Lost(why) => {
-                self.sides[d].opaque += 1;
-                return opaque(OpaqueReason::Encrypted, why.clone());
-            }
-            Enc::On(dec) => match dec.decrypt(payload) {
+        let mut inflated = None;
+        let plain: std::borrow::Cow<'_, [u8]> = match opened {
+            Some(o) => match o.plain {
                 Some(p) => {
-                    plain = p;
-                    &plain
+                    inflated = o.inflated;
+                    std::borrow::Cow::Owned(p)
                 }
-                None => {
-                    let why = format!(
-                        "the checksum of batch {batch} does not verify: the rest of this direction is not shown"
-                    );
-                    self.sides[d].enc = Enc::Lost(why.clone());
-                    self.sides[d].opaque += 1;
-                    return opaque(OpaqueReason::Encrypted, why);
-                }
+                None => return opaque(OpaqueReason::Encrypted, self.lose(d, batch)),
             },
+            None => {
+                if matches!(self.sides[d].enc, Enc::Starting) {
+                    self.sides[d].enc = self.first_encrypted(payload);
+                    self.sides[d].generation += 1;
+                }
+                match &mut self.sides[d].enc {
+                    Enc::Off => std::borrow::Cow::Borrowed(payload),
+                    Enc::Starting => unreachable!("settled above"),
+                    Enc::Lost(why) => {
+                        let why = why.clone();
+                        self.sides[d].opaque += 1;
+                        return opaque(OpaqueReason::Encrypted, why);
+                    }
+                    Enc::On(dec) => match dec.decrypt(payload) {
+                        Some(p) => std::borrow::Cow::Owned(p),
+                        None => return opaque(OpaqueReason::Encrypted, self.lose(d, batch)),
+                    },
+                }
+            }
         };
-        let decompressed = match self.decompress(body) {
-            Ok(b) => b,
+        let body: &[u8] = &plain;
+        let split = match inflated {
+            Some(r) => r,
+            None => self.decompress(body).map(split_owned),
+        };
+        let records = match split {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => return opaque(OpaqueReason::Malformed, e),
             Err(BatchError::Decompress(e)) => return opaque(OpaqueReason::Decompress, e),
             Err(BatchError::Malformed(e)) => return opaque(OpaqueReason::Malformed, e),
         };
-        let records = match batch::split(&decompressed) {
-            Ok(r) => r,
-            Err(e) => return opaque(OpaqueReason::Malformed, e.to_string()),
-        };
         let mut out = Vec::with_capacity(records.len());
         for rec in records {
-            let Some(header) = Header::parse(rec) else {
+            let Some(header) = Header::parse(&rec) else {
                 out.extend(opaque(
                     OpaqueReason::Malformed,
                     "a packet header that does not parse".into(),
@@ -403,7 +606,7 @@ impl GameFlow {
                 batch,
                 header,
                 name: super::names::packet_name(self.protocol(), header.id),
-                data: rec.to_vec(),
+                data: rec,
                 encrypted,
                 fields: decoded.fields,
                 anomaly: decoded.anomaly,
@@ -424,41 +627,19 @@ impl GameFlow {
                 .and_then(|r| r.first().and_then(|p| Header::parse(p)));
             self.negotiated = Some(first.is_some_and(|h| h.id == login::REQUEST_NETWORK_SETTINGS));
         }
-        let c = self.compression();
-        if self.negotiated == Some(false) {
-            // Before 1.19.30: the whole body, zlib-wrapped before RakNet 10.
-            let r = batch::decompress(c, body, MAX_DECOMPRESSED);
-            if r.is_ok() {
-                return r;
-            }
-            if self.raknet_protocol.is_none() {
-                if let Ok(z) = batch::decompress(Compression::Zlib, body, MAX_DECOMPRESSED) {
-                    return Ok(z);
-                }
-            }
-            // bedrock-protocol sends batches under its threshold raw: keep
-            // them when they hold whole records.
-            return match batch::split(body) {
-                Ok(r) if !r.is_empty() => Ok(body.to_vec()),
-                _ => r,
-            };
-        }
-        // 1.20.60 (649) on, after NetworkSettings: an algorithm byte first.
-        let prefixed = self.settings && self.protocol().is_none_or(|p| p >= 649);
-        if prefixed {
-            if let Some((&a, rest)) = body.split_first() {
-                if let Some(c) = Compression::from_algorithm(u16::from(a)) {
-                    let r = batch::decompress(c, rest, MAX_DECOMPRESSED);
-                    if r.is_ok() || self.protocol().is_some() {
-                        return r;
-                    }
-                }
-            }
-        }
-        match batch::decompress(c, body, MAX_DECOMPRESSED) {
-            // 1.19.30 to 1.20.51: small batches go uncompressed, unmarked.
-            Err(_) if self.settings && c != Compression::None => Ok(body.to_vec()),
-            r => r,
+        self.inflating().inflate(body)
+    }
+
+    /// How the next batch is inflated, as the flow stands (once the first
+    /// batch decided whether the compression is negotiated).
+    fn inflating(&self) -> Inflating {
+        Inflating {
+            negotiated: self.negotiated == Some(true),
+            compression: self.compression(),
+            raknet_known: self.raknet_protocol.is_some(),
+            settings: self.settings,
+            prefixed: self.settings && self.protocol().is_none_or(|p| p >= 649),
+            protocol_known: self.protocol().is_some(),
         }
     }
 
@@ -834,6 +1015,117 @@ mod tests {
         assert_eq!(f.encryption(), Encryption::Decrypted);
         assert_eq!(f.protocol(), Some(800));
         assert_eq!(f.packets, [3, 5]);
+    }
+
+    /// What a flow made of messages, to compare: each event's name,
+    /// batch, encryption, bytes, or why it is opaque.
+    fn shown(ev: &[GameEvent]) -> Vec<String> {
+        ev.iter()
+            .map(|e| match e {
+                GameEvent::Packet(p) => {
+                    format!("{:?} {} {} {:?}", p.name, p.batch, p.encrypted, p.data)
+                }
+                GameEvent::Opaque(o) => format!("{} {:?} {}", o.batch, o.reason, o.detail),
+            })
+            .collect()
+    }
+
+    /// [`session`] with `more` batches each way after the spawn, on the
+    /// same streams; without `key`, nothing is encrypted (no handshake).
+    fn long_session(key: Option<[u8; 32]>, more: u8) -> Vec<(Dir, Vec<u8>)> {
+        let mut to_client = key.map(|k| Encryptor::new(k, Mode::Ctr));
+        let mut to_server = key.map(|k| Encryptor::new(k, Mode::Ctr));
+        let mut settings = 0u16.to_le_bytes().to_vec();
+        settings.extend([0, 0, 0, 0]);
+        settings.extend(0f32.to_le_bytes());
+        let version = 800i32.to_be_bytes();
+        let mut msgs = vec![
+            (Dir::C2s, message(&[packet(193, &version)], false, None)),
+            (Dir::S2c, message(&[packet(143, &settings)], false, None)),
+            (Dir::C2s, message(&[packet(1, &version)], true, None)),
+        ];
+        if key.is_some() {
+            msgs.push((Dir::S2c, message(&[stch(&[7; 16])], true, None)));
+            msgs.push((
+                Dir::C2s,
+                message(&[packet(4, &[])], true, to_server.as_mut()),
+            ));
+        }
+        let spawn = packet(2, &3i32.to_be_bytes());
+        msgs.push((Dir::S2c, message(&[spawn], true, to_client.as_mut())));
+        for i in 0..more {
+            let text = packet(9, &[i; 40]);
+            let both = [text.clone(), text];
+            msgs.push((Dir::S2c, message(&both, true, to_client.as_mut())));
+            msgs.push((Dir::C2s, message(&both[..1], true, to_server.as_mut())));
+        }
+        msgs
+    }
+
+    /// Batches opened ahead of their turn ([`GameFlow::ahead`], as the
+    /// pipeline's window does: up to `lag` of them out, none ahead while
+    /// one that was not is out) and read in their turn
+    /// ([`GameFlow::finish_ahead`]) give what reading each in turn gives:
+    /// across the encryption's start (batches opened before it are read
+    /// again), without encryption, and when a checksum fails with later
+    /// batches out.
+    #[test]
+    fn batches_opened_ahead_read_as_in_their_turn() {
+        let keys = || {
+            let mut keys = Keys::default();
+            keys.add_key_log(&format!(
+                "BEDROCK_SALT_KEY {} {}",
+                "07".repeat(16),
+                "09".repeat(32)
+            ));
+            keys
+        };
+        let encrypted = long_session(Some([9; 32]), 6);
+        let mut broken = encrypted.clone();
+        // A byte of an s2c batch after the spawn: its checksum fails.
+        broken[9].1[3] ^= 1;
+        let plain = long_session(None, 6);
+        for case in [&encrypted, &broken, &plain] {
+            let mut opened_ahead = 0;
+            let (_, want) = run(keys(), case);
+            let read = |f: &mut GameFlow, (dir, m): &(Dir, Vec<u8>), a: Option<Ahead>| match a {
+                Some(mut a) => {
+                    let o = a.open(&m[1..]);
+                    f.finish_ahead(&m[1..], a, o)
+                }
+                None => f.message(*dir, m),
+            };
+            for lag in 0..16 {
+                let mut f = GameFlow::new(Some(11), Arc::new(keys()), true);
+                let mut out = Vec::new();
+                let mut queue: std::collections::VecDeque<(usize, Option<Ahead>)> =
+                    Default::default();
+                for (i, (dir, m)) in case.iter().enumerate() {
+                    let held = queue.iter().any(|(_, a)| a.is_none());
+                    let a = if held { None } else { f.ahead(*dir, &m[1..]) };
+                    opened_ahead += usize::from(a.is_some());
+                    queue.push_back((i, a));
+                    // Read in turn: a batch not opened ahead as soon as it
+                    // is first, those opened ahead once `lag` are out, or,
+                    // now and then, down to a few (workers finish several
+                    // at once).
+                    let keep = if i % (2 + lag % 3) == 1 { lag / 3 } else { lag };
+                    while queue.len() > keep || queue.front().is_some_and(|(_, a)| a.is_none()) {
+                        let (j, a) = queue.pop_front().unwrap();
+                        out.extend(read(&mut f, &case[j], a));
+                    }
+                }
+                for (j, a) in queue {
+                    out.extend(read(&mut f, &case[j], a));
+                }
+                assert_eq!(shown(&out), shown(&want), "lag {lag}");
+            }
+            println!("{opened_ahead} opened ahead");
+            assert!(opened_ahead > 20, "{opened_ahead}");
+        }
+        // The broken batch stops its direction.
+        let (_, ev) = run(keys(), &broken);
+        assert!(shown(&ev).iter().any(|e| e.contains("does not verify")));
     }
 
     #[test]

@@ -34,7 +34,7 @@ use crate::mirror::{Message, Observation};
 use crate::wire::Offline;
 
 pub use crypto::Keys;
-pub(crate) use flow::{event_names, GameFlow, GameSummary, PerDir, GAME_MESSAGE};
+pub(crate) use flow::{event_names, Ahead, GameFlow, GameSummary, Opened, PerDir, GAME_MESSAGE};
 pub use flow::{GameEvent, GamePacket, Opaque, OpaqueReason};
 
 /// Flows with a game layer followed at once; past it, later flows' 0xFE
@@ -186,6 +186,31 @@ impl Game {
         }
         let f = self.flows.get_mut(&m.flow)?;
         Some(f.message(m.dir, &m.data))
+    }
+
+    /// Message `m`'s batch opened ahead of its turn ([`GameFlow::ahead`]),
+    /// when it is a batch of a flow already found to be Bedrock and that
+    /// flow's state allows; its turn comes in [`Game::finish_ahead`]. The
+    /// caller opens no batch of a flow ahead while an earlier message of
+    /// that flow waits for [`Game::message`].
+    pub(crate) fn ahead(&mut self, m: &Message) -> Option<Ahead> {
+        if m.data.first() != Some(&GAME_MESSAGE) || self.detect == Detect::Never {
+            return None;
+        }
+        self.flows.get_mut(&m.flow)?.ahead(m.dir, &m.data[1..])
+    }
+
+    /// [`Game::message`] of a message opened ahead, in its turn.
+    pub(crate) fn finish_ahead(
+        &mut self,
+        m: &Message,
+        a: Ahead,
+        o: Opened,
+    ) -> Option<Vec<GameEvent>> {
+        match self.flows.get_mut(&m.flow) {
+            Some(f) => Some(f.finish_ahead(&m.data[1..], a, o)),
+            None => self.message(m),
+        }
     }
 
     /// A new flow's field decoder, when fields are decoded.

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::ahead::Window;
 use super::notes::{NoteKind, Notes};
 use super::progress::Progress;
 use super::separate::Part;
@@ -301,6 +302,17 @@ pub(crate) struct Delivered {
     pub(crate) channel: Option<crate::nethernet::association::DataChannel>,
 }
 
+impl Delivered {
+    /// A RakNet flow's message and what the game layer made of it.
+    pub(crate) fn raknet(message: Message, game: Option<Vec<GameEvent>>) -> Delivered {
+        Delivered {
+            message,
+            game,
+            channel: None,
+        }
+    }
+}
+
 /// [`drive_items`] for the commands that print delivered messages: `each`
 /// gets every message in delivery order with what the game layer made of
 /// it (a Bedrock flow's 0xFE messages), the time lines count from, and its
@@ -318,53 +330,72 @@ pub(crate) fn drive_messages(
     let (mut first, mut last_file) = (None, 0);
     // NetherNet flows whose DTLS records stayed closed (a few are named).
     let mut closed: Vec<u32> = Vec::new();
-    let on = |game: &mut Game, message: Message| {
-        let game = game.message(&message);
-        Delivered {
-            message,
-            game,
-            channel: None,
+    // With several threads, batches are opened (decrypted, inflated) on
+    // workers ahead of their turn (`ahead`).
+    let workers = if cap.threads > 1 { cap.threads } else { 0 };
+    let outcome = std::thread::scope(|scope| {
+        let mut window = Window::new(scope, workers);
+        let outcome = drive_items(None, cap, mirror, out, |item, out| {
+            let mut each = |d, since, file| each(d, since, file, &mut *out);
+            if let Item::Packet {
+                packet,
+                obs,
+                since,
+                file,
+            } = item
+            {
+                (first, last_file) = (Some(since), file);
+                // What an offline packet tells the game layer (a flow's
+                // RakNet protocol, a pong) is for the messages after it.
+                if matches!(
+                    packet.body,
+                    crate::dissect::Body::Offline { msg: Some(_), .. }
+                ) {
+                    window.flush(game, &mut each)?;
+                }
+                game.packet(packet);
+                for m in obs.messages.drain(..) {
+                    window.message(game, m, since, file, &mut each)?;
+                }
+                obs.ended.iter().for_each(|&f| window.close(game, f));
+            } else if let Item::Nethernet {
+                seen,
+                frame,
+                ts,
+                since,
+                file,
+                ..
+            } = item
+            {
+                // The RakNet messages before it first.
+                window.flush(game, &mut each)?;
+                (first, last_file) = (Some(since), file);
+                let c = seen.conversation;
+                let sealed = c.association.counts.values().any(|n| n.encrypted > 0);
+                if sealed
+                    && !c.association.decrypts()
+                    && closed.len() < 8
+                    && !closed.contains(&c.id)
+                {
+                    closed.push(c.id);
+                }
+                for d in nethernet_delivered(game, &seen, frame, ts, batches) {
+                    each(d, since, file)?;
+                }
+                seen.retired.iter().for_each(|&f| drop(game.close(f)));
+            }
+            Ok(Next::Continue)
+        });
+        let mut each = |d, since, file| each(d, since, file, &mut *out);
+        window.flush(game, &mut each)?;
+        let outcome = outcome?;
+        for m in mirror.finish().messages {
+            let since = first.unwrap_or_default();
+            window.message(game, m, since, last_file, &mut each)?;
         }
-    };
-    let outcome = drive_items(None, cap, mirror, out, |item, out| {
-        if let Item::Packet {
-            packet,
-            obs,
-            since,
-            file,
-        } = item
-        {
-            (first, last_file) = (Some(since), file);
-            game.packet(packet);
-            for m in obs.messages.drain(..) {
-                each(on(game, m), since, file, out)?;
-            }
-            obs.ended.iter().for_each(|&f| drop(game.close(f)));
-        } else if let Item::Nethernet {
-            seen,
-            frame,
-            ts,
-            since,
-            file,
-            ..
-        } = item
-        {
-            (first, last_file) = (Some(since), file);
-            let c = seen.conversation;
-            let sealed = c.association.counts.values().any(|n| n.encrypted > 0);
-            if sealed && !c.association.decrypts() && closed.len() < 8 && !closed.contains(&c.id) {
-                closed.push(c.id);
-            }
-            for d in nethernet_delivered(game, &seen, frame, ts, batches) {
-                each(d, since, file, out)?;
-            }
-            seen.retired.iter().for_each(|&f| drop(game.close(f)));
-        }
-        Ok(Next::Continue)
+        window.flush(game, &mut each)?;
+        anyhow::Ok(outcome)
     })?;
-    for m in mirror.finish().messages {
-        each(on(game, m), first.unwrap_or_default(), last_file, out)?;
-    }
     if batches && !closed.is_empty() {
         let ids: Vec<String> = closed.iter().map(u32::to_string).collect();
         let flows = crate::wire::plural(closed.len() as u64, "flow", "flows");

@@ -1,0 +1,266 @@
+//! Game batches opened on worker threads ahead of their turn, the game
+//! layer's work done in order all the same.
+//!
+//! Inflating a Bedrock batch is most of the game layer's cost where the
+//! packets are large (a server's chunks), and each batch is its own
+//! DEFLATE stream: once a flow's encryption and compression are settled,
+//! a batch can be decrypted and inflated anywhere, given the decryption's
+//! stream as it stood before it. [`Window`] holds the messages in the
+//! order they came; for a batch of a flow that allows it, the game layer
+//! moves the flow's stream past the batch at once
+//! ([`Game::ahead`](crate::bedrock::Game)) and a worker decrypts and
+//! inflates it from a copy of the stream; every message is then handed to
+//! the game layer in its turn, in the order they came
+//! ([`Game::finish_ahead`](crate::bedrock::Game)), which reads the packets
+//! as it would have, and opens the batch again itself when an earlier
+//! message changed the flow (a new key, NetworkSettings). So what comes
+//! out is the one thread's, byte for byte. A flow with a message waiting
+//! that was not opened ahead has none of its later batches opened ahead
+//! until it is handed on (its stream must move in order). At most
+//! [`MAX_HELD`] messages or [`MAX_HELD_BYTES`] of them wait.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::drive::Delivered;
+use crate::bedrock::{Ahead, Game, Opened};
+use crate::mirror::Message;
+
+/// Messages waiting at most.
+pub(crate) const MAX_HELD: usize = 256;
+/// Bytes of the messages waiting, at most.
+pub(crate) const MAX_HELD_BYTES: usize = 16 << 20;
+
+type Job = (u64, Message, Ahead);
+type Done = (u64, Message, Ahead, Opened);
+
+/// What waits for its turn.
+enum Entry {
+    /// A message, and where its batch stands.
+    Message {
+        since: Duration,
+        file: usize,
+        slot: Slot,
+    },
+    /// A flow that ended after the messages before.
+    Close(u32),
+}
+
+enum Slot {
+    /// Handed to the game layer in its turn, as it is.
+    Plain(Message),
+    /// Being opened by a worker.
+    Opening,
+    /// Opened.
+    Opened(Box<Done>),
+}
+
+/// Where each message goes in its turn, with what the game layer made of
+/// it, its time and its file.
+pub(crate) type Each<'a> = dyn FnMut(Delivered, Duration, usize) -> anyhow::Result<()> + 'a;
+
+/// The messages in order, batches opened ahead; see the module.
+pub(crate) struct Window {
+    queue: VecDeque<Entry>,
+    /// The sequence number of the queue's front.
+    front: u64,
+    bytes: usize,
+    /// The workers' queue; none without workers (every message handed on
+    /// at once).
+    jobs: Option<Sender<Job>>,
+    done: Option<Receiver<Done>>,
+    /// Flows with messages waiting that were not opened ahead: how many.
+    plain: HashMap<u32, usize>,
+}
+
+impl Window {
+    /// A window with `workers` threads of `scope` (none: no window).
+    pub(crate) fn new<'s>(scope: &'s std::thread::Scope<'s, '_>, workers: usize) -> Window {
+        let (mut jobs, mut done) = (None, None);
+        if workers > 0 {
+            let (tx, rx) = channel::<Job>();
+            let (done_tx, done_rx) = channel::<Done>();
+            let rx = Arc::new(Mutex::new(rx));
+            for i in 0..workers {
+                let (rx, done_tx) = (Arc::clone(&rx), done_tx.clone());
+                let worker = std::thread::Builder::new().name(format!("open-{i}"));
+                // A worker that cannot start leaves its share to the others;
+                // with none, the first batch waited for is opened here.
+                let _ = worker.spawn_scoped(scope, move || loop {
+                    let job = match rx.lock() {
+                        Ok(r) => r.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok((seq, m, mut a)) = job else { return };
+                    let opened = a.open(m.data.get(1..).unwrap_or_default());
+                    if done_tx.send((seq, m, a, opened)).is_err() {
+                        return;
+                    }
+                });
+            }
+            (jobs, done) = (Some(tx), Some(done_rx));
+        }
+        Window {
+            queue: VecDeque::new(),
+            front: 0,
+            bytes: 0,
+            jobs,
+            done,
+            plain: HashMap::new(),
+        }
+    }
+
+    /// The next message, in delivery order.
+    pub(crate) fn message(
+        &mut self,
+        game: &mut Game,
+        m: Message,
+        since: Duration,
+        file: usize,
+        each: &mut Each<'_>,
+    ) -> anyhow::Result<()> {
+        let Some(jobs) = &self.jobs else {
+            let g = game.message(&m);
+            return each(Delivered::raknet(m, g), since, file);
+        };
+        let ahead = match self.plain.contains_key(&m.flow) {
+            false => game.ahead(&m),
+            true => None,
+        };
+        self.bytes += m.data.len();
+        let slot = match ahead {
+            Some(a) => {
+                let seq = self.front + self.queue.len() as u64;
+                match jobs.send((seq, m, a)) {
+                    Ok(()) => Slot::Opening,
+                    // The workers are gone: opened here.
+                    Err(e) => {
+                        let (_, m, mut a) = e.0;
+                        let o = a.open(m.data.get(1..).unwrap_or_default());
+                        Slot::Opened(Box::new((seq, m, a, o)))
+                    }
+                }
+            }
+            // A game batch read in its turn keeps its flow's later ones
+            // from going ahead (another message leaves the flow as it is).
+            None if is_game(&m) => {
+                *self.plain.entry(m.flow).or_default() += 1;
+                Slot::Plain(m)
+            }
+            None => Slot::Plain(m),
+        };
+        self.queue.push_back(Entry::Message { since, file, slot });
+        self.hand_on(game, each, false)?;
+        while self.queue.len() > MAX_HELD || self.bytes > MAX_HELD_BYTES {
+            if !self.hand_on_one(game, each, true)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Flow `flow` ended after the messages given so far.
+    pub(crate) fn close(&mut self, game: &mut Game, flow: u32) {
+        if self.queue.is_empty() {
+            drop(game.close(flow));
+        } else {
+            self.queue.push_back(Entry::Close(flow));
+        }
+    }
+
+    /// Every message waiting, handed on.
+    pub(crate) fn flush(&mut self, game: &mut Game, each: &mut Each<'_>) -> anyhow::Result<()> {
+        self.hand_on(game, each, true)
+    }
+
+    /// The messages at the front whose turn can come (all, with `wait`).
+    fn hand_on(&mut self, game: &mut Game, each: &mut Each<'_>, wait: bool) -> anyhow::Result<()> {
+        while self.hand_on_one(game, each, wait)? {}
+        Ok(())
+    }
+
+    /// The front entry handed on, if it is ready (waited for with
+    /// `wait`): whether one was.
+    fn hand_on_one(
+        &mut self,
+        game: &mut Game,
+        each: &mut Each<'_>,
+        wait: bool,
+    ) -> anyhow::Result<bool> {
+        self.collect(false);
+        loop {
+            match self.queue.front() {
+                None => return Ok(false),
+                Some(Entry::Message {
+                    slot: Slot::Opening,
+                    ..
+                }) => {
+                    if !wait || !self.collect(true) {
+                        return Ok(false);
+                    }
+                }
+                Some(_) => break,
+            }
+        }
+        let Some(entry) = self.queue.pop_front() else {
+            return Ok(false);
+        };
+        self.front += 1;
+        match entry {
+            Entry::Close(flow) => drop(game.close(flow)),
+            Entry::Message { since, file, slot } => {
+                let (m, g) = match slot {
+                    Slot::Plain(m) => {
+                        if let Some(n) = self.plain.get_mut(&m.flow).filter(|_| is_game(&m)) {
+                            *n -= 1;
+                            if *n == 0 {
+                                self.plain.remove(&m.flow);
+                            }
+                        }
+                        let g = game.message(&m);
+                        (m, g)
+                    }
+                    Slot::Opened(done) => {
+                        let (_, m, a, o) = *done;
+                        let g = game.finish_ahead(&m, a, o);
+                        (m, g)
+                    }
+                    Slot::Opening => unreachable!("waited for above"),
+                };
+                self.bytes -= m.data.len();
+                each(Delivered::raknet(m, g), since, file)?;
+            }
+        }
+        Ok(true)
+    }
+
+    /// The batches the workers opened, each put in its place; with `wait`,
+    /// at least one waited for: whether one came.
+    fn collect(&mut self, wait: bool) -> bool {
+        let Some(done) = &self.done else {
+            return false;
+        };
+        let mut any = false;
+        let mut next = if wait {
+            done.recv().ok()
+        } else {
+            done.try_recv().ok()
+        };
+        while let Some(d) = next {
+            any = true;
+            let at = (d.0 - self.front) as usize;
+            if let Some(Entry::Message { slot, .. }) = self.queue.get_mut(at) {
+                *slot = Slot::Opened(Box::new(d));
+            }
+            next = done.try_recv().ok();
+        }
+        any
+    }
+}
+
+/// Whether `m` is a game batch (0xFE), which a Bedrock flow's state reads.
+fn is_game(m: &Message) -> bool {
+    m.data.first() == Some(&crate::bedrock::GAME_MESSAGE)
+}
