@@ -91,17 +91,17 @@ pub(crate) struct Inflating {
 }
 
 impl Inflating {
-    /// `body` inflated as a batch of this flow.
-    fn inflate(self, body: &[u8]) -> Result<Vec<u8>, BatchError> {
+    /// `body` inflated as a batch of this flow, to at most `max` bytes.
+    fn inflate(self, body: &[u8], max: usize) -> Result<Vec<u8>, BatchError> {
         let c = self.compression;
         if !self.negotiated {
             // Before 1.19.30: the whole body, zlib-wrapped before RakNet 10.
-            let r = batch::decompress(c, body, MAX_DECOMPRESSED);
+            let r = batch::decompress(c, body, max);
             if r.is_ok() {
                 return r;
             }
             if !self.raknet_known {
-                if let Ok(z) = batch::decompress(Compression::Zlib, body, MAX_DECOMPRESSED) {
+                if let Ok(z) = batch::decompress(Compression::Zlib, body, max) {
                     return Ok(z);
                 }
             }
@@ -115,20 +115,25 @@ impl Inflating {
         if self.prefixed {
             if let Some((&a, rest)) = body.split_first() {
                 if let Some(c) = Compression::from_algorithm(u16::from(a)) {
-                    let r = batch::decompress(c, rest, MAX_DECOMPRESSED);
+                    let r = batch::decompress(c, rest, max);
                     if r.is_ok() || self.protocol_known {
                         return r;
                     }
                 }
             }
         }
-        match batch::decompress(c, body, MAX_DECOMPRESSED) {
+        match batch::decompress(c, body, max) {
             // 1.19.30 to 1.20.51: small batches go uncompressed, unmarked.
             Err(_) if self.settings && c != Compression::None => Ok(body.to_vec()),
             r => r,
         }
     }
 }
+
+/// Bytes a batch opened ahead inflates to at most: a larger one is
+/// inflated in its turn, so that the batches out at once hold little
+/// memory whatever they inflate to.
+pub(crate) const AHEAD_MAX: usize = 1 << 20;
 
 /// A batch's packets, each its own bytes (or why its records do not add
 /// up), or why it does not inflate.
@@ -163,6 +168,17 @@ pub(crate) struct Opened {
     inflated: Option<Inflated>,
 }
 
+impl Opened {
+    /// The bytes it holds.
+    pub(crate) fn bytes(&self) -> usize {
+        let packets = match &self.inflated {
+            Some(Ok(Ok(r))) => r.iter().map(Vec::len).sum(),
+            _ => 0,
+        };
+        self.plain.as_ref().map_or(0, Vec::len) + packets
+    }
+}
+
 impl Ahead {
     /// Decrypt and inflate the batch's `payload` (on a worker thread).
     pub(crate) fn open(&mut self, payload: &[u8]) -> Opened {
@@ -170,9 +186,13 @@ impl Ahead {
             Some(d) => d.decrypt(payload),
             None => Some(payload.to_vec()),
         };
+        // A batch that inflates past AHEAD_MAX is not kept: it is
+        // inflated again in its turn.
         let inflated = plain
             .as_deref()
-            .map(|p| self.inflating.inflate(p).map(split_owned));
+            .map(|p| self.inflating.inflate(p, MAX_DECOMPRESSED))
+            .filter(|r| r.as_ref().map_or(true, |b| b.len() <= AHEAD_MAX))
+            .map(|r| r.map(split_owned));
         Opened { plain, inflated }
     }
 }
@@ -627,7 +647,7 @@ impl GameFlow {
                 .and_then(|r| r.first().and_then(|p| Header::parse(p)));
             self.negotiated = Some(first.is_some_and(|h| h.id == login::REQUEST_NETWORK_SETTINGS));
         }
-        self.inflating().inflate(body)
+        self.inflating().inflate(body, MAX_DECOMPRESSED)
     }
 
     /// How the next batch is inflated, as the flow stands (once the first

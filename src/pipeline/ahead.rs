@@ -32,9 +32,20 @@ use crate::mirror::Message;
 pub(crate) const MAX_HELD: usize = 256;
 /// Bytes of the messages waiting, at most.
 pub(crate) const MAX_HELD_BYTES: usize = 16 << 20;
+/// Bytes the batches opened and waiting hold (their plaintext and
+/// packets), past which no message is taken until the first is handed on:
+/// with a group's worth more at most (a batch opened ahead keeps at most
+/// `flow::AHEAD_MAX` of packets), under 64 MB whatever the batches.
+pub(crate) const MAX_OPENED_BYTES: usize = 32 << 20;
 
 type Job = (u64, Message, Ahead);
 type Done = (u64, Message, Ahead, Opened);
+
+/// Batches handed to a worker at once, at most (a handoff between threads
+/// costs about what inflating a small batch does).
+pub(crate) const GROUP: usize = 16;
+/// Bytes of a group's batches, at most.
+pub(crate) const GROUP_BYTES: usize = 256 << 10;
 
 /// What waits for its turn.
 enum Entry {
@@ -67,10 +78,15 @@ pub(crate) struct Window {
     /// The sequence number of the queue's front.
     front: u64,
     bytes: usize,
+    /// Bytes of the batches opened and waiting.
+    opened: usize,
     /// The workers' queue; none without workers (every message handed on
     /// at once).
-    jobs: Option<Sender<Job>>,
-    done: Option<Receiver<Done>>,
+    jobs: Option<Sender<Vec<Job>>>,
+    done: Option<Receiver<Vec<Done>>>,
+    /// The batches of the next group, and their bytes.
+    group: Vec<Job>,
+    group_bytes: usize,
     /// Flows with messages waiting that were not opened ahead: how many.
     plain: HashMap<u32, usize>,
 }
@@ -80,8 +96,8 @@ impl Window {
     pub(crate) fn new<'s>(scope: &'s std::thread::Scope<'s, '_>, workers: usize) -> Window {
         let (mut jobs, mut done) = (None, None);
         if workers > 0 {
-            let (tx, rx) = channel::<Job>();
-            let (done_tx, done_rx) = channel::<Done>();
+            let (tx, rx) = channel::<Vec<Job>>();
+            let (done_tx, done_rx) = channel::<Vec<Done>>();
             let rx = Arc::new(Mutex::new(rx));
             for i in 0..workers {
                 let (rx, done_tx) = (Arc::clone(&rx), done_tx.clone());
@@ -93,9 +109,8 @@ impl Window {
                         Ok(r) => r.recv(),
                         Err(_) => return,
                     };
-                    let Ok((seq, m, mut a)) = job else { return };
-                    let opened = a.open(m.data.get(1..).unwrap_or_default());
-                    if done_tx.send((seq, m, a, opened)).is_err() {
+                    let Ok(group) = job else { return };
+                    if done_tx.send(group.into_iter().map(open).collect()).is_err() {
                         return;
                     }
                 });
@@ -106,8 +121,11 @@ impl Window {
             queue: VecDeque::new(),
             front: 0,
             bytes: 0,
+            opened: 0,
             jobs,
             done,
+            group: Vec::new(),
+            group_bytes: 0,
             plain: HashMap::new(),
         }
     }
@@ -121,10 +139,10 @@ impl Window {
         file: usize,
         each: &mut Each<'_>,
     ) -> anyhow::Result<()> {
-        let Some(jobs) = &self.jobs else {
+        if self.jobs.is_none() {
             let g = game.message(&m);
             return each(Delivered::raknet(m, g), since, file);
-        };
+        }
         let ahead = match self.plain.contains_key(&m.flow) {
             false => game.ahead(&m),
             true => None,
@@ -133,15 +151,9 @@ impl Window {
         let slot = match ahead {
             Some(a) => {
                 let seq = self.front + self.queue.len() as u64;
-                match jobs.send((seq, m, a)) {
-                    Ok(()) => Slot::Opening,
-                    // The workers are gone: opened here.
-                    Err(e) => {
-                        let (_, m, mut a) = e.0;
-                        let o = a.open(m.data.get(1..).unwrap_or_default());
-                        Slot::Opened(Box::new((seq, m, a, o)))
-                    }
-                }
+                self.group_bytes += m.data.len();
+                self.group.push((seq, m, a));
+                Slot::Opening
             }
             // A game batch read in its turn keeps its flow's later ones
             // from going ahead (another message leaves the flow as it is).
@@ -152,8 +164,14 @@ impl Window {
             None => Slot::Plain(m),
         };
         self.queue.push_back(Entry::Message { since, file, slot });
+        if self.group.len() >= GROUP || self.group_bytes >= GROUP_BYTES {
+            self.send();
+        }
         self.hand_on(game, each, false)?;
-        while self.queue.len() > MAX_HELD || self.bytes > MAX_HELD_BYTES {
+        while self.queue.len() > MAX_HELD
+            || self.bytes > MAX_HELD_BYTES
+            || self.opened > MAX_OPENED_BYTES
+        {
             if !self.hand_on_one(game, each, true)? {
                 break;
             }
@@ -173,6 +191,31 @@ impl Window {
     /// Every message waiting, handed on.
     pub(crate) fn flush(&mut self, game: &mut Game, each: &mut Each<'_>) -> anyhow::Result<()> {
         self.hand_on(game, each, true)
+    }
+
+    /// The group gathered, to a worker (opened here when none is left).
+    fn send(&mut self) {
+        self.group_bytes = 0;
+        let group = std::mem::take(&mut self.group);
+        if group.is_empty() {
+            return;
+        }
+        let Some(jobs) = &self.jobs else { return };
+        if let Err(e) = jobs.send(group) {
+            let done: Vec<Done> = e.0.into_iter().map(open).collect();
+            self.place(done);
+        }
+    }
+
+    /// Opened batches, each put in its place.
+    fn place(&mut self, done: Vec<Done>) {
+        for d in done {
+            let at = (d.0 - self.front) as usize;
+            if let Some(Entry::Message { slot, .. }) = self.queue.get_mut(at) {
+                self.opened += d.3.bytes();
+                *slot = Slot::Opened(Box::new(d));
+            }
+        }
     }
 
     /// The messages at the front whose turn can come (all, with `wait`).
@@ -197,7 +240,19 @@ impl Window {
                     slot: Slot::Opening,
                     ..
                 }) => {
-                    if !wait || !self.collect(true) {
+                    if !wait {
+                        return Ok(false);
+                    }
+                    // What it waits for may still be gathering.
+                    self.send();
+                    let opening = matches!(
+                        self.queue.front(),
+                        Some(Entry::Message {
+                            slot: Slot::Opening,
+                            ..
+                        })
+                    );
+                    if opening && !self.collect(true) {
                         return Ok(false);
                     }
                 }
@@ -224,6 +279,7 @@ impl Window {
                     }
                     Slot::Opened(done) => {
                         let (_, m, a, o) = *done;
+                        self.opened -= o.bytes();
                         let g = game.finish_ahead(&m, a, o);
                         (m, g)
                     }
@@ -242,19 +298,19 @@ impl Window {
         let Some(done) = &self.done else {
             return false;
         };
-        let mut any = false;
+        let mut groups = Vec::new();
         let mut next = if wait {
             done.recv().ok()
         } else {
             done.try_recv().ok()
         };
-        while let Some(d) = next {
-            any = true;
-            let at = (d.0 - self.front) as usize;
-            if let Some(Entry::Message { slot, .. }) = self.queue.get_mut(at) {
-                *slot = Slot::Opened(Box::new(d));
-            }
+        while let Some(g) = next {
+            groups.push(g);
             next = done.try_recv().ok();
+        }
+        let any = !groups.is_empty();
+        for g in groups {
+            self.place(g);
         }
         any
     }
@@ -263,4 +319,10 @@ impl Window {
 /// Whether `m` is a game batch (0xFE), which a Bedrock flow's state reads.
 fn is_game(m: &Message) -> bool {
     m.data.first() == Some(&crate::bedrock::GAME_MESSAGE)
+}
+
+/// A batch opened, on a worker.
+fn open((seq, m, mut a): Job) -> Done {
+    let opened = a.open(m.data.get(1..).unwrap_or_default());
+    (seq, m, a, opened)
 }
