@@ -215,3 +215,87 @@ fn game_with_keys_prints_the_same_whatever_the_threads() {
     }
     same_for_every_count(&args);
 }
+
+/// Copies of a capture's sessions, each on ports of its own, started
+/// `step_us` microseconds apart and interleaved by time (a little-endian
+/// microsecond pcap of Ethernet, IPv4 and UDP; UDP checksums zeroed, as
+/// IPv4 allows): many Bedrock flows at once.
+fn interleaved_copies(src: &Path, copies: u16, step_us: u64) -> Vec<u8> {
+    let data = std::fs::read(src).unwrap();
+    let (header, mut body) = data.split_at(24);
+    assert_eq!(header[..4], [0xd4, 0xc3, 0xb2, 0xa1]);
+    assert_eq!(u32::from_le_bytes(header[20..24].try_into().unwrap()), 1);
+    let le = |b: &[u8]| u32::from_le_bytes(b.try_into().unwrap());
+    let mut records = Vec::new();
+    while body.len() >= 16 {
+        let t = u64::from(le(&body[..4])) * 1_000_000 + u64::from(le(&body[4..8]));
+        let (incl, orig) = (le(&body[8..12]) as usize, le(&body[12..16]));
+        records.push((t, orig, body[16..16 + incl].to_vec()));
+        body = &body[16 + incl..];
+    }
+    let mut out: Vec<(u64, u32, Vec<u8>)> = Vec::new();
+    for k in 0..copies {
+        for (t, orig, frame) in &records {
+            let mut f = frame.clone();
+            let ip = 14;
+            let udp = ip + usize::from(f[ip] & 0x0f) * 4;
+            for at in [udp, udp + 2] {
+                let port = u16::from_be_bytes([f[at], f[at + 1]]);
+                f[at..at + 2].copy_from_slice(&port.wrapping_add(k * 2).to_be_bytes());
+            }
+            f[udp + 6..udp + 8].copy_from_slice(&[0, 0]);
+            out.push((t + u64::from(k) * step_us, *orig, f));
+        }
+    }
+    out.sort_by_key(|r| r.0);
+    let mut pcap = header.to_vec();
+    for (t, orig, f) in out {
+        pcap.extend(((t / 1_000_000) as u32).to_le_bytes());
+        pcap.extend(((t % 1_000_000) as u32).to_le_bytes());
+        pcap.extend((f.len() as u32).to_le_bytes());
+        pcap.extend(orig.to_le_bytes());
+        pcap.extend(f);
+    }
+    pcap
+}
+
+/// `game` over many encrypted Bedrock sessions at once, whose batches the
+/// reading thread opens ahead on other threads (each flow's from its
+/// encryption on, while the others' logins go on): the same bytes with
+/// any number of threads, every batch decrypted.
+#[test]
+fn game_over_many_sessions_at_once_prints_the_same_whatever_the_threads() {
+    let dir = common::TempDir::new("many-sessions");
+    let pcap = dir.path().join("many.pcap");
+    std::fs::write(
+        &pcap,
+        interleaved_copies(&sample("bedrock-1.19.1.pcap"), 40, 7_000),
+    )
+    .unwrap();
+    let keylog = sample("bedrock-1.19.1.keylog");
+    let (pcap, keylog) = (pcap.to_str().unwrap(), keylog.to_str().unwrap());
+    let args = ["game", pcap, "--keylog", keylog, "--json"];
+    let (out, code) = with_threads(&args, 1);
+    assert_eq!(code, Some(0));
+    let text = String::from_utf8(out).unwrap();
+    let packets = text.matches("\"type\":\"game\"").count();
+    assert!(!text.contains("game_opaque"), "every batch decrypted");
+    // Each copy's session in full: 40 times the one session's packets.
+    let one = with_threads(
+        &[
+            "game",
+            sample("bedrock-1.19.1.pcap").to_str().unwrap(),
+            "--keylog",
+            keylog,
+            "--json",
+        ],
+        1,
+    );
+    let one = String::from_utf8(one.0)
+        .unwrap()
+        .matches("\"type\":\"game\"")
+        .count();
+    assert_eq!(packets, 40 * one);
+    same_for_every_count(&args);
+    same_for_every_count(&["game", pcap, "--keylog", keylog]);
+}
