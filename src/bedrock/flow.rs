@@ -605,7 +605,9 @@ impl GameFlow {
                 &mut self.learned,
             );
             self.after(dir, header.id, salt);
-            self.progress(dir, header.id, hand.as_ref());
+            // Named once, by the protocol as it stands after the packet.
+            let name = super::names::packet_name(self.protocol(), header.id);
+            self.progress(dir, header.id, name, hand.as_ref());
             let body = &rec[header.len..];
             let (decoded, pending) = match &mut self.fields {
                 Some(f) => match f.prepare(self.learned.protocol, header.id, body, hand) {
@@ -625,7 +627,7 @@ impl GameFlow {
                 dir,
                 batch,
                 header,
-                name: super::names::packet_name(self.protocol(), header.id),
+                name,
                 data: rec,
                 encrypted,
                 fields: decoded.fields,
@@ -683,7 +685,7 @@ impl GameFlow {
     }
 
     /// The login's progress after packet `id`.
-    fn progress(&mut self, dir: Dir, id: u16, fields: Option<&Value>) {
+    fn progress(&mut self, dir: Dir, id: u16, name: Option<&str>, fields: Option<&Value>) {
         const STEPS: &[&str] = &[
             "request_network_settings",
             "network_settings",
@@ -698,7 +700,7 @@ impl GameFlow {
             "set_local_player_as_initialized",
             "disconnect",
         ];
-        let Some(name) = super::names::packet_name(self.protocol(), id) else {
+        let Some(name) = name else {
             return;
         };
         let Some(step) = STEPS.iter().find(|s| **s == name) else {

@@ -51,6 +51,7 @@ pub(crate) const GROUP_BYTES: usize = 256 << 10;
 enum Entry {
     /// A message, and where its batch stands.
     Message {
+        flow: u32,
         since: Duration,
         file: usize,
         slot: Slot,
@@ -148,6 +149,7 @@ impl Window {
             true => None,
         };
         self.bytes += m.data.len();
+        let flow = m.flow;
         let slot = match ahead {
             Some(a) => {
                 let seq = self.front + self.queue.len() as u64;
@@ -163,7 +165,12 @@ impl Window {
             }
             None => Slot::Plain(m),
         };
-        self.queue.push_back(Entry::Message { since, file, slot });
+        self.queue.push_back(Entry::Message {
+            flow,
+            since,
+            file,
+            slot,
+        });
         if self.group.len() >= GROUP || self.group_bytes >= GROUP_BYTES {
             self.send();
         }
@@ -186,6 +193,13 @@ impl Window {
         } else {
             self.queue.push_back(Entry::Close(flow));
         }
+    }
+
+    /// Whether a message of flow `flow` waits.
+    pub(crate) fn holds(&self, flow: u32) -> bool {
+        self.queue
+            .iter()
+            .any(|e| matches!(e, Entry::Message { flow: f, .. } if *f == flow))
     }
 
     /// Every message waiting, handed on.
@@ -265,7 +279,9 @@ impl Window {
         self.front += 1;
         match entry {
             Entry::Close(flow) => drop(game.close(flow)),
-            Entry::Message { since, file, slot } => {
+            Entry::Message {
+                since, file, slot, ..
+            } => {
                 let (m, g) = match slot {
                     Slot::Plain(m) => {
                         if let Some(n) = self.plain.get_mut(&m.flow).filter(|_| is_game(&m)) {

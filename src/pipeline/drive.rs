@@ -345,12 +345,13 @@ pub(crate) fn drive_messages(
             } = item
             {
                 (first, last_file) = (Some(since), file);
-                // What an offline packet tells the game layer (a flow's
-                // RakNet protocol, a pong) is for the messages after it.
-                if matches!(
+                // What an offline packet tells the game layer of its flow
+                // (its RakNet protocol, a pong) is for the messages after it.
+                let offline = matches!(
                     packet.body,
                     crate::dissect::Body::Offline { msg: Some(_), .. }
-                ) {
+                );
+                if offline && window.holds(packet.flow) {
                     window.flush(game, &mut each)?;
                 }
                 game.packet(packet);
