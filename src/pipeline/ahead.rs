@@ -24,8 +24,7 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::drive::Delivered;
-use crate::bedrock::{Ahead, Game, Opened};
+use crate::bedrock::{Ahead, Game, GameEvent, Opened};
 use crate::mirror::Message;
 
 /// Messages waiting at most.
@@ -71,7 +70,8 @@ enum Slot {
 
 /// Where each message goes in its turn, with what the game layer made of
 /// it, its time and its file.
-pub(crate) type Each<'a> = dyn FnMut(Delivered, Duration, usize) -> anyhow::Result<()> + 'a;
+pub(crate) type Each<'a> =
+    dyn FnMut(Message, Option<Vec<GameEvent>>, Duration, usize) -> anyhow::Result<()> + 'a;
 
 /// The messages in order, batches opened ahead; see the module.
 pub(crate) struct Window {
@@ -142,7 +142,7 @@ impl Window {
     ) -> anyhow::Result<()> {
         if self.jobs.is_none() {
             let g = game.message(&m);
-            return each(Delivered::raknet(m, g), since, file);
+            return each(m, g, since, file);
         }
         let ahead = match self.plain.contains_key(&m.flow) {
             false => game.ahead(&m),
@@ -302,7 +302,7 @@ impl Window {
                     Slot::Opening => unreachable!("waited for above"),
                 };
                 self.bytes -= m.data.len();
-                each(Delivered::raknet(m, g), since, file)?;
+                each(m, g, since, file)?;
             }
         }
         Ok(true)

@@ -352,11 +352,13 @@ pub(crate) fn drive_messages(
                     crate::dissect::Body::Offline { msg: Some(_), .. }
                 );
                 if offline && window.holds(packet.flow) {
-                    window.flush(game, &mut each)?;
+                    window.flush(game, &mut |m, g, s, f| each(Delivered::raknet(m, g), s, f))?;
                 }
                 game.packet(packet);
                 for m in obs.messages.drain(..) {
-                    window.message(game, m, since, file, &mut each)?;
+                    window.message(game, m, since, file, &mut |m, g, s, f| {
+                        each(Delivered::raknet(m, g), s, f)
+                    })?;
                 }
                 obs.ended.iter().for_each(|&f| window.close(game, f));
             } else if let Item::Nethernet {
@@ -369,7 +371,7 @@ pub(crate) fn drive_messages(
             } = item
             {
                 // The RakNet messages before it first.
-                window.flush(game, &mut each)?;
+                window.flush(game, &mut |m, g, s, f| each(Delivered::raknet(m, g), s, f))?;
                 (first, last_file) = (Some(since), file);
                 let c = seen.conversation;
                 let sealed = c.association.counts.values().any(|n| n.encrypted > 0);
@@ -388,13 +390,15 @@ pub(crate) fn drive_messages(
             Ok(Next::Continue)
         });
         let mut each = |d, since, file| each(d, since, file, &mut *out);
-        window.flush(game, &mut each)?;
+        window.flush(game, &mut |m, g, s, f| each(Delivered::raknet(m, g), s, f))?;
         let outcome = outcome?;
         for m in mirror.finish().messages {
             let since = first.unwrap_or_default();
-            window.message(game, m, since, last_file, &mut each)?;
+            window.message(game, m, since, last_file, &mut |m, g, s, f| {
+                each(Delivered::raknet(m, g), s, f)
+            })?;
         }
-        window.flush(game, &mut each)?;
+        window.flush(game, &mut |m, g, s, f| each(Delivered::raknet(m, g), s, f))?;
         anyhow::Ok(outcome)
     })?;
     if batches && !closed.is_empty() {
