@@ -133,7 +133,7 @@ impl Inflating {
 /// Bytes a batch opened ahead inflates to at most: a larger one is
 /// inflated in its turn, so that the batches out at once hold little
 /// memory whatever they inflate to.
-pub(crate) const AHEAD_MAX: usize = 1 << 20;
+pub(crate) const AHEAD_MAX: usize = 512 << 10;
 
 /// A batch's packets, each its own bytes (or why its records do not add
 /// up), or why it does not inflate.
@@ -166,17 +166,6 @@ pub(crate) struct Opened {
     plain: Option<Vec<u8>>,
     /// Its packets, inflated as the flow stood when it was opened.
     inflated: Option<Inflated>,
-}
-
-impl Opened {
-    /// The bytes it holds.
-    pub(crate) fn bytes(&self) -> usize {
-        let packets = match &self.inflated {
-            Some(Ok(Ok(r))) => r.iter().map(Vec::len).sum(),
-            _ => 0,
-        };
-        self.plain.as_ref().map_or(0, Vec::len) + packets
-    }
 }
 
 impl Ahead {

@@ -17,7 +17,8 @@
 //! out is the one thread's, byte for byte. A flow with a message waiting
 //! that was not opened ahead has none of its later batches opened ahead
 //! until it is handed on (its stream must move in order). At most
-//! [`MAX_HELD`] messages or [`MAX_HELD_BYTES`] of them wait.
+//! [`MAX_HELD`] messages or [`MAX_HELD_BYTES`] of them wait, [`MAX_OUT`]
+//! of their batches opened ahead.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -31,11 +32,12 @@ use crate::mirror::Message;
 pub(crate) const MAX_HELD: usize = 256;
 /// Bytes of the messages waiting, at most.
 pub(crate) const MAX_HELD_BYTES: usize = 16 << 20;
-/// Bytes the batches opened and waiting hold (their plaintext and
-/// packets), past which no message is taken until the first is handed on:
-/// with a group's worth more at most (a batch opened ahead keeps at most
-/// `flow::AHEAD_MAX` of packets), under 64 MB whatever the batches.
-pub(crate) const MAX_OPENED_BYTES: usize = 32 << 20;
+/// Batches out at most: sent to a worker, or opened and waiting. Each
+/// keeps at most `flow::AHEAD_MAX` of packets and its plaintext (no more
+/// than its message), so that what they hold stays under about 40 MB
+/// beside the messages' 16 MB and the batch each worker is inflating,
+/// whatever the batches inflate to.
+pub(crate) const MAX_OUT: usize = 48;
 
 type Job = (u64, Message, Ahead);
 type Done = (u64, Message, Ahead, Opened);
@@ -79,8 +81,8 @@ pub(crate) struct Window {
     /// The sequence number of the queue's front.
     front: u64,
     bytes: usize,
-    /// Bytes of the batches opened and waiting.
-    opened: usize,
+    /// Batches out: sent to a worker, or opened and waiting.
+    out: usize,
     /// The workers' queue; none without workers (every message handed on
     /// at once).
     jobs: Option<Sender<Vec<Job>>>,
@@ -122,7 +124,7 @@ impl Window {
             queue: VecDeque::new(),
             front: 0,
             bytes: 0,
-            opened: 0,
+            out: 0,
             jobs,
             done,
             group: Vec::new(),
@@ -155,6 +157,7 @@ impl Window {
                 let seq = self.front + self.queue.len() as u64;
                 self.group_bytes += m.data.len();
                 self.group.push((seq, m, a));
+                self.out += 1;
                 Slot::Opening
             }
             // A game batch read in its turn keeps its flow's later ones
@@ -175,10 +178,7 @@ impl Window {
             self.send();
         }
         self.hand_on(game, each, false)?;
-        while self.queue.len() > MAX_HELD
-            || self.bytes > MAX_HELD_BYTES
-            || self.opened > MAX_OPENED_BYTES
-        {
+        while self.queue.len() > MAX_HELD || self.bytes > MAX_HELD_BYTES || self.out > MAX_OUT {
             if !self.hand_on_one(game, each, true)? {
                 break;
             }
@@ -226,7 +226,6 @@ impl Window {
         for d in done {
             let at = (d.0 - self.front) as usize;
             if let Some(Entry::Message { slot, .. }) = self.queue.get_mut(at) {
-                self.opened += d.3.bytes();
                 *slot = Slot::Opened(Box::new(d));
             }
         }
@@ -295,7 +294,7 @@ impl Window {
                     }
                     Slot::Opened(done) => {
                         let (_, m, a, o) = *done;
-                        self.opened -= o.bytes();
+                        self.out -= 1;
                         let g = game.finish_ahead(&m, a, o);
                         (m, g)
                     }
