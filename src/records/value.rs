@@ -222,9 +222,7 @@ pub(crate) fn write_value(v: &Value<'_>, out: &mut Vec<u8>) {
             Ok(())
         }
         Value::Bytes(b) => {
-            out.push(b'"');
-            crate::wire::cursor::hex_extend(out, b);
-            out.push(b'"');
+            crate::wire::json::write_hex(out, b);
             Ok(())
         }
         Value::Range(lo, hi) => serde_json::to_writer(&mut *out, &[lo, hi]),

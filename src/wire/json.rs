@@ -18,29 +18,51 @@ pub(crate) fn write_value(out: &mut Vec<u8>, v: &Value) {
         // Writing to a Vec cannot fail.
         Value::Number(n) => drop(serde_json::to_writer(&mut *out, n)),
         Value::String(s) => write_str(out, s),
-        Value::Array(a) => {
-            out.push(b'[');
-            for (i, item) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_value(out, item);
-            }
-            out.push(b']');
-        }
-        Value::Object(m) => {
-            out.push(b'{');
-            for (i, (k, item)) in m.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_str(out, k);
-                out.push(b':');
-                write_value(out, item);
-            }
-            out.push(b'}');
-        }
+        Value::Array(a) => write_array(out, a, write_value),
+        Value::Object(m) => write_object(out, m.iter().map(|(k, v)| (k.as_str(), v)), write_value),
     }
+}
+
+/// `items` as a JSON array, each written by `each`.
+pub(crate) fn write_array<T>(
+    out: &mut Vec<u8>,
+    items: impl IntoIterator<Item = T>,
+    mut each: impl FnMut(&mut Vec<u8>, T),
+) {
+    out.push(b'[');
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        each(out, item);
+    }
+    out.push(b']');
+}
+
+/// `members` as a JSON object, in the order given, each value written by
+/// `each`.
+pub(crate) fn write_object<'k, T>(
+    out: &mut Vec<u8>,
+    members: impl IntoIterator<Item = (&'k str, T)>,
+    mut each: impl FnMut(&mut Vec<u8>, T),
+) {
+    out.push(b'{');
+    for (i, (k, item)) in members.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_str(out, k);
+        out.push(b':');
+        each(out, item);
+    }
+    out.push(b'}');
+}
+
+/// Bytes as a JSON string of lowercase hex.
+pub(crate) fn write_hex(out: &mut Vec<u8>, b: &[u8]) {
+    out.push(b'"');
+    crate::wire::cursor::hex_extend(out, b);
+    out.push(b'"');
 }
 
 /// `s` as a JSON string.

@@ -357,6 +357,17 @@ pub(crate) fn lookup<'a, S: std::borrow::Borrow<serde_json::Map<String, Value>>>
     scopes: &'a [S],
     path: &[Box<str>],
 ) -> Option<&'a Value> {
+    lookup_in(scopes, path, |s, k| s.borrow().get(k), |v, k| v.get(k))
+}
+
+/// [`lookup`] over any scopes and values: `field` finds a name in a scope,
+/// `member` a key in a value.
+pub(crate) fn lookup_in<'a, S, V>(
+    scopes: &'a [S],
+    path: &[Box<str>],
+    field: impl Fn(&'a S, &str) -> Option<&'a V>,
+    member: impl Fn(&'a V, &str) -> Option<&'a V>,
+) -> Option<&'a V> {
     let mut top = scopes.len();
     let mut i = 0;
     while path.get(i).is_some_and(|p| &**p == "..") {
@@ -364,12 +375,9 @@ pub(crate) fn lookup<'a, S: std::borrow::Borrow<serde_json::Map<String, Value>>>
         i += 1;
     }
     let first = path.get(i)?;
-    let mut v = scopes[..top]
-        .iter()
-        .rev()
-        .find_map(|s| s.borrow().get(&**first))?;
+    let mut v = scopes[..top].iter().rev().find_map(|s| field(s, first))?;
     for p in &path[i + 1..] {
-        v = v.get(&**p)?;
+        v = member(v, p)?;
     }
     Some(v)
 }

@@ -185,10 +185,6 @@ struct Decoder<'a> {
     partial: Option<Lean<'a>>,
 }
 
-fn float<'a>(v: f64) -> Lean<'a> {
-    Lean::Float(v)
-}
-
 /// Text from the wire: borrowed when it is UTF-8, else with U+FFFD for
 /// what is not.
 fn text(b: &[u8]) -> Lean<'_> {
@@ -340,10 +336,10 @@ impl<'a> Decoder<'a> {
             Lu32 => Lean::Int(i64::from(u32::from_le_bytes(self.arr()?))),
             Li64 => int(i64::from_le_bytes(self.arr()?)),
             Lu64 => Lean::uint(u128::from(u64::from_le_bytes(self.arr()?))),
-            F32 => float(f64::from(f32::from_be_bytes(self.arr()?))),
-            F64 => float(f64::from_be_bytes(self.arr()?)),
-            Lf32 => float(f64::from(f32::from_le_bytes(self.arr()?))),
-            Lf64 => float(f64::from_le_bytes(self.arr()?)),
+            F32 => Lean::Float(f64::from(f32::from_be_bytes(self.arr()?))),
+            F64 => Lean::Float(f64::from_be_bytes(self.arr()?)),
+            Lf32 => Lean::Float(f64::from(f32::from_le_bytes(self.arr()?))),
+            Lf64 => Lean::Float(f64::from_le_bytes(self.arr()?)),
             // A varint is a signed 32-bit integer in LEB128 (two's
             // complement: a negative takes 5 bytes), as ProtoDef and
             // bedrock-protocol read it: a block's y of -45 is -45.
@@ -396,22 +392,11 @@ impl<'a> Decoder<'a> {
     /// up one explicitly, then the first scope outward that has the name,
     /// then into its objects.
     fn lookup(&self, path: &[Box<str>]) -> Option<&Lean<'a>> {
-        let scopes = &self.scopes;
-        let mut top = scopes.len();
-        let mut i = 0;
-        while path.get(i).is_some_and(|p| &**p == "..") {
-            top = top.saturating_sub(1);
-            i += 1;
+        // A container being read may hold a name twice: its last counts.
+        fn field<'s, 'a>(s: &'s Members<'a>, name: &str) -> Option<&'s Lean<'a>> {
+            s.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v)
         }
-        let first = path.get(i)?;
-        let mut v = scopes[..top]
-            .iter()
-            .rev()
-            .find_map(|s| s.iter().rev().find(|(k, _)| **k == **first).map(|(_, v)| v))?;
-        for p in &path[i + 1..] {
-            v = v.get(p)?;
-        }
-        Some(v)
+        super::compile::lookup_in(&self.scopes, path, field, |v, k| v.get(k))
     }
 
     fn value(&mut self, id: NodeId) -> Result<Lean<'a>, DecodeError> {
@@ -434,7 +419,7 @@ impl<'a> Decoder<'a> {
                 let b = self.arr::<16>()?;
                 Lean::Str(Cow::Owned(uuid(&b)))
             }
-            Node::ByteRot => float(f64::from(self.take(1)?[0]) * (360.0 / 256.0)),
+            Node::ByteRot => Lean::Float(f64::from(self.take(1)?[0]) * (360.0 / 256.0)),
             Node::PString(count) => {
                 let n = self.count(count)?;
                 text(self.take(n)?)

@@ -126,7 +126,7 @@ impl<'a> Lean<'a> {
     /// The value as compact JSON, appended to `out`: what `serde_json`
     /// writes of [`Lean::into_value`].
     pub(crate) fn write_json(&self, out: &mut Vec<u8>) {
-        use crate::wire::json::{write_str, write_value};
+        use crate::wire::json::{write_array, write_hex, write_object, write_str, write_value};
         match self {
             Lean::Null => out.extend_from_slice(b"null"),
             Lean::Bool(true) => out.extend_from_slice(b"true"),
@@ -138,34 +138,12 @@ impl<'a> Lean<'a> {
                 None => write_str(out, &f.to_string()),
             },
             Lean::Str(s) => write_str(out, s),
-            Lean::Hex(b) => {
-                out.push(b'"');
-                crate::wire::cursor::hex_extend(out, b);
-                out.push(b'"');
-            }
+            Lean::Hex(b) => write_hex(out, b),
             Lean::Json(v) => write_value(out, v),
-            Lean::Array(a) => {
-                out.push(b'[');
-                for (i, item) in a.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    item.write_json(out);
-                }
-                out.push(b']');
-            }
-            Lean::Object(m) => {
-                out.push(b'{');
-                for (i, (k, item)) in m.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    write_str(out, k);
-                    out.push(b':');
-                    item.write_json(out);
-                }
-                out.push(b'}');
-            }
+            Lean::Array(a) => write_array(out, a, |out, item| item.write_json(out)),
+            Lean::Object(m) => write_object(out, m.iter().map(|(k, v)| (&**k, v)), |out, item| {
+                item.write_json(out)
+            }),
         }
     }
 
