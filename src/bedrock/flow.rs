@@ -871,7 +871,7 @@ impl GameSummary {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::bedrock::batch::{join, write_varu32};
     use crate::bedrock::crypto::Encryptor;
@@ -1043,7 +1043,7 @@ mod tests {
 
     /// [`session`] with `more` batches each way after the spawn, on the
     /// same streams; without `key`, nothing is encrypted (no handshake).
-    fn long_session(key: Option<[u8; 32]>, more: u8) -> Vec<(Dir, Vec<u8>)> {
+    pub(crate) fn long_session(key: Option<[u8; 32]>, more: u8) -> Vec<(Dir, Vec<u8>)> {
         let mut to_client = key.map(|k| Encryptor::new(k, Mode::Ctr));
         let mut to_server = key.map(|k| Encryptor::new(k, Mode::Ctr));
         let mut settings = 0u16.to_le_bytes().to_vec();

@@ -14,13 +14,16 @@
 //! ([`Game::finish_ahead`](crate::bedrock::Game)), which reads the packets
 //! as it would have, and opens the batch again itself when an earlier
 //! message changed the flow (a new key, NetworkSettings). So what comes
-//! out is the one thread's, byte for byte. A flow with a message waiting
-//! that was not opened ahead has none of its later batches opened ahead
-//! until it is handed on (its stream must move in order). At most
+//! out is the one thread's, byte for byte. A game batch that cannot be
+//! opened ahead (its flow's state is not settled: a login, a new key) is
+//! handed on at once, after the messages before it: the reading waits for
+//! their batches, so that the flow's later batches are decided on its
+//! state after it (were they read on, none of them could go ahead until it
+//! was handed on). At most
 //! [`MAX_HELD`] messages or [`MAX_HELD_BYTES`] of them wait, [`MAX_OUT`]
 //! of their batches opened ahead.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -90,8 +93,9 @@ pub(crate) struct Window {
     /// The batches of the next group, and their bytes.
     group: Vec<Job>,
     group_bytes: usize,
-    /// Flows with messages waiting that were not opened ahead: how many.
-    plain: HashMap<u32, usize>,
+    /// Batches opened ahead so far.
+    #[cfg(test)]
+    opened_ahead: usize,
 }
 
 impl Window {
@@ -129,7 +133,8 @@ impl Window {
             done,
             group: Vec::new(),
             group_bytes: 0,
-            plain: HashMap::new(),
+            #[cfg(test)]
+            opened_ahead: 0,
         }
     }
 
@@ -146,25 +151,20 @@ impl Window {
             let g = game.message(&m);
             return each(m, g, since, file);
         }
-        let ahead = match self.plain.contains_key(&m.flow) {
-            false => game.ahead(&m),
-            true => None,
-        };
+        let ahead = game.ahead(&m);
         self.bytes += m.data.len();
         let flow = m.flow;
         let slot = match ahead {
             Some(a) => {
+                #[cfg(test)]
+                {
+                    self.opened_ahead += 1;
+                }
                 let seq = self.front + self.queue.len() as u64;
                 self.group_bytes += m.data.len();
                 self.group.push((seq, m, a));
                 self.out += 1;
                 Slot::Opening
-            }
-            // A game batch read in its turn keeps its flow's later ones
-            // from going ahead (another message leaves the flow as it is).
-            None if is_game(&m) => {
-                *self.plain.entry(m.flow).or_default() += 1;
-                Slot::Plain(m)
             }
             None => Slot::Plain(m),
         };
@@ -174,10 +174,17 @@ impl Window {
             file,
             slot,
         });
-        if self.group.len() >= GROUP || self.group_bytes >= GROUP_BYTES {
+        // A game batch read in its turn: its flow's state after it decides
+        // whether the next ones go ahead (another message leaves the flow
+        // as it is).
+        let settles = matches!(
+            self.queue.back(),
+            Some(Entry::Message { slot: Slot::Plain(m), .. }) if is_game(m)
+        );
+        if settles || self.group.len() >= GROUP || self.group_bytes >= GROUP_BYTES {
             self.send();
         }
-        self.hand_on(game, each, false)?;
+        self.hand_on(game, each, settles)?;
         while self.queue.len() > MAX_HELD || self.bytes > MAX_HELD_BYTES || self.out > MAX_OUT {
             if !self.hand_on_one(game, each, true)? {
                 break;
@@ -283,12 +290,6 @@ impl Window {
             } => {
                 let (m, g) = match slot {
                     Slot::Plain(m) => {
-                        if let Some(n) = self.plain.get_mut(&m.flow).filter(|_| is_game(&m)) {
-                            *n -= 1;
-                            if *n == 0 {
-                                self.plain.remove(&m.flow);
-                            }
-                        }
                         let g = game.message(&m);
                         (m, g)
                     }
@@ -340,4 +341,68 @@ fn is_game(m: &Message) -> bool {
 fn open((seq, m, mut a): Job) -> Done {
     let opened = a.open(m.data.get(1..).unwrap_or_default());
     (seq, m, a, opened)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bedrock::flow::tests::long_session;
+    use crate::bedrock::{Detect, Keys};
+    use crate::wire::Reliability;
+
+    /// Sessions one after another, as a server's log of players has
+    /// them: each one's login is read in its turn behind the last
+    /// batches of the one before, still opening, and the rest of each
+    /// goes ahead all the same; what comes out is what no window gives.
+    #[test]
+    fn sessions_one_after_another_go_ahead_after_each_login() {
+        let keys = || {
+            let mut keys = Keys::default();
+            keys.add_key_log(&format!(
+                "BEDROCK_SALT_KEY {} {}",
+                "07".repeat(16),
+                "09".repeat(32)
+            ));
+            keys
+        };
+        let session = long_session(Some([9; 32]), 40);
+        let sessions = 5;
+        let messages: Vec<Message> = (0..sessions)
+            .flat_map(|flow| {
+                session.iter().map(move |(dir, data)| Message {
+                    flow,
+                    dir: *dir,
+                    frame: 0,
+                    ts: Duration::ZERO,
+                    data: data.clone(),
+                    reliability: Reliability::RELIABLE_ORDERED,
+                    channel: Some(0),
+                    anomalies: Vec::new(),
+                })
+            })
+            .collect();
+        let run = |workers: usize| {
+            let mut game = Game::new(Detect::Always, keys());
+            let mut shown = Vec::new();
+            let mut each = |m: Message, g: Option<Vec<GameEvent>>, _: Duration, _: usize| {
+                shown.push(format!("{} {:?}", m.flow, g));
+                Ok(())
+            };
+            let opened = std::thread::scope(|scope| {
+                let mut window = Window::new(scope, workers);
+                for m in &messages {
+                    window.message(&mut game, m.clone(), Duration::ZERO, 0, &mut each)?;
+                }
+                window.flush(&mut game, &mut each)?;
+                anyhow::Ok(window.opened_ahead)
+            });
+            (opened.unwrap(), shown)
+        };
+        let (none, want) = run(0);
+        assert_eq!(none, 0);
+        let (opened, shown) = run(1);
+        assert_eq!(shown, want);
+        // Each session's 80 batches after its spawn.
+        assert_eq!(opened, sessions as usize * 80, "{opened} opened ahead");
+    }
 }
