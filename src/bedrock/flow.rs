@@ -1043,6 +1043,17 @@ pub(crate) mod tests {
 
     /// [`session`] with `more` batches each way after the spawn, on the
     /// same streams; without `key`, nothing is encrypted (no handshake).
+    /// The key of [`long_session`]'s salt 07.. and key 09...
+    pub(crate) fn long_session_keys() -> Keys {
+        let mut keys = Keys::default();
+        keys.add_key_log(&format!(
+            "BEDROCK_SALT_KEY {} {}",
+            "07".repeat(16),
+            "09".repeat(32)
+        ));
+        keys
+    }
+
     pub(crate) fn long_session(key: Option<[u8; 32]>, more: u8) -> Vec<(Dir, Vec<u8>)> {
         let mut to_client = key.map(|k| Encryptor::new(k, Mode::Ctr));
         let mut to_server = key.map(|k| Encryptor::new(k, Mode::Ctr));
@@ -1082,15 +1093,7 @@ pub(crate) mod tests {
     /// batches out.
     #[test]
     fn batches_opened_ahead_read_as_in_their_turn() {
-        let keys = || {
-            let mut keys = Keys::default();
-            keys.add_key_log(&format!(
-                "BEDROCK_SALT_KEY {} {}",
-                "07".repeat(16),
-                "09".repeat(32)
-            ));
-            keys
-        };
+        let keys = long_session_keys;
         let encrypted = long_session(Some([9; 32]), 6);
         let mut broken = encrypted.clone();
         // A byte of an s2c batch after the spawn: its checksum fails.

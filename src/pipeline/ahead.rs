@@ -346,8 +346,8 @@ fn open((seq, m, mut a): Job) -> Done {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bedrock::flow::tests::long_session;
-    use crate::bedrock::{Detect, Keys};
+    use crate::bedrock::flow::tests::{long_session, long_session_keys};
+    use crate::bedrock::Detect;
     use crate::wire::Reliability;
 
     /// Sessions one after another, as a server's log of players has
@@ -356,15 +356,7 @@ mod tests {
     /// goes ahead all the same; what comes out is what no window gives.
     #[test]
     fn sessions_one_after_another_go_ahead_after_each_login() {
-        let keys = || {
-            let mut keys = Keys::default();
-            keys.add_key_log(&format!(
-                "BEDROCK_SALT_KEY {} {}",
-                "07".repeat(16),
-                "09".repeat(32)
-            ));
-            keys
-        };
+        let keys = long_session_keys;
         let session = long_session(Some([9; 32]), 40);
         let sessions = 5;
         let messages: Vec<Message> = (0..sessions)
