@@ -1524,3 +1524,106 @@ fn bedrock_protocol_client(
     }
     cmd.output().expect("node runs")
 }
+
+/// Issue 28: `ping` asks NetherNet (`GET /v1/join` on the TCP port) and
+/// RakNet (an unconnected ping on the UDP port) at once and says which
+/// answered, against real servers of each: aiortc's NetherNet server
+/// (scripts/nethernet_peers.py), bedrock-protocol's RakNet server, and
+/// both on the same port number as a dedicated server has them. The
+/// status printed is the JSON the NetherNet server says it sent.
+#[test]
+fn ping_says_which_transport_answered() {
+    if !peers_ready() {
+        return;
+    }
+    let Some(py) = common::aiortc_python() else {
+        common::skip_or_fail("no Python with aiortc (target/venv/bin/pip install aiortc==1.16.0)");
+        return;
+    };
+    let work = Work::new("ping-transports");
+    let port = common::free_port_pair();
+    let target = format!("127.0.0.1:{port}");
+    let truth = work.file("nethernet.truth.jsonl");
+    let mut nethernet = Command::new(&py);
+    nethernet
+        .arg(common::root().join("scripts/nethernet_peers.py"))
+        .args(["server", "--port", &port.to_string(), "--timeout", "60"])
+        .arg("--truth")
+        .arg(&truth)
+        .arg("--keylog")
+        .arg(work.file("nethernet.keylog"))
+        .stderr(std::process::Stdio::piped());
+    let mut nethernet = common::Proc::spawn(&mut nethernet, "nethernet_peers.py server");
+    let err = nethernet.child.stderr.take().unwrap();
+    let said = common::reader_lines(err);
+    assert!(
+        common::wait_line(
+            &said,
+            "nethernet_peers: server listening",
+            Duration::from_secs(20)
+        )
+        .is_some(),
+        "nethernet_peers.py server did not start"
+    );
+    let ping = |extra: &[&str]| {
+        let mut a = vec!["ping", target.as_str(), "--json", "--timeout", "1"];
+        a.extend_from_slice(extra);
+        let o = common::run_with_timeout(
+            Command::new(common::bin_path()).args(&a),
+            Duration::from_secs(20),
+        );
+        let records: Vec<Value> = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("NDJSON"))
+            .collect();
+        (o.status.code(), records)
+    };
+    let of = |records: &[Value], t: &str| -> Vec<Value> {
+        records.iter().filter(|r| r["type"] == t).cloned().collect()
+    };
+
+    // NetherNet only.
+    let (code, r) = ping(&["-c", "2"]);
+    assert_eq!(code, Some(0), "{r:?}");
+    assert_eq!(of(&r, "transports")[0]["answered"], "nethernet", "{r:?}");
+    let status = of(&r, "join_status");
+    assert_eq!(status.len(), 2, "{r:?}");
+    let sent: Vec<Value> = lines(&truth)
+        .into_iter()
+        .filter(|t| t["type"] == "http" && t["event"] == "sent" && t["status"] == 200)
+        .collect();
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    let body: Value = serde_json::from_str(sent[0]["body"].as_str().unwrap()).unwrap();
+    assert_eq!(status[0]["server"], body);
+    assert_eq!(status[0]["status"], 200);
+    println!("NetherNet only: {}", status[0]);
+    let (code, r) = ping(&["--raknet"]);
+    assert_eq!(code, Some(6), "{r:?}");
+    assert_eq!(of(&r, "failed")[0]["step"], "port_unreachable", "{r:?}");
+    assert!(of(&r, "transports").is_empty());
+
+    // Both, on one port number, as a dedicated server has them.
+    let mut raknet = bedrock_protocol_server("1.26.45", port, &work);
+    let (code, r) = ping(&[]);
+    assert_eq!(code, Some(0), "{r:?}");
+    assert_eq!(of(&r, "transports")[0]["answered"], "both", "{r:?}");
+    assert_eq!(of(&r, "pong")[0]["motd"]["edition"], "MCPE", "{r:?}");
+    assert_eq!(of(&r, "pong")[0]["transport"], "raknet");
+    let (code, r) = ping(&["--transport", "nethernet"]);
+    assert_eq!((code, of(&r, "join_status").len()), (Some(0), 1), "{r:?}");
+    assert!(of(&r, "pong").is_empty());
+
+    // RakNet only.
+    nethernet.signal(libc::SIGTERM);
+    nethernet.wait_or_kill(Duration::from_secs(10));
+    let (code, r) = ping(&[]);
+    assert_eq!(code, Some(0), "{r:?}");
+    assert_eq!(of(&r, "transports")[0]["answered"], "raknet", "{r:?}");
+    assert_eq!(of(&r, "no_join_status")[0]["step"], "refused", "{r:?}");
+    let (code, r) = ping(&["--nethernet", "-c", "2"]);
+    assert_eq!(code, Some(6), "{r:?}");
+    // A closed port is not asked again.
+    assert_eq!(of(&r, "no_join_status").len(), 1, "{r:?}");
+    raknet.signal(libc::SIGTERM);
+    raknet.wait_or_kill(Duration::from_secs(10));
+}

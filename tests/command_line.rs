@@ -259,7 +259,8 @@ fn documented_mistakes_exit_with_their_codes() {
 }
 
 /// `ping` and `connect` that reach nothing: exit 6, the step on stderr,
-/// and with --json a `failed` record on stdout, as `probe` prints `probe`.
+/// and with --json a `failed` record on stdout, as `probe` prints `probe`
+/// (`ping` also asks NetherNet, and says that nothing answered).
 #[test]
 fn failures_of_live_commands_are_records_with_json() {
     let port = common::free_port_pair();
@@ -276,7 +277,20 @@ fn failures_of_live_commands_are_records_with_json() {
             .lines()
             .map(|l| serde_json::from_str(l).expect("JSON"))
             .collect();
-        assert_eq!(recs.len(), 1, "{args:?}: {recs:?}");
+        if args[0] == "ping" {
+            // NetherNet was asked too: its TCP port refused, then which
+            // transport answered: none.
+            let types: Vec<&str> = recs.iter().map(|r| r["type"].as_str().unwrap()).collect();
+            assert_eq!(
+                types,
+                ["failed", "no_join_status", "transports"],
+                "{recs:?}"
+            );
+            assert_eq!(recs[1]["step"], "refused");
+            assert_eq!(recs[2]["answered"], "none");
+        } else {
+            assert_eq!(recs.len(), 1, "{args:?}: {recs:?}");
+        }
         assert_eq!(recs[0]["type"], "failed");
         assert_eq!(recs[0]["step"], "port_unreachable");
         assert_eq!(recs[0]["target"], nothing.as_str());

@@ -221,7 +221,12 @@ fn serve_replay_plays_the_captured_server_to_an_original_client() {
         "raknet-dissect serve --replay",
     );
     // It answers pings with the captured server's pong payload.
-    let o = run_bin(&["ping", format!("127.0.0.1:{port}").as_str(), "--json"]);
+    let o = run_bin(&[
+        "ping",
+        format!("127.0.0.1:{port}").as_str(),
+        "--json",
+        "--raknet",
+    ]);
     assert!(o.status.success(), "{o:?}");
     assert_eq!(
         last_record(&o.stdout)["text"],

@@ -212,21 +212,8 @@ pub struct TimeArgs {
     /// Time column of packet and message lines (tshark's -t): r since the first packet,
     /// a time of day (UTC), ad date and time (UTC), e epoch seconds, d since the
     /// previous packet read, dd since the previous line shown.
-    #[arg(short = 't', default_value = "r", value_name = "FORMAT", value_parser = time_format())]
+    #[arg(short = 't', default_value = "r", value_name = "FORMAT", value_parser = TimeFormat::parser())]
     pub time_format: TimeFormat,
-}
-
-/// `-t`'s letters (and the words tshark's manual gives them).
-fn time_format() -> impl clap::builder::TypedValueParser<Value = TimeFormat> {
-    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
-    let letters = TimeFormat::LETTERS
-        .iter()
-        .map(|(l, _, _)| PossibleValue::new(*l));
-    let words = TimeFormat::LETTERS
-        .iter()
-        .map(|(_, w, _)| PossibleValue::new(*w).hide(true));
-    PossibleValuesParser::new(letters.chain(words))
-        .map(|s| TimeFormat::parse(&s).unwrap_or_default())
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -106,7 +106,7 @@ pub enum Command {
     /// Each connection attempt: a timeline of handshake steps, an outcome and a diagnosis.
     #[command(mut_arg("filter", |a| a.help(RecordType::Handshake.filter_help())))]
     Handshake(capture::HandshakeArgs),
-    /// Unconnected ping: latency, server GUID, pong payload (Minecraft MOTD fields).
+    /// Ask a server over RakNet (unconnected ping: latency, GUID, MOTD) and NetherNet (the /v1/join status) at once; say which answered.
     Ping(peer::PingArgs),
     /// Connect to a server as a RakNet client, send messages, print what comes back.
     Connect(peer::ConnectArgs),

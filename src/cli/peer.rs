@@ -60,6 +60,15 @@ pub struct PingArgs {
     /// Seconds to wait for each pong.
     #[arg(long, default_value = "1", value_name = "SECONDS", value_parser = parse_seconds)]
     pub timeout: Duration,
+    /// Ask NetherNet (/v1/join on the TCP port), RakNet (the UDP port) or both at once.
+    #[arg(long, value_enum, default_value = "auto", value_name = "T")]
+    pub transport: run::Transport,
+    /// Ask NetherNet only (`--transport nethernet`).
+    #[arg(long, conflicts_with_all = ["transport", "raknet"])]
+    pub nethernet: bool,
+    /// Ask RakNet only (`--transport raknet`).
+    #[arg(long, conflicts_with = "transport")]
+    pub raknet: bool,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -196,7 +205,14 @@ pub struct ProbeArgs {
 
 pub fn run_ping(a: &PingArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let mut p = a.output.printer(out);
-    Ok(run::ping(a.target, a.count, a.timeout, &mut p)?.code())
+    Ok(run::ping(
+        a.target,
+        a.count,
+        a.timeout,
+        a.transport.or(a.nethernet, a.raknet),
+        &mut p,
+    )?
+    .code())
 }
 
 pub fn run_connect(a: &ConnectArgs, out: &mut impl Write) -> anyhow::Result<u8> {

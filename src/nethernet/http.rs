@@ -218,6 +218,30 @@ impl Stream {
     }
 }
 
+/// A request as a NetherNet client sends it: `METHOD TARGET HTTP/1.1`,
+/// `Host`, a `Content-Type` and `Content-Length` when there is a body, and
+/// `Connection: close` (one request per connection, as the game's client
+/// makes them).
+pub fn request(
+    method: &str,
+    target: &str,
+    host: &str,
+    content_type: Option<&str>,
+    body: &[u8],
+) -> Vec<u8> {
+    let mut out = format!("{method} {target} HTTP/1.1\r\nHost: {host}\r\n");
+    if let Some(t) = content_type {
+        out.push_str(&format!("Content-Type: {t}\r\n"));
+    }
+    if !body.is_empty() || method == "POST" {
+        out.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    out.push_str("Connection: close\r\n\r\n");
+    let mut out = out.into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
@@ -349,6 +373,27 @@ fn dechunk(b: &[u8], at: u64) -> Result<Option<(Vec<u8>, usize)>, HttpError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_request_reads_back_as_the_request_it_is() {
+        let offer = b"v=0\r\no=- 1 2 IN IP4 127.0.0.1\r\n";
+        for (method, target, ctype, body) in [
+            ("GET", "/v1/join", None, &b""[..]),
+            ("POST", "/v1/join/42", Some("application/sdp"), &offer[..]),
+        ] {
+            let bytes = request(method, target, "127.0.0.1:19132", ctype, body);
+            let m = Stream::new().push(&bytes).unwrap();
+            assert_eq!(m.len(), 1, "{}", String::from_utf8_lossy(&bytes));
+            let want = Start::Request {
+                method: method.into(),
+                target: target.into(),
+            };
+            assert_eq!(m[0].start, want);
+            assert_eq!(m[0].header("host"), Some("127.0.0.1:19132"));
+            assert_eq!(m[0].header("content-type"), ctype);
+            assert_eq!(m[0].body, body);
+        }
+    }
 
     #[test]
     fn the_join_exchange_in_pieces() {

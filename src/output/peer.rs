@@ -24,7 +24,7 @@ impl PeerRecord {
         } else if message_lines || !matches!(self, PeerRecord::Message(_)) {
             let line = self.line();
             let line = match self {
-                PeerRecord::NoPong(_) => pal.paint_anomaly(&line),
+                PeerRecord::NoPong(_) | PeerRecord::NoJoinStatus(_) => pal.paint_anomaly(&line),
                 _ => line,
             };
             writeln!(out, "{line}")
@@ -39,8 +39,14 @@ impl PeerRecord {
             PeerRecord::Pong(r) => r.line(),
             PeerRecord::NoPong(r) => format!(
                 "no pong from {}: seq {}, {} s",
-                r.target, r.seq, r.timeout_s
+                r.asked.target, r.asked.seq, r.timeout_s
             ),
+            PeerRecord::JoinStatus(r) => r.line(),
+            PeerRecord::NoJoinStatus(r) => format!(
+                "no NetherNet status from {}: seq {}, {}",
+                r.asked.target, r.asked.seq, r.error
+            ),
+            PeerRecord::Transports(r) => r.line(),
             PeerRecord::Failed(r) => format!("{}: {} [{}]", r.target, r.error, r.step),
             PeerRecord::Listening(r) => format!("listening {}", r.address),
             PeerRecord::Connected(r) => r.line(),
@@ -101,8 +107,8 @@ impl PongJson {
     fn line(&self) -> String {
         let mut line = format!(
             "pong from {}: seq {}, rtt {:.3} ms, server guid {}, {} {} of payload",
-            self.target,
-            self.seq,
+            self.asked.target,
+            self.asked.seq,
             self.rtt_ms,
             self.server_guid,
             self.payload.len() / 2,
@@ -119,6 +125,38 @@ impl PongJson {
             line.push_str(&format!(": {}", self.payload));
         }
         line
+    }
+}
+
+impl JoinStatusJson {
+    fn line(&self) -> String {
+        let mut line = format!(
+            "NetherNet status from {}: seq {}, rtt {:.3} ms, HTTP {}",
+            self.asked.target, self.asked.seq, self.rtt_ms, self.status
+        );
+        if let Some(m) = &self.server {
+            for (name, value) in m {
+                match value.as_str() {
+                    Some(v) => line.push_str(&format!("\n  {name}: {v}")),
+                    None => line.push_str(&format!("\n  {name}: {value}")),
+                }
+            }
+        } else if let Some(b) = &self.body {
+            line.push_str(&format!(": {b:?}"));
+        }
+        line
+    }
+}
+
+impl TransportsJson {
+    fn line(&self) -> String {
+        let t = &self.target;
+        match self.answered {
+            "both" => format!("{t} answered on NetherNet and RakNet"),
+            "nethernet" => format!("{t} answered on NetherNet only (no RakNet pong)"),
+            "raknet" => format!("{t} answered on RakNet only (no NetherNet status)"),
+            _ => format!("{t} answered on neither NetherNet nor RakNet"),
+        }
     }
 }
 
@@ -228,9 +266,12 @@ mod tests {
     #[test]
     fn lines_say_one_byte_and_two_bytes() {
         let r = PeerRecord::Pong(PongJson {
-            kind: "pong",
-            target: "127.0.0.1:19132".into(),
-            seq: 0,
+            asked: Asked {
+                kind: "pong",
+                transport: "raknet",
+                target: "127.0.0.1:19132".into(),
+                seq: 0,
+            },
             rtt_ms: 0.5,
             server_guid: guid_hex(1),
             payload: "61".into(),

@@ -312,6 +312,19 @@ pub enum TimeFormat {
 }
 
 impl TimeFormat {
+    /// `-t`'s parser: its letters (and the words tshark's manual gives them).
+    pub fn parser() -> impl clap::builder::TypedValueParser<Value = TimeFormat> {
+        use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+        let letters = TimeFormat::LETTERS
+            .iter()
+            .map(|(l, _, _)| PossibleValue::new(*l));
+        let words = TimeFormat::LETTERS
+            .iter()
+            .map(|(_, w, _)| PossibleValue::new(*w).hide(true));
+        PossibleValuesParser::new(letters.chain(words))
+            .map(|s| TimeFormat::parse(&s).unwrap_or_default())
+    }
+
     /// tshark's letter, its word, and the format of each.
     pub const LETTERS: [(&'static str, &'static str, TimeFormat); 6] = [
         ("r", "relative", TimeFormat::Relative),

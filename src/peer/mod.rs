@@ -9,6 +9,7 @@ pub(crate) mod record {
 }
 
 pub mod bedrock;
+pub(crate) mod nethernet;
 pub mod run;
 pub mod serve;
 

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use super::{Client, PeerError, Server};
 use crate::records::peer::{
-    guid_hex, ms, AppCounts, ClosedJson, ConnectedJson, FailedJson, ListeningJson, NoPongJson,
-    PeerMessageJson, PeerRecord, PongJson, ProbeJson, ProbeStepJson,
+    guid_hex, ms, AppCounts, Asked, ClosedJson, ConnectedJson, FailedJson, JoinStatusJson,
+    ListeningJson, NoJoinStatusJson, NoPongJson, PeerMessageJson, PeerRecord, PongJson, ProbeJson,
+    ProbeStepJson, TransportsJson,
 };
 use crate::session::handshake::{
     HandshakeEvent, MTU_PROBES, PROTOCOL_MINECRAFT, PROTOCOL_ORIGINAL,
@@ -90,61 +91,231 @@ pub(crate) fn mtus_from(first: u16) -> Vec<u16> {
     mtus
 }
 
-/// `ping`: `count` unconnected pings, one a second.
+/// Which transport a client uses, or tries (`--transport`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Transport {
+    /// NetherNet and RakNet both, as the game's newer clients do.
+    #[default]
+    Auto,
+    /// RakNet only.
+    #[value(name = "raknet")]
+    RakNet,
+    /// NetherNet only.
+    #[value(name = "nethernet")]
+    NetherNet,
+}
+
+impl Transport {
+    /// This, unless `nethernet` or `raknet` (flags that name one) is set.
+    pub fn or(self, nethernet: bool, raknet: bool) -> Transport {
+        match (nethernet, raknet) {
+            (true, _) => Transport::NetherNet,
+            (_, true) => Transport::RakNet,
+            _ => self,
+        }
+    }
+}
+
+/// `ping`: `count` rounds, one a second, each an unconnected RakNet ping
+/// and a NetherNet `GET /v1/join` to the same port (at once, each waiting
+/// up to `timeout`), or one of them. A transport whose port turns out
+/// closed (ICMP port unreachable; TCP refused) is not tried again. Trying
+/// both ends with a `transports` record of which answered.
 pub fn ping(
     target: SocketAddr,
     count: u32,
     timeout: Duration,
+    transport: Transport,
     report: &mut dyn Report,
 ) -> io::Result<Outcome> {
     let me = new_guid()?;
-    let mut answered = 0;
+    let mut raknet = (transport != Transport::NetherNet).then_some(0u32);
+    let mut nethernet = (transport != Transport::RakNet).then_some(0u32);
+    let mut tried = (0, 0);
     for seq in 0..count {
+        if raknet.is_none() && nethernet.is_none() {
+            break;
+        }
         if seq > 0 {
             std::thread::sleep(Duration::from_secs(1));
         }
-        match super::ping(target, me, timeout.max(Duration::from_millis(1))) {
-            Ok(Some(p)) => {
-                answered += 1;
-                let motd = Motd::parse(&p.payload);
-                let text = std::str::from_utf8(&p.payload)
-                    .ok()
-                    .filter(|t| {
-                        motd.is_none() && !t.is_empty() && t.chars().all(|c| !c.is_control())
-                    })
-                    .map(str::to_owned);
-                report.record(PeerRecord::Pong(PongJson {
-                    kind: "pong",
-                    target: target.to_string(),
-                    seq,
-                    rtt_ms: ms(p.rtt),
-                    server_guid: guid_hex(p.server_guid),
-                    payload: crate::wire::cursor::hex(&p.payload),
-                    motd: motd.map(crate::records::value::motd_object),
-                    text,
-                }))?;
+        let timeout = timeout.max(Duration::from_millis(1));
+        let (pong, status) = std::thread::scope(|s| {
+            let status = nethernet
+                .is_some()
+                .then(|| s.spawn(|| super::nethernet::join_status(target, timeout)));
+            let pong = raknet.is_some().then(|| super::ping(target, me, timeout));
+            let status =
+                status.map(|h| h.join().map_err(|_| io::Error::other("a thread panicked")));
+            (pong, status)
+        });
+        if let Some(pong) = pong {
+            tried.0 += 1;
+            if !record_pong(target, seq, timeout, pong, report, raknet.as_mut())? {
+                raknet = None;
             }
-            Ok(None) => report.record(PeerRecord::NoPong(NoPongJson {
-                kind: "no_pong",
-                target: target.to_string(),
-                seq,
-                timeout_s: timeout.as_secs_f64(),
-            }))?,
-            Err(e) => {
-                report.record(failed(target, &e))?;
-                return Ok(Outcome::NoConnection);
+        }
+        if let Some(status) = status {
+            tried.1 += 1;
+            if !record_status(target, seq, status?, report, nethernet.as_mut())? {
+                nethernet = None;
             }
         }
     }
-    Ok(if answered == 0 {
-        report.warn(&format!(
-            "no pong from {target} to {count} {}",
-            crate::records::peer::plural(count as usize, "ping", "pings")
-        ));
-        Outcome::NoConnection
-    } else {
-        Outcome::Done
-    })
+    let (r, n) = (raknet.unwrap_or(0), nethernet.unwrap_or(0));
+    if transport == Transport::Auto {
+        let answered = match (n > 0, r > 0) {
+            (true, true) => "both",
+            (true, false) => "nethernet",
+            (false, true) => "raknet",
+            (false, false) => "none",
+        };
+        report.record(PeerRecord::Transports(TransportsJson {
+            kind: "transports",
+            target: target.to_string(),
+            raknet: r,
+            nethernet: n,
+            answered,
+        }))?;
+    }
+    if r + n > 0 {
+        return Ok(Outcome::Done);
+    }
+    let asked = |n: u32, one, many| {
+        format!(
+            "{n} {}",
+            crate::records::peer::plural(n as usize, one, many)
+        )
+    };
+    report.warn(&match transport {
+        Transport::RakNet => format!(
+            "no pong from {target} to {}",
+            asked(tried.0, "ping", "pings")
+        ),
+        Transport::NetherNet => format!(
+            "no NetherNet status from {target} to {}",
+            asked(tried.1, "request", "requests")
+        ),
+        Transport::Auto => format!(
+            "no answer from {target}: no pong to {}, no NetherNet status to {}",
+            asked(tried.0, "ping", "pings"),
+            asked(tried.1, "request", "requests")
+        ),
+    });
+    Ok(Outcome::NoConnection)
+}
+
+/// A RakNet ping's record; false when its port is closed (a `failed`
+/// record), so that it is not tried again.
+fn record_pong(
+    target: SocketAddr,
+    seq: u32,
+    timeout: Duration,
+    pong: Result<Option<super::Pong>, super::PeerError>,
+    report: &mut dyn Report,
+    answered: Option<&mut u32>,
+) -> io::Result<bool> {
+    match pong {
+        Ok(Some(p)) => {
+            if let Some(a) = answered {
+                *a += 1;
+            }
+            let motd = Motd::parse(&p.payload);
+            let text = std::str::from_utf8(&p.payload)
+                .ok()
+                .filter(|t| motd.is_none() && !t.is_empty() && t.chars().all(|c| !c.is_control()))
+                .map(str::to_owned);
+            report.record(PeerRecord::Pong(PongJson {
+                asked: Asked {
+                    kind: "pong",
+                    transport: "raknet",
+                    target: target.to_string(),
+                    seq,
+                },
+                rtt_ms: ms(p.rtt),
+                server_guid: guid_hex(p.server_guid),
+                payload: crate::wire::cursor::hex(&p.payload),
+                motd: motd.map(crate::records::value::motd_object),
+                text,
+            }))?;
+        }
+        Ok(None) => report.record(PeerRecord::NoPong(NoPongJson {
+            asked: Asked {
+                kind: "no_pong",
+                transport: "raknet",
+                target: target.to_string(),
+                seq,
+            },
+            timeout_s: timeout.as_secs_f64(),
+        }))?,
+        Err(e) => {
+            report.record(failed(target, &e))?;
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// A NetherNet status request's record; false when nothing listens on
+/// its TCP port, so that it is not tried again.
+fn record_status(
+    target: SocketAddr,
+    seq: u32,
+    status: Result<super::nethernet::Answer, super::nethernet::SignalingError>,
+    report: &mut dyn Report,
+    answered: Option<&mut u32>,
+) -> io::Result<bool> {
+    let no = |status, step, error| {
+        PeerRecord::NoJoinStatus(NoJoinStatusJson {
+            asked: Asked {
+                kind: "no_join_status",
+                transport: "nethernet",
+                target: target.to_string(),
+                seq,
+            },
+            status,
+            step,
+            error,
+        })
+    };
+    match status {
+        Ok(a) if (200..300).contains(&a.status) => {
+            if let Some(n) = answered {
+                *n += 1;
+            }
+            let server = serde_json::from_slice::<serde_json::Value>(&a.body)
+                .ok()
+                .and_then(|v| match v {
+                    serde_json::Value::Object(m) => Some(m),
+                    _ => None,
+                });
+            let body = server
+                .is_none()
+                .then(|| String::from_utf8_lossy(&a.body).into_owned());
+            report.record(PeerRecord::JoinStatus(JoinStatusJson {
+                asked: Asked {
+                    kind: "join_status",
+                    transport: "nethernet",
+                    target: target.to_string(),
+                    seq,
+                },
+                rtt_ms: ms(a.rtt),
+                status: a.status,
+                content_type: a.content_type,
+                server,
+                body,
+            }))?;
+        }
+        Ok(a) => {
+            let error = format!("HTTP {} {}: no NetherNet there", a.status, a.reason);
+            report.record(no(Some(a.status), "status", error))?;
+        }
+        Err(e) => {
+            report.record(no(None, e.step(), e.to_string()))?;
+            return Ok(!matches!(e, super::nethernet::SignalingError::Refused(_)));
+        }
+    }
+    Ok(true)
 }
 
 /// The `failed` record of a connection that could not be made.

@@ -36,6 +36,12 @@ pub enum PeerRecord {
     Pong(PongJson),
     /// An unanswered ping (`ping`).
     NoPong(NoPongJson),
+    /// A NetherNet server's status (`ping`: `GET /v1/join` answered 2xx).
+    JoinStatus(JoinStatusJson),
+    /// No NetherNet status: a status other than 2xx, or no HTTP answer.
+    NoJoinStatus(NoJoinStatusJson),
+    /// Which transports answered (`ping` trying both).
+    Transports(TransportsJson),
     /// A peer not reached or lost (`ping`, `connect`, `replay`).
     Failed(FailedJson),
     /// `serve`'s socket, bound.
@@ -155,10 +161,8 @@ pub struct PeerLoginJson {
 /// An answered ping: its RTT and the server's GUID and payload.
 #[derive(Serialize)]
 pub struct PongJson {
-    #[serde(rename = "type")]
-    pub(crate) kind: &'static str,
-    pub(crate) target: String,
-    pub(crate) seq: u32,
+    #[serde(flatten)]
+    pub(crate) asked: Asked,
     pub(crate) rtt_ms: f64,
     pub(crate) server_guid: String,
     pub(crate) payload: String,
@@ -168,14 +172,71 @@ pub struct PongJson {
     pub(crate) text: Option<String>,
 }
 
+/// What each round's record of `ping` starts with.
+#[derive(Serialize)]
+pub struct Asked {
+    #[serde(rename = "type")]
+    pub(crate) kind: &'static str,
+    /// `raknet` or `nethernet`.
+    pub(crate) transport: &'static str,
+    pub(crate) target: String,
+    /// The round, from 0.
+    pub(crate) seq: u32,
+}
+
 /// A ping that went unanswered.
 #[derive(Serialize)]
 pub struct NoPongJson {
+    #[serde(flatten)]
+    pub(crate) asked: Asked,
+    pub(crate) timeout_s: f64,
+}
+
+/// A NetherNet server's answer to `GET /v1/join` with a 2xx status.
+#[derive(Serialize)]
+pub struct JoinStatusJson {
+    #[serde(flatten)]
+    pub(crate) asked: Asked,
+    /// From the TCP connect to the whole answer.
+    pub(crate) rtt_ms: f64,
+    pub(crate) status: u16,
+    pub(crate) content_type: Option<String>,
+    /// The body when it is a JSON object (`name`, `protocol`, `version`,
+    /// `level`, `players`, `maxPlayers`, `gameType` on a dedicated server),
+    /// its keys as sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) server: Option<serde_json::Map<String, serde_json::Value>>,
+    /// The body as text, when it is not a JSON object.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) body: Option<String>,
+}
+
+/// No NetherNet status: an answer other than 2xx (`status`), or none
+/// (`step`, `error`).
+#[derive(Serialize)]
+pub struct NoJoinStatusJson {
+    #[serde(flatten)]
+    pub(crate) asked: Asked,
+    /// The HTTP status, when the server answered.
+    pub(crate) status: Option<u16>,
+    /// Why there was no answer (`refused`, `timeout`, `closed`,
+    /// `not_http`, `io_error`), or `status` for an answer other than 2xx.
+    pub(crate) step: &'static str,
+    pub(crate) error: String,
+}
+
+/// Which transports answered `ping`'s requests.
+#[derive(Serialize)]
+pub struct TransportsJson {
     #[serde(rename = "type")]
     pub(crate) kind: &'static str,
     pub(crate) target: String,
-    pub(crate) seq: u32,
-    pub(crate) timeout_s: f64,
+    /// Pongs to RakNet's unconnected pings.
+    pub(crate) raknet: u32,
+    /// 2xx answers to NetherNet's `GET /v1/join`.
+    pub(crate) nethernet: u32,
+    /// `nethernet`, `raknet`, `both` or `none`.
+    pub(crate) answered: &'static str,
 }
 
 /// A live command that could not reach or keep its peer: the step, in the
