@@ -5,9 +5,8 @@
 //! self-signed token from 1.26.10 as bedrock-protocol makes it), and the
 //! server's handshake JWT with its salt.
 
-use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
-use p384::ecdsa::signature::Signer;
 use p384::pkcs8::EncodePublicKey;
 use serde_json::{json, Value};
 
@@ -43,14 +42,8 @@ impl KeyPair {
     /// An ES384 JWT of `claims`, header `x5u` this key.
     pub(crate) fn jwt(&self, claims: &Value) -> String {
         let header = json!({"alg": "ES384", "x5u": self.public});
-        let signing = format!(
-            "{}.{}",
-            URL_SAFE_NO_PAD.encode(header.to_string()),
-            URL_SAFE_NO_PAD.encode(claims.to_string())
-        );
-        let key = p384::ecdsa::SigningKey::from(&self.secret);
-        let sig: p384::ecdsa::Signature = key.sign(signing.as_bytes());
-        format!("{signing}.{}", URL_SAFE_NO_PAD.encode(sig.to_bytes()))
+        let claims = claims.to_string();
+        crate::wire::jws::es384(&self.secret, &header.to_string(), claims.as_bytes())
     }
 }
 

@@ -150,6 +150,79 @@ impl Sdp {
     }
 }
 
+/// A host candidate's priority for component 1 (RFC 8445 §5.1.2.1: type
+/// preference 126, local preference 65535).
+pub const HOST_PRIORITY: u32 = (126 << 24) | (65535 << 8) | 255;
+
+/// What our side says in an offer or an answer: one data-channel section,
+/// full ICE (host candidates, `a=end-of-candidates`), as the game's
+/// peers write theirs.
+#[derive(Debug, Clone)]
+pub struct Local {
+    /// The `o=` line's session id.
+    pub session: u64,
+    /// Our ICE username fragment.
+    pub ice_ufrag: String,
+    /// Our ICE password: the key of MESSAGE-INTEGRITY on checks sent to us.
+    pub ice_pwd: String,
+    /// The SHA-256 of our DTLS certificate, `AB:CD:...`.
+    pub fingerprint_sha256: String,
+    /// `actpass` in an offer; `active` (the DTLS client) or `passive` in an
+    /// answer.
+    pub setup: &'static str,
+    /// Our host candidates (the first is the `m=` and `c=` lines').
+    pub candidates: Vec<SocketAddr>,
+    /// The largest message we take (`a=max-message-size`).
+    pub max_message_size: u64,
+    /// The `a=identity` value ([`super::identity::attribute`]), if any.
+    pub identity: Option<String>,
+}
+
+impl Local {
+    /// The SDP text, lines ending in CRLF.
+    pub fn write(&self) -> String {
+        let first = self.candidates.first().copied();
+        let port = first.map_or(9, |a| a.port());
+        let ip = first.map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
+        let family = if ip.is_ipv6() { "IP6" } else { "IP4" };
+        let mut l = vec![
+            "v=0".to_string(),
+            format!("o=- {0} {0} IN IP4 0.0.0.0", self.session),
+            "s=-".into(),
+            "t=0 0".into(),
+            "a=group:BUNDLE 0".into(),
+            "a=msid-semantic:WMS *".into(),
+        ];
+        if let Some(i) = &self.identity {
+            l.push(format!("a=identity:{i}"));
+        }
+        l.push(format!(
+            "m=application {port} UDP/DTLS/SCTP webrtc-datachannel"
+        ));
+        l.push(format!("c=IN {family} {ip}"));
+        l.push("a=mid:0".into());
+        l.push("a=sctp-port:5000".into());
+        l.push(format!("a=max-message-size:{}", self.max_message_size));
+        for (i, c) in self.candidates.iter().enumerate() {
+            l.push(format!(
+                "a=candidate:{} 1 udp {} {} {} typ host",
+                i + 1,
+                HOST_PRIORITY - i as u32,
+                c.ip(),
+                c.port()
+            ));
+        }
+        l.push("a=end-of-candidates".into());
+        l.push(format!("a=ice-ufrag:{}", self.ice_ufrag));
+        l.push(format!("a=ice-pwd:{}", self.ice_pwd));
+        l.push(format!("a=fingerprint:sha-256 {}", self.fingerprint_sha256));
+        l.push(format!("a=setup:{}", self.setup));
+        let mut text = l.join("\r\n");
+        text.push_str("\r\n");
+        text
+    }
+}
+
 /// A candidate's value (after `a=candidate:`): `foundation component
 /// transport priority address port typ kind ...`, with go-nethernet's
 /// doubled `candidate:` prefix taken off.
@@ -180,6 +253,45 @@ fn candidate(value: &str) -> Option<Candidate> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn our_sdp_reads_back_as_written() {
+        let local = Local {
+            session: 42,
+            ice_ufrag: "abcd".into(),
+            ice_pwd: "0123456789abcdefghijkl".into(),
+            fingerprint_sha256: "AB:CD:EF".into(),
+            setup: "actpass",
+            candidates: vec!["127.0.0.1:40000".parse().unwrap()],
+            max_message_size: 262_144,
+            identity: Some("e30=".into()),
+        };
+        let text = local.write();
+        let sdp = Sdp::parse(&text).unwrap();
+        assert_eq!(sdp.ice_ufrag.as_deref(), Some("abcd"));
+        assert_eq!(sdp.ice_pwd.as_deref(), Some("0123456789abcdefghijkl"));
+        assert_eq!(sdp.sha256(), Some("AB:CD:EF"));
+        assert_eq!(sdp.setup.as_deref(), Some("actpass"));
+        assert_eq!(sdp.identity.as_deref(), Some("e30="));
+        assert_eq!(
+            (sdp.sctp_port, sdp.max_message_size),
+            (Some(5000), Some(262_144))
+        );
+        assert!(sdp.end_of_candidates);
+        assert_eq!(sdp.candidates.len(), 1);
+        let c = &sdp.candidates[0];
+        assert_eq!(
+            (c.address, c.priority, c.kind.as_str()),
+            (local.candidates[0], HOST_PRIORITY, "host")
+        );
+        assert_eq!(
+            sdp.media,
+            ["application 40000 UDP/DTLS/SCTP webrtc-datachannel"]
+        );
+        let lines: Vec<&str> = text.split_inclusive('\n').collect();
+        assert!(lines.iter().all(|l| l.ends_with("\r\n")), "{text:?}");
+        assert_eq!(lines.len(), 18);
+    }
 
     #[test]
     fn an_offer_with_go_nethernets_doubled_candidate_prefix() {

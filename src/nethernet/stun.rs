@@ -314,6 +314,102 @@ impl<'a> Message<'a> {
     }
 }
 
+/// A STUN message being written (RFC 8489): a Binding request, success
+/// or error response, its attributes in order, then MESSAGE-INTEGRITY and
+/// FINGERPRINT when [`Builder::finish`] is asked for them.
+#[derive(Debug, Clone)]
+pub struct Builder {
+    bytes: Vec<u8>,
+    /// The byte values are padded with (RFC 8489 allows any; 0 here).
+    pad: u8,
+}
+
+impl Builder {
+    /// A message of `class` and method Binding, transaction `transaction`.
+    pub fn binding(class: Class, transaction: [u8; 12]) -> Builder {
+        let t: u16 = match class {
+            Class::Request => 0x0001,
+            Class::Indication => 0x0011,
+            Class::Success => 0x0101,
+            Class::Error => 0x0111,
+        };
+        let mut bytes = Vec::with_capacity(128);
+        bytes.extend_from_slice(&t.to_be_bytes());
+        bytes.extend_from_slice(&[0, 0]);
+        bytes.extend_from_slice(&MAGIC_COOKIE.to_be_bytes());
+        bytes.extend_from_slice(&transaction);
+        Builder { bytes, pad: 0 }
+    }
+
+    /// An attribute of `kind` with `value` (padded to 4 bytes).
+    pub fn attr(mut self, kind: u16, value: &[u8]) -> Builder {
+        self.bytes.extend_from_slice(&kind.to_be_bytes());
+        self.bytes
+            .extend_from_slice(&(value.len() as u16).to_be_bytes());
+        self.bytes.extend_from_slice(value);
+        let pad = (4 - value.len() % 4) % 4;
+        self.bytes.extend(std::iter::repeat_n(self.pad, pad));
+        self.set_length(0);
+        self
+    }
+
+    /// XOR-MAPPED-ADDRESS of `addr`.
+    pub fn xor_mapped_address(self, addr: SocketAddr) -> Builder {
+        let mut mask = [0u8; 16];
+        mask[..4].copy_from_slice(&MAGIC_COOKIE.to_be_bytes());
+        mask[4..].copy_from_slice(&self.bytes[8..20]);
+        let port = addr.port() ^ (MAGIC_COOKIE >> 16) as u16;
+        let mut v = vec![0];
+        let ip: Vec<u8> = match addr.ip() {
+            IpAddr::V4(a) => {
+                v.push(1);
+                a.octets().iter().zip(mask).map(|(b, m)| b ^ m).collect()
+            }
+            IpAddr::V6(a) => {
+                v.push(2);
+                a.octets().iter().zip(mask).map(|(b, m)| b ^ m).collect()
+            }
+        };
+        v.extend_from_slice(&port.to_be_bytes());
+        v.extend(ip);
+        self.attr(attr::XOR_MAPPED_ADDRESS, &v)
+    }
+
+    /// ERROR-CODE `code` with `reason`.
+    pub fn error_code(self, code: u16, reason: &str) -> Builder {
+        let mut v = vec![0, 0, (code / 100) as u8, (code % 100) as u8];
+        v.extend_from_slice(reason.as_bytes());
+        self.attr(attr::ERROR_CODE, &v)
+    }
+
+    /// The header's length: the attributes so far and `more` bytes.
+    fn set_length(&mut self, more: usize) {
+        let len = (self.bytes.len() - 20 + more) as u16;
+        self.bytes[2..4].copy_from_slice(&len.to_be_bytes());
+    }
+
+    /// The message, with MESSAGE-INTEGRITY keyed by `password` (ICE's
+    /// short-term credential: the receiver's `ice-pwd`, or our own in a
+    /// response) when given, then FINGERPRINT.
+    pub fn finish(mut self, password: Option<&[u8]>, fingerprint: bool) -> Vec<u8> {
+        if let Some(p) = password {
+            self.set_length(24);
+            let mac = hmac::Hmac::<sha1::Sha1>::new_from_slice(p).map(|mut m| {
+                m.update(&self.bytes);
+                m.finalize().into_bytes()
+            });
+            let mac = mac.map(|m| m.to_vec()).unwrap_or_else(|_| vec![0; 20]);
+            self = self.attr(attr::MESSAGE_INTEGRITY, &mac);
+        }
+        if fingerprint {
+            self.set_length(8);
+            let crc = crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC).checksum(&self.bytes);
+            self = self.attr(attr::FINGERPRINT, &(crc ^ 0x5354_554E).to_be_bytes());
+        }
+        self.bytes
+    }
+}
+
 /// ICE passwords by username fragment, as the signaling's SDPs named
 /// them: the keys of the checks' MESSAGE-INTEGRITY.
 #[derive(Debug, Default)]
@@ -387,6 +483,47 @@ mod tests {
         let m = Message::parse(&bad).unwrap();
         assert_eq!(m.integrity(b"VOkJxbRl1RmTxUk/WvJxBt"), Some(false));
         assert_eq!(m.fingerprint_ok(), Some(false));
+    }
+
+    /// RFC 5769 §2.1's request written here byte for byte (its padding is
+    /// spaces), and a response that reads back.
+    #[test]
+    fn messages_written_here_are_the_rfc_5769_ones() {
+        let b = bytes(REQUEST);
+        let transaction: [u8; 12] = b[8..20].try_into().unwrap();
+        let mut w = Builder::binding(Class::Request, transaction);
+        w.pad = b' ';
+        let w = w
+            .attr(attr::SOFTWARE, b"STUN test client")
+            .attr(attr::PRIORITY, &0x6e0001ffu32.to_be_bytes())
+            .attr(attr::ICE_CONTROLLED, &0x932ff9b151263b36u64.to_be_bytes())
+            .attr(attr::USERNAME, b"evtj:h6vY");
+        assert_eq!(w.finish(Some(b"VOkJxbRl1RmTxUk/WvJxBt"), true), b);
+        for addr in [
+            "192.0.2.1:32853",
+            "[2001:db8:1234:5678:11:2233:4455:6677]:32853",
+        ] {
+            let addr: SocketAddr = addr.parse().unwrap();
+            let r = Builder::binding(Class::Success, transaction)
+                .xor_mapped_address(addr)
+                .finish(Some(b"pwd"), true);
+            let m = Message::parse(&r).unwrap();
+            assert_eq!((m.class, m.method), (Class::Success, 1));
+            assert_eq!(m.xor_mapped_address(), Some(addr));
+            assert_eq!(
+                (m.integrity(b"pwd"), m.fingerprint_ok()),
+                (Some(true), Some(true))
+            );
+        }
+        let e = Builder::binding(Class::Error, transaction)
+            .error_code(401, "Unauthorized")
+            .finish(None, true);
+        let m = Message::parse(&e).unwrap();
+        assert_eq!(m.error_code(), Some((401, "Unauthorized")));
+        assert_eq!(
+            (m.integrity(b"pwd"), m.fingerprint_ok()),
+            (None, Some(true))
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod cursor;
 pub(crate) mod datagram;
 pub mod ids;
 pub(crate) mod json;
+pub(crate) mod jws;
 pub(crate) mod motd;
 pub(crate) mod offline;
 
