@@ -24,6 +24,7 @@ pub mod delivery;
 pub mod dtls;
 pub mod framing;
 pub mod http;
+pub mod ice;
 pub mod identity;
 pub mod lan;
 pub mod rtt;
