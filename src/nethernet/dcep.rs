@@ -47,6 +47,57 @@ pub enum Message {
     Ack,
 }
 
+impl Open {
+    /// NetherNet's reliable channel: `ReliableDataChannel`, ordered, resent
+    /// until acknowledged.
+    pub fn reliable() -> Open {
+        Open {
+            ordered: true,
+            reliability: Reliability::Reliable,
+            priority: 0,
+            label: RELIABLE_LABEL.into(),
+            protocol: String::new(),
+        }
+    }
+
+    /// NetherNet's unreliable channel: `UnreliableDataChannel`, unordered,
+    /// never resent (`maxRetransmits: 0`).
+    pub fn unreliable() -> Open {
+        Open {
+            ordered: false,
+            reliability: Reliability::Retransmits(0),
+            priority: 0,
+            label: UNRELIABLE_LABEL.into(),
+            protocol: String::new(),
+        }
+    }
+
+    /// The DATA_CHANNEL_OPEN's bytes (labels past 65,535 bytes are cut).
+    pub fn emit(&self) -> Vec<u8> {
+        let (kind, parameter) = match self.reliability {
+            Reliability::Reliable => (0x00, 0),
+            Reliability::Retransmits(n) => (0x01, n),
+            Reliability::Lifetime(ms) => (0x02, ms),
+        };
+        let kind = kind | if self.ordered { 0 } else { 0x80 };
+        let label = &self.label.as_bytes()[..self.label.len().min(0xFFFF)];
+        let protocol = &self.protocol.as_bytes()[..self.protocol.len().min(0xFFFF)];
+        let mut b = vec![OPEN, kind];
+        b.extend(self.priority.to_be_bytes());
+        b.extend(parameter.to_be_bytes());
+        b.extend((label.len() as u16).to_be_bytes());
+        b.extend((protocol.len() as u16).to_be_bytes());
+        b.extend(label);
+        b.extend(protocol);
+        b
+    }
+}
+
+/// The label of NetherNet's reliable channel.
+pub const RELIABLE_LABEL: &str = "ReliableDataChannel";
+/// The label of NetherNet's unreliable channel.
+pub const UNRELIABLE_LABEL: &str = "UnreliableDataChannel";
+
 impl Message {
     /// The DCEP message `b` (a PPID 50 user message).
     pub fn parse(b: &[u8]) -> Result<Message> {
@@ -94,6 +145,19 @@ impl Message {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn channels_written_here_read_back() {
+        for o in [Open::reliable(), Open::unreliable()] {
+            assert_eq!(Message::parse(&o.emit()).unwrap(), Message::Open(o));
+        }
+        // As aiortc's client opens the unreliable one (the sample join's
+        // stream 3 bytes).
+        assert_eq!(
+            Open::unreliable().emit()[..12],
+            [OPEN, 0x81, 0, 0, 0, 0, 0, 0, 0, 21, 0, 0]
+        );
+    }
 
     #[test]
     fn nethernets_two_channels() {

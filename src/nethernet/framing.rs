@@ -4,6 +4,26 @@
 //! highest), then the segment's bytes. Only the reliable channel splits;
 //! the reassembled message is a Bedrock batch without its 0xFE byte.
 
+/// `message` cut into data channel messages of at most `max` bytes each
+/// (the framing byte included; at least 2), each starting with the count
+/// of those still to come; `None` when it would take more than 256.
+pub fn segments(message: &[u8], max: usize) -> Option<Vec<Vec<u8>>> {
+    let room = max.max(2) - 1;
+    let n = message.len().div_ceil(room).max(1);
+    if n > 256 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(n);
+    let mut chunks = message.chunks(room);
+    for left in (0..n).rev() {
+        let mut seg = Vec::with_capacity(room + 1);
+        seg.push(left as u8);
+        seg.extend_from_slice(chunks.next().unwrap_or_default());
+        out.push(seg);
+    }
+    Some(out)
+}
+
 /// What a segment made of the message being reassembled.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
@@ -94,6 +114,23 @@ impl Reassembler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn segments_reassemble_to_the_message() {
+        let message: Vec<u8> = (0..1000u32).map(|i| i as u8).collect();
+        for max in [2, 3, 100, 999, 1001, 262_144] {
+            let Some(segs) = segments(&message, max) else {
+                assert!(message.len().div_ceil(max - 1) > 256, "{max}");
+                continue;
+            };
+            assert!(segs.iter().all(|s| s.len() <= max));
+            let mut r = Reassembler::new(DEFAULT_LIMIT);
+            let steps: Vec<Step> = segs.iter().map(|s| r.push(s)).collect();
+            assert_eq!(steps.last(), Some(&Step::Whole(message.clone())), "{max}");
+        }
+        assert_eq!(segments(&[], 10), Some(vec![vec![0]]));
+        assert_eq!(segments(&message, 4).map(|s| s.len()), None);
+    }
 
     #[test]
     fn segments_count_down() {
