@@ -104,6 +104,13 @@ Failures on purpose (--fault, for `handshake`'s diagnoses; the side given it act
                client's check of the fingerprints JWS fails, it gives up before ICE.
 A "fault" record names it; both sides then fail (exit 1) and record why.
 
+A client that is not the recorded one (our `connect --bedrock --nethernet`): server --game answers
+by what the client sends, not in lockstep: each client batch is matched by its first packet's name
+(and its count so far) to the recording's client batch of that name, and the recording's server
+batches after that one are sent; others are recorded ("game" records) and ignored. It ends when
+the client closes its channels, and succeeds when the recording's spawn (play_status
+player_spawn) went out and the client then sent set_local_player_as_initialized.
+
 A browser as the client (scripts/chromium-capture.sh): server --chromium-page PAGEPORT also
 serves scripts/chromium_page.html (GET /chromium.html), the client's side of the session as
 client_main would play it (GET /chromium/session.json: batches, segments, pings, network id)
@@ -555,6 +562,74 @@ class Peer:
                 if got != expected:
                     raise Failure(f"{step['dir']} batch {step['index']}: received packets differ from the jsonl's")
 
+    async def run_game(self, steps):
+        """--game (server): answer a client that is not the recorded one (ours), by what it
+        sends: each batch it sends is matched by its first packet's name (and how many times
+        that name came before) to the recording's client batch of that name, and the server
+        batches that follow that one in the recording are sent. A batch matching none is
+        recorded and ignored. It ends when the client closes its channels; it succeeds when
+        the recording's spawn (play_status player_spawn) was sent and the client then sent
+        set_local_player_as_initialized."""
+        names = {}
+        for step in steps:
+            for p in step.get("packets", []):
+                names[p["id"] & 0x3FF] = p["name"]
+        answers, seen, first = {}, {}, []
+        trigger = None
+        for step in steps:
+            if step["dir"] == "c2s":
+                name = step["packets"][0]["name"]
+                k = (name, seen.get(name, 0))
+                seen[name] = k[1] + 1
+                trigger = k
+                answers[trigger] = []
+            elif step["dir"] == "s2c":
+                (answers[trigger] if trigger else first).append(step)
+        got, compression, spawn_sent, initialized = {}, None, False, False
+        for step in first:
+            await self.send_batch(RELIABLE, step, [bytes.fromhex(p["hex"]) for p in step["packets"]])
+        index = 0
+        closing = asyncio.ensure_future(self.closed[RELIABLE].wait())
+        while True:
+            getting = asyncio.ensure_future(self.inbox[RELIABLE].get())
+            done, _ = await asyncio.wait({getting, closing}, timeout=self.args.step_timeout,
+                                         return_when=asyncio.FIRST_COMPLETED)
+            if getting not in done:
+                getting.cancel()
+                break
+            msg = getting.result()
+            parts = [msg]
+            while msg[0] != 0:
+                msg = await asyncio.wait_for(self.inbox[RELIABLE].get(), self.args.step_timeout)
+                parts.append(msg)
+            batch = b"".join(m[1:] for m in parts)
+            payload, comp = decode_batch(batch, compression)
+            packets = split_packets(payload)
+            pnames = [names.get(read_varuint(p, 0)[0] & 0x3FF, "unknown") for p in packets]
+            step = {"dir": "c2s", "index": index, "source_batch": None, "compression": compression}
+            index += 1
+            self.note_batch("received", RELIABLE, step, batch, comp, len(parts), packets)
+            self.record("game", event="received", names=pnames)
+            if "set_local_player_as_initialized" in pnames and spawn_sent:
+                initialized = True
+            k = (pnames[0], got.get(pnames[0], 0)) if pnames else None
+            if pnames:
+                got[pnames[0]] = k[1] + 1
+            for answer in answers.get(k, []):
+                packets = [bytes.fromhex(p["hex"]) for p in answer["packets"]]
+                await self.send_batch(RELIABLE, answer, packets)
+                self.record("game", event="sent", names=[p["name"] for p in answer["packets"]])
+                for p in answer["packets"]:
+                    if p["name"] == "network_settings":
+                        compression = network_settings_params(bytes.fromhex(p["hex"]))
+                    if p["name"] == "play_status" and bytes.fromhex(p["hex"])[1:5] == (3).to_bytes(4, "big"):
+                        spawn_sent = True
+        closing.cancel()
+        self.record("game", event="end", spawn_sent=spawn_sent, initialized=initialized)
+        if not (spawn_sent and initialized):
+            raise Failure(f"the client did not reach the spawn (spawn sent {spawn_sent}, "
+                          f"set_local_player_as_initialized {initialized})")
+
     async def pings(self, step):
         n = self.args.pings
         stamps = [1_000_000 * (i + 1) for i in range(n)]
@@ -982,6 +1057,10 @@ async def server_main(args, record, steps, protocol, page=None):
         pc = session["pc"]
         await asyncio.wait_for(peer.both_open.wait(), args.step_timeout)
         record_dtls(record, pc)
+        if args.game:
+            await peer.run_game(steps)
+            await pc.close()
+            return
         await peer.run_session(steps)
         # The client closes the channels after its last message.
         await asyncio.wait_for(asyncio.gather(*(e.wait() for e in peer.closed.values())), args.step_timeout)
@@ -1087,6 +1166,9 @@ def main():
                     help="fail on purpose (the top of this file says how each does)")
     ap.add_argument("--ping-wait", type=float, default=3.0,
                     help="--lossy: seconds each side waits for the pings / their answers (default 3)")
+    ap.add_argument("--game", action="store_true",
+                    help="server: answer a client that is not the recorded one by the names of what it "
+                         "sends (run_game says how); ends when it closes its channels")
     ap.add_argument("--allow-no-identity", action="store_true",
                     help="server: take an offer without a=identity (recorded identity null, verified false, "
                          "identity_absent true); an offer with one is still checked")
