@@ -107,7 +107,8 @@ A "fault" record names it; both sides then fail (exit 1) and record why.
 A client that is not the recorded one (our `connect --bedrock --nethernet`): server --game answers
 by what the client sends, not in lockstep: each client batch is matched by its first packet's name
 (and its count so far) to the recording's client batch of that name, and the recording's server
-batches after that one are sent; others are recorded ("game" records) and ignored. It ends when
+batches after that one are sent; others are recorded ("game" records) and ignored. Client batches
+of notices only (client_cache_status, which no server answers) match nothing, in the recording too. It ends when
 the client closes its channels, and succeeds when the recording's spawn (play_status
 player_spawn) went out and the client then sent set_local_player_as_initialized.
 
@@ -157,6 +158,8 @@ RELIABLE = "ReliableDataChannel"
 UNRELIABLE = "UnreliableDataChannel"
 MAX_MESSAGE_SIZE = 262144  # aiortc's a=max-message-size, the guide's example too
 SKIPPED = {"server_to_client_handshake", "client_to_server_handshake"}
+# Client packets a server does not answer (--game matches the client's batches without them).
+NOTICES = {"client_cache_status"}
 GAME_VERSIONS = {2169: "1.26.45", 527: "1.19.1"}
 NETWORK_STACK_LATENCY = 115
 
@@ -577,6 +580,10 @@ class Peer:
         answers, seen, first = {}, {}, []
         trigger = None
         for step in steps:
+            # A client batch the server never answers (a notice) triggers nothing: the
+            # recording may put the server's answer to the batch before it after it.
+            if step["dir"] == "c2s" and all(p["name"] in NOTICES for p in step["packets"]):
+                continue
             if step["dir"] == "c2s":
                 name = step["packets"][0]["name"]
                 k = (name, seen.get(name, 0))
@@ -612,8 +619,8 @@ class Peer:
             self.record("game", event="received", names=pnames)
             if "set_local_player_as_initialized" in pnames and spawn_sent:
                 initialized = True
-            k = (pnames[0], got.get(pnames[0], 0)) if pnames else None
-            if pnames:
+            k = (pnames[0], got.get(pnames[0], 0)) if pnames and not set(pnames) <= NOTICES else None
+            if k:
                 got[pnames[0]] = k[1] + 1
             for answer in answers.get(k, []):
                 packets = [bytes.fromhex(p["hex"]) for p in answer["packets"]]

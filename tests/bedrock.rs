@@ -1597,7 +1597,7 @@ fn ping_says_which_transport_answered() {
     assert_eq!(status[0]["server"], body);
     assert_eq!(status[0]["status"], 200);
     println!("NetherNet only: {}", status[0]);
-    let (code, r) = ping(&["--raknet"]);
+    let (code, r) = ping(&["--transport", "raknet"]);
     assert_eq!(code, Some(6), "{r:?}");
     assert_eq!(of(&r, "failed")[0]["step"], "port_unreachable", "{r:?}");
     assert!(of(&r, "transports").is_empty());

@@ -1959,3 +1959,247 @@ fn flows_give_rtt_from_sacks() {
             .all(|f| f["rtt_ms"].is_null()));
     }
 }
+
+/// Issue 28: our client (`connect --bedrock --nethernet`) joins aiortc's
+/// NetherNet server (scripts/nethernet_peers.py --game, playing the
+/// server's side of a bedrock-protocol session of that version: what
+/// bedrock_peers.js's server sent, recorded inside it) and spawns, in two
+/// game versions; the capture of the join, read by `game` with our DTLS
+/// key log and then with aiortc's, shows every packet each application
+/// received, byte for byte (0 opaque), and tshark decrypts as many game
+/// messages with our key log.
+#[test]
+fn our_client_joins_aiortcs_server_and_spawns() {
+    if !common::require_root() || !common::require_tool("tcpdump") || !common::require_tool("node")
+    {
+        return;
+    }
+    let Some(py) = common::aiortc_python() else {
+        common::skip_or_fail("no Python with aiortc (target/venv/bin/pip install aiortc==1.16.0)");
+        return;
+    };
+    let setup = common::root().join("scripts/bedrock-setup.sh");
+    if !std::process::Command::new("bash")
+        .arg(&setup)
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        common::skip_or_fail("bedrock-protocol not installed (scripts/bedrock-setup.sh failed)");
+        return;
+    }
+    let dir = common::TempDir::new("nethernet-connect");
+    for version in ["1.26.45", "1.26.10"] {
+        let port = common::free_port_pair();
+        // bedrock-protocol's own session of this version, for the server to play.
+        let packets = dir.path().join(format!("{version}.packets.jsonl"));
+        let made = common::run_with_timeout(
+            std::process::Command::new("node")
+                .arg(common::root().join("scripts/bedrock_peers.js"))
+                .args([
+                    "--version",
+                    version,
+                    "--port",
+                    &(port + 1).to_string(),
+                    "--out",
+                ])
+                .arg(&packets)
+                .arg("--keylog")
+                .arg(dir.path().join(format!("{version}.raknet.keylog"))),
+            std::time::Duration::from_secs(60),
+        );
+        assert!(
+            made.status.success(),
+            "bedrock_peers.js {version}: {}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+        let file = |s: &str| dir.path().join(format!("{version}.{s}"));
+        let (truth, theirs_keys, our_keys) = (
+            file("truth.jsonl"),
+            file("aiortc.keylog"),
+            file("ours.keylog"),
+        );
+        let pcap = file("pcap");
+        let dump = common::Tcpdump::start(&pcap, &format!("tcp port {port} or udp"));
+        let mut server = std::process::Command::new(&py);
+        server
+            .arg(common::root().join("scripts/nethernet_peers.py"))
+            .args(["server", "--game", "--port", &port.to_string(), "--packets"])
+            .arg(&packets)
+            .arg("--truth")
+            .arg(&truth)
+            .arg("--keylog")
+            .arg(&theirs_keys)
+            .stderr(std::process::Stdio::piped());
+        let mut server = common::Proc::spawn(&mut server, "nethernet_peers.py server --game");
+        let said = common::reader_lines(server.child.stderr.take().unwrap());
+        assert!(
+            common::wait_line(
+                &said,
+                "nethernet_peers: server listening",
+                std::time::Duration::from_secs(20)
+            )
+            .is_some(),
+            "nethernet_peers.py did not start"
+        );
+        let name = format!("nn-{}", version.replace('.', "-"));
+        let target = format!("127.0.0.1:{port}");
+        let ours = common::run_with_timeout(
+            common::bin()
+                .args([
+                    "connect",
+                    &target,
+                    "--bedrock",
+                    "--nethernet",
+                    "--version",
+                    version,
+                    "--name",
+                    &name,
+                    "--duration",
+                    "2",
+                    "--json",
+                    "--tls-keylog-out",
+                ])
+                .arg(&our_keys),
+            std::time::Duration::from_secs(30),
+        );
+        let code = server.exit_code(std::time::Duration::from_secs(20));
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let pcap = dump.stop();
+        let out: Vec<Value> = String::from_utf8_lossy(&ours.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(
+            ours.status.code(),
+            Some(0),
+            "{version}: {out:?} {}",
+            String::from_utf8_lossy(&ours.stderr)
+        );
+        assert_eq!(code, Some(0), "{version}: the server's run failed");
+        let joined = out
+            .iter()
+            .find(|r| r["type"] == "joined")
+            .expect("a joined record");
+        println!("{version}: {joined}");
+        assert!(joined["server_identity"]
+            .as_str()
+            .unwrap()
+            .starts_with("fingerprints signed, token self-signed"));
+        assert!(
+            out.iter()
+                .any(|r| r["type"] == "login" && r["event"] == "spawned"),
+            "{out:?}"
+        );
+        // The key-log lines: the same association, the same line.
+        let line = |p: &std::path::Path| {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_string()
+        };
+        assert!(line(&our_keys).starts_with("CLIENT_RANDOM "));
+        assert_eq!(line(&our_keys), line(&theirs_keys));
+        // What the server's application sent and received, byte for byte.
+        let t: Vec<Value> = std::fs::read_to_string(&truth)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let want = |event: &str| -> Vec<String> {
+            t.iter()
+                .filter(|r| r["type"] == "packet" && r["side"] == "server" && r["event"] == event)
+                .map(|r| r["hex"].as_str().unwrap().to_string())
+                .collect()
+        };
+        for keys in [&our_keys, &theirs_keys] {
+            let (records, _) = records(&[
+                "game",
+                pcap.to_str().unwrap(),
+                "--json",
+                "--tls-keylog",
+                keys.to_str().unwrap(),
+            ]);
+            // The flow of this join: the one whose login is ours.
+            let flow = records
+                .iter()
+                .find(|r| r["name"] == "login" && r["fields"].to_string().contains(&name))
+                .map(|r| r["flow"].clone())
+                .expect("our login in the capture");
+            let of = |dir: &str| -> Vec<String> {
+                records
+                    .iter()
+                    .filter(|r| r["flow"] == flow && r["type"] == "game" && r["dir"] == dir)
+                    .map(|r| r["data"].as_str().unwrap().to_string())
+                    .collect()
+            };
+            let opaque = records
+                .iter()
+                .filter(|r| r["flow"] == flow && r["type"] == "game_opaque")
+                .count();
+            assert_eq!(opaque, 0, "{version} {}", keys.display());
+            assert_eq!(
+                of("c2s"),
+                want("received"),
+                "{version}: what the server received"
+            );
+            assert_eq!(of("s2c"), want("sent"), "{version}: what the server sent");
+            println!(
+                "{version}, {}: {} c2s and {} s2c packets as the server saw them",
+                keys.display(),
+                of("c2s").len(),
+                of("s2c").len()
+            );
+        }
+        if common::require_tool("tshark") && common::require_tool("openssl") {
+            // tshark decrypts with our key log: as many binary messages
+            // (PPID 53) on the server's port as we read.
+            let remote = joined["remote"].as_str().unwrap();
+            let rport = remote.rsplit(':').next().unwrap();
+            let o = common::run_with_timeout(
+                std::process::Command::new("tshark")
+                    .args(["-r", pcap.to_str().unwrap(), "-o"])
+                    .arg(format!("tls.keylog_file:{}", our_keys.display()))
+                    .args([
+                        "-o",
+                        &dtls_keys_list(pcap.to_str().unwrap(), &any_pem(&dir)),
+                    ])
+                    .args(["-o", "udp.try_heuristic_first:TRUE"])
+                    .args([
+                        "-Y",
+                        &format!("udp.port == {rport} && sctp.data_payload_proto_id == 53"),
+                    ])
+                    .args([
+                        "-T",
+                        "fields",
+                        "-e",
+                        "sctp.data_payload_proto_id",
+                        "-E",
+                        "aggregator=,",
+                    ]),
+                std::time::Duration::from_secs(60),
+            );
+            let ppids: usize = String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .map(|l| l.split(',').filter(|p| *p == "53").count())
+                .sum();
+            let (ours, _) = records(&[
+                "messages",
+                pcap.to_str().unwrap(),
+                "--json",
+                "--tls-keylog",
+                our_keys.to_str().unwrap(),
+                "-Y",
+                &format!("ppid == 53"),
+            ]);
+            let ours = ours.iter().filter(|r| r["type"] == "message").count();
+            println!("{version}: tshark decrypts {ppids} PPID 53 chunks, we {ours} messages");
+            assert!(
+                ppids >= ours && ours > 10,
+                "{version}: tshark {ppids}, ours {ours}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+    }
+}

@@ -225,7 +225,8 @@ fn serve_replay_plays_the_captured_server_to_an_original_client() {
         "ping",
         format!("127.0.0.1:{port}").as_str(),
         "--json",
-        "--raknet",
+        "--transport",
+        "raknet",
     ]);
     assert!(o.status.success(), "{o:?}");
     assert_eq!(

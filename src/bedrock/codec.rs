@@ -42,6 +42,9 @@ pub struct Codec {
     settings: Option<(Compression, usize)>,
     enc: Option<Encryptor>,
     dec: Option<Decryptor>,
+    /// NetherNet's batches: no 0xFE before them (and no Bedrock
+    /// encryption: the server goes on after Login without a handshake).
+    nethernet: bool,
 }
 
 impl Codec {
@@ -51,7 +54,13 @@ impl Codec {
             settings: None,
             enc: None,
             dec: None,
+            nethernet: false,
         }
+    }
+
+    /// Batches as NetherNet carries them: without the 0xFE byte.
+    pub(crate) fn set_nethernet(&mut self) {
+        self.nethernet = true;
     }
 
     fn legacy(&self) -> bool {
@@ -110,6 +119,9 @@ impl Codec {
             Some(e) => e.seal(&body),
             None => body,
         };
+        if self.nethernet {
+            return body;
+        }
         let mut out = Vec::with_capacity(body.len() + 1);
         out.push(0xfe);
         out.extend(body);
@@ -118,8 +130,10 @@ impl Codec {
 
     /// A 0xFE message's packets, each with its header.
     pub(crate) fn decode(&mut self, message: &[u8]) -> Result<Vec<Vec<u8>>, CodecError> {
-        let Some((&0xfe, body)) = message.split_first() else {
-            return Err(CodecError::NotABatch);
+        let body = match message.split_first() {
+            _ if self.nethernet => message,
+            Some((&0xfe, body)) => body,
+            _ => return Err(CodecError::NotABatch),
         };
         let plain;
         let body = match &mut self.dec {
@@ -230,5 +244,28 @@ mod tests {
         let m = a.encode(&[vec![0x0a; 600]]);
         assert_eq!(m[1], 0);
         assert_eq!(Codec::new(1).decode(&[0x00]), Err(CodecError::NotABatch));
+    }
+
+    /// NetherNet's batches: no 0xFE; the first without a compression
+    /// byte, then with one; read back by the passive decoder's framing
+    /// (the sample join's first batch is `c1 01 00 00 08 79` after its
+    /// length byte).
+    #[test]
+    fn nethernet_batches_have_no_fe() {
+        let (mut a, mut b) = pair(2169);
+        a.set_nethernet();
+        b.set_nethernet();
+        let first = vec![0xc1, 0x01, 0, 0, 0x08, 0x79];
+        assert_eq!(
+            a.encode(std::slice::from_ref(&first)),
+            [&[6u8][..], &first].concat()
+        );
+        a.set_compression(Compression::Deflate, 512);
+        b.set_compression(Compression::Deflate, 512);
+        for p in [vec![vec![0x0a, 1]], vec![vec![0x0a; 600]]] {
+            let m = a.encode(&p);
+            assert!(m[0] == 0xff || m[0] == 0, "{m:?}");
+            assert_eq!(b.decode(&m).unwrap(), p);
+        }
     }
 }

@@ -223,10 +223,15 @@ pub enum FormatArg {
     Fields,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum DirArg {
-    C2s,
-    S2c,
+/// `--transport` and `--nethernet`: `ping` and `connect`.
+#[derive(Args, Debug, Default, Clone)]
+pub struct TransportArgs {
+    /// NetherNet (/v1/join on the TCP port), RakNet (the UDP port), or auto: NetherNet first.
+    #[arg(long, value_enum, value_name = "T")]
+    pub transport: Option<crate::peer::run::Transport>,
+    /// NetherNet only (`--transport nethernet`).
+    #[arg(long, conflicts_with = "transport")]
+    pub nethernet: bool,
 }
 
 pub use crate::dissect::parse_decode_as;

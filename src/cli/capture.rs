@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::args::{parse_id, parse_interval, CaptureArgs, DirArg, DisplayArgs, FormatArg, KeyArgs};
+use super::args::{parse_id, parse_interval, CaptureArgs, DisplayArgs, FormatArg, KeyArgs};
 use super::args::{OutputArgs, TimeArgs};
 use super::{or_exit, Code, EXIT_BAD_FILTER, EXIT_ERROR, EXIT_OK, EXIT_USAGE};
 use crate::capture::write::{self, Recorder};
@@ -63,7 +63,7 @@ pub struct MessagesArgs {
     pub time: TimeArgs,
     /// Only messages received by the server (c2s) or by the client (s2c).
     #[arg(long, value_enum, value_name = "DIR")]
-    pub dir: Option<DirArg>,
+    pub dir: Option<Dir>,
     /// Only messages on this ordering channel (0 to 31).
     #[arg(long, value_name = "C", value_parser = crate::output::text::parse_channel)]
     pub channel: Option<u8>,
@@ -189,9 +189,7 @@ pub fn run_messages(args: &MessagesArgs, out: &mut impl Write) -> anyhow::Result
     let only = MessageChoice {
         quiet: args.output.quiet,
         flow: args.capture.flow,
-        dir: args
-            .dir
-            .map(|d| if d == DirArg::C2s { Dir::C2s } else { Dir::S2c }),
+        dir: args.dir,
         channel: args.channel,
         id: args.id,
     };

@@ -60,15 +60,8 @@ pub struct PingArgs {
     /// Seconds to wait for each pong.
     #[arg(long, default_value = "1", value_name = "SECONDS", value_parser = parse_seconds)]
     pub timeout: Duration,
-    /// Ask NetherNet (/v1/join on the TCP port), RakNet (the UDP port) or both at once.
-    #[arg(long, value_enum, default_value = "auto", value_name = "T")]
-    pub transport: run::Transport,
-    /// Ask NetherNet only (`--transport nethernet`).
-    #[arg(long, conflicts_with_all = ["transport", "raknet"])]
-    pub nethernet: bool,
-    /// Ask RakNet only (`--transport raknet`).
-    #[arg(long, conflicts_with = "transport")]
-    pub raknet: bool,
+    #[command(flatten)]
+    pub transport: super::args::TransportArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -129,6 +122,11 @@ pub struct BedrockArgs {
     /// Append each connection's key to this key log (default: $BEDROCK_KEYLOG_FILE).
     #[arg(long, value_name = "FILE", requires = "bedrock")]
     pub keylog_out: Option<std::path::PathBuf>,
+    /// NetherNet: append the DTLS key-log line here (default: $SSLKEYLOGFILE).
+    #[arg(long, value_name = "FILE", requires = "bedrock")]
+    pub tls_keylog_out: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub transport: super::args::TransportArgs,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -205,21 +203,19 @@ pub struct ProbeArgs {
 
 pub fn run_ping(a: &PingArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let mut p = a.output.printer(out);
-    Ok(run::ping(
-        a.target,
-        a.count,
-        a.timeout,
-        a.transport.or(a.nethernet, a.raknet),
-        &mut p,
-    )?
-    .code())
+    let t = &a.transport;
+    let transport = run::Transport::chosen(t.transport, t.nethernet, run::Transport::Auto);
+    Ok(run::ping(a.target, a.count, a.timeout, transport, &mut p)?.code())
 }
 
 pub fn run_connect(a: &ConnectArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     if a.game.bedrock {
         let (g, d) = (&a.game, &a.dialect);
         let keylog = g.keylog_out.clone();
-        let plan = bedrock::plan(g.game_version.clone(), &g.name, g.duration, keylog);
+        let mut plan = bedrock::plan(g.game_version.clone(), &g.name, g.duration, keylog);
+        let t = &g.transport;
+        plan.transport = run::Transport::chosen(t.transport, t.nethernet, run::Transport::RakNet);
+        plan.tls_keylog_out = g.tls_keylog_out.clone().or(plan.tls_keylog_out);
         let mut p = a.output.printer(out);
         let dialect = (d.protocol, d.addresses, a.mtu);
         return Ok(bedrock::connect_game(a.target, plan, dialect, &mut p)?.code());

@@ -10,8 +10,9 @@ use serde::Serialize;
 use crate::wire::{Datagram, Offline, Trace, WireError};
 
 /// Which way a packet goes, relative to the client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
+#[value(rename_all = "lowercase")]
 pub enum Dir {
     /// Client to server.
     C2s,

@@ -18,6 +18,7 @@
 //! application received.
 
 pub mod association;
+pub mod cert;
 pub mod conversations;
 pub mod dcep;
 pub mod delivery;
@@ -27,6 +28,7 @@ pub mod http;
 pub mod ice;
 pub mod identity;
 pub mod lan;
+pub mod rtc;
 pub mod rtt;
 pub mod sctp;
 pub mod sdp;

@@ -47,6 +47,11 @@ impl PeerRecord {
                 r.asked.target, r.asked.seq, r.error
             ),
             PeerRecord::Transports(r) => r.line(),
+            PeerRecord::Joined(r) => format!(
+                "joined {} over NetherNet in {:.3} ms: network id {}, ICE {}, we are the DTLS {}; \
+                 the server's identity: {}",
+                r.peer, r.join_ms, r.network_id, r.remote, r.dtls_role, r.server_identity
+            ),
             PeerRecord::Failed(r) => format!("{}: {} [{}]", r.target, r.error, r.step),
             PeerRecord::Listening(r) => format!("listening {}", r.address),
             PeerRecord::Connected(r) => r.line(),

@@ -34,6 +34,11 @@ pub struct BedrockPlan {
     /// (ID_INCOMPATIBLE_PROTOCOL_VERSION: jsp-raknet takes only 10) is
     /// tried again with it.
     pub(crate) retry_protocol: bool,
+    /// RakNet, NetherNet, or NetherNet when the server has it (auto).
+    pub transport: super::run::Transport,
+    /// Append NetherNet's DTLS key-log line here (`--tls-keylog-out`, or
+    /// the environment's `SSLKEYLOGFILE`).
+    pub tls_keylog_out: Option<PathBuf>,
 }
 
 /// The plan of `connect --bedrock`: `version` or the newest, the key log
@@ -50,6 +55,8 @@ pub fn plan(
         duration,
         keylog_out: keylog_path(keylog),
         retry_protocol: true,
+        transport: super::run::Transport::RakNet,
+        tls_keylog_out: std::env::var_os("SSLKEYLOGFILE").map(PathBuf::from),
     }
 }
 
@@ -213,6 +220,30 @@ pub fn connect_game(
     report: &mut dyn Report,
 ) -> anyhow::Result<Outcome> {
     plan.retry_protocol = protocol.is_none();
+    use super::run::Transport;
+    let nethernet = match plan.transport {
+        Transport::RakNet => false,
+        Transport::NetherNet => true,
+        // As the game's newer clients: NetherNet when its status answers.
+        Transport::Auto => {
+            let status = super::nethernet::join_status(target, Duration::from_secs(2));
+            let yes = status
+                .as_ref()
+                .is_ok_and(|a| (200..300).contains(&a.status));
+            let words = match &status {
+                Ok(a) => format!("HTTP {} {}", a.status, a.reason),
+                Err(e) => e.to_string(),
+            };
+            let chose = if yes { "NetherNet" } else { "RakNet" };
+            report.warn(&format!(
+                "{target}: NetherNet status: {words}: joining over {chose}"
+            ));
+            yes
+        }
+    };
+    if nethernet {
+        return super::nethernet::connect_game(target, &plan, report);
+    }
     let cfg = game_dialect(&plan.version, protocol, addresses, mtu)?;
     connect_bedrock(target, cfg, &plan, report)
 }
@@ -226,9 +257,9 @@ pub(crate) fn connect_bedrock(
     plan: &BedrockPlan,
     report: &mut dyn Report,
 ) -> anyhow::Result<Outcome> {
-    let mut game = GameClient::new(&plan.version, &plan.name, &target.to_string())
+    let game = GameClient::new(&plan.version, &plan.name, &target.to_string())
         .map_err(|e| anyhow::anyhow!(e))?;
-    let mut client = match super::Client::connect_recorded(target, cfg.clone(), None, |t, e| {
+    let client = match super::Client::connect_recorded(target, cfg.clone(), None, |t, e| {
         report.handshake_step(t, e)
     }) {
         Ok(c) => c,
@@ -253,31 +284,97 @@ pub(crate) fn connect_bedrock(
         }
     };
     report.record(PeerRecord::Connected(connected_record(&client, None)))?;
-    let peer = target.to_string();
-    let start = client.now();
-    let deadline = start + plan.duration;
-    game.start().map_err(|e| anyhow::anyhow!(e))?;
-    let mut login = Login::Pending;
-    let mut closed = None;
-    while closed.is_none() && client.now() < deadline && login != Login::Failed {
-        while let Some(m) = game.poll_transmit() {
-            client.send(&m, Reliability::RELIABLE_ORDERED, 0, None);
-        }
-        let until = (client.now() + Duration::from_millis(20)).min(deadline);
+    play(&mut RakNetLink(client), game, target, plan, report)
+}
+
+/// What carries a game client's batches: RakNet's 0xFE messages, or
+/// NetherNet's reliable channel.
+pub(crate) trait GameLink {
+    /// Time since the link was made.
+    fn now(&self) -> Duration;
+    /// Send a batch as [`GameClient::poll_transmit`] framed it.
+    fn send_batch(&mut self, batch: &[u8]) -> std::io::Result<()>;
+    /// Receive until `until`, each batch to `on_batch`; `Some` once the
+    /// link has ended (closed, or a socket error warned of).
+    fn pump(
+        &mut self,
+        until: Duration,
+        report: &mut dyn Report,
+        on_batch: &mut dyn FnMut(&[u8]),
+    ) -> anyhow::Result<Option<String>>;
+    /// Leave: with `linger`, what is queued goes out first (200 ms); then
+    /// the link closes.
+    fn leave(&mut self, linger: bool, report: &mut dyn Report) -> anyhow::Result<()>;
+}
+
+/// A RakNet client as a [`GameLink`].
+struct RakNetLink(super::Client);
+
+impl GameLink for RakNetLink {
+    fn now(&self) -> Duration {
+        self.0.now()
+    }
+
+    fn send_batch(&mut self, batch: &[u8]) -> std::io::Result<()> {
+        self.0.send(batch, Reliability::RELIABLE_ORDERED, 0, None);
+        Ok(())
+    }
+
+    fn pump(
+        &mut self,
+        until: Duration,
+        report: &mut dyn Report,
+        on_batch: &mut dyn FnMut(&[u8]),
+    ) -> anyhow::Result<Option<String>> {
         let mut on_event = |e: Event, _: &mut dyn Report| {
             if let Event::Message(m) = e {
                 if m.data.first() == Some(&0xfe) {
-                    game.handle(&m.data);
+                    on_batch(&m.data);
                 }
             }
             Ok(())
         };
-        match pump(&mut client, until, report, &mut on_event)? {
-            None => {}
-            Some(Pumped::Closed(r)) => closed = Some(r),
-            Some(Pumped::Failed) => break,
+        Ok(match pump(&mut self.0, until, report, &mut on_event)? {
+            None => None,
+            Some(Pumped::Closed(r)) => Some(format!("{r:?}")),
+            Some(Pumped::Failed) => Some("a socket error".into()),
+        })
+    }
+
+    fn leave(&mut self, linger: bool, report: &mut dyn Report) -> anyhow::Result<()> {
+        if linger {
+            let until = self.0.now() + Duration::from_millis(200);
+            let _ = pump(&mut self.0, until, report, &mut |_, _| Ok(()))?;
         }
-        let ts = (client.now() - start).as_secs_f64();
+        let _ = self.0.close();
+        Ok(())
+    }
+}
+
+/// The game over `link`: log in, print what the server sends, stay for
+/// the plan's duration, leave with a Disconnect. `Outcome::LoginFailed`
+/// when the login did not reach the spawn (refused, disconnected, no
+/// answer).
+pub(crate) fn play(
+    link: &mut dyn GameLink,
+    mut game: GameClient,
+    target: SocketAddr,
+    plan: &BedrockPlan,
+    report: &mut dyn Report,
+) -> anyhow::Result<Outcome> {
+    let peer = target.to_string();
+    let start = link.now();
+    let deadline = start + plan.duration;
+    game.start().map_err(|e| anyhow::anyhow!(e))?;
+    let mut login = Login::Pending;
+    let mut closed = None;
+    while closed.is_none() && link.now() < deadline && login != Login::Failed {
+        while let Some(m) = game.poll_transmit() {
+            link.send_batch(&m)?;
+        }
+        let until = (link.now() + Duration::from_millis(20)).min(deadline);
+        closed = link.pump(until, report, &mut |b| game.handle(b))?;
+        let ts = (link.now() - start).as_secs_f64();
         while let Some(e) = game.poll_event() {
             let detail = match &e {
                 SessionEvent::Spawned => {
@@ -311,7 +408,7 @@ pub(crate) fn connect_bedrock(
         }
     }
     if login == Login::Pending {
-        let ts = (client.now() - start).as_secs_f64();
+        let ts = (link.now() - start).as_secs_f64();
         let detail = if closed.is_some() {
             "the connection closed before the spawn".to_string()
         } else {
@@ -332,12 +429,10 @@ pub(crate) fn connect_bedrock(
         if login == Login::Spawned {
             let _ = game.send("disconnect", json!({"message": "raknet-dissect: bye"}));
             while let Some(m) = game.poll_transmit() {
-                client.send(&m, Reliability::RELIABLE_ORDERED, 0, None);
+                link.send_batch(&m)?;
             }
-            let until = client.now() + Duration::from_millis(200);
-            let _ = pump(&mut client, until, report, &mut |_, _| Ok(()))?;
         }
-        let _ = client.close();
+        link.leave(login == Login::Spawned, report)?;
     }
     Ok(match login {
         Login::Spawned => Outcome::Done,

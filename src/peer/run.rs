@@ -106,12 +106,13 @@ pub enum Transport {
 }
 
 impl Transport {
-    /// This, unless `nethernet` or `raknet` (flags that name one) is set.
-    pub fn or(self, nethernet: bool, raknet: bool) -> Transport {
-        match (nethernet, raknet) {
-            (true, _) => Transport::NetherNet,
-            (_, true) => Transport::RakNet,
-            _ => self,
+    /// The transport `--transport` gives (`given`), or NetherNet with
+    /// `--nethernet`, else `default`.
+    pub fn chosen(given: Option<Transport>, nethernet: bool, default: Transport) -> Transport {
+        match (given, nethernet) {
+            (Some(t), _) => t,
+            (None, true) => Transport::NetherNet,
+            (None, false) => default,
         }
     }
 }

@@ -42,6 +42,8 @@ pub enum PeerRecord {
     NoJoinStatus(NoJoinStatusJson),
     /// Which transports answered (`ping` trying both).
     Transports(TransportsJson),
+    /// A NetherNet join done: its channels open (`connect --nethernet`).
+    Joined(JoinedJson),
     /// A peer not reached or lost (`ping`, `connect`, `replay`).
     Failed(FailedJson),
     /// `serve`'s socket, bound.
@@ -223,6 +225,27 @@ pub struct NoJoinStatusJson {
     /// `not_http`, `io_error`), or `status` for an answer other than 2xx.
     pub(crate) step: &'static str,
     pub(crate) error: String,
+}
+
+/// A NetherNet join done: the offer answered, ICE, DTLS and SCTP up,
+/// NetherNet's two channels open.
+#[derive(Serialize)]
+pub struct JoinedJson {
+    #[serde(rename = "type")]
+    pub(crate) kind: &'static str,
+    pub(crate) transport: &'static str,
+    /// The server's signaling address (TCP).
+    pub(crate) peer: String,
+    /// The network id the offer was posted to.
+    pub(crate) network_id: String,
+    /// The server's address ICE chose (UDP).
+    pub(crate) remote: String,
+    /// `client` (we sent the ClientHello) or `server`.
+    pub(crate) dtls_role: &'static str,
+    /// From the offer posted to both channels open.
+    pub(crate) join_ms: f64,
+    /// What the server's identity assertion says, checked.
+    pub(crate) server_identity: String,
 }
 
 /// Which transports answered `ping`'s requests.
