@@ -838,7 +838,7 @@ impl Pipeline {
             // Often: a packet's allocation freed soon is reused from the
             // allocator's small per-size cache (every 64 frames was 10%
             // slower on one thread once packets became self_cells).
-            if d.frame % 4 == 0 {
+            if d.frame.is_multiple_of(4) {
                 for p in spent.take() {
                     let (d, shell) = p.recycle(&mut self.dissector);
                     reader.recycle(d);

@@ -2191,7 +2191,7 @@ fn our_client_joins_aiortcs_server_and_spawns() {
                 "--tls-keylog",
                 our_keys.to_str().unwrap(),
                 "-Y",
-                &format!("ppid == 53"),
+                "ppid == 53",
             ]);
             let ours = ours.iter().filter(|r| r["type"] == "message").count();
             println!("{version}: tshark decrypts {ppids} PPID 53 chunks, we {ours} messages");

@@ -292,7 +292,11 @@ fn hex(b: &[u8]) -> String {
 }
 
 fn unhex(s: &str) -> Vec<u8> {
-    assert!(s.len() % 2 == 0, "odd hex: {}", &s[..s.len().min(40)]);
+    assert!(
+        s.len().is_multiple_of(2),
+        "odd hex: {}",
+        &s[..s.len().min(40)]
+    );
     (0..s.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))

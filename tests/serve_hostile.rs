@@ -234,7 +234,7 @@ fn split_bombs_are_given_back_when_their_connections_time_out() {
                 if sent >= 40 << 20 {
                     break 'bomb;
                 }
-                if seq % 64 == 0 {
+                if seq.is_multiple_of(64) {
                     std::thread::sleep(Duration::from_micros(500));
                 }
             }

@@ -142,7 +142,7 @@ impl<T> Thinned<T> {
     pub(crate) fn push(&mut self, x: T) {
         let n = self.seen;
         self.seen += 1;
-        if n % self.stride != 0 {
+        if !n.is_multiple_of(self.stride) {
             return;
         }
         if self.items.len() >= self.cap {
@@ -152,7 +152,7 @@ impl<T> Thinned<T> {
                 k % 2 == 1
             });
             self.stride = self.stride.saturating_mul(2);
-            if n % self.stride != 0 {
+            if !n.is_multiple_of(self.stride) {
                 return;
             }
         }

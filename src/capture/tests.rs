@@ -749,7 +749,7 @@ struct Trickle {
 impl Read for Trickle {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.calls += 1;
-        if self.calls % 5 == 0 {
+        if self.calls.is_multiple_of(5) {
             return Err(io::ErrorKind::Interrupted.into());
         }
         let n = buf.len().min(3).min(self.data.len() - self.at);

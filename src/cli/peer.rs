@@ -218,7 +218,7 @@ pub fn run_connect(a: &ConnectArgs, out: &mut impl Write) -> anyhow::Result<u8> 
         plan.tls_keylog_out = g.tls_keylog_out.clone().or(plan.tls_keylog_out);
         let mut p = a.output.printer(out);
         let dialect = (d.protocol, d.addresses, a.mtu);
-        return Ok(bedrock::connect_game(a.target, plan, dialect, &mut p)?.code());
+        return Ok(crate::peer::nethernet::connect(a.target, plan, dialect, &mut p)?.code());
     }
     let plan = match run::messages_to_send(&a.send, a.reliability, a.channel, io::stdin().lock()) {
         Ok(messages) => ConnectPlan {

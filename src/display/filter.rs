@@ -737,7 +737,7 @@ fn parse_hex_bytes(s: &str) -> Option<Vec<u8>> {
         .bytes()
         .filter(|b| !matches!(b, b':' | b' ' | b'-'))
         .collect();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return None;
     }
     digits

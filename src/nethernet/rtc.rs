@@ -903,8 +903,8 @@ mod tests {
                     }
                 },
             );
-            for side in 0..2 {
-                let reliable: Vec<usize> = got[side]
+            for (side, got) in got.iter().enumerate() {
+                let reliable: Vec<usize> = got
                     .iter()
                     .filter(|(l, _)| l == dcep::RELIABLE_LABEL)
                     .map(|(_, n)| *n)
@@ -913,7 +913,7 @@ mod tests {
                     reliable, sizes,
                     "side {side}, answerer DTLS client {answerer_dtls_client}"
                 );
-                assert!(got[side].contains(&(dcep::UNRELIABLE_LABEL.to_string(), 4)));
+                assert!(got.contains(&(dcep::UNRELIABLE_LABEL.to_string(), 4)));
             }
             assert_eq!(closed, [2, 2]);
             let (kc, ks) = (

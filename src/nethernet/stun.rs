@@ -148,7 +148,7 @@ pub fn looks_like(b: &[u8]) -> bool {
     b.len() >= 20
         && b[0] <= 3
         && b[4..8] == MAGIC_COOKIE.to_be_bytes()
-        && u16::from_be_bytes([b[2], b[3]]) % 4 == 0
+        && u16::from_be_bytes([b[2], b[3]]).is_multiple_of(4)
 }
 
 impl<'a> Message<'a> {

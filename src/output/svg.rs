@@ -43,7 +43,7 @@ const FONT: &str = "sans-serif";
 pub(crate) fn human_width(us: u64) -> String {
     if us < 1_000 {
         format!("{us} µs")
-    } else if us < 10_000_000 && us % 1_000 == 0 {
+    } else if us < 10_000_000 && us.is_multiple_of(1_000) {
         format!("{} ms", us / 1_000)
     } else {
         format!("{} s", trim_float(us as f64 / 1e6, 3))

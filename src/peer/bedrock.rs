@@ -220,30 +220,6 @@ pub fn connect_game(
     report: &mut dyn Report,
 ) -> anyhow::Result<Outcome> {
     plan.retry_protocol = protocol.is_none();
-    use super::run::Transport;
-    let nethernet = match plan.transport {
-        Transport::RakNet => false,
-        Transport::NetherNet => true,
-        // As the game's newer clients: NetherNet when its status answers.
-        Transport::Auto => {
-            let status = super::nethernet::join_status(target, Duration::from_secs(2));
-            let yes = status
-                .as_ref()
-                .is_ok_and(|a| (200..300).contains(&a.status));
-            let words = match &status {
-                Ok(a) => format!("HTTP {} {}", a.status, a.reason),
-                Err(e) => e.to_string(),
-            };
-            let chose = if yes { "NetherNet" } else { "RakNet" };
-            report.warn(&format!(
-                "{target}: NetherNet status: {words}: joining over {chose}"
-            ));
-            yes
-        }
-    };
-    if nethernet {
-        return super::nethernet::connect_game(target, &plan, report);
-    }
     let cfg = game_dialect(&plan.version, protocol, addresses, mtu)?;
     connect_bedrock(target, cfg, &plan, report)
 }

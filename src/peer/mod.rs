@@ -9,9 +9,10 @@ pub(crate) mod record {
 }
 
 pub mod bedrock;
-pub(crate) mod nethernet;
+pub mod nethernet;
 pub mod run;
 pub mod serve;
+pub(crate) mod signaling;
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};

@@ -1,135 +1,18 @@
-//! NetherNet's signaling as a client speaks it, on a std TCP socket: the
-//! HTTP requests to a server's signaling port (the same number as its
-//! RakNet UDP port on a dedicated server). Requests are written by
-//! [`http::request`] and answers read by the passive dissector's own
-//! [`http::Stream`], bounded as it is.
+//! `connect --bedrock` over NetherNet: the join (the offer posted to the
+//! server's signaling, the answer applied, ICE, DTLS and SCTP run on one
+//! UDP socket by [`crate::nethernet::rtc`], NetherNet's two channels
+//! opened), then the same game client as over RakNet
+//! ([`super::bedrock::play`]), its batches carried by the reliable
+//! channel in NetherNet's segments.
 
-use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use super::signaling::{exchange, SignalingError, JOIN_PATH};
 use crate::nethernet::cert::Cert;
 use crate::nethernet::framing::{Reassembler, Step};
-use crate::nethernet::http::{self, HttpError, Start};
 use crate::nethernet::rtc::{Rtc, RtcConfig, RtcEvent};
-
-/// The path of the status request (NetherNet's "pong").
-pub(crate) const JOIN_PATH: &str = "/v1/join";
-
-/// A server's answer to one request.
-#[derive(Debug, Clone)]
-pub(crate) struct Answer {
-    /// From the connect to the whole answer.
-    pub(crate) rtt: Duration,
-    pub(crate) status: u16,
-    pub(crate) reason: String,
-    pub(crate) content_type: Option<String>,
-    pub(crate) body: Vec<u8>,
-}
-
-/// Why a request got no HTTP answer.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum SignalingError {
-    /// Nothing listens on the TCP port (a RakNet-only server).
-    #[error("nothing listens on TCP {0} (connection refused)")]
-    Refused(SocketAddr),
-    #[error("no answer from TCP {0} within {1:?}")]
-    Timeout(SocketAddr, Duration),
-    #[error("TCP {0} closed the connection before a whole answer")]
-    Closed(SocketAddr),
-    #[error("TCP {0} answered what is not HTTP: {1}")]
-    NotHttp(SocketAddr, HttpError),
-    #[error("TCP {0}: {1}")]
-    Io(SocketAddr, io::Error),
-}
-
-impl SignalingError {
-    /// The step that failed, in the words of the records (`refused`,
-    /// `timeout`, `closed`, `not_http`, `io_error`).
-    pub(crate) fn step(&self) -> &'static str {
-        match self {
-            SignalingError::Refused(_) => "refused",
-            SignalingError::Timeout(..) => "timeout",
-            SignalingError::Closed(_) => "closed",
-            SignalingError::NotHttp(..) => "not_http",
-            SignalingError::Io(..) => "io_error",
-        }
-    }
-}
-
-/// One request to `target`, its answer read within `timeout` (connect
-/// included). `host` is the `Host` header.
-pub(crate) fn exchange(
-    target: SocketAddr,
-    method: &str,
-    path: &str,
-    content_type: Option<&str>,
-    body: &[u8],
-    timeout: Duration,
-) -> Result<Answer, SignalingError> {
-    let timeout = timeout.max(Duration::from_millis(1));
-    let start = Instant::now();
-    let io_err = |e: io::Error| match e.kind() {
-        io::ErrorKind::ConnectionRefused => SignalingError::Refused(target),
-        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => {
-            SignalingError::Timeout(target, timeout)
-        }
-        _ => SignalingError::Io(target, e),
-    };
-    let mut s = TcpStream::connect_timeout(&target, timeout).map_err(io_err)?;
-    let _ = s.set_nodelay(true);
-    let req = http::request(method, path, &target.to_string(), content_type, body);
-    s.set_write_timeout(Some(timeout)).map_err(io_err)?;
-    s.write_all(&req).map_err(io_err)?;
-    let mut stream = http::Stream::new();
-    let mut buf = vec![0u8; 16 << 10];
-    loop {
-        let left = timeout
-            .checked_sub(start.elapsed())
-            .filter(|d| !d.is_zero())
-            .ok_or(SignalingError::Timeout(target, timeout))?;
-        s.set_read_timeout(Some(left)).map_err(io_err)?;
-        let n = match s.read(&mut buf) {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(io_err(e)),
-        };
-        let message = if n == 0 {
-            stream.finish()
-        } else {
-            let mut m = stream
-                .push(&buf[..n])
-                .map_err(|e| SignalingError::NotHttp(target, e))?;
-            (!m.is_empty()).then(|| m.swap_remove(0))
-        };
-        match message {
-            Some(m) => {
-                let Start::Response { status, reason } = m.start.clone() else {
-                    let e = HttpError::Malformed {
-                        at: m.at,
-                        what: "a request where a response was due".into(),
-                    };
-                    return Err(SignalingError::NotHttp(target, e));
-                };
-                return Ok(Answer {
-                    rtt: start.elapsed(),
-                    status,
-                    reason,
-                    content_type: m.header("content-type").map(str::to_owned),
-                    body: m.body,
-                });
-            }
-            None if n == 0 => return Err(SignalingError::Closed(target)),
-            None => {}
-        }
-    }
-}
-
-/// `GET /v1/join`: the server's status, as the game's client asks before
-/// it offers (a non-2xx status means no NetherNet there).
-pub(crate) fn join_status(target: SocketAddr, timeout: Duration) -> Result<Answer, SignalingError> {
-    exchange(target, "GET", JOIN_PATH, None, &[], timeout)
-}
 
 /// The largest NetherNet segment: a data channel message, the framing
 /// byte included.
@@ -566,69 +449,38 @@ pub(crate) fn connect_game(
     super::bedrock::play(&mut link, game, target, plan, report)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::net::TcpListener;
-
-    /// A server that answers one connection with `answer`, after reading
-    /// the request's head; the request it read.
-    fn serve_once(answer: &'static [u8]) -> (SocketAddr, std::thread::JoinHandle<Vec<u8>>) {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap();
-        let t = std::thread::spawn(move || {
-            let (mut c, _) = l.accept().unwrap();
-            let mut got = Vec::new();
-            let mut buf = [0u8; 1024];
-            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                let n = c.read(&mut buf).unwrap();
-                if n == 0 {
-                    break;
-                }
-                got.extend_from_slice(&buf[..n]);
-            }
-            c.write_all(answer).unwrap();
-            got
-        });
-        (addr, t)
-    }
-
-    #[test]
-    fn a_status_answer_by_length_or_until_the_close() {
-        for answer in [
-            &b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"a\":1}    "[..],
-            &b"HTTP/1.0 200 OK\r\n\r\n{\"a\":1}    "[..],
-        ] {
-            let (addr, t) = serve_once(answer);
-            let a = join_status(addr, Duration::from_secs(5)).unwrap();
-            let req = t.join().unwrap();
-            assert!(req.starts_with(b"GET /v1/join HTTP/1.1\r\n"));
-            assert_eq!((a.status, a.body.as_slice()), (200, &b"{\"a\":1}    "[..]));
+/// `connect --bedrock` on the transport `plan` names: RakNet, NetherNet,
+/// or (auto) NetherNet when the server's status answers, as the game's
+/// newer clients choose; the RakNet `protocol`, `addresses` and `mtu`
+/// when given.
+pub fn connect(
+    target: SocketAddr,
+    plan: super::bedrock::BedrockPlan,
+    dialect: (Option<u8>, Option<usize>, Option<u16>),
+    report: &mut dyn super::run::Report,
+) -> anyhow::Result<super::run::Outcome> {
+    use super::run::Transport;
+    let nethernet = match plan.transport {
+        Transport::RakNet => false,
+        Transport::NetherNet => true,
+        Transport::Auto => {
+            let status = super::signaling::join_status(target, Duration::from_secs(2));
+            let yes = status
+                .as_ref()
+                .is_ok_and(|a| (200..300).contains(&a.status));
+            let words = match &status {
+                Ok(a) => format!("HTTP {} {}", a.status, a.reason),
+                Err(e) => e.to_string(),
+            };
+            let chose = if yes { "NetherNet" } else { "RakNet" };
+            report.warn(&format!(
+                "{target}: NetherNet status: {words}: joining over {chose}"
+            ));
+            yes
         }
-    }
-
-    #[test]
-    fn no_answer_says_why() {
-        // Nothing listens.
-        let free = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap();
-        let e = join_status(free, Duration::from_secs(5)).unwrap_err();
-        assert_eq!(e.step(), "refused", "{e}");
-        // Closed before a whole answer.
-        let (addr, t) = serve_once(b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\nshort");
-        let e = join_status(addr, Duration::from_secs(5)).unwrap_err();
-        t.join().unwrap();
-        assert_eq!(e.step(), "closed", "{e}");
-        // Not HTTP (a RakNet pong, say).
-        let (addr, t) = serve_once(b"\x1c\x00\x00\x00\x00\x00\x00\x00\x01garbage\r\n\r\n");
-        let e = join_status(addr, Duration::from_secs(5)).unwrap_err();
-        t.join().unwrap();
-        assert_eq!(e.step(), "not_http", "{e}");
-        // Silent.
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let e = join_status(l.local_addr().unwrap(), Duration::from_millis(200)).unwrap_err();
-        assert_eq!(e.step(), "timeout", "{e}");
+    };
+    match nethernet {
+        true => connect_game(target, &plan, report),
+        false => super::bedrock::connect_game(target, plan, dialect, report),
     }
 }

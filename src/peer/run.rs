@@ -144,7 +144,7 @@ pub fn ping(
         let (pong, status) = std::thread::scope(|s| {
             let status = nethernet
                 .is_some()
-                .then(|| s.spawn(|| super::nethernet::join_status(target, timeout)));
+                .then(|| s.spawn(|| super::signaling::join_status(target, timeout)));
             let pong = raknet.is_some().then(|| super::ping(target, me, timeout));
             let status =
                 status.map(|h| h.join().map_err(|_| io::Error::other("a thread panicked")));
@@ -262,7 +262,7 @@ fn record_pong(
 fn record_status(
     target: SocketAddr,
     seq: u32,
-    status: Result<super::nethernet::Answer, super::nethernet::SignalingError>,
+    status: Result<super::signaling::Answer, super::signaling::SignalingError>,
     report: &mut dyn Report,
     answered: Option<&mut u32>,
 ) -> io::Result<bool> {
@@ -313,7 +313,7 @@ fn record_status(
         }
         Err(e) => {
             report.record(no(None, e.step(), e.to_string()))?;
-            return Ok(!matches!(e, super::nethernet::SignalingError::Refused(_)));
+            return Ok(!matches!(e, super::signaling::SignalingError::Refused(_)));
         }
     }
     Ok(true)

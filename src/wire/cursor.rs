@@ -395,7 +395,7 @@ pub fn parse_hex(s: &str) -> std::result::Result<Vec<u8>, String> {
         .map(|c| c.to_digit(16).map(|d| d as u8))
         .collect::<Option<_>>()
         .ok_or_else(|| format!("{s:?} is not hex"))?;
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err(format!("{s:?}: odd number of hex digits"));
     }
     Ok(digits.chunks(2).map(|p| p[0] << 4 | p[1]).collect())

@@ -273,7 +273,7 @@ impl<'a, 'v> Encoder<'a, 'v> {
             }
             Node::Bitfield(fields) => {
                 let bits: u32 = fields.iter().map(|f| u32::from(f.1)).sum();
-                if bits % 8 != 0 || bits > 128 {
+                if !bits.is_multiple_of(8) || bits > 128 {
                     return Err(self.err(format!("a bitfield of {bits} bits")));
                 }
                 let mut all: u128 = 0;
