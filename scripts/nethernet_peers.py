@@ -565,6 +565,22 @@ class Peer:
                 if got != expected:
                     raise Failure(f"{step['dir']} batch {step['index']}: received packets differ from the jsonl's")
 
+    async def game_batch(self, msg, direction, index, compression, names):
+        """--game: the batch whose first segment is `msg`, reassembled, recorded; its packets
+        and their names."""
+        parts = [msg]
+        while msg[0] != 0:
+            msg = await asyncio.wait_for(self.inbox[RELIABLE].get(), self.args.step_timeout)
+            parts.append(msg)
+        batch = b"".join(m[1:] for m in parts)
+        payload, comp = decode_batch(batch, compression)
+        packets = split_packets(payload)
+        pnames = [names.get(read_varuint(p, 0)[0] & 0x3FF, "unknown") for p in packets]
+        step = {"dir": direction, "index": index, "source_batch": None, "compression": compression}
+        self.note_batch("received", RELIABLE, step, batch, comp, len(parts), packets)
+        self.record("game", event="received", names=pnames)
+        return packets, pnames
+
     async def run_game(self, steps):
         """--game (server): answer a client that is not the recorded one (ours), by what it
         sends: each batch it sends is matched by its first packet's name (and how many times
@@ -604,19 +620,8 @@ class Peer:
             if getting not in done:
                 getting.cancel()
                 break
-            msg = getting.result()
-            parts = [msg]
-            while msg[0] != 0:
-                msg = await asyncio.wait_for(self.inbox[RELIABLE].get(), self.args.step_timeout)
-                parts.append(msg)
-            batch = b"".join(m[1:] for m in parts)
-            payload, comp = decode_batch(batch, compression)
-            packets = split_packets(payload)
-            pnames = [names.get(read_varuint(p, 0)[0] & 0x3FF, "unknown") for p in packets]
-            step = {"dir": "c2s", "index": index, "source_batch": None, "compression": compression}
+            packets, pnames = await self.game_batch(getting.result(), "c2s", index, compression, names)
             index += 1
-            self.note_batch("received", RELIABLE, step, batch, comp, len(parts), packets)
-            self.record("game", event="received", names=pnames)
             if "set_local_player_as_initialized" in pnames and spawn_sent:
                 initialized = True
             k = (pnames[0], got.get(pnames[0], 0)) if pnames and not set(pnames) <= NOTICES else None
@@ -636,6 +641,55 @@ class Peer:
         if not (spawn_sent and initialized):
             raise Failure(f"the client did not reach the spawn (spawn sent {spawn_sent}, "
                           f"set_local_player_as_initialized {initialized})")
+
+    async def run_game_client(self, steps):
+        """--game (client): play the recording's client to a server that is not the recorded
+        one (ours), by what it sends: the client batches before the server's first are sent at
+        once; each packet of a server batch is matched by its name (and how many times that
+        name came before) to the recording's server batch that began with it, and the client
+        batches that follow that one in the recording are sent (not its chat or disconnect). It succeeds once the server's spawn
+        (play_status player_spawn) came and set_local_player_as_initialized went out; the
+        client then lingers and closes its channels."""
+        names = {}
+        for step in steps:
+            for p in step.get("packets", []):
+                names[p["id"] & 0x3FF] = p["name"]
+        answers, seen, first, trigger = {}, {}, [], None
+        for step in steps:
+            if step["dir"] == "s2c":
+                name = step["packets"][0]["name"]
+                trigger = (name, seen.get(name, 0))
+                seen[name] = trigger[1] + 1
+                answers[trigger] = []
+            elif step["dir"] == "c2s":
+                (answers[trigger] if trigger else first).append(step)
+        compression, got, index, spawned = None, {}, 0, False
+
+        async def send(step):
+            await self.send_batch(RELIABLE, step, [bytes.fromhex(p["hex"]) for p in step["packets"]])
+            self.record("game", event="sent", names=[p["name"] for p in step["packets"]])
+
+        for step in first:
+            await send(step)
+        while not spawned:
+            msg = await asyncio.wait_for(self.inbox[RELIABLE].get(), self.args.step_timeout)
+            packets, pnames = await self.game_batch(msg, "s2c", index, compression, names)
+            index += 1
+            for p, n in zip(packets, pnames):
+                if n == "network_settings":
+                    compression = network_settings_params(p)
+                if n == "play_status" and p[1:5] == (3).to_bytes(4, "big"):
+                    spawned = True
+            # Each packet may be the one a recorded batch began with (a server may batch
+            # what the recording's sent apart).
+            for n in pnames:
+                k = (n, got.get(n, 0))
+                got[n] = k[1] + 1
+                for answer in answers.get(k, []):
+                    if any(p["name"] in ("disconnect", "text") for p in answer["packets"]):
+                        continue
+                    await send(answer)
+        self.record("game", event="end", spawned=spawned)
 
     async def pings(self, step):
         n = self.args.pings
@@ -1123,7 +1177,10 @@ async def client_main(args, record, steps, protocol):
         await pc.setRemoteDescription(RTCSessionDescription(await relay.apply(stripped), "answer"))
         await asyncio.wait_for(peer.both_open.wait(), args.step_timeout)
         record_dtls(record, pc)
-        await peer.run_session(steps)
+        if args.game:
+            await peer.run_game_client(steps)
+        else:
+            await peer.run_session(steps)
         # Let every message leave before the stream resets.
         for _ in range(200):
             if all(ch.bufferedAmount == 0 for ch in peer.channels.values()):
@@ -1133,7 +1190,8 @@ async def client_main(args, record, steps, protocol):
         for ch in peer.channels.values():
             ch.close()
         await asyncio.wait_for(asyncio.gather(*(e.wait() for e in peer.closed.values())), args.step_timeout)
-        peer.check_drained()
+        if not args.game:
+            peer.check_drained()
     finally:
         await pc.close()
         await relay.stop()
@@ -1175,7 +1233,8 @@ def main():
                     help="--lossy: seconds each side waits for the pings / their answers (default 3)")
     ap.add_argument("--game", action="store_true",
                     help="server: answer a client that is not the recorded one by the names of what it "
-                         "sends (run_game says how); ends when it closes its channels")
+                         "sends (run_game says how); ends when it closes its channels. client: play the "
+                         "recorded client to a server that is not the recorded one (run_game_client)")
     ap.add_argument("--allow-no-identity", action="store_true",
                     help="server: take an offer without a=identity (recorded identity null, verified false, "
                          "identity_absent true); an offer with one is still checked")

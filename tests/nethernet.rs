@@ -1960,89 +1960,203 @@ fn flows_give_rtt_from_sacks() {
     }
 }
 
-/// Issue 28: our client (`connect --bedrock --nethernet`) joins aiortc's
-/// NetherNet server (scripts/nethernet_peers.py --game, playing the
-/// server's side of a bedrock-protocol session of that version: what
-/// bedrock_peers.js's server sent, recorded inside it) and spawns, in two
-/// game versions; the capture of the join, read by `game` with our DTLS
-/// key log and then with aiortc's, shows every packet each application
-/// received, byte for byte (0 opaque), and tshark decrypts as many game
-/// messages with our key log.
-#[test]
-fn our_client_joins_aiortcs_server_and_spawns() {
+/// aiortc's Python and bedrock-protocol, or why not (skipped).
+fn nethernet_game_peers() -> Option<String> {
     if !common::require_root() || !common::require_tool("tcpdump") || !common::require_tool("node")
     {
-        return;
+        return None;
     }
     let Some(py) = common::aiortc_python() else {
         common::skip_or_fail("no Python with aiortc (target/venv/bin/pip install aiortc==1.16.0)");
-        return;
+        return None;
     };
     let setup = common::root().join("scripts/bedrock-setup.sh");
-    if !std::process::Command::new("bash")
+    let ok = std::process::Command::new("bash")
         .arg(&setup)
         .status()
-        .is_ok_and(|s| s.success())
-    {
+        .is_ok_and(|s| s.success());
+    if !ok {
         common::skip_or_fail("bedrock-protocol not installed (scripts/bedrock-setup.sh failed)");
-        return;
+        return None;
     }
+    Some(py)
+}
+
+/// bedrock-protocol's own session of `version` (bedrock_peers.js on
+/// RakNet port `port`): every game packet each side sent, recorded inside
+/// it, for nethernet_peers.py --game to play.
+fn bedrock_protocol_packets(dir: &common::TempDir, version: &str, port: u16) -> std::path::PathBuf {
+    let packets = dir.path().join(format!("{version}.packets.jsonl"));
+    let made = common::run_with_timeout(
+        std::process::Command::new("node")
+            .arg(common::root().join("scripts/bedrock_peers.js"))
+            .args(["--version", version, "--port", &port.to_string(), "--out"])
+            .arg(&packets)
+            .arg("--keylog")
+            .arg(dir.path().join(format!("{version}.raknet.keylog"))),
+        std::time::Duration::from_secs(60),
+    );
+    let err = String::from_utf8_lossy(&made.stderr);
+    assert!(made.status.success(), "bedrock_peers.js {version}: {err}");
+    packets
+}
+
+/// The files of one version's join, and its port.
+struct Join {
+    port: u16,
+    /// bedrock-protocol's session of the version (made now).
+    packets: std::path::PathBuf,
+    /// The aiortc peer's record of what its application sent and received.
+    truth: std::path::PathBuf,
+    /// The aiortc peer's DTLS key log, and ours.
+    theirs_keys: std::path::PathBuf,
+    our_keys: std::path::PathBuf,
+}
+
+fn join_files(dir: &common::TempDir, version: &str) -> Join {
+    let port = common::free_port_pair();
+    let file = |s: &str| dir.path().join(format!("{version}.{s}"));
+    Join {
+        port,
+        packets: bedrock_protocol_packets(dir, version, port + 1),
+        truth: file("truth.jsonl"),
+        theirs_keys: file("aiortc.keylog"),
+        our_keys: file("ours.keylog"),
+    }
+}
+
+/// nethernet_peers.py `role` --game on `port`, playing `packets`, once it
+/// says it listens (a server) or at once (a client).
+fn nethernet_peer(
+    py: &str,
+    role: &str,
+    port: u16,
+    packets: &std::path::Path,
+    truth: &std::path::Path,
+    keys: &std::path::Path,
+) -> common::Proc {
+    let mut cmd = std::process::Command::new(py);
+    cmd.arg(common::root().join("scripts/nethernet_peers.py"))
+        .args([role, "--game", "--port", &port.to_string(), "--packets"])
+        .arg(packets)
+        .arg("--truth")
+        .arg(truth)
+        .arg("--keylog")
+        .arg(keys)
+        .stderr(std::process::Stdio::piped());
+    let mut p = common::Proc::spawn(&mut cmd, "nethernet_peers.py --game");
+    let said = common::reader_lines(p.child.stderr.take().unwrap());
+    if role == "server" {
+        let up = common::wait_line(
+            &said,
+            "nethernet_peers: server listening",
+            std::time::Duration::from_secs(20),
+        );
+        assert!(up.is_some(), "nethernet_peers.py did not start");
+    }
+    p
+}
+
+/// The capture `pcap` of a join, read by `game` with each key log of
+/// `keys`: the flow whose login names `name` shows, byte for byte, the
+/// packets `side`'s application sent and received (its `truth`), with 0
+/// opaque, and both key logs hold the same line.
+fn join_reads_as_the_peer_saw_it(
+    what: &str,
+    pcap: &std::path::Path,
+    keys: [&std::path::Path; 2],
+    truth: &std::path::Path,
+    side: &str,
+    name: &str,
+) {
+    let line = |p: &std::path::Path| {
+        std::fs::read_to_string(p)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap_or("")
+            .to_string()
+    };
+    assert!(line(keys[0]).starts_with("CLIENT_RANDOM "), "{what}");
+    assert_eq!(line(keys[0]), line(keys[1]), "{what}: the key-log lines");
+    let t: Vec<Value> = std::fs::read_to_string(truth)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let want = |event: &str| -> Vec<String> {
+        t.iter()
+            .filter(|r| r["type"] == "packet" && r["side"] == side && r["event"] == event)
+            .map(|r| r["hex"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (sent, received) = (want("sent"), want("received"));
+    let (ours_sent, ours_received) = if side == "server" {
+        ("s2c", "c2s")
+    } else {
+        ("c2s", "s2c")
+    };
+    for keys in keys {
+        let (records, _) = records(&[
+            "game",
+            pcap.to_str().unwrap(),
+            "--json",
+            "--tls-keylog",
+            keys.to_str().unwrap(),
+        ]);
+        let flow = records
+            .iter()
+            .find(|r| r["name"] == "login" && r["fields"].to_string().contains(name))
+            .map(|r| r["flow"].clone())
+            .expect("the join's login in the capture");
+        let of = |dir: &str| -> Vec<String> {
+            records
+                .iter()
+                .filter(|r| r["flow"] == flow && r["type"] == "game" && r["dir"] == dir)
+                .map(|r| r["data"].as_str().unwrap().to_string())
+                .collect()
+        };
+        let opaque = records
+            .iter()
+            .filter(|r| r["flow"] == flow && r["type"] == "game_opaque")
+            .count();
+        assert_eq!(opaque, 0, "{what} {}", keys.display());
+        assert_eq!(of(ours_sent), sent, "{what}: what the {side} sent");
+        assert_eq!(
+            of(ours_received),
+            received,
+            "{what}: what the {side} received"
+        );
+        println!(
+            "{what}, {}: {} packets sent and {} received, as the {side} saw them",
+            keys.display(),
+            sent.len(),
+            received.len()
+        );
+    }
+}
+
+/// Issue 28: our client (`connect --bedrock --nethernet`) joins aiortc's
+/// NetherNet server (scripts/nethernet_peers.py --game, playing the
+/// server's side of a bedrock-protocol session of that version) and
+/// spawns, in two game versions; the capture of the join, read by `game`
+/// with our DTLS key log and then with aiortc's, shows every packet the
+/// server's application sent and received, byte for byte (0 opaque), and
+/// tshark decrypts the game messages with our key log.
+#[test]
+fn our_client_joins_aiortcs_server_and_spawns() {
+    let Some(py) = nethernet_game_peers() else {
+        return;
+    };
     let dir = common::TempDir::new("nethernet-connect");
     for version in ["1.26.45", "1.26.10"] {
-        let port = common::free_port_pair();
-        // bedrock-protocol's own session of this version, for the server to play.
-        let packets = dir.path().join(format!("{version}.packets.jsonl"));
-        let made = common::run_with_timeout(
-            std::process::Command::new("node")
-                .arg(common::root().join("scripts/bedrock_peers.js"))
-                .args([
-                    "--version",
-                    version,
-                    "--port",
-                    &(port + 1).to_string(),
-                    "--out",
-                ])
-                .arg(&packets)
-                .arg("--keylog")
-                .arg(dir.path().join(format!("{version}.raknet.keylog"))),
-            std::time::Duration::from_secs(60),
-        );
-        assert!(
-            made.status.success(),
-            "bedrock_peers.js {version}: {}",
-            String::from_utf8_lossy(&made.stderr)
-        );
+        let j = join_files(&dir, version);
         let file = |s: &str| dir.path().join(format!("{version}.{s}"));
-        let (truth, theirs_keys, our_keys) = (
-            file("truth.jsonl"),
-            file("aiortc.keylog"),
-            file("ours.keylog"),
-        );
-        let pcap = file("pcap");
-        let dump = common::Tcpdump::start(&pcap, &format!("tcp port {port} or udp"));
-        let mut server = std::process::Command::new(&py);
-        server
-            .arg(common::root().join("scripts/nethernet_peers.py"))
-            .args(["server", "--game", "--port", &port.to_string(), "--packets"])
-            .arg(&packets)
-            .arg("--truth")
-            .arg(&truth)
-            .arg("--keylog")
-            .arg(&theirs_keys)
-            .stderr(std::process::Stdio::piped());
-        let mut server = common::Proc::spawn(&mut server, "nethernet_peers.py server --game");
-        let said = common::reader_lines(server.child.stderr.take().unwrap());
-        assert!(
-            common::wait_line(
-                &said,
-                "nethernet_peers: server listening",
-                std::time::Duration::from_secs(20)
-            )
-            .is_some(),
-            "nethernet_peers.py did not start"
-        );
+        let dump = common::Tcpdump::start(&file("pcap"), &format!("tcp port {} or udp", j.port));
+        let mut server =
+            nethernet_peer(&py, "server", j.port, &j.packets, &j.truth, &j.theirs_keys);
         let name = format!("nn-{}", version.replace('.', "-"));
-        let target = format!("127.0.0.1:{port}");
+        let target = format!("127.0.0.1:{}", j.port);
         let ours = common::run_with_timeout(
             common::bin()
                 .args([
@@ -2052,6 +2166,8 @@ fn our_client_joins_aiortcs_server_and_spawns() {
                     "--nethernet",
                     "--version",
                     version,
+                ])
+                .args([
                     "--name",
                     &name,
                     "--duration",
@@ -2059,7 +2175,7 @@ fn our_client_joins_aiortcs_server_and_spawns() {
                     "--json",
                     "--tls-keylog-out",
                 ])
-                .arg(&our_keys),
+                .arg(&j.our_keys),
             std::time::Duration::from_secs(30),
         );
         let code = server.exit_code(std::time::Duration::from_secs(20));
@@ -2069,107 +2185,45 @@ fn our_client_joins_aiortcs_server_and_spawns() {
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
-        assert_eq!(
-            ours.status.code(),
-            Some(0),
-            "{version}: {out:?} {}",
-            String::from_utf8_lossy(&ours.stderr)
-        );
+        let err = String::from_utf8_lossy(&ours.stderr);
+        assert_eq!(ours.status.code(), Some(0), "{version}: {out:?} {err}");
         assert_eq!(code, Some(0), "{version}: the server's run failed");
         let joined = out
             .iter()
             .find(|r| r["type"] == "joined")
             .expect("a joined record");
         println!("{version}: {joined}");
-        assert!(joined["server_identity"]
-            .as_str()
-            .unwrap()
-            .starts_with("fingerprints signed, token self-signed"));
+        let identity = joined["server_identity"].as_str().unwrap();
+        assert!(
+            identity.starts_with("fingerprints signed, token self-signed"),
+            "{identity}"
+        );
         assert!(
             out.iter()
                 .any(|r| r["type"] == "login" && r["event"] == "spawned"),
             "{out:?}"
         );
-        // The key-log lines: the same association, the same line.
-        let line = |p: &std::path::Path| {
-            std::fs::read_to_string(p)
-                .unwrap()
-                .lines()
-                .next()
-                .unwrap_or("")
-                .to_string()
-        };
-        assert!(line(&our_keys).starts_with("CLIENT_RANDOM "));
-        assert_eq!(line(&our_keys), line(&theirs_keys));
-        // What the server's application sent and received, byte for byte.
-        let t: Vec<Value> = std::fs::read_to_string(&truth)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        let want = |event: &str| -> Vec<String> {
-            t.iter()
-                .filter(|r| r["type"] == "packet" && r["side"] == "server" && r["event"] == event)
-                .map(|r| r["hex"].as_str().unwrap().to_string())
-                .collect()
-        };
-        for keys in [&our_keys, &theirs_keys] {
-            let (records, _) = records(&[
-                "game",
-                pcap.to_str().unwrap(),
-                "--json",
-                "--tls-keylog",
-                keys.to_str().unwrap(),
-            ]);
-            // The flow of this join: the one whose login is ours.
-            let flow = records
-                .iter()
-                .find(|r| r["name"] == "login" && r["fields"].to_string().contains(&name))
-                .map(|r| r["flow"].clone())
-                .expect("our login in the capture");
-            let of = |dir: &str| -> Vec<String> {
-                records
-                    .iter()
-                    .filter(|r| r["flow"] == flow && r["type"] == "game" && r["dir"] == dir)
-                    .map(|r| r["data"].as_str().unwrap().to_string())
-                    .collect()
-            };
-            let opaque = records
-                .iter()
-                .filter(|r| r["flow"] == flow && r["type"] == "game_opaque")
-                .count();
-            assert_eq!(opaque, 0, "{version} {}", keys.display());
-            assert_eq!(
-                of("c2s"),
-                want("received"),
-                "{version}: what the server received"
-            );
-            assert_eq!(of("s2c"), want("sent"), "{version}: what the server sent");
-            println!(
-                "{version}, {}: {} c2s and {} s2c packets as the server saw them",
-                keys.display(),
-                of("c2s").len(),
-                of("s2c").len()
-            );
-        }
+        join_reads_as_the_peer_saw_it(
+            version,
+            &pcap,
+            [&j.our_keys, &j.theirs_keys],
+            &j.truth,
+            "server",
+            &name,
+        );
         if common::require_tool("tshark") && common::require_tool("openssl") {
-            // tshark decrypts with our key log: as many binary messages
-            // (PPID 53) on the server's port as we read.
-            let remote = joined["remote"].as_str().unwrap();
-            let rport = remote.rsplit(':').next().unwrap();
+            // tshark decrypts with our key log: at least as many binary
+            // data chunks (PPID 53) as we read messages.
             let o = common::run_with_timeout(
                 std::process::Command::new("tshark")
                     .args(["-r", pcap.to_str().unwrap(), "-o"])
-                    .arg(format!("tls.keylog_file:{}", our_keys.display()))
+                    .arg(format!("tls.keylog_file:{}", j.our_keys.display()))
                     .args([
                         "-o",
                         &dtls_keys_list(pcap.to_str().unwrap(), &any_pem(&dir)),
                     ])
                     .args(["-o", "udp.try_heuristic_first:TRUE"])
-                    .args([
-                        "-Y",
-                        &format!("udp.port == {rport} && sctp.data_payload_proto_id == 53"),
-                    ])
+                    .args(["-Y", "sctp.data_payload_proto_id == 53"])
                     .args([
                         "-T",
                         "fields",
@@ -2184,22 +2238,99 @@ fn our_client_joins_aiortcs_server_and_spawns() {
                 .lines()
                 .map(|l| l.split(',').filter(|p| *p == "53").count())
                 .sum();
-            let (ours, _) = records(&[
+            let keys = j.our_keys.to_str().unwrap();
+            let args = [
                 "messages",
                 pcap.to_str().unwrap(),
                 "--json",
                 "--tls-keylog",
-                our_keys.to_str().unwrap(),
+                keys,
                 "-Y",
                 "ppid == 53",
-            ]);
-            let ours = ours.iter().filter(|r| r["type"] == "message").count();
+            ];
+            let ours = records(&args)
+                .0
+                .iter()
+                .filter(|r| r["type"] == "message")
+                .count();
             println!("{version}: tshark decrypts {ppids} PPID 53 chunks, we {ours} messages");
             assert!(
                 ppids >= ours && ours > 10,
-                "{version}: tshark {ppids}, ours {ours}: {}",
-                String::from_utf8_lossy(&o.stderr)
+                "{version}: tshark {ppids}, ours {ours}"
             );
         }
+    }
+}
+
+/// Issue 28: aiortc's NetherNet client (nethernet_peers.py client --game,
+/// playing the client's side of a bedrock-protocol session of that
+/// version) joins our `serve --bedrock --nethernet` and spawns, in two
+/// game versions; the capture reads, with our key log and with aiortc's,
+/// as the client's application saw it, byte for byte.
+#[test]
+fn aiortcs_client_joins_our_server_and_spawns() {
+    let Some(py) = nethernet_game_peers() else {
+        return;
+    };
+    let dir = common::TempDir::new("nethernet-serve");
+    for version in ["1.26.45", "1.26.10"] {
+        let j = join_files(&dir, version);
+        let file = |s: &str| dir.path().join(format!("{version}.{s}"));
+        let dump = common::Tcpdump::start(&file("pcap"), &format!("port {}", j.port));
+        let listen = format!("127.0.0.1:{}", j.port);
+        let mut serve = common::Ours::spawn(
+            &common::args(&[
+                "serve",
+                "--listen",
+                &listen,
+                "--bedrock",
+                "--nethernet",
+                "--version",
+                version,
+                "--once",
+                "--json",
+                "--tls-keylog-out",
+                j.our_keys.to_str().unwrap(),
+                "--identity",
+                file("operator.pem").to_str().unwrap(),
+            ]),
+            None,
+        );
+        let l = serve
+            .wait_record("listening", std::time::Duration::from_secs(10))
+            .expect("listening");
+        assert_eq!(l["transport"], "nethernet");
+        let mut client =
+            nethernet_peer(&py, "client", j.port, &j.packets, &j.truth, &j.theirs_keys);
+        let code = client.exit_code(std::time::Duration::from_secs(30));
+        let f = serve.finish(std::time::Duration::from_secs(20));
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let pcap = dump.stop();
+        assert_eq!(code, Some(0), "{version}: aiortc's client failed");
+        assert_eq!(f.code, Some(0), "{version}: {}", f.stderr);
+        let joined = f.one("joined");
+        println!("{version}: {joined}");
+        assert!(joined["server_identity"]
+            .as_str()
+            .unwrap()
+            .contains("fingerprints signed, token self-signed"));
+        let logins: Vec<&str> = f
+            .of_type("login")
+            .iter()
+            .map(|r| r["event"].as_str().unwrap())
+            .collect();
+        assert!(logins.contains(&"spawned"), "{logins:?}");
+        // The operator's key stays: a second run would sign with it.
+        assert!(std::fs::read_to_string(file("operator.pem"))
+            .unwrap()
+            .contains("PRIVATE KEY"));
+        join_reads_as_the_peer_saw_it(
+            version,
+            &pcap,
+            [&j.our_keys, &j.theirs_keys],
+            &j.truth,
+            "client",
+            "",
+        );
     }
 }

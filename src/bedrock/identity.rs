@@ -39,6 +39,34 @@ impl KeyPair {
         KeyPair { secret, public }
     }
 
+    /// The key kept in `path` (PKCS#8 PEM), or a fresh one written there
+    /// (readable by its owner only) when the file does not exist: an
+    /// operator's long-lived key, which clients can pin.
+    pub fn load_or_create(path: &std::path::Path) -> std::io::Result<KeyPair> {
+        use p384::pkcs8::{DecodePrivateKey, EncodePrivateKey, LineEnding};
+        match std::fs::read_to_string(path) {
+            Ok(text) => p384::SecretKey::from_pkcs8_pem(&text)
+                .map(KeyPair::from_secret)
+                .map_err(|e| std::io::Error::other(format!("not a P-384 PKCS#8 PEM key: {e}"))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let k = KeyPair::generate()?;
+                let pem = k
+                    .secret
+                    .to_pkcs8_pem(LineEnding::LF)
+                    .map_err(|e| std::io::Error::other(e.to_string()))?;
+                use std::os::unix::fs::OpenOptionsExt;
+                let mut f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(path)?;
+                std::io::Write::write_all(&mut f, pem.as_bytes())?;
+                Ok(k)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// An ES384 JWT of `claims`, header `x5u` this key.
     pub(crate) fn jwt(&self, claims: &Value) -> String {
         let header = json!({"alg": "ES384", "x5u": self.public});

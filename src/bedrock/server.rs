@@ -28,6 +28,10 @@ pub struct GameServer {
     /// The client sent SetLocalPlayerAsInitialized: in the game.
     pub spawned: bool,
     started: bool,
+    /// Over NetherNet: batches without 0xFE, and no encryption handshake
+    /// (the server goes on after the Login as if the client had answered
+    /// one).
+    nethernet: bool,
 }
 
 impl GameServer {
@@ -44,7 +48,15 @@ impl GameServer {
             player: None,
             spawned: false,
             started: false,
+            nethernet: false,
         })
+    }
+
+    /// This server over NetherNet.
+    pub(crate) fn over_nethernet(mut self) -> Self {
+        self.speaker.codec.set_nethernet();
+        self.nethernet = true;
+        self
     }
 
     /// A 0xFE message RakNet delivered.
@@ -108,6 +120,9 @@ impl GameServer {
                     )?;
                     s.flush();
                 }
+                if self.nethernet {
+                    return self.logged_in();
+                }
                 let (token, salt) = server_handshake(&self.key)?;
                 s.queue("server_to_client_handshake", json!({"token": token}))?;
                 s.flush();
@@ -117,14 +132,7 @@ impl GameServer {
                 s.event(SessionEvent::KeyLog(key_log_line(&salt, &key)));
                 s.codec.set_key(key);
             }
-            "client_to_server_handshake" => {
-                let s = &mut self.speaker;
-                s.queue("play_status", json!({"status": "login_success"}))?;
-                s.flush();
-                s.event(SessionEvent::LoggedIn);
-                s.queue("resource_packs_info", json!({}))?;
-                s.flush();
-            }
+            "client_to_server_handshake" => return self.logged_in(),
             "resource_pack_client_response" => {
                 let status = f["response_status"].as_str().unwrap_or("");
                 let s = &mut self.speaker;
@@ -164,6 +172,17 @@ impl GameServer {
             }
             _ => {}
         }
+        Ok(())
+    }
+
+    /// The login done: PlayStatus login_success, then the resource packs.
+    fn logged_in(&mut self) -> Result<(), SpeakError> {
+        let s = &mut self.speaker;
+        s.queue("play_status", json!({"status": "login_success"}))?;
+        s.flush();
+        s.event(SessionEvent::LoggedIn);
+        s.queue("resource_packs_info", json!({}))?;
+        s.flush();
         Ok(())
     }
 

@@ -76,6 +76,14 @@ pub fn stop_on_interrupt() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
     stop
 }
 
+/// `live -D`: every interface, one a line, then `any`.
+pub fn list_interfaces(out: &mut dyn io::Write) -> io::Result<()> {
+    for i in interfaces()? {
+        writeln!(out, "{i}")?;
+    }
+    writeln!(out, "any (all interfaces)")
+}
+
 /// Every interface, in index order (`-D`).
 pub fn interfaces() -> io::Result<Vec<Interface>> {
     let mut out = Vec::new();

@@ -160,7 +160,7 @@ pub struct DisplayArgs {
     pub filter: Option<String>,
     /// Output format: text (the default), json (as --json), or fields (the -e fields).
     #[arg(short = 'T', value_enum, value_name = "FORMAT")]
-    pub format: Option<FormatArg>,
+    pub format: Option<crate::display::print::Format>,
     /// A field to print with -T fields (repeatable, in order); implies -T fields.
     #[arg(short = 'e', value_name = "FIELD")]
     pub fields: Vec<String>,
@@ -216,11 +216,17 @@ pub struct TimeArgs {
     pub time_format: TimeFormat,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum FormatArg {
-    Text,
-    Json,
-    Fields,
+/// NetherNet's options of `connect --bedrock` and `serve --bedrock`.
+#[derive(Args, Debug, Default, Clone)]
+pub struct NetherNetArgs {
+    #[command(flatten)]
+    pub transport: TransportArgs,
+    /// NetherNet: append each connection's DTLS key-log line here (default: $SSLKEYLOGFILE).
+    #[arg(long, value_name = "FILE", requires = "bedrock")]
+    pub tls_keylog_out: Option<PathBuf>,
+    /// NetherNet: the P-384 key of our a=identity (PEM; made on first use).
+    #[arg(long, value_name = "FILE", requires = "bedrock")]
+    pub identity: Option<PathBuf>,
 }
 
 /// `--transport` and `--nethernet`: `ping` and `connect`.

@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::args::{parse_id, parse_interval, CaptureArgs, DisplayArgs, FormatArg, KeyArgs};
+use super::args::{parse_id, parse_interval, CaptureArgs, DisplayArgs, KeyArgs};
 use super::args::{OutputArgs, TimeArgs};
 use super::{or_exit, Code, EXIT_BAD_FILTER, EXIT_ERROR, EXIT_OK, EXIT_USAGE};
 use crate::capture::write::{self, Recorder};
 use crate::capture::CaptureReader;
-use crate::display::print::{Choice, Format, ShowError, Shown};
+use crate::display::print::{Choice, ShowError, Shown};
 use crate::display::records::MessageChoice;
 use crate::display::run::StatsOptions;
 use crate::display::run::{self, FlowOptions, GameOptions, MessageOptions, PacketOptions};
@@ -94,11 +94,7 @@ impl DisplayArgs {
     /// Compile the filter and the field export; `Err` is the exit code,
     /// after one line on stderr.
     pub fn compile(&self, record: RecordType, json: bool) -> Result<Shown, u8> {
-        let format = self.format.map(|f| match f {
-            FormatArg::Text => Format::Text,
-            FormatArg::Json => Format::Json,
-            FormatArg::Fields => Format::Fields,
-        });
+        let format = self.format;
         let (filter, fields) = (self.filter.as_deref(), &self.fields[..]);
         let c = Choice {
             filter,

@@ -8,13 +8,14 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::args::{parse_seconds, DecodeArgs, DisplayArgs, FormatArg, OutputArgs, TimeArgs};
+use super::args::{parse_seconds, DecodeArgs, DisplayArgs, OutputArgs, TimeArgs};
 use super::capture::read_packets;
 use super::terminal_width;
 use super::{CaptureArgs, ReadArgs, EXIT_OK, EXIT_USAGE};
-use crate::capture::live::{interfaces, stop_on_interrupt, LiveError, LiveOptions};
+use crate::capture::live::{stop_on_interrupt, LiveError, LiveOptions};
 use crate::capture::write::writes_stdout;
 use crate::capture::CaptureReader;
+use crate::display::print::Format;
 use crate::mirror::FlowMirror;
 
 #[derive(Args, Debug, Clone)]
@@ -67,10 +68,7 @@ pub struct LiveArgs {
 
 pub fn run_live(a: &LiveArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     if a.list {
-        for i in interfaces()? {
-            writeln!(out, "{i}")?;
-        }
-        writeln!(out, "any (all interfaces)")?;
+        crate::capture::live::list_interfaces(out)?;
         return Ok(EXIT_OK);
     }
     let interface = a.interface.as_deref().unwrap_or("any");
@@ -121,11 +119,11 @@ pub fn run_live(a: &LiveArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let mut flows: Vec<FlowMirror> = Vec::new();
     let code = read_packets(&read, Some(reader), Some(&mut flows), out)?;
     flows.retain(|f| a.flow.is_none_or(|n| n == f.id));
-    let fields = a.display.format == Some(FormatArg::Fields)
+    let fields = a.display.format == Some(Format::Fields)
         || (a.display.format.is_none() && !a.display.fields.is_empty());
     // A field export stays one table: no flows after it (nor after a capture).
     if !fields && !writes_stdout(a.write.as_deref()) {
-        let json = a.output.json || a.display.format == Some(FormatArg::Json);
+        let json = a.output.json || a.display.format == Some(Format::Json);
         crate::display::run::flows_at_end(flows, json, (a.wide, terminal_width()), out)?;
     }
     out.flush()?;

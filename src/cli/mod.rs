@@ -214,8 +214,9 @@ fn run_separate(
     if let Some(Err(code)) = keys.map(|k| k.load().map(|keys| k.loaded = Some(keys))) {
         return Some(Ok(code));
     }
-    let fields = display
-        .is_some_and(|(d, _)| d.format == Some(args::FormatArg::Fields) || !d.fields.is_empty());
+    let fields = display.is_some_and(|(d, _)| {
+        d.format == Some(crate::display::print::Format::Fields) || !d.fields.is_empty()
+    });
     let heading = !output.json && !output.quiet && !fields && !reading;
     let plan = crate::pipeline::separate::Plan {
         paths: paths.clone(),

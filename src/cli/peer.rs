@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 use super::args::{parse_hex, parse_seconds, parse_target, OutputArgs};
 use super::{Code, EXIT_USAGE};
@@ -14,21 +14,12 @@ use crate::peer::run::{self, ConnectPlan, ServePlan};
 use crate::replay::run::{ServeGame, ServeReplay};
 use crate::wire::Reliability;
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub enum Dialect {
-    /// The original RakNet: protocol 6, 10 internal addresses.
-    #[default]
-    Original,
-    /// Minecraft Bedrock: protocol 11, 20 internal addresses.
-    Minecraft,
-}
-
 /// The dialect options shared by `connect`, `serve` and `probe`.
 #[derive(Args, Debug, Clone, Default)]
 pub struct DialectArgs {
     /// Defaults for the protocol byte and address count.
     #[arg(long, value_enum, default_value = "original")]
-    pub dialect: Dialect,
+    pub dialect: run::DialectName,
     /// RakNet protocol byte (default: 6 original, 11 Minecraft; a Minecraft
     /// server accepts 9, 10 and 11 unless this is given).
     #[arg(long, value_name = "V")]
@@ -41,11 +32,7 @@ pub struct DialectArgs {
 impl DialectArgs {
     /// The library's dialect, with these overrides.
     fn get(&self) -> run::Dialect {
-        run::Dialect {
-            minecraft: self.dialect == Dialect::Minecraft,
-            protocol: self.protocol,
-            addresses: self.addresses,
-        }
+        run::Dialect::of(self.dialect, self.protocol, self.addresses)
     }
 }
 
@@ -122,11 +109,8 @@ pub struct BedrockArgs {
     /// Append each connection's key to this key log (default: $BEDROCK_KEYLOG_FILE).
     #[arg(long, value_name = "FILE", requires = "bedrock")]
     pub keylog_out: Option<std::path::PathBuf>,
-    /// NetherNet: append the DTLS key-log line here (default: $SSLKEYLOGFILE).
-    #[arg(long, value_name = "FILE", requires = "bedrock")]
-    pub tls_keylog_out: Option<std::path::PathBuf>,
     #[command(flatten)]
-    pub transport: super::args::TransportArgs,
+    pub nethernet: super::args::NetherNetArgs,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -185,6 +169,8 @@ pub struct ServeBedrockArgs {
     /// With --bedrock --replay: the capture's key material.
     #[command(flatten)]
     pub keys: super::args::KeyArgs,
+    #[command(flatten)]
+    pub nethernet: super::args::NetherNetArgs,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -213,9 +199,10 @@ pub fn run_connect(a: &ConnectArgs, out: &mut impl Write) -> anyhow::Result<u8> 
         let (g, d) = (&a.game, &a.dialect);
         let keylog = g.keylog_out.clone();
         let mut plan = bedrock::plan(g.game_version.clone(), &g.name, g.duration, keylog);
-        let t = &g.transport;
+        let (n, t) = (&g.nethernet, &g.nethernet.transport);
         plan.transport = run::Transport::chosen(t.transport, t.nethernet, run::Transport::RakNet);
-        plan.tls_keylog_out = g.tls_keylog_out.clone().or(plan.tls_keylog_out);
+        plan.tls_keylog_out = n.tls_keylog_out.clone().or(plan.tls_keylog_out);
+        plan.identity = n.identity.clone();
         let mut p = a.output.printer(out);
         let dialect = (d.protocol, d.addresses, a.mtu);
         return Ok(crate::peer::nethernet::connect(a.target, plan, dialect, &mut p)?.code());
@@ -237,6 +224,17 @@ pub fn run_connect(a: &ConnectArgs, out: &mut impl Write) -> anyhow::Result<u8> 
 
 pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let g = &a.game;
+    if g.bedrock && g.nethernet.transport.nethernet {
+        let n = &g.nethernet;
+        let (keylog, tls, motd) = (
+            g.keylog_out.clone(),
+            n.tls_keylog_out.clone(),
+            a.motd.clone(),
+        );
+        let options = (a.listen, a.max_clients, a.once, motd, n.identity.clone());
+        let plan = crate::peer::nethernet_serve::plan(g.version.clone(), options, keylog, tls)?;
+        return Ok(crate::peer::nethernet_serve::serve(&plan, &mut a.output.printer(out))?.code());
+    }
     // The capture's keys, to play its game session.
     let load = a
         .replay

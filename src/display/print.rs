@@ -35,6 +35,22 @@ pub enum Format {
     Fields,
 }
 
+/// `-T`'s values, named without a help of their own (the option's
+/// help says what each is, on one line).
+impl clap::ValueEnum for Format {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Format::Text, Format::Json, Format::Fields]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(match self {
+            Format::Text => "text",
+            Format::Json => "json",
+            Format::Fields => "fields",
+        }))
+    }
+}
+
 /// What the user asked to print, checked: `-Y`, `-T`, `-e`, `-E` and
 /// `--json` together.
 #[derive(Debug, Clone, Default)]

@@ -10,14 +10,24 @@ use serde::Serialize;
 use crate::wire::{Datagram, Offline, Trace, WireError};
 
 /// Which way a packet goes, relative to the client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-#[value(rename_all = "lowercase")]
 pub enum Dir {
     /// Client to server.
     C2s,
     /// Server to client.
     S2c,
+}
+
+/// `--dir`'s values, `c2s` and `s2c`, named without a help of their own.
+impl clap::ValueEnum for Dir {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Dir::C2s, Dir::S2c]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.as_str()))
+    }
 }
 
 impl Dir {

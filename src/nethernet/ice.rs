@@ -33,6 +33,18 @@ pub const MAX_REMOTE: usize = 16;
 /// a lost datagram would be: the peer checks again).
 pub const MAX_QUEUED: usize = 64;
 
+/// A fresh ufrag or password of `n` characters (at most 32; RFC 8839
+/// §5.4: letters, digits, `+`, `/`), from the operating system's
+/// randomness.
+pub fn random_credential(n: usize) -> Result<String, crate::random::RandomError> {
+    const SET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let bytes = crate::random::bytes::<32>()?;
+    Ok(bytes[..n.min(32)]
+        .iter()
+        .map(|b| char::from(SET[usize::from(b & 63)]))
+        .collect())
+}
+
 /// The credentials of both sides, from the SDPs.
 #[derive(Debug, Clone)]
 pub struct Credentials {

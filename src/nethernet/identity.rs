@@ -136,6 +136,42 @@ pub fn canonical_fingerprints(sdp: &Sdp) -> String {
     format!("{{\"fingerprint\":[{}]}}", items.join(","))
 }
 
+/// What `sdp`'s `a=identity` says, checked, in words: `fingerprints
+/// signed, token self-signed, domain D, name N` (or what is wrong).
+pub fn summary(sdp: &Sdp) -> String {
+    match of(sdp) {
+        None => "none (no a=identity)".to_string(),
+        Some(Err(e)) => format!("unreadable: {e}"),
+        Some(Ok(a)) => {
+            let fingerprints = match a.fingerprints_verify {
+                Some(true) => "signed",
+                Some(false) => "NOT signed by its key",
+                None => "unchecked (no cpk)",
+            };
+            let token = match a.self_signed {
+                Some(true) => "self-signed",
+                Some(false) => "signed by another key",
+                None => "without cpk",
+            };
+            let mut s = format!(
+                "fingerprints {fingerprints}, token {token}, domain {}",
+                a.domain.as_deref().unwrap_or("-")
+            );
+            if let Some(n) = a.claims["xname"].as_str() {
+                s.push_str(&format!(", name {n}"));
+            }
+            s
+        }
+    }
+}
+
+/// Seconds since the Unix epoch, for a token's `iat` and `exp`.
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
 /// The value of an `a=identity` line asserting `sdp`'s fingerprints:
 /// the envelope (`idp` with `domain`, protocol `default`) of `token` (a
 /// JWT whose `cpk` claim is `key`'s public half) and a detached ES384 JWS

@@ -390,6 +390,11 @@ impl Rtc {
         [ice, self.dtls_timeout, sctp].into_iter().flatten().min()
     }
 
+    /// The other side's address, once known.
+    pub fn remote(&self) -> Option<SocketAddr> {
+        self.remote
+    }
+
     /// The next datagram to send.
     pub fn poll_transmit(&mut self) -> Option<(SocketAddr, Vec<u8>)> {
         self.transmit.pop_front()

@@ -39,6 +39,9 @@ pub struct BedrockPlan {
     /// Append NetherNet's DTLS key-log line here (`--tls-keylog-out`, or
     /// the environment's `SSLKEYLOGFILE`).
     pub tls_keylog_out: Option<PathBuf>,
+    /// NetherNet: the key of our identity assertion, kept in this file
+    /// (made on first use); a fresh one when none.
+    pub identity: Option<PathBuf>,
 }
 
 /// The plan of `connect --bedrock`: `version` or the newest, the key log
@@ -57,6 +60,7 @@ pub fn plan(
         retry_protocol: true,
         transport: super::run::Transport::RakNet,
         tls_keylog_out: std::env::var_os("SSLKEYLOGFILE").map(PathBuf::from),
+        identity: None,
     }
 }
 
@@ -461,6 +465,7 @@ pub(crate) fn serve_bedrock(
         address: bound.to_string(),
         guid: guid_hex(l.config().guid),
         protocol: l.config().protocol,
+        transport: None,
     }))?;
     // Each client's game, and from its spawn the time and the next
     // scripted packet.

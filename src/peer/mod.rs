@@ -10,6 +10,7 @@ pub(crate) mod record {
 
 pub mod bedrock;
 pub mod nethernet;
+pub mod nethernet_serve;
 pub mod run;
 pub mod serve;
 pub(crate) mod signaling;
@@ -170,6 +171,30 @@ impl Socket {
             Err(e) => Err(e),
         }
     }
+}
+
+/// Wait until one of `fds` can be read, or `timeout` passes.
+// poll(2) through libc: std has no poll over several sockets.
+#[allow(unsafe_code)]
+pub(crate) fn wait_any(fds: &[std::os::fd::RawFd], timeout: Duration) -> io::Result<()> {
+    let mut polls: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
+    // SAFETY: a valid array of pollfds of the length given.
+    let r = unsafe { libc::poll(polls.as_mut_ptr(), polls.len() as libc::nfds_t, ms) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    Ok(())
 }
 
 /// The result of an unconnected ping.

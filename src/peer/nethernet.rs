@@ -2,7 +2,7 @@
 //! server's signaling, the answer applied, ICE, DTLS and SCTP run on one
 //! UDP socket by [`crate::nethernet::rtc`], NetherNet's two channels
 //! opened), then the same game client as over RakNet
-//! ([`super::bedrock::play`]), its batches carried by the reliable
+//! (`peer::bedrock::play`), its batches carried by the reliable
 //! channel in NetherNet's segments.
 
 use std::io;
@@ -17,24 +17,6 @@ use crate::nethernet::rtc::{Rtc, RtcConfig, RtcEvent};
 /// The largest NetherNet segment: a data channel message, the framing
 /// byte included.
 const SEGMENT: usize = crate::nethernet::rtc::MAX_MESSAGE_SIZE;
-
-/// `n` characters for an ICE ufrag or password, from the operating
-/// system's randomness (RFC 8839 §5.4: letters, digits, `+`, `/`).
-fn ice_chars(n: usize) -> Result<String, crate::random::RandomError> {
-    const SET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let bytes = crate::random::bytes::<32>()?;
-    Ok(bytes[..n.min(32)]
-        .iter()
-        .map(|b| char::from(SET[usize::from(b & 63)]))
-        .collect())
-}
-
-/// Seconds since the Unix epoch.
-fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
 
 /// Why a NetherNet join did not get to its channels.
 #[derive(Debug, thiserror::Error)]
@@ -124,13 +106,16 @@ impl NetherNetLink {
         target: SocketAddr,
         name: &str,
         timeout: Duration,
-        tls_key_log: Option<std::path::PathBuf>,
+        (tls_key_log, identity_file): (Option<std::path::PathBuf>, Option<&std::path::Path>),
     ) -> Result<(NetherNetLink, Joined), JoinError> {
         use crate::nethernet::{dcep::Open, ice::Credentials, identity, sdp};
         let sock = super::Socket::bind(local_for(target)?)?;
         let local = sock.local_addr()?;
         let cert = Cert::self_signed("raknet-dissect").map_err(io::Error::from)?;
-        let (ufrag, pwd) = (ice_chars(4)?, ice_chars(22)?);
+        let (ufrag, pwd) = (
+            crate::nethernet::ice::random_credential(4)?,
+            crate::nethernet::ice::random_credential(22)?,
+        );
         let network_id = (u64::from_le_bytes(crate::random::bytes::<8>()?) >> 1).to_string();
         let mut offer = sdp::Local {
             session: u64::from_le_bytes(crate::random::bytes::<8>()?) >> 2,
@@ -144,8 +129,11 @@ impl NetherNetLink {
         };
         // An offline stand-in for the auth service's GameServerToken,
         // marked as such, self-signed.
-        let key = crate::bedrock::identity::KeyPair::generate()?;
-        let now = unix_now();
+        let key = match identity_file {
+            Some(p) => crate::bedrock::identity::KeyPair::load_or_create(p)?,
+            None => crate::bedrock::identity::KeyPair::generate()?,
+        };
+        let now = crate::nethernet::identity::unix_now();
         let claims = serde_json::json!({
             "offline": true,
             "iss": "raknet-dissect OFFLINE (not Minecraft auth)",
@@ -187,24 +175,7 @@ impl NetherNetLink {
         }
         let text = String::from_utf8_lossy(&answer.body);
         let theirs = sdp::Sdp::parse(&text).map_err(|e| JoinError::Answer(e.to_string()))?;
-        let server_identity = match identity::of(&theirs) {
-            None => "none (no a=identity)".to_string(),
-            Some(Err(e)) => format!("unreadable: {e}"),
-            Some(Ok(a)) => format!(
-                "fingerprints {}, token {}, domain {}",
-                match a.fingerprints_verify {
-                    Some(true) => "signed",
-                    Some(false) => "NOT signed by its key",
-                    None => "unchecked (no cpk)",
-                },
-                match a.self_signed {
-                    Some(true) => "self-signed",
-                    Some(false) => "signed by another key",
-                    None => "without cpk",
-                },
-                a.domain.as_deref().unwrap_or("-")
-            ),
-        };
+        let server_identity = identity::summary(&theirs);
         let need = |v: Option<String>, what: &str| {
             v.ok_or_else(|| JoinError::Answer(format!("the answer has no {what}")))
         };
@@ -419,19 +390,23 @@ pub(crate) fn connect_game(
         .map_err(|e| anyhow::anyhow!(e))?;
     game.speaker.codec.set_nethernet();
     let timeout = Duration::from_secs(10).min(plan.duration.max(Duration::from_secs(1)));
-    let (mut link, joined) =
-        match NetherNetLink::join(target, &plan.name, timeout, plan.tls_keylog_out.clone()) {
-            Ok(j) => j,
-            Err(e) => {
-                report.record(PeerRecord::Failed(FailedJson {
-                    kind: "failed",
-                    target: target.to_string(),
-                    step: e.step(),
-                    error: e.to_string(),
-                }))?;
-                return Ok(super::run::Outcome::NoConnection);
-            }
-        };
+    let (mut link, joined) = match NetherNetLink::join(
+        target,
+        &plan.name,
+        timeout,
+        (plan.tls_keylog_out.clone(), plan.identity.as_deref()),
+    ) {
+        Ok(j) => j,
+        Err(e) => {
+            report.record(PeerRecord::Failed(FailedJson {
+                kind: "failed",
+                target: target.to_string(),
+                step: e.step(),
+                error: e.to_string(),
+            }))?;
+            return Ok(super::run::Outcome::NoConnection);
+        }
+    };
     report.record(PeerRecord::Joined(JoinedJson {
         kind: "joined",
         transport: "nethernet",

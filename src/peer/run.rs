@@ -506,7 +506,26 @@ pub struct Dialect {
     pub addresses: Option<usize>,
 }
 
+/// `--dialect`: whose defaults.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum DialectName {
+    /// The original RakNet: protocol 6, 10 internal addresses.
+    #[default]
+    Original,
+    /// Minecraft Bedrock: protocol 11, 20 internal addresses.
+    Minecraft,
+}
+
 impl Dialect {
+    /// `name`'s defaults, with the protocol byte and address count given.
+    pub fn of(name: DialectName, protocol: Option<u8>, addresses: Option<usize>) -> Dialect {
+        Dialect {
+            minecraft: name == DialectName::Minecraft,
+            protocol,
+            addresses,
+        }
+    }
+
     /// The protocol byte sent.
     pub(crate) fn protocol(&self) -> u8 {
         let default = if self.minecraft {
@@ -716,6 +735,7 @@ pub(crate) fn serve(
         address: bound.to_string(),
         guid: guid_hex(l.config().guid),
         protocol: l.config().protocol,
+        transport: None,
     }))?;
     // Each connected client's position in the script, and when it connected.
     let mut playing: Vec<(SocketAddr, Duration, usize)> = Vec::new();

@@ -279,8 +279,13 @@ pub struct ListeningJson {
     #[serde(rename = "type")]
     pub(crate) kind: &'static str,
     pub(crate) address: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub(crate) guid: String,
     pub(crate) protocol: u8,
+    /// `nethernet` for a NetherNet server (its TCP and UDP port); absent
+    /// for RakNet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) transport: Option<&'static str>,
 }
 
 /// A handshake done: the peer, its GUID, the MTU and the time it took.

@@ -1,0 +1,588 @@
+//! `serve --bedrock --nethernet`: a NetherNet server, as a dedicated
+//! server is one: the signaling on TCP (`GET /v1/join` answered with the
+//! status, `POST /v1/join/{networkId}` with the answer to the offer) and
+//! every player's ICE, DTLS and SCTP on one UDP socket of the same port
+//! number, each player's datagrams told apart by the ICE username (STUN)
+//! and then by address. Each player is a [`nethernet::rtc`] connection
+//! (we answer `a=setup:active`: the DTLS client, as aiortc's and
+//! go-nethernet's servers are) carrying the same game server as over
+//! RakNet ([`crate::bedrock::server`]), its batches without 0xFE, no
+//! encryption handshake.
+//!
+//! Bounded: at most [`MAX_HTTP`] signaling connections at once (each
+//! [`HTTP_TIMEOUT`] at most, its request bounded by the HTTP reader), at
+//! most `max_clients` players, of which at most [`MAX_PENDING`] not yet
+//! joined: a new offer beyond that evicts the oldest pending one, so that
+//! a flood of offers keeps only its newest and a real client that answers
+//! promptly gets in; a player whose channels are not open within
+//! [`JOIN_TIMEOUT`] is dropped.
+//!
+//! [`nethernet::rtc`]: crate::nethernet::rtc
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use super::bedrock::record_event;
+use super::run::{Outcome, Report};
+use crate::bedrock::identity::KeyPair;
+use crate::bedrock::server::GameServer;
+use crate::bedrock::speak::SessionEvent;
+use crate::nethernet::cert::Cert;
+use crate::nethernet::framing::{Reassembler, Step};
+use crate::nethernet::http::{self, Start};
+use crate::nethernet::ice::Credentials;
+use crate::nethernet::rtc::{Rtc, RtcConfig, RtcEvent, MAX_MESSAGE_SIZE};
+use crate::nethernet::{dcep, identity, sdp, stun};
+use crate::records::peer::{JoinedJson, ListeningJson, PeerLoginJson, PeerRecord};
+
+/// Signaling connections at once, at most.
+pub const MAX_HTTP: usize = 32;
+/// A signaling connection's life, at most.
+pub const HTTP_TIMEOUT: Duration = Duration::from_secs(5);
+/// Players not yet joined, at most.
+pub const MAX_PENDING: usize = 16;
+/// From the answer to both channels open, at most.
+pub const JOIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What `serve --bedrock --nethernet` does.
+#[derive(Clone)]
+pub struct NetherNetServePlan {
+    /// TCP (signaling) and UDP (everything else), the same port.
+    pub listen: SocketAddr,
+    /// The game version spoken.
+    pub version: String,
+    /// Players at once, at most.
+    pub max_clients: usize,
+    /// Stop after the first player leaves.
+    pub once: bool,
+    /// The server's name in its status.
+    pub motd: String,
+    /// The operator's key: the identity assertion of every answer.
+    pub identity: KeyPair,
+    /// Bedrock key log (none is made over NetherNet; kept for the events).
+    pub keylog_out: Option<PathBuf>,
+    /// DTLS key-log lines appended here.
+    pub tls_keylog_out: Option<PathBuf>,
+}
+
+/// One signaling connection.
+struct Http {
+    stream: TcpStream,
+    reader: http::Stream,
+    since: Instant,
+}
+
+/// One player.
+struct Player {
+    /// Its signaling connection's address.
+    peer: SocketAddr,
+    ufrag: String,
+    /// Its candidates, and the addresses its checks came from.
+    remotes: Vec<SocketAddr>,
+    rtc: Rtc,
+    game: GameServer,
+    reliable: Reassembler,
+    open: u8,
+    since: Instant,
+    joined: bool,
+    key_logged: bool,
+    client_identity: String,
+    network_id: String,
+}
+
+/// An HTTP response, closing the connection.
+fn response(status: u16, reason: &str, content_type: &str, body: &[u8]) -> Vec<u8> {
+    let mut out = format!(
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+/// The server: its sockets, signaling connections and players.
+struct Server<'p> {
+    plan: &'p NetherNetServePlan,
+    tcp: TcpListener,
+    udp: super::Socket,
+    udp_port: u16,
+    http: Vec<Http>,
+    players: Vec<Player>,
+    epoch: Instant,
+    /// A player has joined and gone (`--once`).
+    done: bool,
+}
+
+impl Server<'_> {
+    /// The status `GET /v1/join` answers.
+    fn status(&self) -> Vec<u8> {
+        let protocol = crate::bedrock::speak::protocol_of(&self.plan.version).unwrap_or(0);
+        serde_json::json!({
+            "name": self.plan.motd,
+            "protocol": protocol,
+            "version": self.plan.version,
+            "level": "raknet-dissect",
+            "players": self.players.iter().filter(|p| p.joined).count(),
+            "maxPlayers": self.plan.max_clients,
+            "gameType": 0,
+        })
+        .to_string()
+        .into_bytes()
+    }
+
+    /// The answer to an offer from `peer`, the player made; or the
+    /// response that refuses it.
+    fn offer(
+        &mut self,
+        peer: SocketAddr,
+        local_ip: std::net::IpAddr,
+        network_id: &str,
+        body: &[u8],
+        report: &mut dyn Report,
+    ) -> anyhow::Result<Vec<u8>> {
+        let text = String::from_utf8_lossy(body);
+        let Ok(offer) = sdp::Sdp::parse(&text) else {
+            return Ok(response(400, "Bad Request", "text/plain", b"not SDP\n"));
+        };
+        let (Some(ufrag), Some(pwd), Some(fingerprint)) = (
+            offer.ice_ufrag.clone(),
+            offer.ice_pwd.clone(),
+            offer.sha256().map(str::to_owned),
+        ) else {
+            return Ok(response(
+                400,
+                "Bad Request",
+                "text/plain",
+                b"no ICE credentials or fingerprint\n",
+            ));
+        };
+        let remotes: Vec<SocketAddr> = offer
+            .candidates
+            .iter()
+            .filter(|c| c.transport == "udp" && c.address.is_ipv4() == local_ip.is_ipv4())
+            .map(|c| c.address)
+            .collect();
+        if self.players.iter().filter(|p| p.joined).count() >= self.plan.max_clients {
+            return Ok(response(
+                503,
+                "Service Unavailable",
+                "text/plain",
+                b"the server is full\n",
+            ));
+        }
+        // The oldest player still joining makes room.
+        let pending = self.players.iter().filter(|p| !p.joined).count();
+        if pending >= MAX_PENDING || self.players.len() >= self.plan.max_clients + MAX_PENDING {
+            if let Some(i) = self.players.iter().position(|p| !p.joined) {
+                let old = self.players.remove(i);
+                self.said(
+                    report,
+                    &old,
+                    "evicted",
+                    "a newer offer took its place".into(),
+                )?;
+            }
+        }
+        let client_identity = identity::summary(&offer);
+        let cert = Cert::self_signed("raknet-dissect")?;
+        let (our_ufrag, our_pwd) = (
+            crate::nethernet::ice::random_credential(4)?,
+            crate::nethernet::ice::random_credential(22)?,
+        );
+        let mut answer = sdp::Local {
+            session: u64::from_le_bytes(crate::random::bytes::<8>()?) >> 2,
+            ice_ufrag: our_ufrag.clone(),
+            ice_pwd: our_pwd.clone(),
+            fingerprint_sha256: cert.fingerprint(),
+            setup: "active",
+            candidates: vec![SocketAddr::new(local_ip, self.udp_port)],
+            max_message_size: MAX_MESSAGE_SIZE as u64,
+            identity: None,
+        };
+        let now = crate::nethernet::identity::unix_now();
+        let claims = serde_json::json!({
+            "iss": "raknet-dissect serve",
+            "iat": now,
+            "exp": now + 365 * 86_400,
+        });
+        let serde_json::Value::Object(claims) = claims else {
+            unreachable!("an object")
+        };
+        let key = &self.plan.identity.secret;
+        let token = identity::self_signed_token(key, Default::default(), claims);
+        let unsigned = sdp::Sdp::parse(&answer.write())?;
+        answer.identity = Some(identity::attribute(key, &token, "self", &unsigned));
+        let cfg = RtcConfig {
+            controlling: false,
+            dtls_client: true,
+            ice: Credentials {
+                local_ufrag: our_ufrag.clone(),
+                local_pwd: our_pwd,
+                remote_ufrag: ufrag,
+                remote_pwd: pwd,
+            },
+            remotes: remotes.clone(),
+            remote_fingerprint: fingerprint,
+            cert,
+            open: Vec::new(),
+        };
+        let tie = u64::from_le_bytes(crate::random::bytes::<8>()?);
+        let ids = || crate::random::bytes::<12>().unwrap_or_default();
+        let rtc = match Rtc::new(cfg, Instant::now(), tie, ids) {
+            Ok(r) => r,
+            Err(e) => {
+                let body = format!("{e}\n");
+                return Ok(response(400, "Bad Request", "text/plain", body.as_bytes()));
+            }
+        };
+        let game = GameServer::new(&self.plan.version)
+            .map_err(|e| anyhow::anyhow!(e))?
+            .over_nethernet();
+        self.players.push(Player {
+            peer,
+            ufrag: our_ufrag,
+            remotes,
+            rtc,
+            game,
+            reliable: Reassembler::new(crate::nethernet::framing::DEFAULT_LIMIT),
+            open: 0,
+            since: Instant::now(),
+            joined: false,
+            key_logged: false,
+            client_identity,
+            network_id: network_id.to_string(),
+        });
+        Ok(response(
+            200,
+            "OK",
+            "application/sdp",
+            answer.write().as_bytes(),
+        ))
+    }
+
+    /// A `login` record about `p`.
+    fn said(
+        &self,
+        report: &mut dyn Report,
+        p: &Player,
+        event: &'static str,
+        detail: String,
+    ) -> io::Result<()> {
+        report.record(PeerRecord::Login(PeerLoginJson {
+            kind: "login",
+            peer: p.peer.to_string(),
+            ts: self.epoch.elapsed().as_secs_f64(),
+            event,
+            detail,
+        }))
+    }
+
+    /// A signaling request's response.
+    fn respond(
+        &mut self,
+        m: &http::Message,
+        peer: SocketAddr,
+        local_ip: std::net::IpAddr,
+        report: &mut dyn Report,
+    ) -> anyhow::Result<Vec<u8>> {
+        let Start::Request { method, target } = &m.start else {
+            return Ok(response(400, "Bad Request", "text/plain", b"a response?\n"));
+        };
+        let path = target.split('?').next().unwrap_or("");
+        Ok(match (method.as_str(), path) {
+            ("GET", "/v1/join") => response(200, "OK", "application/json", &self.status()),
+            ("POST", p) if p.starts_with("/v1/join/") && p.len() > "/v1/join/".len() => {
+                let id = &p["/v1/join/".len()..];
+                self.offer(peer, local_ip, id, &m.body, report)?
+            }
+            _ => response(404, "Not Found", "text/plain", b"not found\n"),
+        })
+    }
+
+    /// New signaling connections, and the requests of those open.
+    fn signaling(&mut self, report: &mut dyn Report) -> anyhow::Result<()> {
+        loop {
+            match self.tcp.accept() {
+                Ok((stream, _)) if self.http.len() < MAX_HTTP => {
+                    stream.set_nonblocking(true)?;
+                    self.http.push(Http {
+                        stream,
+                        reader: http::Stream::new(),
+                        since: Instant::now(),
+                    });
+                }
+                // Beyond the bound: closed at once.
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let mut i = 0;
+        let mut buf = [0u8; 16 << 10];
+        while i < self.http.len() {
+            let mut done = self.http[i].since.elapsed() > HTTP_TIMEOUT;
+            loop {
+                if done {
+                    break;
+                }
+                match self.http[i].stream.read(&mut buf) {
+                    Ok(0) => done = true,
+                    Ok(n) => match self.http[i].reader.push(&buf[..n]) {
+                        Ok(ms) if !ms.is_empty() => {
+                            let (peer, local) = (
+                                self.http[i].stream.peer_addr()?,
+                                self.http[i].stream.local_addr()?,
+                            );
+                            let out = self.respond(&ms[0], peer, local.ip(), report)?;
+                            let s = &mut self.http[i].stream;
+                            let _ = s.set_nonblocking(false);
+                            let _ = s.set_write_timeout(Some(Duration::from_secs(1)));
+                            let _ = s.write_all(&out);
+                            done = true;
+                        }
+                        Ok(_) => {}
+                        Err(_) => {
+                            let out = response(400, "Bad Request", "text/plain", b"not HTTP\n");
+                            let _ = self.http[i].stream.write_all(&out);
+                            done = true;
+                        }
+                    },
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(_) => done = true,
+                }
+            }
+            if done {
+                self.http.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// The player a datagram from `from` is for.
+    fn route(&mut self, from: SocketAddr, data: &[u8]) -> Option<usize> {
+        if stun::looks_like(data) {
+            if let Ok(m) = stun::Message::parse(data) {
+                if m.class == stun::Class::Request {
+                    let ours = m.username()?.split(':').next()?;
+                    let i = self.players.iter().position(|p| p.ufrag == ours)?;
+                    let p = &mut self.players[i];
+                    if !p.remotes.contains(&from) && p.remotes.len() < 16 {
+                        p.remotes.push(from);
+                    }
+                    return Some(i);
+                }
+            }
+        }
+        self.players.iter().position(|p| p.remotes.contains(&from))
+    }
+
+    /// Datagrams, timers and the games of every player.
+    fn players(&mut self, report: &mut dyn Report) -> anyhow::Result<()> {
+        let now = Instant::now();
+        while let Some((from, n)) = self.udp.recv()? {
+            let data = self.udp.rbuf[..n].to_vec();
+            if let Some(i) = self.route(from, &data) {
+                self.players[i].rtc.handle_datagram(now, from, &data);
+            }
+        }
+        let mut i = 0;
+        while i < self.players.len() {
+            let ended = self.player(i, report)?;
+            if let Some(why) = ended {
+                let p = self.players.remove(i);
+                if p.joined {
+                    self.said(report, &p, "closed", why)?;
+                    self.done |= self.plan.once;
+                } else {
+                    self.said(report, &p, "no_join", why)?;
+                }
+            } else {
+                i += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Player `i`'s turn; `Some(why)` once it has ended.
+    fn player(&mut self, i: usize, report: &mut dyn Report) -> anyhow::Result<Option<String>> {
+        let now = Instant::now();
+        let epoch = self.epoch;
+        let p = &mut self.players[i];
+        if p.rtc.poll_timeout().is_some_and(|t| t <= now) {
+            p.rtc.handle_timeout(now);
+        }
+        let mut ended = None;
+        while let Some(e) = p.rtc.poll_event() {
+            match e {
+                RtcEvent::ChannelOpen { .. } => {
+                    p.open += 1;
+                    if p.open == 2 && !p.joined {
+                        p.joined = true;
+                        report.record(PeerRecord::Joined(JoinedJson {
+                            kind: "joined",
+                            transport: "nethernet",
+                            peer: p.peer.to_string(),
+                            network_id: p.network_id.clone(),
+                            remote: p.rtc_remote(),
+                            dtls_role: "client",
+                            join_ms: crate::records::peer::ms(p.since.elapsed()),
+                            server_identity: format!("the client's: {}", p.client_identity),
+                        }))?;
+                    }
+                }
+                RtcEvent::Message { label, data } => {
+                    if label == dcep::RELIABLE_LABEL {
+                        if let Step::Whole(b) = p.reliable.push(&data) {
+                            p.game.handle(&b);
+                        }
+                    } else if let Some((0, rest)) = data.split_first() {
+                        p.game.handle(rest);
+                    }
+                }
+                RtcEvent::Closed(why) | RtcEvent::Failed(why) => ended = Some(why),
+                _ => {}
+            }
+        }
+        if !p.joined && p.since.elapsed() > JOIN_TIMEOUT {
+            ended = Some(format!(
+                "channels not open within {} s",
+                JOIN_TIMEOUT.as_secs()
+            ));
+        }
+        while let Some(batch) = p.game.poll_transmit() {
+            match crate::nethernet::framing::segments(&batch, MAX_MESSAGE_SIZE) {
+                Some(segs) => {
+                    for s in segs {
+                        if let Err(e) = p.rtc.send(now, dcep::RELIABLE_LABEL, &s) {
+                            ended.get_or_insert(e);
+                        }
+                    }
+                }
+                None => {
+                    ended.get_or_insert(format!("a batch of {} bytes", batch.len()));
+                }
+            }
+        }
+        let ts = epoch.elapsed().as_secs_f64();
+        let peer = p.peer.to_string();
+        while let Some(e) = p.game.poll_event() {
+            let detail = match &e {
+                SessionEvent::LoggedIn | SessionEvent::Spawned => p.game.player.clone(),
+                _ => None,
+            };
+            record_event(
+                report,
+                &peer,
+                "c2s",
+                ts,
+                e,
+                self.plan.keylog_out.as_deref(),
+                detail,
+            )?;
+        }
+        if !p.key_logged {
+            if let (Some(path), Some(line)) = (&self.plan.tls_keylog_out, p.rtc.key_log_line()) {
+                p.key_logged = true;
+                let _ = super::bedrock::append_key_log(path, line);
+            }
+        }
+        while let Some((to, d)) = p.rtc.poll_transmit() {
+            self.udp.send_to(to, &d)?;
+        }
+        Ok(ended)
+    }
+
+    /// When something is next due, at most 20 ms away.
+    fn next_wake(&mut self) -> Duration {
+        let now = Instant::now();
+        let mut wake = now + Duration::from_millis(20);
+        for p in &mut self.players {
+            if let Some(t) = p.rtc.poll_timeout() {
+                wake = wake.min(t);
+            }
+        }
+        wake.saturating_duration_since(now)
+    }
+}
+
+impl Player {
+    fn rtc_remote(&self) -> String {
+        self.rtc
+            .remote()
+            .map_or_else(|| "-".to_string(), |a| a.to_string())
+    }
+}
+
+/// The plan of `serve --bedrock --nethernet`: `version` or the newest;
+/// the listening address, players at most, `--once`, the status's name
+/// (`--motd`) and the identity key's file; the key logs given, or the
+/// environment's `BEDROCK_KEYLOG_FILE` and `SSLKEYLOGFILE`.
+pub fn plan(
+    version: Option<String>,
+    (listen, max_clients, once, motd, identity): (
+        SocketAddr,
+        usize,
+        bool,
+        Option<String>,
+        Option<PathBuf>,
+    ),
+    keylog: Option<PathBuf>,
+    tls_keylog: Option<PathBuf>,
+) -> anyhow::Result<NetherNetServePlan> {
+    let identity = match identity {
+        Some(path) => KeyPair::load_or_create(&path)
+            .map_err(|e| anyhow::anyhow!("--identity {}: {e}", path.display()))?,
+        None => KeyPair::generate()?,
+    };
+    Ok(NetherNetServePlan {
+        listen,
+        version: version.unwrap_or_else(|| crate::bedrock::speak::newest_version().to_string()),
+        max_clients,
+        once,
+        motd: motd.unwrap_or_else(|| "raknet-dissect".to_string()),
+        identity,
+        keylog_out: super::bedrock::keylog_path(keylog),
+        tls_keylog_out: tls_keylog.or_else(|| std::env::var_os("SSLKEYLOGFILE").map(PathBuf::from)),
+    })
+}
+
+/// `serve --bedrock --nethernet`; see the module.
+pub fn serve(plan: &NetherNetServePlan, report: &mut dyn Report) -> anyhow::Result<Outcome> {
+    let tcp = TcpListener::bind(plan.listen)?;
+    tcp.set_nonblocking(true)?;
+    let bound = tcp.local_addr()?;
+    let udp = super::Socket::bind(bound)?;
+    report.record(PeerRecord::Listening(ListeningJson {
+        kind: "listening",
+        address: bound.to_string(),
+        guid: String::new(),
+        protocol: 0,
+        transport: Some("nethernet"),
+    }))?;
+    let mut s = Server {
+        plan,
+        tcp,
+        udp_port: bound.port(),
+        udp,
+        http: Vec::new(),
+        players: Vec::new(),
+        epoch: Instant::now(),
+        done: false,
+    };
+    loop {
+        let mut fds = vec![s.tcp.as_raw_fd(), s.udp.sock.as_raw_fd()];
+        fds.extend(s.http.iter().map(|h| h.stream.as_raw_fd()));
+        super::wait_any(&fds, s.next_wake())?;
+        s.signaling(report)?;
+        s.players(report)?;
+        if s.done {
+            return Ok(Outcome::Done);
+        }
+    }
+}
