@@ -1960,6 +1960,26 @@ fn flows_give_rtt_from_sacks() {
     }
 }
 
+/// `serve --bedrock --nethernet --listen LISTEN --json` and `more`,
+/// once it listens.
+fn nethernet_server(listen: &str, more: &[&str]) -> common::Ours {
+    let mut args = vec![
+        "serve",
+        "--listen",
+        listen,
+        "--bedrock",
+        "--nethernet",
+        "--json",
+    ];
+    args.extend_from_slice(more);
+    let mut serve = common::Ours::spawn(&common::args(&args), None);
+    let l = serve
+        .wait_record("listening", std::time::Duration::from_secs(10))
+        .expect("listening");
+    assert_eq!(l["transport"], "nethernet");
+    serve
+}
+
 /// aiortc's Python and bedrock-protocol, or why not (skipped).
 fn nethernet_game_peers() -> Option<String> {
     if !common::require_root() || !common::require_tool("tcpdump") || !common::require_tool("node")
@@ -2278,28 +2298,18 @@ fn aiortcs_client_joins_our_server_and_spawns() {
         let file = |s: &str| dir.path().join(format!("{version}.{s}"));
         let dump = common::Tcpdump::start(&file("pcap"), &format!("port {}", j.port));
         let listen = format!("127.0.0.1:{}", j.port);
-        let mut serve = common::Ours::spawn(
-            &common::args(&[
-                "serve",
-                "--listen",
-                &listen,
-                "--bedrock",
-                "--nethernet",
-                "--version",
-                version,
-                "--once",
-                "--json",
-                "--tls-keylog-out",
-                j.our_keys.to_str().unwrap(),
-                "--identity",
-                file("operator.pem").to_str().unwrap(),
-            ]),
-            None,
-        );
-        let l = serve
-            .wait_record("listening", std::time::Duration::from_secs(10))
-            .expect("listening");
-        assert_eq!(l["transport"], "nethernet");
+        let pem = file("operator.pem");
+        let (keys, pem) = (j.our_keys.to_str().unwrap(), pem.to_str().unwrap());
+        let more = [
+            "--version",
+            version,
+            "--once",
+            "--tls-keylog-out",
+            keys,
+            "--identity",
+            pem,
+        ];
+        let serve = nethernet_server(&listen, &more);
         let mut client =
             nethernet_peer(&py, "client", j.port, &j.packets, &j.truth, &j.theirs_keys);
         let code = client.exit_code(std::time::Duration::from_secs(30));
@@ -2333,4 +2343,147 @@ fn aiortcs_client_joins_our_server_and_spawns() {
             "",
         );
     }
+}
+
+/// Issue 28: floods do not lock a real client out of `serve --bedrock
+/// --nethernet`. While offers are posted as fast as four connections go
+/// (each a pending player that never checks), signaling connections are
+/// opened and left silent, and STUN requests, DTLS ClientHellos and junk
+/// come to the UDP port from 64 addresses (about 10,000 a second), our own
+/// client joins and spawns, its join (offer to both channels open) within
+/// a second.
+#[test]
+fn floods_do_not_lock_out_a_real_client() {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let port = common::free_port_pair();
+    let listen = format!("127.0.0.1:{port}");
+    let serve = nethernet_server(&listen, &["--once"]);
+    let stop = AtomicBool::new(false);
+    let (offers, silent, datagrams) = (
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+    );
+    let fingerprint: Vec<String> = (0..32).map(|i| format!("{i:02X}")).collect();
+    let fingerprint = fingerprint.join(":");
+    let joined = std::thread::scope(|s| {
+        for t in 0..4u32 {
+            let (stop, offers, listen, fingerprint) = (&stop, &offers, &listen, &fingerprint);
+            s.spawn(move || {
+                let mut n = 0u32;
+                while !stop.load(Ordering::Relaxed) {
+                    n += 1;
+                    let sdp = format!(
+                        "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\nm=application 9 UDP/DTLS/SCTP webrtc-datachannel\r\n\
+                         a=candidate:1 1 udp 1 127.0.0.1 9 typ host\r\na=ice-ufrag:f{t}{n}\r\na=ice-pwd:flood-password-of-22-chars\r\n\
+                         a=fingerprint:sha-256 {fingerprint}\r\na=setup:actpass\r\n"
+                    );
+                    let req = format!(
+                        "POST /v1/join/{t}{n} HTTP/1.1\r\nHost: x\r\nContent-Type: application/sdp\r\nContent-Length: {}\r\n\r\n{sdp}",
+                        sdp.len()
+                    );
+                    if let Ok(mut c) = std::net::TcpStream::connect(listen.as_str()) {
+                        let _ = c.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+                        if c.write_all(req.as_bytes()).is_ok() {
+                            let _ = std::io::Read::read(&mut c, &mut [0u8; 4096]);
+                            offers.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            });
+        }
+        // Connections that say nothing.
+        s.spawn(|| {
+            let mut held = std::collections::VecDeque::new();
+            while !stop.load(Ordering::Relaxed) {
+                if let Ok(c) = std::net::TcpStream::connect(listen.as_str()) {
+                    held.push_back(c);
+                    silent.fetch_add(1, Ordering::Relaxed);
+                }
+                if held.len() > 64 {
+                    held.pop_front();
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        });
+        // STUN requests, ClientHellos and junk from 64 addresses.
+        s.spawn(|| {
+            let socks: Vec<std::net::UdpSocket> = (0..64)
+                .filter_map(|_| std::net::UdpSocket::bind("127.0.0.1:0").ok())
+                .collect();
+            let stun = {
+                let mut b = vec![0, 1, 0, 8, 0x21, 0x12, 0xa4, 0x42];
+                b.extend([7u8; 12]);
+                b.extend([0, 6, 0, 4]);
+                b.extend(b"ab:c");
+                b
+            };
+            let mut hello = vec![22, 0xfe, 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 60, 1, 0, 0, 48];
+            hello.resize(73, 3);
+            let mut i = 0usize;
+            while !stop.load(Ordering::Relaxed) {
+                let d: &[u8] = match i % 3 {
+                    0 => &stun,
+                    1 => &hello,
+                    _ => b"junk junk junk",
+                };
+                let _ = socks[i % socks.len()].send_to(d, listen.as_str());
+                datagrams.fetch_add(1, Ordering::Relaxed);
+                i += 1;
+                // About 10,000 a second, as the RakNet floods.
+                if i.is_multiple_of(10) {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+            }
+        });
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        let o = common::run_with_timeout(
+            common::bin().args([
+                "connect",
+                &listen,
+                "--bedrock",
+                "--nethernet",
+                "--duration",
+                "3",
+                "--json",
+            ]),
+            std::time::Duration::from_secs(30),
+        );
+        stop.store(true, Ordering::Relaxed);
+        o
+    });
+    // (Its leaving may be lost in the flood: the server is stopped.)
+    serve.proc.signal(libc::SIGTERM);
+    let f = serve.finish(std::time::Duration::from_secs(20));
+    let out: Vec<Value> = String::from_utf8_lossy(&joined.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let err = String::from_utf8_lossy(&joined.stderr);
+    println!(
+        "during {} offers, {} silent connections, {} datagrams: {out:?}",
+        offers.load(Ordering::Relaxed),
+        silent.load(Ordering::Relaxed),
+        datagrams.load(Ordering::Relaxed)
+    );
+    assert_eq!(joined.status.code(), Some(0), "{out:?} {err}");
+    let j = out.iter().find(|r| r["type"] == "joined").expect("joined");
+    println!("the server's side: {:?}", f.of_type("joined"));
+    let ms = j["join_ms"].as_f64().unwrap();
+    assert!(ms < 1000.0, "the join took {ms} ms");
+    assert!(out
+        .iter()
+        .any(|r| r["type"] == "login" && r["event"] == "spawned"));
+    assert!(
+        offers.load(Ordering::Relaxed) > 20,
+        "the flood of offers did not press"
+    );
+    let evicted = f
+        .of_type("login")
+        .iter()
+        .filter(|r| r["event"] == "evicted")
+        .count();
+    println!("join {ms} ms; the server evicted {evicted} pending offers");
+    assert!(evicted > 0);
 }

@@ -27,6 +27,9 @@ pub const CHECK_EVERY: Duration = Duration::from_millis(50);
 pub const CONSENT_EVERY: Duration = Duration::from_secs(5);
 /// No pair by then: ICE failed.
 pub const GIVE_UP: Duration = Duration::from_secs(10);
+/// No answer to a check on the chosen pair for this long: the other side
+/// is gone (RFC 7675's consent, 30 s).
+pub const CONSENT_LOST: Duration = Duration::from_secs(30);
 /// Remote candidates kept at most.
 pub const MAX_REMOTE: usize = 16;
 /// Datagrams waiting to be sent at most (answers beyond are dropped, as
@@ -91,6 +94,8 @@ pub struct Agent {
     /// When the next round of checks is due.
     next: Duration,
     started: Option<Duration>,
+    /// When a check of ours last succeeded.
+    answered_at: Duration,
     out: VecDeque<(SocketAddr, Vec<u8>)>,
     /// Transaction ids to come: each check takes one.
     ids: Box<dyn FnMut() -> [u8; 12] + Send>,
@@ -150,6 +155,7 @@ impl Agent {
             state: IceState::Checking,
             next: Duration::ZERO,
             started: None,
+            answered_at: Duration::ZERO,
             out: VecDeque::new(),
             ids: Box::new(ids),
             stats: IceStats::default(),
@@ -213,7 +219,7 @@ impl Agent {
         }
         match m.class {
             Class::Request => self.answer(now, from, &m),
-            Class::Success | Class::Error => self.answered(from, &m),
+            Class::Success | Class::Error => self.answered(now, from, &m),
             Class::Indication => {}
         }
     }
@@ -269,7 +275,7 @@ impl Agent {
     }
 
     /// An answer to a check of ours.
-    fn answered(&mut self, from: SocketAddr, m: &Message<'_>) {
+    fn answered(&mut self, now: Duration, from: SocketAddr, m: &Message<'_>) {
         let Some(i) = self
             .remotes
             .iter()
@@ -282,6 +288,7 @@ impl Agent {
             && m.integrity(self.creds.remote_pwd.as_bytes()) == Some(true)
             && from == self.remotes[i].addr
         {
+            self.answered_at = now;
             let r = &mut self.remotes[i];
             r.pending = None;
             r.succeeded = true;
@@ -329,6 +336,15 @@ impl Agent {
             }
             IceState::Connected(a) => {
                 let a = *a;
+                let last = self.answered_at.max(started);
+                if now.saturating_sub(last) >= CONSENT_LOST {
+                    let why = format!(
+                        "no answer to a consent check for {} s",
+                        CONSENT_LOST.as_secs()
+                    );
+                    self.state = IceState::Failed(why);
+                    return;
+                }
                 if let Some(i) = self.remotes.iter().position(|r| r.addr == a) {
                     self.check(i, now);
                 }
@@ -442,6 +458,24 @@ mod tests {
         run(&mut client, &mut server, c, s, Duration::from_secs(11));
         assert!(server.stats.checks_answered > before);
         assert_eq!(client.state(), &IceState::Connected(s));
+    }
+
+    /// A side that stops answering is gone after [`CONSENT_LOST`].
+    #[test]
+    fn consent_is_lost_when_checks_go_unanswered() {
+        let (mut client, mut server, c, s) = pair("server-password-22chars");
+        run(&mut client, &mut server, c, s, Duration::from_millis(20));
+        assert_eq!(client.state(), &IceState::Connected(s));
+        let mut now = Duration::from_millis(20);
+        while now < CONSENT_LOST + Duration::from_secs(1) {
+            client.handle_timeout(now);
+            while client.poll_transmit().is_some() {}
+            now += Duration::from_millis(500);
+        }
+        assert_eq!(
+            client.state(),
+            &IceState::Failed("no answer to a consent check for 30 s".into())
+        );
     }
 
     #[test]

@@ -390,6 +390,12 @@ impl Rtc {
         [ice, self.dtls_timeout, sctp].into_iter().flatten().min()
     }
 
+    /// Whether the other side has sent a connectivity check that passed
+    /// (its USERNAME and MESSAGE-INTEGRITY right): a peer, not just an offer.
+    pub fn checked(&self) -> bool {
+        self.ice.stats.checks_answered > 0
+    }
+
     /// The other side's address, once known.
     pub fn remote(&self) -> Option<SocketAddr> {
         self.remote
@@ -743,7 +749,7 @@ impl Rtc {
 }
 
 #[cfg(test)]
-mod tests {
+mod tests_support {
     use super::*;
 
     fn ids(seed: u8) -> impl FnMut() -> [u8; 12] + Send {
@@ -759,7 +765,7 @@ mod tests {
     /// An offerer and an answerer, as a NetherNet client and server make
     /// them (the answerer the DTLS client, as aiortc's and go-nethernet's
     /// servers are, or the other way).
-    fn pair(answerer_dtls_client: bool) -> (Rtc, Rtc, SocketAddr, SocketAddr, Instant) {
+    pub(super) fn pair(answerer_dtls_client: bool) -> (Rtc, Rtc, SocketAddr, SocketAddr, Instant) {
         let (c, s): (SocketAddr, SocketAddr) = (
             "127.0.0.1:40001".parse().unwrap(),
             "127.0.0.1:40002".parse().unwrap(),
@@ -807,6 +813,12 @@ mod tests {
         .unwrap();
         (client, server, c, s, now)
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tests_support::*;
+    use super::*;
 
     /// Both sides run until `until`; datagrams cross, the `drop`ped ones
     /// (by their number) lost. The events of each.
@@ -984,5 +996,159 @@ mod tests {
             },
         );
         assert!(failed.is_some_and(|w| w.contains("a=fingerprint")));
+    }
+}
+
+/// Our Bedrock client and server over two of our NetherNet transports in
+/// memory, the path losing one datagram in ten and delaying the rest 10
+/// ms: login, spawn, 10,000 game packets each way on the reliable channel
+/// (batches of 100), a batch larger than a data channel message (cut into
+/// segments), and pings on the unreliable channel (some lost).
+#[cfg(test)]
+mod game_tests {
+    use super::tests_support::*;
+    use super::*;
+    use crate::bedrock::client::GameClient;
+    use crate::bedrock::server::GameServer;
+    use crate::bedrock::speak::SessionEvent;
+    use crate::nethernet::framing::{segments, Reassembler, Step, DEFAULT_LIMIT};
+    use serde_json::json;
+
+    fn send_batches(rtc: &mut Rtc, now: Instant, batches: Vec<Vec<u8>>) {
+        for b in batches {
+            for s in segments(&b, MAX_MESSAGE_SIZE).unwrap() {
+                rtc.send(now, dcep::RELIABLE_LABEL, &s).unwrap();
+            }
+        }
+    }
+
+    /// What one end's game saw: texts, spawn.
+    fn events(
+        e: impl Iterator<Item = SessionEvent>,
+        texts: &mut usize,
+        spawned: &mut bool,
+        who: &str,
+    ) {
+        for e in e {
+            match e {
+                SessionEvent::Spawned => *spawned = true,
+                SessionEvent::Packet { name, .. } if name == "text" => *texts += 1,
+                SessionEvent::Error(e) | SessionEvent::Refused(e) => panic!("{who}: {e}"),
+                _ => {}
+            }
+        }
+    }
+
+    #[test]
+    fn a_game_over_a_lossy_path() {
+        let (mut a, mut b, ca, cb, start) = pair(true);
+        let mut client =
+            GameClient::new("1.26.45", "Steve", "http://127.0.0.1:19132:19132").unwrap();
+        client.speaker.codec.set_nethernet();
+        let mut server = GameServer::new("1.26.45").unwrap().over_nethernet();
+        let mut reassembly = [(); 2].map(|_| Reassembler::new(DEFAULT_LIMIT));
+        let (mut texts, mut spawned, mut pings) = ([0usize; 2], [false; 2], 0);
+        let (mut open, mut started, mut sent) = ([0; 2], false, false);
+        // In flight: (due, to b, bytes).
+        let mut wire: std::collections::VecDeque<(Instant, bool, Vec<u8>)> = Default::default();
+        let mut n = 0u64;
+        let mut now = start;
+        let big: String = (0..900_000u32)
+            .map(|i| char::from(b'a' + (i.wrapping_mul(2_654_435_761) >> 27) as u8 % 26))
+            .collect();
+        while now < start + Duration::from_secs(300) {
+            for (x, to_b) in [(&mut a, true), (&mut b, false)] {
+                if x.poll_timeout().is_some_and(|t| t <= now) {
+                    x.handle_timeout(now);
+                }
+                while let Some((_, d)) = x.poll_transmit() {
+                    n += 1;
+                    if n % 10 != 3 {
+                        wire.push_back((now + Duration::from_millis(10), to_b, d));
+                    }
+                }
+            }
+            while wire.front().is_some_and(|(t, ..)| *t <= now) {
+                let (_, to_b, d) = wire.pop_front().unwrap();
+                match to_b {
+                    true => b.handle_datagram(now, ca, &d),
+                    false => a.handle_datagram(now, cb, &d),
+                }
+            }
+            for (side, x) in [(0usize, &mut a), (1, &mut b)] {
+                while let Some(e) = x.poll_event() {
+                    match e {
+                        RtcEvent::ChannelOpen { .. } => open[side] += 1,
+                        RtcEvent::Message { label, data } if label == dcep::RELIABLE_LABEL => {
+                            if let Step::Whole(batch) = reassembly[side].push(&data) {
+                                match side {
+                                    0 => client.handle(&batch),
+                                    _ => server.handle(&batch),
+                                }
+                            }
+                        }
+                        RtcEvent::Message { data, .. } => {
+                            assert_eq!(data, [0, 9, 9]);
+                            pings += 1;
+                        }
+                        RtcEvent::Failed(why) | RtcEvent::Closed(why) => panic!("{why}"),
+                        _ => {}
+                    }
+                }
+            }
+            if open == [2, 2] && !started {
+                started = true;
+                client.start().unwrap();
+            }
+            events(
+                std::iter::from_fn(|| client.poll_event()),
+                &mut texts[0],
+                &mut spawned[0],
+                "client",
+            );
+            events(
+                std::iter::from_fn(|| server.poll_event()),
+                &mut texts[1],
+                &mut spawned[1],
+                "server",
+            );
+            if spawned == [true, true] && !sent {
+                sent = true;
+                for i in 0..10_000 {
+                    let m =
+                        json!({"type": "chat", "source_name": "Steve", "message": format!("c{i}")});
+                    client.speaker.queue("text", m).unwrap();
+                    let m = json!({"type": "chat", "source_name": "Server", "message": format!("s{i}")});
+                    server.speaker.queue("text", m).unwrap();
+                    if i % 100 == 99 {
+                        client.speaker.flush();
+                        server.speaker.flush();
+                    }
+                }
+                let m = json!({"type": "chat", "source_name": "Steve", "message": big.clone()});
+                client.speaker.queue("text", m).unwrap();
+                client.speaker.flush();
+                for _ in 0..50 {
+                    a.send(now, dcep::UNRELIABLE_LABEL, &[0, 9, 9]).unwrap();
+                }
+            }
+            let batches: Vec<_> = std::iter::from_fn(|| client.poll_transmit()).collect();
+            send_batches(&mut a, now, batches);
+            let batches: Vec<_> = std::iter::from_fn(|| server.poll_transmit()).collect();
+            send_batches(&mut b, now, batches);
+            if texts == [10_000, 10_001] && wire.is_empty() {
+                break;
+            }
+            now += Duration::from_millis(5);
+        }
+        println!(
+            "after {:?} of path time: the client got {} texts, the server {}, {pings} of 50 pings, {n} datagrams",
+            now - start,
+            texts[0],
+            texts[1]
+        );
+        assert_eq!(spawned, [true, true]);
+        assert_eq!(texts, [10_000, 10_001]);
+        assert!(pings < 50 && pings > 20, "{pings} pings");
     }
 }

@@ -9,13 +9,16 @@
 //! RakNet ([`crate::bedrock::server`]), its batches without 0xFE, no
 //! encryption handshake.
 //!
-//! Bounded: at most [`MAX_HTTP`] signaling connections at once (each
-//! [`HTTP_TIMEOUT`] at most, its request bounded by the HTTP reader), at
+//! Bounded: at most [`MAX_HTTP`] signaling connections at once, the
+//! oldest that has sent nothing (else the oldest) closed for a new one,
+//! and new ones read a few at a time (each [`HTTP_TIMEOUT`] at most, its request
+//! bounded by the HTTP reader), at
 //! most `max_clients` players, of which at most [`MAX_PENDING`] not yet
-//! joined: a new offer beyond that evicts the oldest pending one, so that
-//! a flood of offers keeps only its newest and a real client that answers
-//! promptly gets in; a player whose channels are not open within
-//! [`JOIN_TIMEOUT`] is dropped.
+//! joined: a new offer beyond that evicts the oldest pending one whose
+//! side has sent no connectivity check that passed (else the oldest), so
+//! that a flood of offers keeps only its newest and a real client, whose
+//! checks come within a round trip, gets in; a player whose channels are
+//! not open within [`JOIN_TIMEOUT`] is dropped.
 //!
 //! [`nethernet::rtc`]: crate::nethernet::rtc
 
@@ -73,6 +76,8 @@ struct Http {
     stream: TcpStream,
     reader: http::Stream,
     since: Instant,
+    /// Bytes read from it.
+    got: usize,
 }
 
 /// One player.
@@ -115,6 +120,11 @@ struct Server<'p> {
     epoch: Instant,
     /// A player has joined and gone (`--once`).
     done: bool,
+    /// The DTLS certificate of every answer (its SHA-256 in each), and
+    /// the identity assertion over it: made once, so that an offer costs
+    /// no key or signature.
+    cert: Cert,
+    identity: String,
 }
 
 impl Server<'_> {
@@ -174,10 +184,15 @@ impl Server<'_> {
                 b"the server is full\n",
             ));
         }
-        // The oldest player still joining makes room.
+        // The oldest player still joining makes room: first one whose side
+        // never sent a check that passed (an offer alone, as a flood's are).
         let pending = self.players.iter().filter(|p| !p.joined).count();
         if pending >= MAX_PENDING || self.players.len() >= self.plan.max_clients + MAX_PENDING {
-            if let Some(i) = self.players.iter().position(|p| !p.joined) {
+            let silent = self
+                .players
+                .iter()
+                .position(|p| !p.joined && !p.rtc.checked());
+            if let Some(i) = silent.or_else(|| self.players.iter().position(|p| !p.joined)) {
                 let old = self.players.remove(i);
                 self.said(
                     report,
@@ -188,34 +203,20 @@ impl Server<'_> {
             }
         }
         let client_identity = identity::summary(&offer);
-        let cert = Cert::self_signed("raknet-dissect")?;
         let (our_ufrag, our_pwd) = (
             crate::nethernet::ice::random_credential(4)?,
             crate::nethernet::ice::random_credential(22)?,
         );
-        let mut answer = sdp::Local {
+        let answer = sdp::Local {
             session: u64::from_le_bytes(crate::random::bytes::<8>()?) >> 2,
             ice_ufrag: our_ufrag.clone(),
             ice_pwd: our_pwd.clone(),
-            fingerprint_sha256: cert.fingerprint(),
+            fingerprint_sha256: self.cert.fingerprint(),
             setup: "active",
             candidates: vec![SocketAddr::new(local_ip, self.udp_port)],
             max_message_size: MAX_MESSAGE_SIZE as u64,
-            identity: None,
+            identity: Some(self.identity.clone()),
         };
-        let now = crate::nethernet::identity::unix_now();
-        let claims = serde_json::json!({
-            "iss": "raknet-dissect serve",
-            "iat": now,
-            "exp": now + 365 * 86_400,
-        });
-        let serde_json::Value::Object(claims) = claims else {
-            unreachable!("an object")
-        };
-        let key = &self.plan.identity.secret;
-        let token = identity::self_signed_token(key, Default::default(), claims);
-        let unsigned = sdp::Sdp::parse(&answer.write())?;
-        answer.identity = Some(identity::attribute(key, &token, "self", &unsigned));
         let cfg = RtcConfig {
             controlling: false,
             dtls_client: true,
@@ -227,7 +228,7 @@ impl Server<'_> {
             },
             remotes: remotes.clone(),
             remote_fingerprint: fingerprint,
-            cert,
+            cert: self.cert.clone(),
             open: Vec::new(),
         };
         let tie = u64::from_le_bytes(crate::random::bytes::<8>()?);
@@ -305,18 +306,25 @@ impl Server<'_> {
 
     /// New signaling connections, and the requests of those open.
     fn signaling(&mut self, report: &mut dyn Report) -> anyhow::Result<()> {
-        loop {
+        // A few at a time, each read before more are taken (what waits
+        // stays in the listen queue).
+        for _ in 0..MAX_HTTP / 4 {
             match self.tcp.accept() {
-                Ok((stream, _)) if self.http.len() < MAX_HTTP => {
+                Ok((stream, _)) => {
+                    // Beyond the bound one goes: the oldest that has said
+                    // nothing yet, else the oldest.
+                    if self.http.len() >= MAX_HTTP {
+                        let quiet = self.http.iter().position(|h| h.got == 0);
+                        self.http.remove(quiet.unwrap_or(0));
+                    }
                     stream.set_nonblocking(true)?;
                     self.http.push(Http {
                         stream,
                         reader: http::Stream::new(),
                         since: Instant::now(),
+                        got: 0,
                     });
                 }
-                // Beyond the bound: closed at once.
-                Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) => return Err(e.into()),
             }
@@ -331,32 +339,36 @@ impl Server<'_> {
                 }
                 match self.http[i].stream.read(&mut buf) {
                     Ok(0) => done = true,
-                    Ok(n) => match self.http[i].reader.push(&buf[..n]) {
-                        Ok(ms) if !ms.is_empty() => {
-                            let (peer, local) = (
-                                self.http[i].stream.peer_addr()?,
-                                self.http[i].stream.local_addr()?,
-                            );
-                            let out = self.respond(&ms[0], peer, local.ip(), report)?;
-                            let s = &mut self.http[i].stream;
-                            let _ = s.set_nonblocking(false);
-                            let _ = s.set_write_timeout(Some(Duration::from_secs(1)));
-                            let _ = s.write_all(&out);
-                            done = true;
+                    Ok(n) => {
+                        self.http[i].got += n;
+                        let pushed = self.http[i].reader.push(&buf[..n]);
+                        match pushed {
+                            Ok(ms) if !ms.is_empty() => {
+                                let (peer, local) = (
+                                    self.http[i].stream.peer_addr()?,
+                                    self.http[i].stream.local_addr()?,
+                                );
+                                let out = self.respond(&ms[0], peer, local.ip(), report)?;
+                                let s = &mut self.http[i].stream;
+                                let _ = s.set_nonblocking(false);
+                                let _ = s.set_write_timeout(Some(Duration::from_secs(1)));
+                                let _ = s.write_all(&out);
+                                done = true;
+                            }
+                            Ok(_) => {}
+                            Err(_) => {
+                                let out = response(400, "Bad Request", "text/plain", b"not HTTP\n");
+                                let _ = self.http[i].stream.write_all(&out);
+                                done = true;
+                            }
                         }
-                        Ok(_) => {}
-                        Err(_) => {
-                            let out = response(400, "Bad Request", "text/plain", b"not HTTP\n");
-                            let _ = self.http[i].stream.write_all(&out);
-                            done = true;
-                        }
-                    },
+                    }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(_) => done = true,
                 }
             }
             if done {
-                self.http.swap_remove(i);
+                self.http.remove(i);
             } else {
                 i += 1;
             }
@@ -552,6 +564,25 @@ pub fn plan(
     })
 }
 
+/// The `a=identity` of every answer: the operator's token (self-signed
+/// with `key`, a year long), its JWS over `cert`'s fingerprint.
+fn operator_identity(key: &KeyPair, cert: &Cert) -> anyhow::Result<String> {
+    let now = identity::unix_now();
+    let claims = serde_json::json!({
+        "iss": "raknet-dissect serve",
+        "iat": now,
+        "exp": now + 365 * 86_400,
+    });
+    let serde_json::Value::Object(claims) = claims else {
+        unreachable!("an object")
+    };
+    let token = identity::self_signed_token(&key.secret, Default::default(), claims);
+    // Only the fingerprint lines matter to the assertion.
+    let fingerprints = format!("v=0\r\na=fingerprint:sha-256 {}\r\n", cert.fingerprint());
+    let sdp = sdp::Sdp::parse(&fingerprints)?;
+    Ok(identity::attribute(&key.secret, &token, "self", &sdp))
+}
+
 /// `serve --bedrock --nethernet`; see the module.
 pub fn serve(plan: &NetherNetServePlan, report: &mut dyn Report) -> anyhow::Result<Outcome> {
     let tcp = TcpListener::bind(plan.listen)?;
@@ -565,8 +596,12 @@ pub fn serve(plan: &NetherNetServePlan, report: &mut dyn Report) -> anyhow::Resu
         protocol: 0,
         transport: Some("nethernet"),
     }))?;
+    let cert = Cert::self_signed("raknet-dissect")?;
+    let identity = operator_identity(&plan.identity, &cert)?;
     let mut s = Server {
         plan,
+        cert,
+        identity,
         tcp,
         udp_port: bound.port(),
         udp,
