@@ -1627,3 +1627,49 @@ fn ping_says_which_transport_answered() {
     raknet.signal(libc::SIGTERM);
     raknet.wait_or_kill(Duration::from_secs(10));
 }
+
+/// Issue 28: `connect --bedrock --transport auto` asks the NetherNet status
+/// first, as the game's newer clients do; bedrock-protocol's server has no
+/// NetherNet (nothing listens on its TCP port), so the client joins over
+/// RakNet, logs in and spawns.
+#[test]
+fn connect_auto_falls_back_to_raknet() {
+    if !peers_ready() {
+        return;
+    }
+    let work = Work::new("connect-auto");
+    let port = common::free_port_pair();
+    let mut server = bedrock_protocol_server("1.26.45", port, &work);
+    let target = format!("127.0.0.1:{port}");
+    let o = common::run_with_timeout(
+        Command::new(common::bin_path()).args([
+            "connect",
+            &target,
+            "--bedrock",
+            "--transport",
+            "auto",
+            "--version",
+            "1.26.45",
+            "--duration",
+            "2",
+            "--json",
+        ]),
+        Duration::from_secs(30),
+    );
+    server.wait_or_kill(Duration::from_secs(10));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let records: Vec<Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("NDJSON"))
+        .collect();
+    assert_eq!(o.status.code(), Some(0), "{err} {records:?}");
+    assert!(err.contains("joining over RakNet"), "{err}");
+    assert!(
+        records.iter().any(|r| r["type"] == "connected"),
+        "{records:?}"
+    );
+    assert!(records
+        .iter()
+        .any(|r| r["type"] == "login" && r["event"] == "spawned"));
+    assert!(!records.iter().any(|r| r["type"] == "joined"));
+}
