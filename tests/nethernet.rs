@@ -2487,3 +2487,112 @@ fn floods_do_not_lock_out_a_real_client() {
     println!("join {ms} ms; the server evicted {evicted} pending offers");
     assert!(evicted > 0);
 }
+
+/// Issue 28: `replay --bedrock` of a captured NetherNet session (the
+/// sample join, its DTLS key log named by SSLKEYLOGFILE) joins a fresh
+/// NetherNet server (aiortc's, nethernet_peers.py --game) over NetherNet,
+/// logs in anew and plays the captured client's packets after its spawn:
+/// the server's application receives them byte for byte, in order.
+#[test]
+fn a_captured_nethernet_session_replays_to_a_fresh_server() {
+    let Some(py) = nethernet_game_peers() else {
+        return;
+    };
+    let dir = common::TempDir::new("nethernet-replay");
+    let keylog = dir.path().join("capture.keylog");
+    std::fs::copy(sample("nethernet-join.keylog"), &keylog).unwrap();
+    let pcap = sample("nethernet-join.pcap");
+    // The captured client's packets after its spawn.
+    let (captured, _) = records(&[
+        "game",
+        pcap.to_str().unwrap(),
+        "--json",
+        "--tls-keylog",
+        keylog.to_str().unwrap(),
+    ]);
+    let after_spawn = |names_hex: Vec<(String, String)>| -> Vec<(String, String)> {
+        let spawn = names_hex
+            .iter()
+            .position(|(n, _)| n == "set_local_player_as_initialized")
+            .expect("the spawn");
+        names_hex[spawn + 1..].to_vec()
+    };
+    let want = after_spawn(
+        captured
+            .iter()
+            .filter(|r| r["type"] == "game" && r["dir"] == "c2s")
+            .map(|r| {
+                (
+                    r["name"].as_str().unwrap().into(),
+                    r["data"].as_str().unwrap().into(),
+                )
+            })
+            .collect(),
+    );
+    assert!(want.len() >= 2, "{want:?}");
+    let port = common::free_port_pair();
+    let (truth, theirs) = (
+        dir.path().join("truth.jsonl"),
+        dir.path().join("aiortc.keylog"),
+    );
+    let packets = sample("bedrock-login.packets.jsonl");
+    let mut server = nethernet_peer(&py, "server", port, &packets, &truth, &theirs);
+    let target = format!("127.0.0.1:{port}");
+    let o = common::run_with_timeout(
+        common::bin()
+            .args([
+                "replay",
+                pcap.to_str().unwrap(),
+                "--target",
+                &target,
+                "--bedrock",
+            ])
+            .args(["--asap", "--json"])
+            .env("SSLKEYLOGFILE", &keylog),
+        std::time::Duration::from_secs(60),
+    );
+    let code = server.exit_code(std::time::Duration::from_secs(20));
+    let out: Vec<Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{out:?} {err}");
+    assert_eq!(code, Some(0), "the server's run failed");
+    assert!(out.iter().any(|r| r["type"] == "joined"), "{out:?}");
+    let replay = out
+        .iter()
+        .find(|r| r["type"] == "game_replay")
+        .expect("game_replay");
+    assert_eq!(replay["sent"], want.len(), "{replay}");
+    // What the server's application received after the spawn.
+    let t: Vec<Value> = std::fs::read_to_string(&truth)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let got = after_spawn(
+        t.iter()
+            .filter(|r| r["type"] == "packet" && r["side"] == "server" && r["event"] == "received")
+            .map(|r| {
+                // (--game records no names: set_local_player_as_initialized is id 0x71.)
+                let hex = r["hex"].as_str().unwrap().to_string();
+                let name = match hex.starts_with("71") {
+                    true => "set_local_player_as_initialized".to_string(),
+                    false => r["name"].as_str().unwrap_or("unknown").to_string(),
+                };
+                (name, hex)
+            })
+            .collect(),
+    );
+    let hex = |v: &[(String, String)]| v.iter().map(|(_, h)| h.clone()).collect::<Vec<_>>();
+    assert_eq!(
+        hex(&got),
+        hex(&want),
+        "the server received, after the spawn"
+    );
+    println!(
+        "replayed over NetherNet: {} packets after the spawn, byte for byte",
+        want.len()
+    );
+}

@@ -288,7 +288,7 @@ pub(crate) trait GameLink {
 }
 
 /// A RakNet client as a [`GameLink`].
-struct RakNetLink(super::Client);
+pub(crate) struct RakNetLink(pub(crate) super::Client);
 
 impl GameLink for RakNetLink {
     fn now(&self) -> Duration {

@@ -373,29 +373,17 @@ impl super::bedrock::GameLink for NetherNetLink {
     }
 }
 
-/// `connect --bedrock` over NetherNet: join, then the game as over
-/// RakNet ([`super::bedrock::play`]), the batches without their 0xFE and
-/// unencrypted (the server goes on after the Login without a handshake).
-pub(crate) fn connect_game(
+/// Join as [`NetherNetLink::join`] does, the join a `joined` record, or
+/// its failure a `failed` one (`None`).
+pub(crate) fn join_recorded(
     target: SocketAddr,
-    plan: &super::bedrock::BedrockPlan,
+    name: &str,
+    timeout: Duration,
+    keys: (Option<std::path::PathBuf>, Option<&std::path::Path>),
     report: &mut dyn super::run::Report,
-) -> anyhow::Result<super::run::Outcome> {
+) -> anyhow::Result<Option<NetherNetLink>> {
     use crate::records::peer::{FailedJson, JoinedJson, PeerRecord};
-    // The Login's server address over NetherNet: the signaling URL with
-    // the port repeated, as the game writes it.
-    let (ip, port) = (target.ip(), target.port());
-    let server = format!("http://{ip}:{port}:{port}");
-    let mut game = crate::bedrock::client::GameClient::new(&plan.version, &plan.name, &server)
-        .map_err(|e| anyhow::anyhow!(e))?;
-    game.speaker.codec.set_nethernet();
-    let timeout = Duration::from_secs(10).min(plan.duration.max(Duration::from_secs(1)));
-    let (mut link, joined) = match NetherNetLink::join(
-        target,
-        &plan.name,
-        timeout,
-        (plan.tls_keylog_out.clone(), plan.identity.as_deref()),
-    ) {
+    let (link, joined) = match NetherNetLink::join(target, name, timeout, keys) {
         Ok(j) => j,
         Err(e) => {
             report.record(PeerRecord::Failed(FailedJson {
@@ -404,7 +392,7 @@ pub(crate) fn connect_game(
                 step: e.step(),
                 error: e.to_string(),
             }))?;
-            return Ok(super::run::Outcome::NoConnection);
+            return Ok(None);
         }
     };
     report.record(PeerRecord::Joined(JoinedJson {
@@ -421,6 +409,33 @@ pub(crate) fn connect_game(
         join_ms: crate::records::peer::ms(joined.took),
         server_identity: joined.server_identity,
     }))?;
+    Ok(Some(link))
+}
+
+/// The Login's server address over NetherNet: the signaling URL with the
+/// port repeated, as the game writes it.
+pub(crate) fn login_address(target: SocketAddr) -> String {
+    let (ip, port) = (target.ip(), target.port());
+    format!("http://{ip}:{port}:{port}")
+}
+
+/// `connect --bedrock` over NetherNet: join, then the game as over
+/// RakNet ([`super::bedrock::play`]), the batches without their 0xFE and
+/// unencrypted (the server goes on after the Login without a handshake).
+pub(crate) fn connect_game(
+    target: SocketAddr,
+    plan: &super::bedrock::BedrockPlan,
+    report: &mut dyn super::run::Report,
+) -> anyhow::Result<super::run::Outcome> {
+    let server = login_address(target);
+    let mut game = crate::bedrock::client::GameClient::new(&plan.version, &plan.name, &server)
+        .map_err(|e| anyhow::anyhow!(e))?;
+    game.speaker.codec.set_nethernet();
+    let timeout = Duration::from_secs(10).min(plan.duration.max(Duration::from_secs(1)));
+    let keys = (plan.tls_keylog_out.clone(), plan.identity.as_deref());
+    let Some(mut link) = join_recorded(target, &plan.name, timeout, keys, report)? else {
+        return Ok(super::run::Outcome::NoConnection);
+    };
     super::bedrock::play(&mut link, game, target, plan, report)
 }
 

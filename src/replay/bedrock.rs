@@ -19,12 +19,11 @@ use crate::bedrock::speak::SessionEvent;
 use crate::bedrock::{Detect, Game, GameEvent};
 use crate::dissect::Dir;
 use crate::mirror::{Mirror, MirrorConfig};
-use crate::peer::bedrock::record_event;
-use crate::peer::run::{connect_client, connected_record, pump, Outcome, Pumped, Report};
+use crate::peer::bedrock::{record_event, GameLink, RakNetLink};
+use crate::peer::run::{connect_client, connected_record, Outcome, Report};
 use crate::pipeline::{Input, Item, Next, Pipeline, PipelineOptions};
 use crate::records::peer::{GameReplayJson, PeerRecord};
-use crate::session::{ClientConfig, Event};
-use crate::wire::Reliability;
+use crate::session::ClientConfig;
 
 /// A captured Bedrock session, as the game replay plays it.
 #[derive(Debug, Clone, Default)]
@@ -40,6 +39,8 @@ pub(crate) struct GameScript {
     /// The server's packets after the spawn: time after it, bytes (header
     /// included), for `serve --bedrock --replay`.
     pub(crate) s2c_packets: Vec<(Duration, Vec<u8>)>,
+    /// The session went over NetherNet (its replay does too).
+    pub(crate) nethernet: bool,
 }
 
 /// Why a capture has no game session to replay.
@@ -77,48 +78,63 @@ pub(crate) fn load_game(
     let mut game = Game::new(Detect::Auto, keys);
     game.fields = false;
     let mut flows: BTreeMap<u32, Collect> = BTreeMap::new();
-    let mut pipeline = Pipeline::new(PipelineOptions::default());
+    // A NetherNet session's DTLS secrets: the file SSLKEYLOGFILE names.
+    let env = std::env::var_os("SSLKEYLOGFILE").map(PathBuf::from);
+    let tls = crate::nethernet::dtls::KeyLog::from_files(&[], env.as_deref()).unwrap_or_default();
+    let options = PipelineOptions {
+        tls_keylog: std::sync::Arc::new(tls),
+        ..PipelineOptions::default()
+    };
+    let mut pipeline = Pipeline::new(options);
     let ended = pipeline
         .run(Input::Files(files.to_vec()), &mut mirror, |item| {
-            if let Item::Packet { obs, .. } = item {
-                for m in &obs.messages {
-                    if flow.is_some_and(|f| f != m.flow) {
-                        continue;
-                    }
-                    for e in game.message(m).unwrap_or_default() {
-                        let c = flows.entry(m.flow).or_default();
-                        c.script.flow = m.flow;
-                        match e {
-                            GameEvent::Packet(p) => {
-                                let name = p.name.unwrap_or("?").to_string();
-                                match (p.dir, c.spawned) {
-                                    (Dir::C2s, None)
-                                        if name == "set_local_player_as_initialized" =>
-                                    {
-                                        c.spawned = Some(m.ts)
-                                    }
-                                    (Dir::C2s, Some(t0)) => {
-                                        c.script.c2s.push((m.ts.saturating_sub(t0), name, p.data))
-                                    }
-                                    (Dir::S2c, Some(t0)) => {
-                                        c.script.s2c.push(name);
-                                        c.script
-                                            .s2c_packets
-                                            .push((m.ts.saturating_sub(t0), p.data));
-                                    }
-                                    _ => {}
+            let delivered = match item {
+                Item::Packet { obs, .. } => obs
+                    .messages
+                    .iter()
+                    .filter(|m| flow.is_none_or(|f| f == m.flow))
+                    .map(|m| (m.clone(), game.message(m).unwrap_or_default(), false))
+                    .collect(),
+                Item::Nethernet {
+                    seen, frame, ts, ..
+                } => crate::pipeline::drive::nethernet_delivered(&mut game, &seen, frame, ts, true)
+                    .into_iter()
+                    .filter(|d| flow.is_none_or(|f| f == d.message.flow))
+                    .map(|d| (d.message, d.game.unwrap_or_default(), true))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            for (m, events, nethernet) in delivered {
+                for e in events {
+                    let c = flows.entry(m.flow).or_default();
+                    c.script.flow = m.flow;
+                    c.script.nethernet = nethernet;
+                    match e {
+                        GameEvent::Packet(p) => {
+                            let name = p.name.unwrap_or("?").to_string();
+                            match (p.dir, c.spawned) {
+                                (Dir::C2s, None) if name == "set_local_player_as_initialized" => {
+                                    c.spawned = Some(m.ts)
                                 }
+                                (Dir::C2s, Some(t0)) => {
+                                    c.script.c2s.push((m.ts.saturating_sub(t0), name, p.data))
+                                }
+                                (Dir::S2c, Some(t0)) => {
+                                    c.script.s2c.push(name);
+                                    c.script.s2c_packets.push((m.ts.saturating_sub(t0), p.data));
+                                }
+                                _ => {}
                             }
-                            GameEvent::Opaque(_) => c.opaque += 1,
                         }
+                        GameEvent::Opaque(_) => c.opaque += 1,
                     }
-                    if let (Some(c), Some(f)) = (flows.get_mut(&m.flow), game.flow(m.flow)) {
-                        if let Some(v) = f
-                            .protocol()
-                            .and_then(|p| crate::bedrock::names::versions(p).last())
-                        {
-                            c.script.version = v.to_string();
-                        }
+                }
+                if let (Some(c), Some(f)) = (flows.get_mut(&m.flow), game.flow(m.flow)) {
+                    if let Some(v) = f
+                        .protocol()
+                        .and_then(|p| crate::bedrock::names::versions(p).last())
+                    {
+                        c.script.version = v.to_string();
                     }
                 }
             }
@@ -160,15 +176,37 @@ pub(crate) fn replay_game(
     report: &mut dyn Report,
 ) -> anyhow::Result<Outcome> {
     let target = o.target;
-    let mut game = GameClient::new(&script.version, "raknet-dissect", &target.to_string())
-        .map_err(|e| anyhow::anyhow!(e))?;
-    let mut client = match connect_client(target, cfg, None, report)? {
-        Ok(c) => c,
-        Err(out) => return Ok(out),
+    let server = match script.nethernet {
+        true => crate::peer::nethernet::login_address(target),
+        false => target.to_string(),
     };
-    report.record(PeerRecord::Connected(connected_record(&client, None)))?;
+    let mut game = GameClient::new(&script.version, "raknet-dissect", &server)
+        .map_err(|e| anyhow::anyhow!(e))?;
+    // The session's own transport: NetherNet for a NetherNet capture.
+    let mut link: Box<dyn GameLink> = if script.nethernet {
+        game.speaker.codec.set_nethernet();
+        let tls = std::env::var_os("SSLKEYLOGFILE").map(PathBuf::from);
+        let wait = Duration::from_secs(10);
+        match crate::peer::nethernet::join_recorded(
+            target,
+            "raknet-dissect",
+            wait,
+            (tls, None),
+            report,
+        )? {
+            Some(l) => Box::new(l),
+            None => return Ok(Outcome::NoConnection),
+        }
+    } else {
+        let client = match connect_client(target, cfg, None, report)? {
+            Ok(c) => c,
+            Err(out) => return Ok(out),
+        };
+        report.record(PeerRecord::Connected(connected_record(&client, None)))?;
+        Box::new(RakNetLink(client))
+    };
     let peer = target.to_string();
-    let start = client.now();
+    let start = link.now();
     game.start().map_err(|e| anyhow::anyhow!(e))?;
     let login_deadline = start + Duration::from_secs(15);
     let mut spawned_at: Option<Duration> = None;
@@ -178,7 +216,7 @@ pub(crate) fn replay_game(
     let mut now_s2c: Vec<String> = Vec::new();
     let mut end: Option<Duration> = None;
     loop {
-        let now = client.now();
+        let now = link.now();
         if let Some(t0) = spawned_at {
             while let Some((at, _, bytes)) = script.c2s.get(next) {
                 let due = if o.asap {
@@ -198,7 +236,7 @@ pub(crate) fn replay_game(
             }
         }
         while let Some(m) = game.poll_transmit() {
-            client.send(&m, Reliability::RELIABLE_ORDERED, 0, None);
+            link.send_batch(&m)?;
         }
         if closed
             || failed
@@ -207,27 +245,18 @@ pub(crate) fn replay_game(
         {
             break;
         }
-        let until = client.now() + Duration::from_millis(10);
-        let mut on_event = |e: Event, _: &mut dyn Report| {
-            if let Event::Message(m) = e {
-                if m.data.first() == Some(&0xfe) {
-                    game.handle(&m.data);
-                }
-            }
-            Ok(())
-        };
-        match pump(&mut client, until, report, &mut on_event)? {
+        let until = link.now() + Duration::from_millis(10);
+        match link.pump(until, report, &mut |b| game.handle(b))? {
             None => {}
-            Some(Pumped::Closed(_)) => closed = true,
-            Some(Pumped::Failed) => failed = true,
+            Some(_) => closed = true,
         }
-        let ts = (client.now() - start).as_secs_f64();
+        let ts = (link.now() - start).as_secs_f64();
         while let Some(e) = game.poll_event() {
             match &e {
                 SessionEvent::Packet { name, .. } if spawned_at.is_some() => {
                     now_s2c.push(name.clone())
                 }
-                SessionEvent::Spawned => spawned_at = Some(client.now()),
+                SessionEvent::Spawned => spawned_at = Some(link.now()),
                 SessionEvent::Refused(_) => failed = true,
                 SessionEvent::Disconnected(_) => closed = true,
                 _ => {}
@@ -243,12 +272,11 @@ pub(crate) fn replay_game(
             json!({"message": "raknet-dissect: replay over"}),
         );
         while let Some(m) = game.poll_transmit() {
-            client.send(&m, Reliability::RELIABLE_ORDERED, 0, None);
+            link.send_batch(&m)?;
         }
-        let until = client.now() + Duration::from_millis(200);
-        let _ = pump(&mut client, until, report, &mut |_, _| Ok(()))?;
     }
-    let _ = client.close();
+    let linger = !closed && spawned_at.is_some();
+    link.leave(linger, report)?;
     report.record(PeerRecord::GameReplay(GameReplayJson::new(
         &o.file,
         script.flow,
