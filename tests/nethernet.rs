@@ -2596,3 +2596,66 @@ fn a_captured_nethernet_session_replays_to_a_fresh_server() {
         want.len()
     );
 }
+
+/// Issue 28: `probe --nethernet` performs the join step by step against
+/// aiortc's NetherNet server, each step a record as it happens, and says
+/// where a join stopped when nothing listens.
+#[test]
+fn probe_reports_the_nethernet_join_step_by_step() {
+    let Some(py) = nethernet_game_peers() else {
+        return;
+    };
+    let dir = common::TempDir::new("nethernet-probe");
+    let port = common::free_port_pair();
+    let (truth, keys) = (dir.path().join("t.jsonl"), dir.path().join("k.keylog"));
+    let packets = sample("bedrock-login.packets.jsonl");
+    let mut server = nethernet_peer(&py, "server", port, &packets, &truth, &keys);
+    let target = format!("127.0.0.1:{port}");
+    let probe = |target: &str| {
+        let o = common::run_with_timeout(
+            common::bin().args(["probe", target, "--nethernet", "--json"]),
+            std::time::Duration::from_secs(30),
+        );
+        let records: Vec<Value> = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (o.status.code(), records)
+    };
+    let (code, records) = probe(&target);
+    server.wait_or_kill(std::time::Duration::from_secs(15));
+    let steps: Vec<&str> = records
+        .iter()
+        .filter(|r| r["type"] == "step")
+        .map(|r| r["step"].as_str().unwrap())
+        .collect();
+    println!("{steps:?}");
+    assert_eq!(code, Some(0), "{records:?}");
+    for want in [
+        "join_status",
+        "offer_answered",
+        "ice_connected",
+        "dtls_connected",
+        "sctp_connected",
+        "channel_open",
+        "closed",
+    ] {
+        assert!(steps.contains(&want), "{want}: {steps:?}");
+    }
+    assert_eq!(steps.iter().filter(|s| **s == "channel_open").count(), 2);
+    let outcome = records.iter().find(|r| r["type"] == "probe").unwrap();
+    assert_eq!(outcome["outcome"], "joined", "{outcome}");
+    // Nothing listens.
+    let free = common::free_port_pair();
+    let (code, records) = probe(&format!("127.0.0.1:{free}"));
+    assert_eq!(code, Some(6), "{records:?}");
+    let outcome = records.iter().find(|r| r["type"] == "probe").unwrap();
+    assert_eq!(outcome["outcome"], "failed");
+    assert!(
+        outcome["diagnosis"]
+            .as_str()
+            .unwrap()
+            .ends_with("[refused]"),
+        "{outcome}"
+    );
+}

@@ -9,8 +9,8 @@ use clap::Args;
 
 use super::args::{parse_hex, parse_seconds, parse_target, OutputArgs};
 use super::{Code, EXIT_USAGE};
-use crate::peer::bedrock;
 use crate::peer::run::{self, ConnectPlan, ServePlan};
+use crate::peer::{bedrock, nethernet};
 use crate::replay::run::{ServeGame, ServeReplay};
 use crate::wire::Reliability;
 
@@ -182,6 +182,8 @@ pub struct ProbeArgs {
     #[arg(long, value_name = "M")]
     pub mtu: Option<u16>,
     #[command(flatten)]
+    pub transport: super::args::TransportArgs,
+    #[command(flatten)]
     pub dialect: DialectArgs,
     #[command(flatten)]
     pub output: OutputArgs,
@@ -205,7 +207,7 @@ pub fn run_connect(a: &ConnectArgs, out: &mut impl Write) -> anyhow::Result<u8> 
         plan.identity = n.identity.clone();
         let mut p = a.output.printer(out);
         let dialect = (d.protocol, d.addresses, a.mtu);
-        return Ok(crate::peer::nethernet::connect(a.target, plan, dialect, &mut p)?.code());
+        return Ok(nethernet::connect(a.target, plan, dialect, &mut p)?.code());
     }
     let plan = match run::messages_to_send(&a.send, a.reliability, a.channel, io::stdin().lock()) {
         Ok(messages) => ConnectPlan {
@@ -278,6 +280,7 @@ pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
 /// `probe`: the handshake steps performed live, one line each as it
 /// happens, then the outcome and a diagnosis, in the words of `handshake`.
 pub fn run_probe(a: &ProbeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
+    let (t, cfg) = (&a.transport, a.dialect.get().client(a.mtu)?);
     let mut p = a.output.printer(out);
-    Ok(run::probe(a.target, a.dialect.get().client(a.mtu)?, &mut p)?.code())
+    Ok(nethernet::probe_on(a.target, (t.transport, t.nethernet), cfg, &mut p)?.code())
 }

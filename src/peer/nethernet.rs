@@ -107,6 +107,7 @@ impl NetherNetLink {
         name: &str,
         timeout: Duration,
         (tls_key_log, identity_file): (Option<std::path::PathBuf>, Option<&std::path::Path>),
+        on_step: &mut dyn FnMut(&'static str, String),
     ) -> Result<(NetherNetLink, Joined), JoinError> {
         use crate::nethernet::{dcep::Open, ice::Credentials, identity, sdp};
         let sock = super::Socket::bind(local_for(target)?)?;
@@ -180,6 +181,15 @@ impl NetherNetLink {
             v.ok_or_else(|| JoinError::Answer(format!("the answer has no {what}")))
         };
         let remote_fingerprint = need(theirs.sha256().map(str::to_owned), "a=fingerprint:sha-256")?;
+        on_step(
+            "offer_answered",
+            format!(
+                "POST {path}: HTTP {}, a=setup:{}, {} candidate(s); the server's identity: {server_identity}",
+                answer.status,
+                theirs.setup.as_deref().unwrap_or("-"),
+                theirs.candidates.len()
+            ),
+        );
         let dtls_client = match need(theirs.setup.clone(), "a=setup")?.as_str() {
             "active" => false,
             "passive" => true,
@@ -232,6 +242,21 @@ impl NetherNetLink {
                 return Err(JoinError::Timeout(timeout));
             }
             for e in link.step(deadline.min(Instant::now() + Duration::from_millis(50)))? {
+                match &e {
+                    RtcEvent::ChannelOpen { label, stream } => {
+                        on_step("channel_open", format!("{label} on stream {stream}"))
+                    }
+                    RtcEvent::IceConnected(a) => on_step("ice_connected", format!("the pair: {a}")),
+                    RtcEvent::DtlsConnected { client } => on_step(
+                        "dtls_connected",
+                        format!(
+                            "we are the DTLS {}",
+                            if *client { "client" } else { "server" }
+                        ),
+                    ),
+                    RtcEvent::SctpConnected => on_step("sctp_connected", String::new()),
+                    _ => {}
+                }
                 match e {
                     RtcEvent::ChannelOpen { .. } => open += 1,
                     RtcEvent::IceConnected(a) => remote = Some(a),
@@ -383,7 +408,7 @@ pub(crate) fn join_recorded(
     report: &mut dyn super::run::Report,
 ) -> anyhow::Result<Option<NetherNetLink>> {
     use crate::records::peer::{FailedJson, JoinedJson, PeerRecord};
-    let (link, joined) = match NetherNetLink::join(target, name, timeout, keys) {
+    let (link, joined) = match NetherNetLink::join(target, name, timeout, keys, &mut |_, _| {}) {
         Ok(j) => j,
         Err(e) => {
             report.record(PeerRecord::Failed(FailedJson {
@@ -437,6 +462,100 @@ pub(crate) fn connect_game(
         return Ok(super::run::Outcome::NoConnection);
     };
     super::bedrock::play(&mut link, game, target, plan, report)
+}
+
+/// `probe --nethernet`: the join performed step by step, each step a
+/// `step` record as it happens (the status, the offer answered, ICE, DTLS,
+/// SCTP, each channel), then the channels closed and a `probe` record
+/// with the outcome.
+pub fn probe(
+    target: SocketAddr,
+    report: &mut dyn super::run::Report,
+) -> anyhow::Result<super::run::Outcome> {
+    use crate::records::peer::{ProbeJson, ProbeStepJson};
+    let started = Instant::now();
+    // Each step as it happens (a record that cannot be written is the
+    // run's error, at the end).
+    let mut failed = None;
+    let mut step = |report: &mut dyn super::run::Report, step: &'static str, detail: String| {
+        let r = report.record(crate::records::peer::PeerRecord::Step(ProbeStepJson {
+            kind: "step",
+            t: started.elapsed().as_secs_f64(),
+            step,
+            detail,
+        }));
+        if let Err(e) = r {
+            failed.get_or_insert(e);
+        }
+    };
+    let status = super::signaling::join_status(target, Duration::from_secs(2));
+    let words = match &status {
+        Ok(a) => format!(
+            "HTTP {} {}: {}",
+            a.status,
+            a.reason,
+            String::from_utf8_lossy(&a.body)
+        ),
+        Err(e) => e.to_string(),
+    };
+    step(report, "join_status", words);
+    let joined = NetherNetLink::join(
+        target,
+        "raknet-dissect",
+        Duration::from_secs(10),
+        (None, None),
+        &mut |name, detail| step(report, name, detail),
+    );
+    let (outcome, diagnosis, code) = match joined {
+        Ok((mut link, j)) => {
+            let _ = super::bedrock::GameLink::leave(&mut link, true, report);
+            step(
+                report,
+                "closed",
+                "the channels closed, SCTP shut down".into(),
+            );
+            let role = if j.dtls_client { "client" } else { "server" };
+            let d = format!(
+                "joined in {:.3} ms, we the DTLS {role}",
+                crate::records::peer::ms(j.took)
+            );
+            ("joined", d, super::run::Outcome::Done)
+        }
+        Err(e) => (
+            "failed",
+            format!("{e} [{}]", e.step()),
+            super::run::Outcome::NoConnection,
+        ),
+    };
+    if let Some(e) = failed {
+        return Err(e.into());
+    }
+    report.record(crate::records::peer::PeerRecord::Probe(ProbeJson {
+        kind: "probe",
+        target: target.to_string(),
+        outcome,
+        diagnosis,
+        mtu: None,
+        server_guid: None,
+        seconds: started.elapsed().as_secs_f64(),
+    }))?;
+    Ok(code)
+}
+
+/// `probe` on the transport `--transport` names (`given`, or NetherNet
+/// with `--nethernet`): NetherNet's join ([`probe`]), or RakNet's
+/// handshake with `cfg` (`peer::run::probe`; also for `auto`).
+pub fn probe_on(
+    target: SocketAddr,
+    (given, nethernet): (Option<super::run::Transport>, bool),
+    cfg: crate::session::ClientConfig,
+    report: &mut dyn super::run::Report,
+) -> anyhow::Result<super::run::Outcome> {
+    use super::run::Transport;
+    match Transport::chosen(given, nethernet, Transport::RakNet) {
+        super::run::Transport::NetherNet => probe(target, report),
+        _ => Ok(super::run::probe(target, cfg, report)?),
+    }
 }
 
 /// `connect --bedrock` on the transport `plan` names: RakNet, NetherNet,
