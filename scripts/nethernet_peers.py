@@ -1163,6 +1163,10 @@ async def client_main(args, record, steps, protocol):
         peer.add_channel(pc.createDataChannel(UNRELIABLE, ordered=False, maxRetransmits=0))
         await pc.setLocalDescription(await pc.createOffer())  # gathers every candidate
         offer = add_identity(pc.localDescription.sdp, key, token, "offline.raknet-dissect.invalid")
+        if args.relay and args.relay_offer:
+            # --relay-offer: the server (one that takes no --relay-candidate) knows only the
+            # relay's upstream socket (a=identity signs the fingerprints, not the candidates).
+            offer = dead_candidates(offer, int(args.relay.split(":")[1]))
         record("sdp", kind="offer", network_id=network_id, sdp=offer, identity=decode_identity(offer))
         path = f"/v1/join/{network_id}"
         record("http", event="sent", method="POST", path=path, content_type="application/sdp", body=offer)
@@ -1218,6 +1222,10 @@ def main():
     ap.add_argument("--relay", metavar="LISTEN:UPSTREAM",
                     help="reach the other side through scripts/relay.py listening on 127.0.0.1:LISTEN, "
                          "its upstream socket on 127.0.0.1:UPSTREAM (the top of this file says how)")
+    ap.add_argument("--relay-offer", action="store_true",
+                    help="client, with --relay: the offer's candidates name the relay's upstream socket, "
+                         "so that a server that takes no --relay-candidate reaches this side only through "
+                         "the relay")
     ap.add_argument("--relay-candidate", metavar="PORT",
                     help="make 127.0.0.1:PORT the other side's only candidate, no relay started "
                          "(the other side's --relay UPSTREAM port: its relay's socket toward this side)")

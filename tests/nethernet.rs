@@ -2055,6 +2055,17 @@ fn nethernet_peer(
     truth: &std::path::Path,
     keys: &std::path::Path,
 ) -> common::Proc {
+    nethernet_peer_with(py, role, port, (packets, truth, keys), &[])
+}
+
+/// [`nethernet_peer`] with more of nethernet_peers.py's options.
+fn nethernet_peer_with(
+    py: &str,
+    role: &str,
+    port: u16,
+    (packets, truth, keys): (&std::path::Path, &std::path::Path, &std::path::Path),
+    more: &[&str],
+) -> common::Proc {
     let mut cmd = std::process::Command::new(py);
     cmd.arg(common::root().join("scripts/nethernet_peers.py"))
         .args([role, "--game", "--port", &port.to_string(), "--packets"])
@@ -2063,6 +2074,7 @@ fn nethernet_peer(
         .arg(truth)
         .arg("--keylog")
         .arg(keys)
+        .args(more)
         .stderr(std::process::Stdio::piped());
     let mut p = common::Proc::spawn(&mut cmd, "nethernet_peers.py --game");
     let said = common::reader_lines(p.child.stderr.take().unwrap());
@@ -2658,4 +2670,76 @@ fn probe_reports_the_nethernet_join_step_by_step() {
             .ends_with("[refused]"),
         "{outcome}"
     );
+}
+
+/// Issue 28: aiortc's client joins our `serve --bedrock --nethernet`
+/// through the seeded lossy relay (scripts/relay.py: 10% loss, 5%
+/// duplicates, 5% reordered, both ways; our server learns the relay's
+/// address from the checks that come from it) and spawns; the capture of
+/// the legs reads, with our key log, as the client's application saw it.
+#[test]
+fn aiortcs_client_joins_our_server_through_a_lossy_relay() {
+    let Some(py) = nethernet_game_peers() else {
+        return;
+    };
+    let dir = common::TempDir::new("nethernet-serve-lossy");
+    let j = join_files(&dir, "1.26.45");
+    let (listen, upstream) = (j.port + 2, j.port + 3);
+    let filter = format!(
+        "port {} or udp port {listen} or udp port {upstream}",
+        j.port
+    );
+    let dump = common::Tcpdump::start(&dir.path().join("lossy.pcap"), &filter);
+    let serve = nethernet_server(
+        &format!("127.0.0.1:{}", j.port),
+        &[
+            "--once",
+            "--version",
+            "1.26.45",
+            "--tls-keylog-out",
+            j.our_keys.to_str().unwrap(),
+        ],
+    );
+    let relay = format!("{listen}:{upstream}");
+    let stats = dir.path().join("relay.json");
+    let rates = format!(
+        "--relay-args=--seed 7 --loss 0.1 --dup 0.05 --reorder 0.05 --duration 120 --stats-json {}",
+        stats.display()
+    );
+    let more = [
+        "--relay",
+        &relay,
+        "--relay-offer",
+        &rates,
+        "--step-timeout",
+        "30",
+    ];
+    let files = (
+        j.packets.as_path(),
+        j.truth.as_path(),
+        j.theirs_keys.as_path(),
+    );
+    let mut client = nethernet_peer_with(&py, "client", j.port, files, &more);
+    let code = client.exit_code(std::time::Duration::from_secs(90));
+    let f = serve.finish(std::time::Duration::from_secs(30));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let pcap = dump.stop();
+    assert_eq!(code, Some(0), "aiortc's client failed through the relay");
+    assert_eq!(f.code, Some(0), "{}", f.stderr);
+    let logins: Vec<&str> = f
+        .of_type("login")
+        .iter()
+        .map(|r| r["event"].as_str().unwrap())
+        .collect();
+    assert!(logins.contains(&"spawned"), "{logins:?}");
+    // Everything went through the relay, and some of it was lost there.
+    let st: Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    println!("relay: {st}");
+    for dir in ["c2s", "s2c"] {
+        assert!(st[dir]["forwarded"].as_u64().unwrap() > 10, "{st}");
+    }
+    let dropped = st["c2s"]["dropped"].as_u64().unwrap() + st["s2c"]["dropped"].as_u64().unwrap();
+    assert!(dropped > 0, "{st}");
+    let keys = [j.our_keys.as_path(), j.theirs_keys.as_path()];
+    join_reads_as_the_peer_saw_it("through the relay", &pcap, keys, &j.truth, "client", "");
 }
