@@ -1980,6 +1980,28 @@ fn nethernet_server(listen: &str, more: &[&str]) -> common::Ours {
     serve
 }
 
+/// aiortc's client (`--game`, and `more`) against our server `serve`:
+/// both waited for, then the capture stopped; the client's exit code, the
+/// server's run, the capture.
+fn aiortc_client_against(
+    py: &str,
+    j: &Join,
+    more: &[&str],
+    serve: common::Ours,
+    dump: common::Tcpdump,
+) -> (Option<i32>, common::Finished, std::path::PathBuf) {
+    let files = (
+        j.packets.as_path(),
+        j.truth.as_path(),
+        j.theirs_keys.as_path(),
+    );
+    let mut client = nethernet_peer_with(py, "client", j.port, files, more);
+    let code = client.exit_code(std::time::Duration::from_secs(90));
+    let f = serve.finish(std::time::Duration::from_secs(30));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    (code, f, dump.stop())
+}
+
 /// aiortc's Python and bedrock-protocol, or why not (skipped).
 fn nethernet_game_peers() -> Option<String> {
     if !common::require_root() || !common::require_tool("tcpdump") || !common::require_tool("node")
@@ -2322,12 +2344,7 @@ fn aiortcs_client_joins_our_server_and_spawns() {
             pem,
         ];
         let serve = nethernet_server(&listen, &more);
-        let mut client =
-            nethernet_peer(&py, "client", j.port, &j.packets, &j.truth, &j.theirs_keys);
-        let code = client.exit_code(std::time::Duration::from_secs(30));
-        let f = serve.finish(std::time::Duration::from_secs(20));
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        let pcap = dump.stop();
+        let (code, f, pcap) = aiortc_client_against(&py, &j, &[], serve, dump);
         assert_eq!(code, Some(0), "{version}: aiortc's client failed");
         assert_eq!(f.code, Some(0), "{version}: {}", f.stderr);
         let joined = f.one("joined");
@@ -2714,16 +2731,7 @@ fn aiortcs_client_joins_our_server_through_a_lossy_relay() {
         "--step-timeout",
         "30",
     ];
-    let files = (
-        j.packets.as_path(),
-        j.truth.as_path(),
-        j.theirs_keys.as_path(),
-    );
-    let mut client = nethernet_peer_with(&py, "client", j.port, files, &more);
-    let code = client.exit_code(std::time::Duration::from_secs(90));
-    let f = serve.finish(std::time::Duration::from_secs(30));
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let pcap = dump.stop();
+    let (code, f, pcap) = aiortc_client_against(&py, &j, &more, serve, dump);
     assert_eq!(code, Some(0), "aiortc's client failed through the relay");
     assert_eq!(f.code, Some(0), "{}", f.stderr);
     let logins: Vec<&str> = f
