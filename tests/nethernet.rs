@@ -7,6 +7,14 @@ mod common;
 use common::{run_bin, sample};
 use serde_json::Value;
 
+/// A command's standard output, one JSON record a line.
+fn ndjson(stdout: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect()
+}
+
 /// The records of `samples/NAME.truth.jsonl`.
 fn truth(name: &str) -> Vec<Value> {
     let text = std::fs::read_to_string(sample(&format!("{name}.truth.jsonl"))).unwrap();
@@ -21,12 +29,7 @@ fn records(args: &[&str]) -> (Vec<Value>, String) {
     let out = run_bin(args);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{args:?}: {stderr}");
-    let lines = String::from_utf8(out.stdout).unwrap();
-    let records = lines
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
-        .collect();
-    (records, stderr)
+    (ndjson(&out.stdout), stderr)
 }
 
 /// The game packets a side's application received, by channel label, in
@@ -2238,10 +2241,7 @@ fn our_client_joins_aiortcs_server_and_spawns() {
         let code = server.exit_code(std::time::Duration::from_secs(20));
         std::thread::sleep(std::time::Duration::from_millis(300));
         let pcap = dump.stop();
-        let out: Vec<Value> = String::from_utf8_lossy(&ours.stdout)
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let out: Vec<Value> = ndjson(&ours.stdout);
         let err = String::from_utf8_lossy(&ours.stderr);
         assert_eq!(ours.status.code(), Some(0), "{version}: {out:?} {err}");
         assert_eq!(code, Some(0), "{version}: the server's run failed");
@@ -2488,10 +2488,7 @@ fn floods_do_not_lock_out_a_real_client() {
     // (Its leaving may be lost in the flood: the server is stopped.)
     serve.proc.signal(libc::SIGTERM);
     let f = serve.finish(std::time::Duration::from_secs(20));
-    let out: Vec<Value> = String::from_utf8_lossy(&joined.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let out: Vec<Value> = ndjson(&joined.stdout);
     let err = String::from_utf8_lossy(&joined.stderr);
     println!(
         "during {} offers, {} silent connections, {} datagrams: {out:?}",
@@ -2584,10 +2581,7 @@ fn a_captured_nethernet_session_replays_to_a_fresh_server() {
         std::time::Duration::from_secs(60),
     );
     let code = server.exit_code(std::time::Duration::from_secs(20));
-    let out: Vec<Value> = String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let out: Vec<Value> = ndjson(&o.stdout);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{out:?} {err}");
     assert_eq!(code, Some(0), "the server's run failed");
@@ -2648,10 +2642,7 @@ fn probe_reports_the_nethernet_join_step_by_step() {
             common::bin().args(["probe", target, "--nethernet", "--json"]),
             std::time::Duration::from_secs(30),
         );
-        let records: Vec<Value> = String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let records: Vec<Value> = ndjson(&o.stdout);
         (o.status.code(), records)
     };
     let (code, records) = probe(&target);

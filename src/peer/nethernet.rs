@@ -289,8 +289,7 @@ impl NetherNetLink {
         self.sock.wait(self.sock.now() + wait)?;
         let now = Instant::now();
         while let Some((from, n)) = self.sock.recv()? {
-            let data = self.sock.rbuf[..n].to_vec();
-            self.rtc.handle_datagram(now, from, &data);
+            self.rtc.handle_datagram(now, from, &self.sock.rbuf[..n]);
         }
         if self.rtc.poll_timeout().is_some_and(|t| t <= now) {
             self.rtc.handle_timeout(now);

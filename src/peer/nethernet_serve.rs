@@ -376,31 +376,13 @@ impl Server<'_> {
         Ok(())
     }
 
-    /// The player a datagram from `from` is for.
-    fn route(&mut self, from: SocketAddr, data: &[u8]) -> Option<usize> {
-        if stun::looks_like(data) {
-            if let Ok(m) = stun::Message::parse(data) {
-                if m.class == stun::Class::Request {
-                    let ours = m.username()?.split(':').next()?;
-                    let i = self.players.iter().position(|p| p.ufrag == ours)?;
-                    let p = &mut self.players[i];
-                    if !p.remotes.contains(&from) && p.remotes.len() < 16 {
-                        p.remotes.push(from);
-                    }
-                    return Some(i);
-                }
-            }
-        }
-        self.players.iter().position(|p| p.remotes.contains(&from))
-    }
-
     /// Datagrams, timers and the games of every player.
     fn players(&mut self, report: &mut dyn Report) -> anyhow::Result<()> {
         let now = Instant::now();
         while let Some((from, n)) = self.udp.recv()? {
-            let data = self.udp.rbuf[..n].to_vec();
-            if let Some(i) = self.route(from, &data) {
-                self.players[i].rtc.handle_datagram(now, from, &data);
+            let data = &self.udp.rbuf[..n];
+            if let Some(i) = route(&mut self.players, from, data) {
+                self.players[i].rtc.handle_datagram(now, from, data);
             }
         }
         let mut i = 0;
@@ -521,6 +503,24 @@ impl Server<'_> {
         }
         wake.saturating_duration_since(now)
     }
+}
+
+/// The player of `players` a datagram from `from` is for.
+fn route(players: &mut [Player], from: SocketAddr, data: &[u8]) -> Option<usize> {
+    if stun::looks_like(data) {
+        if let Ok(m) = stun::Message::parse(data) {
+            if m.class == stun::Class::Request {
+                let ours = m.username()?.split(':').next()?;
+                let i = players.iter().position(|p| p.ufrag == ours)?;
+                let p = &mut players[i];
+                if !p.remotes.contains(&from) && p.remotes.len() < 16 {
+                    p.remotes.push(from);
+                }
+                return Some(i);
+            }
+        }
+    }
+    players.iter().position(|p| p.remotes.contains(&from))
 }
 
 impl Player {
