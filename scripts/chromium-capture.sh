@@ -34,6 +34,11 @@
 #   sudo scripts/chromium-capture.sh /tmp/out          (PORT default 19850)
 #   sudo SEGMENT=1000 scripts/chromium-capture.sh /tmp/out 19860
 # CHROMIUM_LOG=FILE keeps Chromium's stderr (its console messages included).
+# OURS=BIN: the server is ours, `BIN serve --bedrock --nethernet --once` (RakNet beside it),
+# game VERSION (default 1.26.45, the version of PACKETS); nethernet_peers.py only serves the
+# page (page --game), which plays the recorded client by what our server sends, to the
+# spawn. The key log is then our server's (it is the DTLS client), and
+#   OUTDIR/nethernet-chromium.server.jsonl  our server's records (--json)
 set -euo pipefail
 out=${1:?usage: chromium-capture.sh OUTDIR [PORT]}
 port=${2:-19850}
@@ -70,17 +75,20 @@ links=$(ip -o link show | awk -F': ' '{print $2}' | tr '\n' ' ')
 
 mkdir -p "$out"
 base="$out/$name"
-rm -f "$base".pcap "$base".keylog "$base".truth.jsonl
-peer_args=(--port "$port" --truth "$base.truth.jsonl" --keylog "$base.keylog"
+rm -f "$base".pcap "$base".keylog "$base".truth.jsonl "$base".server.jsonl
+role=server peer_keylog=$base.keylog
+[ -n "${OURS:-}" ] && { role=page; peer_keylog=/dev/null; }
+peer_args=(--port "$port" --truth "$base.truth.jsonl" --keylog "$peer_keylog"
   --segment-size "${SEGMENT:-262143}" --pings "${PINGS:-3}" --max-packets "${MAX_PACKETS:-0}"
   --chromium-page "$page_port" --timeout 60 --step-timeout 15)
 [ -n "${PACKETS:-}" ] && peer_args+=(--packets "$PACKETS")
 [ -n "${NO_IDENTITY:-}" ] && peer_args+=(--allow-no-identity --chromium-no-identity)
+[ -n "${OURS:-}" ] && peer_args+=(--game)
 err=$(mktemp)
 srv_err=$(mktemp)
 chr_err=${CHROMIUM_LOG:-$(mktemp)}
 profile=$(mktemp -d)
-server="" chrome=""
+server="" chrome="" ours=""
 # As nethernet-capture.sh: every packet whole, a big kernel buffer, each packet written at once.
 tcpdump -i lo -Z root -U --immediate-mode -n -s 0 -B 32768 -w "$base.pcap" \
   "host 127.0.0.1 and (tcp port $port or udp)" 2>"$err" &
@@ -88,6 +96,7 @@ dump=$!
 cleanup() {
   [ -n "$chrome" ] && kill -TERM -- "-$chrome" 2>/dev/null || true
   [ -n "$server" ] && kill "$server" 2>/dev/null || true
+  [ -n "$ours" ] && kill "$ours" 2>/dev/null || true
   kill -INT "$dump" 2>/dev/null || true
   rm -rf "$err" "$srv_err" "$profile"
   [ -n "${CHROMIUM_LOG:-}" ] || rm -f "$chr_err"
@@ -97,7 +106,15 @@ for _ in $(seq 100); do grep -q 'listening on' "$err" && break; sleep 0.05; done
 grep -q 'listening on' "$err" || { cat "$err" >&2; echo "chromium-capture: tcpdump did not start" >&2; exit 1; }
 sleep 0.2   # the filter is attached just before tcpdump says it listens
 start=$(date +%s.%N)
-timeout 80 "$py" "$here/scripts/nethernet_peers.py" server "${peer_args[@]}" 2>"$srv_err" &
+if [ -n "${OURS:-}" ]; then
+  "$OURS" serve --listen "127.0.0.1:$port" --bedrock --nethernet --once --json \
+    --version "${VERSION:-1.26.45}" --tls-keylog-out "$base.keylog" >"$base.server.jsonl" 2>>"$srv_err" &
+  ours=$!
+  for _ in $(seq 200); do grep -q '"transport":"nethernet"' "$base.server.jsonl" && break; sleep 0.05; done
+  grep -q '"transport":"nethernet"' "$base.server.jsonl" || {
+    cat "$srv_err" >&2; echo "chromium-capture: our server did not start" >&2; exit 1; }
+fi
+timeout 80 "$py" "$here/scripts/nethernet_peers.py" "$role" "${peer_args[@]}" 2>>"$srv_err" &
 server=$!
 for _ in $(seq 100); do grep -q 'chromium page on' "$srv_err" && break; sleep 0.05; done
 if ! grep -q 'chromium page on' "$srv_err"; then
@@ -132,6 +149,13 @@ for _ in $(seq 50); do kill -0 -- "-$chrome" 2>/dev/null || break; sleep 0.1; do
 kill -KILL -- "-$chrome" 2>/dev/null || true
 wait "$chrome" 2>/dev/null || true
 chrome=""
+if [ -n "$ours" ]; then
+  # --once: it ends when the page's channels close; else it is stopped.
+  for _ in $(seq 100); do kill -0 "$ours" 2>/dev/null || break; sleep 0.1; done
+  kill "$ours" 2>/dev/null && { echo "chromium-capture: our server did not end by itself" >&2; status=1; }
+  wait "$ours" 2>/dev/null || true
+  ours=""
+fi
 end=$(date +%s.%N)
 cat "$srv_err" >&2
 sleep 0.5

@@ -119,7 +119,10 @@ and takes the page's own records (POST /chromium/truth: JSON lines in the --trut
 appended with "side":"client"); requests there are "page" records, not "http". It succeeds
 when its session and the page's "result" both do. --allow-no-identity takes an offer without
 a=identity (sdp record: identity null, verified false, identity_absent true);
---chromium-no-identity makes the page send none.
+--chromium-no-identity makes the page send none. page --chromium-page PAGEPORT (with --game)
+serves the page alone, for a server that is not this one on --port (our `serve --bedrock
+--nethernet`): the page then plays the recorded client by what that server sends
+(run_game_client's rule, in the page), and the run ends with the page's result.
 
   python3 scripts/nethernet_peers.py server --port 19760 --truth T.jsonl --keylog K.keylog
   python3 scripts/nethernet_peers.py client --port 19760 --truth T.jsonl --keylog K.keylog
@@ -902,7 +905,7 @@ def chromium_session(args, steps, protocol):
             "steps": [{k: v for k, v in s.items() if k != "packets"} | {"names": [p["name"] for p in s.get("packets", [])]}
                       for s in steps]}
     return {"port": args.port, "network_id": network_id, "steps": out, "meta": meta,
-            "identity": not args.chromium_no_identity, "get_user_media": True,
+            "identity": not args.chromium_no_identity, "get_user_media": True, "game": args.game,
             "timeout": args.timeout, "step_timeout": args.step_timeout, "linger": args.linger}
 
 
@@ -1019,6 +1022,19 @@ async def chromium_server_main(args, record, steps, protocol):
             main_task.cancel()
             await asyncio.gather(main_task, return_exceptions=True)
         page.stop()
+
+
+async def page_main(args, record, steps, protocol):
+    """page: only the page, its session and its truth; the server on --port is another's (our
+    `serve --bedrock --nethernet`, with --game). Ok when the page's "result" is."""
+    page = ChromiumPage(args, record, steps, protocol)
+    await page.start()
+    try:
+        await page.done.wait()
+    finally:
+        page.stop()
+    if not page.ok:
+        raise Failure(f"the Chromium client failed: {page.error}")
 
 
 # --- the server -----------------------------------------------------------------------
@@ -1203,7 +1219,7 @@ async def client_main(args, record, steps, protocol):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("role", choices=["server", "client"])
+    ap.add_argument("role", choices=["server", "client", "page"])
     ap.add_argument("--port", type=int, default=19760, help="the signaling TCP port (default 19760)")
     ap.add_argument("--packets", default=DEFAULT_PACKETS,
                     help="the game packets to replay (default samples/bedrock-login.packets.jsonl, 1.26.45)")
@@ -1256,9 +1272,12 @@ def main():
     args = ap.parse_args()
     if not 1 <= args.segment_size <= MAX_MESSAGE_SIZE - 1:
         ap.error("--segment-size must be 1..262143")
-    if args.chromium_page is not None and (args.role != "server" or args.relay or args.relay_candidate
+    if args.chromium_page is not None and (args.role == "client" or args.relay or args.relay_candidate
                                            or args.lossy or args.fault or args.refuse_offer):
-        ap.error("--chromium-page: server only, without --relay, --relay-candidate, --lossy, --fault, --refuse-offer")
+        ap.error("--chromium-page: server or page only, without --relay, --relay-candidate, --lossy, --fault, "
+                 "--refuse-offer")
+    if args.role == "page" and (args.chromium_page is None or args.chromium_page == args.port):
+        ap.error("page: needs --chromium-page PAGEPORT, not --port (the server's)")
 
     hook_keylog(args.keylog, b"ECDHE-RSA-AES128-GCM-SHA256" if args.fault == "ciphers" else None)
     record = Recorder(args.truth, args.role)
@@ -1276,7 +1295,7 @@ def main():
         record("fault", fault=args.fault)
     run = server_main if args.role == "server" else client_main
     if args.chromium_page is not None:
-        run = chromium_server_main
+        run = chromium_server_main if args.role == "server" else page_main
     error = None
     try:
         asyncio.run(asyncio.wait_for(run(args, record, steps, protocol), args.timeout))

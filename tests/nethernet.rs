@@ -1166,6 +1166,97 @@ fn a_chromium_join_made_now_reads_as_its_peers_saw_it() {
     );
 }
 
+/// Issue 28: libwebrtc, the game client's own WebRTC stack, joins our
+/// server. Headless Chromium runs scripts/chromium_page.html against `serve
+/// --bedrock --nethernet` (scripts/chromium-capture.sh with OURS, in a
+/// network namespace that has only lo): the page plays bedrock-protocol's
+/// recorded client by what our server sends, logs in and spawns. Our
+/// server says `joined` and `spawned`; our key log opens the capture in
+/// `game` with nothing opaque, and its packets each way are, byte for byte
+/// and in order, those the page sent and received on the reliable channel.
+#[test]
+fn chromium_joins_our_server_and_spawns() {
+    if !common::require_root()
+        || !common::require_tool("tcpdump")
+        || !common::require_tool("unshare")
+    {
+        return;
+    }
+    let Some(py) = common::aiortc_python() else {
+        common::skip_or_fail("no Python with aiortc (target/venv/bin/pip install aiortc==1.16.0)");
+        return;
+    };
+    if !std::path::Path::new("/usr/lib/chromium/chromium").exists() {
+        common::skip_or_fail("no Chromium (apt-get install -y chromium)");
+        return;
+    }
+    let dir = common::TempDir::new("nethernet-chromium-ours");
+    let o = common::run_with_timeout(
+        std::process::Command::new(common::root().join("scripts/chromium-capture.sh"))
+            .args([dir.path().to_str().unwrap(), "19940"])
+            .env("NETHERNET_PYTHON", &py)
+            .env("OURS", common::bin_path())
+            .env("SEGMENT", "1500"),
+        std::time::Duration::from_secs(120),
+    );
+    assert!(
+        o.status.success(),
+        "chromium-capture.sh: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let base = dir.path().join("nethernet-chromium");
+    let (pcap, keylog) = (base.with_extension("pcap"), base.with_extension("keylog"));
+    let ours = ndjson(&std::fs::read(base.with_extension("server.jsonl")).unwrap());
+    let joined: Vec<&Value> = ours.iter().filter(|r| r["type"] == "joined").collect();
+    assert_eq!(joined.len(), 1, "{ours:?}");
+    println!("Chromium joined: {}", joined[0]);
+    let events: Vec<&str> = ours.iter().filter_map(|r| r["event"].as_str()).collect();
+    assert!(events.contains(&"spawned"), "{events:?}");
+    let truth = truth_at(&base.with_extension("truth.jsonl"));
+    let page = |event: &str| -> Vec<String> {
+        truth
+            .iter()
+            .filter(|r| {
+                r["type"] == "packet"
+                    && r["side"] == "client"
+                    && r["event"] == event
+                    && r["label"] == "ReliableDataChannel"
+            })
+            .map(|r| r["hex"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (records, _) = records(&[
+        "game",
+        pcap.to_str().unwrap(),
+        "--json",
+        "--tls-keylog",
+        keylog.to_str().unwrap(),
+    ]);
+    assert!(
+        records.iter().all(|r| r["type"] == "game"),
+        "every batch decrypts"
+    );
+    let shown = |dir: &str| -> Vec<String> {
+        records
+            .iter()
+            .filter(|r| r["dir"] == dir)
+            .map(|r| r["data"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (sent, received) = (page("sent"), page("received"));
+    assert!(sent.len() >= 5 && received.len() >= 8, "{sent:?} {received:?}");
+    assert_eq!(shown("c2s"), sent, "what the page sent");
+    // Our server may go on after the spawn; the page stops reading there.
+    let s2c = shown("s2c");
+    assert_eq!(&s2c[..received.len().min(s2c.len())], &received[..]);
+    // And what our server's game read is what the page sent.
+    let c2s = ours
+        .iter()
+        .filter(|r| r["type"] == "game" && r["dir"] == "c2s")
+        .count();
+    assert_eq!(c2s, sent.len());
+}
+
 /// `-V` on NetherNet: a tree with byte offsets into the payload. Every
 /// datagram's DTLS records follow each other to its last byte (each
 /// header's offset plus 13 plus its length is the next's), a STUN
@@ -1976,10 +2067,13 @@ fn nethernet_server(listen: &str, more: &[&str]) -> common::Ours {
     ];
     args.extend_from_slice(more);
     let mut serve = common::Ours::spawn(&common::args(&args), None);
-    let l = serve
-        .wait_record("listening", std::time::Duration::from_secs(10))
-        .expect("listening");
-    assert_eq!(l["transport"], "nethernet");
+    // RakNet's first, beside NetherNet, unless NetherNet alone was asked.
+    let alone = more.windows(2).any(|w| w == ["--transport", "nethernet"]);
+    let n = if alone { 1 } else { 2 };
+    let got = serve.wait_records("listening", n, std::time::Duration::from_secs(10));
+    assert_eq!(got, n, "listening records");
+    let l = serve.wait_record("listening", std::time::Duration::ZERO).unwrap();
+    assert_eq!(l["transport"], if alone { "nethernet" } else { "raknet" });
     serve
 }
 
@@ -2375,6 +2469,110 @@ fn aiortcs_client_joins_our_server_and_spawns() {
             "",
         );
     }
+}
+
+/// Issue 28: `serve --bedrock --nethernet` speaks both transports on one
+/// port number, as a dedicated server does: `ping` finds both, and
+/// bedrock-protocol's client (RakNet, on the UDP port) and aiortc's client
+/// (NetherNet: the signaling on the TCP port, ICE, DTLS and SCTP on the
+/// same UDP port) log in and spawn at the same time. The capture of both
+/// opens in `game` with the two key logs, every batch of both sessions
+/// decrypted.
+#[test]
+fn one_port_serves_raknet_and_nethernet_clients_at_once() {
+    let Some(py) = nethernet_game_peers() else {
+        return;
+    };
+    let dir = common::TempDir::new("nethernet-both");
+    let version = "1.26.45";
+    let j = join_files(&dir, version);
+    let file = |s: &str| dir.path().join(s);
+    let dump = common::Tcpdump::start(&file("both.pcap"), &format!("port {}", j.port));
+    let listen = format!("127.0.0.1:{}", j.port);
+    let bedrock_keys = file("bedrock.keylog");
+    let more = [
+        "--version",
+        version,
+        "--protocol",
+        "10",
+        "--tls-keylog-out",
+        j.our_keys.to_str().unwrap(),
+        "--keylog-out",
+        bedrock_keys.to_str().unwrap(),
+    ];
+    let serve = nethernet_server(&listen, &more);
+    let ping = common::run_with_timeout(
+        std::process::Command::new(common::bin_path()).args(["ping", &listen, "--json"]),
+        std::time::Duration::from_secs(20),
+    );
+    let answered = ndjson(&ping.stdout)
+        .into_iter()
+        .find(|r| r["type"] == "transports")
+        .expect("a transports record");
+    assert_eq!(answered["answered"], "both", "{answered}");
+    let files = (
+        j.packets.as_path(),
+        j.truth.as_path(),
+        j.theirs_keys.as_path(),
+    );
+    let mut nethernet = nethernet_peer_with(&py, "client", j.port, files, &[]);
+    let raknet = std::process::Command::new("node")
+        .arg(common::root().join("scripts/bedrock_peers.js"))
+        .args(["--version", version, "--port", &j.port.to_string()])
+        .args(["--client-only", "1", "--out"])
+        .arg(file("raknet-sent.jsonl"))
+        .arg("--keylog")
+        .arg(file("raknet-client.keylog"))
+        .output()
+        .expect("node runs");
+    assert!(
+        raknet.status.success(),
+        "bedrock-protocol's client: {}",
+        String::from_utf8_lossy(&raknet.stderr)
+    );
+    let code = nethernet.exit_code(std::time::Duration::from_secs(90));
+    assert_eq!(code, Some(0), "aiortc's client failed");
+    serve.proc.signal(libc::SIGTERM);
+    let f = serve.finish(std::time::Duration::from_secs(10));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let pcap = dump.stop();
+    assert_eq!(f.of_type("joined").len(), 1, "one NetherNet join");
+    assert_eq!(f.of_type("connected").len(), 1, "one RakNet connection");
+    let spawned: Vec<&str> = f
+        .of_type("login")
+        .iter()
+        .filter(|r| r["event"] == "spawned")
+        .map(|r| r["peer"].as_str().unwrap())
+        .collect();
+    assert_eq!(spawned.len(), 2, "both spawned: {spawned:?}");
+    // The RakNet client's key is ours, and both sessions read whole.
+    let theirs = std::fs::read_to_string(file("raknet-client.keylog")).unwrap();
+    let ours = std::fs::read_to_string(&bedrock_keys).unwrap();
+    assert_eq!(theirs.trim(), ours.trim());
+    let (records, _) = records(&[
+        "game",
+        pcap.to_str().unwrap(),
+        "--json",
+        "--keylog",
+        bedrock_keys.to_str().unwrap(),
+        "--tls-keylog",
+        j.our_keys.to_str().unwrap(),
+    ]);
+    let opaque = records.iter().filter(|r| r["type"] != "game").count();
+    assert_eq!(opaque, 0, "every batch of both sessions decrypts");
+    let starts: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["name"] == "start_game")
+        .collect();
+    assert_eq!(starts.len(), 2, "a start_game to each client");
+    join_reads_as_the_peer_saw_it(
+        version,
+        &pcap,
+        [&j.our_keys, &j.theirs_keys],
+        &j.truth,
+        "client",
+        "",
+    );
 }
 
 /// Issue 28: floods do not lock a real client out of `serve --bedrock

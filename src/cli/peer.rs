@@ -225,18 +225,10 @@ pub fn run_connect(a: &ConnectArgs, out: &mut impl Write) -> anyhow::Result<u8> 
 }
 
 pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
-    let g = &a.game;
-    if g.bedrock && g.nethernet.transport.nethernet {
-        let n = &g.nethernet;
-        let (keylog, tls, motd) = (
-            g.keylog_out.clone(),
-            n.tls_keylog_out.clone(),
-            a.motd.clone(),
-        );
-        let options = (a.listen, a.max_clients, a.once, motd, n.identity.clone());
-        let plan = crate::peer::nethernet_serve::plan(g.version.clone(), options, keylog, tls)?;
-        return Ok(crate::peer::nethernet_serve::serve(&plan, &mut a.output.printer(out))?.code());
-    }
+    let (g, n) = (&a.game, &a.game.nethernet);
+    let t = (n.transport.transport, n.transport.nethernet);
+    let (motd, id, tls) = (a.motd.clone(), n.identity.clone(), n.tls_keylog_out.clone());
+    let nethernet = crate::peer::nethernet_serve::plan(t, a.max_clients, motd, id, tls)?;
     // The capture's keys, to play its game session.
     let load = a
         .replay
@@ -271,6 +263,7 @@ pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
             script: None,
         },
         bedrock: None,
+        nethernet: nethernet.filter(|_| g.bedrock),
     };
     let mut p = a.output.printer(out);
     let served = crate::replay::run::serve(setup, game, replay.as_ref(), &mut p)?;

@@ -448,54 +448,67 @@ pub(crate) fn bedrock_pong(version: &str, guid: u64, port: u16, max_clients: usi
     )
 }
 
-/// `serve --bedrock`: log in each offline-mode client
-/// ([`crate::bedrock::server::GameServer`]), print the game packets it
-/// sends (`game` records, `c2s`) and the steps of its login.
-pub(crate) fn serve_bedrock(
-    server: &mut super::Server,
+/// The scripted packets of `plan` due at `now` for a game whose player
+/// spawned at `t0` (`next` the first not yet played), queued and flushed;
+/// false once all are played.
+pub(crate) fn play_due(
+    g: &mut crate::bedrock::server::GameServer,
     plan: &BedrockServePlan,
-    report: &mut dyn Report,
-) -> anyhow::Result<Outcome> {
-    use crate::bedrock::server::GameServer;
-    use crate::records::peer::{guid_hex, ConnectedJson, ListeningJson};
-    let bound = server.local_addr()?;
-    let l = server.listener();
-    report.record(PeerRecord::Listening(ListeningJson {
-        kind: "listening",
-        address: bound.to_string(),
-        guid: guid_hex(l.config().guid),
-        protocol: l.config().protocol,
-        transport: None,
-    }))?;
-    // Each client's game, and from its spawn the time and the next
-    // scripted packet.
-    let mut games: Vec<(SocketAddr, GameServer)> = Vec::new();
-    let mut playing: Vec<(SocketAddr, Duration, usize)> = Vec::new();
-    loop {
-        let now = server.now();
-        for (peer, t0, next) in &mut playing {
-            let Some((_, g)) = games.iter_mut().find(|(p, _)| p == peer) else {
-                continue;
-            };
-            while let Some((at, bytes)) = plan.script.get(*next) {
-                if !plan.asap && *t0 + *at > now {
-                    break;
-                }
-                g.speaker.queue_raw(bytes.clone());
-                g.speaker.flush();
-                *next += 1;
-            }
+    (t0, next): (Duration, &mut usize),
+    now: Duration,
+) -> bool {
+    while let Some((at, bytes)) = plan.script.get(*next) {
+        if !plan.asap && t0 + *at > now {
+            break;
         }
-        playing
-            .retain(|(p, _, next)| *next < plan.script.len() && games.iter().any(|(q, _)| q == p));
-        let until = server.now() + Duration::from_millis(20);
-        server.step(until)?;
-        let ts = server.now().as_secs_f64();
+        g.speaker.queue_raw(bytes.clone());
+        g.speaker.flush();
+        *next += 1;
+    }
+    *next < plan.script.len()
+}
+
+/// The Bedrock games of a RakNet server's connections: each client's
+/// [`GameServer`](crate::bedrock::server::GameServer), and from its spawn
+/// the time and the next scripted packet. `serve --bedrock` drives one
+/// over its own socket, `serve --bedrock --nethernet` beside its NetherNet
+/// players on the same socket.
+#[derive(Default)]
+pub(crate) struct RakNetGames {
+    games: Vec<(SocketAddr, crate::bedrock::server::GameServer)>,
+    playing: Vec<(SocketAddr, Duration, usize)>,
+}
+
+impl RakNetGames {
+    /// Players in the game.
+    pub(crate) fn len(&self) -> usize {
+        self.games.len()
+    }
+
+    /// One turn at `now`: the scripted packets due, the listener's events
+    /// (a `connected` record and a game per connection, its messages to
+    /// it, a `login` record when it closes), what each game sends and its
+    /// events. True once a connection closed and `plan.once` says stop.
+    pub(crate) fn turn(
+        &mut self,
+        listener: &mut crate::session::Listener,
+        now: Duration,
+        plan: &BedrockServePlan,
+        report: &mut dyn Report,
+    ) -> anyhow::Result<bool> {
+        use crate::bedrock::server::GameServer;
+        use crate::records::peer::{guid_hex, ConnectedJson};
+        let games = &mut self.games;
+        self.playing.retain_mut(|(peer, t0, next)| {
+            let g = games.iter_mut().find(|(p, _)| p == peer);
+            g.is_some_and(|(_, g)| play_due(g, plan, (*t0, next), now))
+        });
+        let ts = now.as_secs_f64();
         let mut done = false;
-        while let Some((peer, e)) = server.poll_event() {
+        while let Some((peer, e)) = listener.poll_event() {
             match e {
                 Event::Connected => {
-                    let c = server.listener().connection(peer);
+                    let c = listener.connection(peer);
                     report.record(PeerRecord::Connected(ConnectedJson {
                         kind: "connected",
                         peer: peer.to_string(),
@@ -527,14 +540,14 @@ pub(crate) fn serve_bedrock(
                 _ => {}
             }
         }
-        for (peer, g) in &mut games {
+        for (peer, g) in games.iter_mut() {
             while let Some(m) = g.poll_transmit() {
-                server.send(*peer, &m, Reliability::RELIABLE_ORDERED, 0);
+                listener.send(now, *peer, &m, Reliability::RELIABLE_ORDERED, 0);
             }
             while let Some(e) = g.poll_event() {
                 let detail = match &e {
                     SessionEvent::Spawned if !plan.script.is_empty() => {
-                        playing.push((*peer, server.now(), 0));
+                        self.playing.push((*peer, now, 0));
                         g.player.clone()
                     }
                     SessionEvent::LoggedIn | SessionEvent::Spawned => g.player.clone(),
@@ -552,7 +565,25 @@ pub(crate) fn serve_bedrock(
                 )?;
             }
         }
-        if done {
+        Ok(done)
+    }
+}
+
+/// `serve --bedrock`: log in each offline-mode client
+/// ([`crate::bedrock::server::GameServer`]), print the game packets it
+/// sends (`game` records, `c2s`) and the steps of its login.
+pub(crate) fn serve_bedrock(
+    server: &mut super::Server,
+    plan: &BedrockServePlan,
+    report: &mut dyn Report,
+) -> anyhow::Result<Outcome> {
+    report.record(raknet_listening(server, None)?)?;
+    let mut games = RakNetGames::default();
+    loop {
+        let until = server.now() + Duration::from_millis(20);
+        server.step(until)?;
+        let now = server.now();
+        if games.turn(&mut server.listener, now, plan, report)? {
             let until = server.now() + Duration::from_millis(50);
             while server.now() < until {
                 server.step(until)?;
@@ -560,4 +591,21 @@ pub(crate) fn serve_bedrock(
             return Ok(Outcome::Done);
         }
     }
+}
+
+/// The `listening` record of a RakNet server (`transport` said when
+/// another one listens beside it).
+pub(crate) fn raknet_listening(
+    server: &super::Server,
+    transport: Option<&'static str>,
+) -> std::io::Result<PeerRecord> {
+    use crate::records::peer::{guid_hex, ListeningJson};
+    let cfg = server.listener.config();
+    Ok(PeerRecord::Listening(ListeningJson {
+        kind: "listening",
+        address: server.local_addr()?.to_string(),
+        guid: guid_hex(cfg.guid),
+        protocol: cfg.protocol,
+        transport,
+    }))
 }

@@ -28,8 +28,8 @@ use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::bedrock::record_event;
-use super::run::{Outcome, Report};
+use super::bedrock::{record_event, BedrockServePlan, RakNetGames};
+use super::run::{Outcome, Report, Transport};
 use crate::bedrock::identity::KeyPair;
 use crate::bedrock::server::GameServer;
 use crate::bedrock::speak::SessionEvent;
@@ -50,23 +50,20 @@ pub const MAX_PENDING: usize = 16;
 /// From the answer to both channels open, at most.
 pub const JOIN_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// What `serve --bedrock --nethernet` does.
+/// What `serve --bedrock --nethernet` does besides what every Bedrock
+/// server does ([`BedrockServePlan`]: the version, `--once`, the key log,
+/// the script of `--replay`).
 #[derive(Clone)]
 pub struct NetherNetServePlan {
-    /// TCP (signaling) and UDP (everything else), the same port.
-    pub listen: SocketAddr,
-    /// The game version spoken.
-    pub version: String,
-    /// Players at once, at most.
+    /// RakNet too, on the same UDP socket (as a dedicated server does):
+    /// not with `--transport nethernet`.
+    pub raknet: bool,
+    /// Players at once, at most (each transport's).
     pub max_clients: usize,
-    /// Stop after the first player leaves.
-    pub once: bool,
     /// The server's name in its status.
     pub motd: String,
     /// The operator's key: the identity assertion of every answer.
     pub identity: KeyPair,
-    /// Bedrock key log (none is made over NetherNet; kept for the events).
-    pub keylog_out: Option<PathBuf>,
     /// DTLS key-log lines appended here.
     pub tls_keylog_out: Option<PathBuf>,
 }
@@ -96,6 +93,8 @@ struct Player {
     key_logged: bool,
     client_identity: String,
     network_id: String,
+    /// From its spawn, with `--replay`: when, and the next scripted packet.
+    playing: Option<(Duration, usize)>,
 }
 
 /// An HTTP response, closing the connection.
@@ -112,8 +111,12 @@ fn response(status: u16, reason: &str, content_type: &str, body: &[u8]) -> Vec<u
 /// The server: its sockets, signaling connections and players.
 struct Server<'p> {
     plan: &'p NetherNetServePlan,
+    game: &'p BedrockServePlan,
     tcp: TcpListener,
-    udp: super::Socket,
+    /// The UDP socket, and the RakNet listener on it.
+    udp: super::Server,
+    /// The games of RakNet's clients (with `plan.raknet`).
+    raknet: RakNetGames,
     udp_port: u16,
     http: Vec<Http>,
     players: Vec<Player>,
@@ -130,13 +133,13 @@ struct Server<'p> {
 impl Server<'_> {
     /// The status `GET /v1/join` answers.
     fn status(&self) -> Vec<u8> {
-        let protocol = crate::bedrock::speak::protocol_of(&self.plan.version).unwrap_or(0);
+        let protocol = crate::bedrock::speak::protocol_of(&self.game.version).unwrap_or(0);
         serde_json::json!({
             "name": self.plan.motd,
             "protocol": protocol,
-            "version": self.plan.version,
+            "version": self.game.version,
             "level": "raknet-dissect",
-            "players": self.players.iter().filter(|p| p.joined).count(),
+            "players": self.players.iter().filter(|p| p.joined).count() + self.raknet.len(),
             "maxPlayers": self.plan.max_clients,
             "gameType": 0,
         })
@@ -240,7 +243,7 @@ impl Server<'_> {
                 return Ok(response(400, "Bad Request", "text/plain", body.as_bytes()));
             }
         };
-        let game = GameServer::new(&self.plan.version)
+        let game = GameServer::new(&self.game.version)
             .map_err(|e| anyhow::anyhow!(e))?
             .over_nethernet();
         self.players.push(Player {
@@ -256,6 +259,7 @@ impl Server<'_> {
             key_logged: false,
             client_identity,
             network_id: network_id.to_string(),
+            playing: None,
         });
         Ok(response(
             200,
@@ -376,13 +380,36 @@ impl Server<'_> {
         Ok(())
     }
 
-    /// Datagrams, timers and the games of every player.
+    /// Datagrams, timers and the games of every player: STUN and DTLS
+    /// to the NetherNet player they are for, the rest to RakNet (RFC 7983's
+    /// first-byte ranges: RakNet's offline messages and datagrams fall in
+    /// neither).
     fn players(&mut self, report: &mut dyn Report) -> anyhow::Result<()> {
         let now = Instant::now();
-        while let Some((from, n)) = self.udp.recv()? {
-            let data = &self.udp.rbuf[..n];
-            if let Some(i) = route(&mut self.players, from, data) {
-                self.players[i].rtc.handle_datagram(now, from, data);
+        loop {
+            let got = match self.udp.s.recv() {
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
+                got => got?,
+            };
+            let Some((from, n)) = got else { break };
+            let data = &self.udp.s.rbuf[..n];
+            if stun::looks_like(data) || data.first().is_some_and(|b| (20..=63).contains(b)) {
+                if let Some(i) = route(&mut self.players, from, data) {
+                    self.players[i].rtc.handle_datagram(now, from, data);
+                }
+            } else if self.plan.raknet {
+                let t = self.udp.s.now();
+                self.udp.listener.handle(t, from, data);
+            }
+        }
+        let t = self.udp.s.now();
+        if self.raknet.turn(&mut self.udp.listener, t, self.game, report)? {
+            self.done = true;
+        }
+        let mut out = Vec::new();
+        while let Some(to) = self.udp.listener.poll_transmit(t, &mut out) {
+            if !self.udp.s.send_to(to, &out).unwrap_or(true) {
+                break;
             }
         }
         let mut i = 0;
@@ -392,7 +419,7 @@ impl Server<'_> {
                 let p = self.players.remove(i);
                 if p.joined {
                     self.said(report, &p, "closed", why)?;
-                    self.done |= self.plan.once;
+                    self.done |= self.game.once;
                 } else {
                     self.said(report, &p, "no_join", why)?;
                 }
@@ -406,8 +433,13 @@ impl Server<'_> {
     /// Player `i`'s turn; `Some(why)` once it has ended.
     fn player(&mut self, i: usize, report: &mut dyn Report) -> anyhow::Result<Option<String>> {
         let now = Instant::now();
-        let epoch = self.epoch;
+        let (epoch, t) = (self.epoch, self.udp.s.now());
         let p = &mut self.players[i];
+        if let Some((t0, next)) = &mut p.playing {
+            if !super::bedrock::play_due(&mut p.game, self.game, (*t0, next), t) {
+                p.playing = None;
+            }
+        }
         if p.rtc.poll_timeout().is_some_and(|t| t <= now) {
             p.rtc.handle_timeout(now);
         }
@@ -467,6 +499,10 @@ impl Server<'_> {
         let peer = p.peer.to_string();
         while let Some(e) = p.game.poll_event() {
             let detail = match &e {
+                SessionEvent::Spawned if !self.game.script.is_empty() => {
+                    p.playing = Some((t, 0));
+                    p.game.player.clone()
+                }
                 SessionEvent::LoggedIn | SessionEvent::Spawned => p.game.player.clone(),
                 _ => None,
             };
@@ -476,7 +512,7 @@ impl Server<'_> {
                 "c2s",
                 ts,
                 e,
-                self.plan.keylog_out.as_deref(),
+                self.game.keylog_out.as_deref(),
                 detail,
             )?;
         }
@@ -487,7 +523,7 @@ impl Server<'_> {
             }
         }
         while let Some((to, d)) = p.rtc.poll_transmit() {
-            self.udp.send_to(to, &d)?;
+            self.udp.s.send_to(to, &d)?;
         }
         Ok(ended)
     }
@@ -496,6 +532,12 @@ impl Server<'_> {
     fn next_wake(&mut self) -> Duration {
         let now = Instant::now();
         let mut wake = now + Duration::from_millis(20);
+        if self.udp.listener.is_busy() {
+            return Duration::ZERO;
+        }
+        if let Some(t) = self.udp.listener.poll_timeout() {
+            wake = wake.min(now + t.saturating_sub(self.udp.s.now()));
+        }
         for p in &mut self.players {
             if let Some(t) = p.rtc.poll_timeout() {
                 wake = wake.min(t);
@@ -531,37 +573,34 @@ impl Player {
     }
 }
 
-/// The plan of `serve --bedrock --nethernet`: `version` or the newest;
-/// the listening address, players at most, `--once`, the status's name
-/// (`--motd`) and the identity key's file; the key logs given, or the
-/// environment's `BEDROCK_KEYLOG_FILE` and `SSLKEYLOGFILE`.
+/// The plan of `serve --bedrock` with NetherNet: `None` for RakNet only
+/// (`transport`: `--transport`, and `--nethernet`, which serves both);
+/// players at most, the status's name (`--motd`), the identity key's file,
+/// the DTLS key log given or the environment's `SSLKEYLOGFILE`.
 pub fn plan(
-    version: Option<String>,
-    (listen, max_clients, once, motd, identity): (
-        SocketAddr,
-        usize,
-        bool,
-        Option<String>,
-        Option<PathBuf>,
-    ),
-    keylog: Option<PathBuf>,
+    (transport, nethernet): (Option<Transport>, bool),
+    max_clients: usize,
+    motd: Option<String>,
+    identity: Option<PathBuf>,
     tls_keylog: Option<PathBuf>,
-) -> anyhow::Result<NetherNetServePlan> {
+) -> anyhow::Result<Option<NetherNetServePlan>> {
+    let raknet = match (transport, nethernet) {
+        (None, false) | (Some(Transport::RakNet), _) => return Ok(None),
+        (Some(Transport::NetherNet), _) => false,
+        (Some(Transport::Auto), _) | (None, true) => true,
+    };
     let identity = match identity {
         Some(path) => KeyPair::load_or_create(&path)
             .map_err(|e| anyhow::anyhow!("--identity {}: {e}", path.display()))?,
         None => KeyPair::generate()?,
     };
-    Ok(NetherNetServePlan {
-        listen,
-        version: version.unwrap_or_else(|| crate::bedrock::speak::newest_version().to_string()),
+    Ok(Some(NetherNetServePlan {
+        raknet,
         max_clients,
-        once,
         motd: motd.unwrap_or_else(|| "raknet-dissect".to_string()),
         identity,
-        keylog_out: super::bedrock::keylog_path(keylog),
         tls_keylog_out: tls_keylog.or_else(|| std::env::var_os("SSLKEYLOGFILE").map(PathBuf::from)),
-    })
+    }))
 }
 
 /// The `a=identity` of every answer: the operator's token (self-signed
@@ -583,12 +622,24 @@ fn operator_identity(key: &KeyPair, cert: &Cert) -> anyhow::Result<String> {
     Ok(identity::attribute(&key.secret, &token, "self", &sdp))
 }
 
-/// `serve --bedrock --nethernet`; see the module.
-pub fn serve(plan: &NetherNetServePlan, report: &mut dyn Report) -> anyhow::Result<Outcome> {
-    let tcp = TcpListener::bind(plan.listen)?;
+/// `serve --bedrock --nethernet` on `udp` (bound, its pong set; the
+/// signaling on TCP on the same port); see the module. `Err` when the TCP
+/// port cannot be bound (in words).
+pub(crate) fn serve(
+    udp: super::Server,
+    game: &BedrockServePlan,
+    plan: &NetherNetServePlan,
+    report: &mut dyn Report,
+) -> anyhow::Result<Result<Outcome, String>> {
+    let bound = udp.local_addr()?;
+    let tcp = match TcpListener::bind(bound) {
+        Ok(tcp) => tcp,
+        Err(e) => return Ok(Err(format!("cannot listen on TCP {bound}: {e}"))),
+    };
     tcp.set_nonblocking(true)?;
-    let bound = tcp.local_addr()?;
-    let udp = super::Socket::bind(bound)?;
+    if plan.raknet {
+        report.record(super::bedrock::raknet_listening(&udp, Some("raknet"))?)?;
+    }
     report.record(PeerRecord::Listening(ListeningJson {
         kind: "listening",
         address: bound.to_string(),
@@ -600,24 +651,33 @@ pub fn serve(plan: &NetherNetServePlan, report: &mut dyn Report) -> anyhow::Resu
     let identity = operator_identity(&plan.identity, &cert)?;
     let mut s = Server {
         plan,
+        game,
         cert,
         identity,
         tcp,
         udp_port: bound.port(),
         udp,
+        raknet: RakNetGames::default(),
         http: Vec::new(),
         players: Vec::new(),
         epoch: Instant::now(),
         done: false,
     };
     loop {
-        let mut fds = vec![s.tcp.as_raw_fd(), s.udp.sock.as_raw_fd()];
+        let mut fds = vec![s.tcp.as_raw_fd(), s.udp.s.sock.as_raw_fd()];
         fds.extend(s.http.iter().map(|h| h.stream.as_raw_fd()));
         super::wait_any(&fds, s.next_wake())?;
         s.signaling(report)?;
         s.players(report)?;
         if s.done {
-            return Ok(Outcome::Done);
+            // What the last player is owed still goes (RakNet's last
+            // acknowledgements, the closing of SCTP).
+            let until = Instant::now() + Duration::from_millis(50);
+            while Instant::now() < until {
+                super::wait_any(&[s.udp.s.sock.as_raw_fd()], s.next_wake())?;
+                s.players(report)?;
+            }
+            return Ok(Ok(Outcome::Done));
         }
     }
 }

@@ -29,6 +29,8 @@ pub struct ServeSetup {
     pub plan: ServePlan,
     /// `--bedrock`: log clients in to the game.
     pub bedrock: Option<crate::peer::bedrock::BedrockServePlan>,
+    /// With `bedrock`: NetherNet too (or alone).
+    pub nethernet: Option<crate::peer::nethernet_serve::NetherNetServePlan>,
 }
 
 /// `serve`: bind, set the pong, serve. `Err` when the address cannot be
@@ -68,8 +70,11 @@ pub(crate) fn serve_setup(
             .clone()
             .unwrap_or_else(|| b"raknet-dissect".to_vec()),
     });
-    Ok(Ok(match &s.bedrock {
-        Some(b) => crate::peer::bedrock::serve_bedrock(&mut server, b, report)?,
-        None => super::run::serve(&mut server, &s.plan, report)?,
+    Ok(Ok(match (&s.bedrock, &s.nethernet) {
+        (Some(b), Some(n)) => {
+            return crate::peer::nethernet_serve::serve(server, b, n, report);
+        }
+        (Some(b), None) => crate::peer::bedrock::serve_bedrock(&mut server, b, report)?,
+        (None, _) => super::run::serve(&mut server, &s.plan, report)?,
     }))
 }
