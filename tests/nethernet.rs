@@ -1244,7 +1244,10 @@ fn chromium_joins_our_server_and_spawns() {
             .collect()
     };
     let (sent, received) = (page("sent"), page("received"));
-    assert!(sent.len() >= 5 && received.len() >= 8, "{sent:?} {received:?}");
+    assert!(
+        sent.len() >= 5 && received.len() >= 8,
+        "{sent:?} {received:?}"
+    );
     assert_eq!(shown("c2s"), sent, "what the page sent");
     // Our server may go on after the spawn; the page stops reading there.
     let s2c = shown("s2c");
@@ -2072,7 +2075,9 @@ fn nethernet_server(listen: &str, more: &[&str]) -> common::Ours {
     let n = if alone { 1 } else { 2 };
     let got = serve.wait_records("listening", n, std::time::Duration::from_secs(10));
     assert_eq!(got, n, "listening records");
-    let l = serve.wait_record("listening", std::time::Duration::ZERO).unwrap();
+    let l = serve
+        .wait_record("listening", std::time::Duration::ZERO)
+        .unwrap();
     assert_eq!(l["transport"], if alone { "nethernet" } else { "raknet" });
     serve
 }
@@ -2572,6 +2577,84 @@ fn one_port_serves_raknet_and_nethernet_clients_at_once() {
         &j.truth,
         "client",
         "",
+    );
+}
+
+/// Issue 28: `serve --bedrock --nethernet --replay` plays a captured
+/// NetherNet server (the sample join, its DTLS key log given with
+/// `--tls-keylog`) to aiortc's client after its spawn: the capture of the
+/// new session shows, after the spawn, the captured server's packets byte
+/// for byte.
+#[test]
+fn serve_replays_a_captured_nethernet_server_to_aiortcs_client() {
+    let Some(py) = nethernet_game_peers() else {
+        return;
+    };
+    let after_spawn = |records: &[Value]| -> Vec<(String, String)> {
+        let s2c: Vec<(String, String)> = records
+            .iter()
+            .filter(|r| r["type"] == "game" && r["dir"] == "s2c")
+            .map(|r| {
+                let name = r["name"].as_str().unwrap().to_string();
+                (name, r["data"].as_str().unwrap().to_string())
+            })
+            .collect();
+        let spawn = s2c
+            .iter()
+            .position(|(n, d)| n == "play_status" && d == "0200000003")
+            .expect("player_spawn");
+        let mut after = s2c[spawn + 1..].to_vec();
+        // The captured unreliable pings went apart; their order against
+        // the reliable packets is not the capture's to keep.
+        after.sort();
+        after
+    };
+    let (sample_pcap, sample_keys) = (
+        sample("nethernet-join.pcap"),
+        sample("nethernet-join.keylog"),
+    );
+    let (captured, _) = records(&[
+        "game",
+        sample_pcap.to_str().unwrap(),
+        "--json",
+        "--tls-keylog",
+        sample_keys.to_str().unwrap(),
+    ]);
+    let want = after_spawn(&captured);
+    assert!(want.iter().any(|(n, _)| n == "text"), "{want:?}");
+    let dir = common::TempDir::new("nethernet-serve-replay");
+    let j = join_files(&dir, "1.26.45");
+    let dump = common::Tcpdump::start(&dir.path().join("replay.pcap"), &format!("port {}", j.port));
+    let listen = format!("127.0.0.1:{}", j.port);
+    let more = [
+        "--once",
+        "--replay",
+        sample_pcap.to_str().unwrap(),
+        "--tls-keylog",
+        sample_keys.to_str().unwrap(),
+        "--asap",
+        "--tls-keylog-out",
+        j.our_keys.to_str().unwrap(),
+    ];
+    let serve = nethernet_server(&listen, &more);
+    let (code, f, pcap) = aiortc_client_against(&py, &j, &["--linger", "1"], serve, dump);
+    assert_eq!(code, Some(0), "aiortc's client failed");
+    assert_eq!(f.code, Some(0), "{}", f.stderr);
+    let (now, _) = records(&[
+        "game",
+        pcap.to_str().unwrap(),
+        "--json",
+        "--tls-keylog",
+        j.our_keys.to_str().unwrap(),
+    ]);
+    assert!(
+        now.iter().all(|r| r["type"] == "game"),
+        "every batch decrypts"
+    );
+    assert_eq!(
+        after_spawn(&now),
+        want,
+        "the captured server's packets after the spawn"
     );
 }
 

@@ -9,7 +9,7 @@ use clap::Args;
 
 use super::args::{parse_hex, parse_seconds, parse_target, OutputArgs};
 use super::{Code, EXIT_USAGE};
-use crate::peer::run::{self, ConnectPlan, ServePlan};
+use crate::peer::run::{self, ConnectPlan};
 use crate::peer::{bedrock, nethernet};
 use crate::replay::run::{ServeGame, ServeReplay};
 use crate::wire::Reliability;
@@ -169,6 +169,9 @@ pub struct ServeBedrockArgs {
     /// With --bedrock --replay: the capture's key material.
     #[command(flatten)]
     pub keys: super::args::KeyArgs,
+    /// With --bedrock --replay: a NetherNet capture's DTLS key log (default: $SSLKEYLOGFILE).
+    #[arg(long, value_name = "FILE", requires = "replay")]
+    pub tls_keylog: Vec<std::path::PathBuf>,
     #[command(flatten)]
     pub nethernet: super::args::NetherNetArgs,
 }
@@ -236,35 +239,23 @@ pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         .filter(|_| g.bedrock)
         .map(|_| g.keys.load());
     let keys = super::or_exit!(load.transpose()).unwrap_or_default();
-    let (flow, asap) = (a.flow, a.asap);
-    let replay = a.replay.clone().map(|file| ServeReplay {
+    let (flow, asap, tls_keylog) = (a.flow, a.asap, g.tls_keylog.clone());
+    let replay = (a.replay.clone()).map(|file| ServeReplay {
         file,
         flow,
         asap,
         keys,
+        tls_keylog,
     });
     let (version, keylog_out) = (g.version.clone(), g.keylog_out.clone());
     let game = g.bedrock.then_some(ServeGame {
         version,
         keylog_out,
     });
-    let setup = crate::peer::serve::ServeSetup {
-        listen: a.listen,
-        dialect: a.dialect.get(),
-        max_clients: a.max_clients,
-        mtu: a.mtu,
-        motd: a.motd.clone(),
-        pong_hex: a.pong_hex.clone(),
-        captured_pong: None,
-        captured_protocol: None,
-        plan: ServePlan {
-            echo: a.echo,
-            once: a.once,
-            script: None,
-        },
-        bedrock: None,
-        nethernet: nethernet.filter(|_| g.bedrock),
-    };
+    let mut setup = crate::peer::serve::ServeSetup::new(a.listen, a.dialect.get(), a.max_clients);
+    (setup.mtu, setup.motd, setup.pong_hex) = (a.mtu, a.motd.clone(), a.pong_hex.clone());
+    (setup.plan.echo, setup.plan.once) = (a.echo, a.once);
+    setup.nethernet = nethernet.filter(|_| g.bedrock);
     let mut p = a.output.printer(out);
     let served = crate::replay::run::serve(setup, game, replay.as_ref(), &mut p)?;
     Ok(served.map_or_else(|e| super::say(&e.to_string(), e.code()), |o| o.code()))

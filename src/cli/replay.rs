@@ -63,6 +63,9 @@ pub struct ReplayBedrockArgs {
     /// Append the new session's key to this key log (default: $BEDROCK_KEYLOG_FILE).
     #[arg(long, value_name = "FILE", requires = "bedrock")]
     pub keylog_out: Option<PathBuf>,
+    /// A NetherNet capture's DTLS key log (NSS; repeatable; default: $SSLKEYLOGFILE).
+    #[arg(long, value_name = "FILE", requires = "bedrock")]
+    pub tls_keylog: Vec<PathBuf>,
 }
 
 /// `replay`: the captured session (or game session) played to the target.
@@ -75,6 +78,7 @@ pub fn run_replay(a: &ReplayArgs, out: &mut impl Write) -> anyhow::Result<u8> {
         record: a.record.clone(),
         game,
         keylog_out: a.game.keylog_out.clone(),
+        tls_keylog: a.game.tls_keylog.clone(),
     };
     let o = ReplayOptions {
         file: a.file.display().to_string(),

@@ -403,7 +403,10 @@ impl Server<'_> {
             }
         }
         let t = self.udp.s.now();
-        if self.raknet.turn(&mut self.udp.listener, t, self.game, report)? {
+        if self
+            .raknet
+            .turn(&mut self.udp.listener, t, self.game, report)?
+        {
             self.done = true;
         }
         let mut out = Vec::new();

@@ -33,6 +33,26 @@ pub struct ServeSetup {
     pub nethernet: Option<crate::peer::nethernet_serve::NetherNetServePlan>,
 }
 
+impl ServeSetup {
+    /// A server on `listen` speaking `dialect` to `max_clients` at most:
+    /// MTUs up to 1492, the pong its own, echoing nothing, playing nothing.
+    pub fn new(listen: SocketAddr, dialect: Dialect, max_clients: usize) -> ServeSetup {
+        ServeSetup {
+            listen,
+            dialect,
+            max_clients,
+            mtu: 1492,
+            motd: None,
+            pong_hex: None,
+            captured_pong: None,
+            captured_protocol: None,
+            plan: ServePlan::default(),
+            bedrock: None,
+            nethernet: None,
+        }
+    }
+}
+
 /// `serve`: bind, set the pong, serve. `Err` when the address cannot be
 /// bound (in words).
 pub(crate) fn serve_setup(

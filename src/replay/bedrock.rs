@@ -58,6 +58,9 @@ pub enum GameLoadError {
     /// The flow's game protocol, and so its version, was not seen.
     #[error("flow {0}: the game version was not seen")]
     NoVersion(u32),
+    /// The capture's DTLS key log (`--tls-keylog`) could not be read.
+    #[error("{0}")]
+    TlsKeyLog(#[from] crate::nethernet::dtls::KeyLogError),
 }
 
 #[derive(Default)]
@@ -68,19 +71,21 @@ struct Collect {
 }
 
 /// The game session of flow `flow` (default: the first whose client
-/// spawned) of `files`, decrypted with `keys`.
+/// spawned) of `files`, decrypted with `keys`; a NetherNet session's DTLS
+/// with the key logs `tls` (none: the file SSLKEYLOGFILE names, if any).
 pub(crate) fn load_game(
     files: &[PathBuf],
     flow: Option<u32>,
     keys: Keys,
+    tls: &[PathBuf],
 ) -> Result<GameScript, GameLoadError> {
     let mut mirror = Mirror::new(MirrorConfig::default(), true);
     let mut game = Game::new(Detect::Auto, keys);
     game.fields = false;
     let mut flows: BTreeMap<u32, Collect> = BTreeMap::new();
-    // A NetherNet session's DTLS secrets: the file SSLKEYLOGFILE names.
     let env = std::env::var_os("SSLKEYLOGFILE").map(PathBuf::from);
-    let tls = crate::nethernet::dtls::KeyLog::from_files(&[], env.as_deref()).unwrap_or_default();
+    let env = env.filter(|_| tls.is_empty());
+    let tls = crate::nethernet::dtls::KeyLog::from_files(tls, env.as_deref())?;
     let options = PipelineOptions {
         tls_keylog: std::sync::Arc::new(tls),
         ..PipelineOptions::default()

@@ -89,9 +89,9 @@ pub enum StartError {
 pub(crate) fn load_game_file(
     file: &Path,
     flow: Option<u32>,
-    keys: Keys,
+    (keys, tls): (Keys, &[PathBuf]),
 ) -> Result<GameScript, StartError> {
-    load_game(&[file.to_path_buf()], flow, keys).map_err(|why| StartError::Game {
+    load_game(&[file.to_path_buf()], flow, keys, tls).map_err(|why| StartError::Game {
         file: file.display().to_string(),
         why,
     })
@@ -210,6 +210,9 @@ pub struct ReplayFile {
     pub game: Option<Keys>,
     /// With `game`: where the new session's key is appended.
     pub keylog_out: Option<PathBuf>,
+    /// With `game`: a NetherNet capture's DTLS key logs (none:
+    /// `$SSLKEYLOGFILE`).
+    pub tls_keylog: Vec<PathBuf>,
 }
 
 /// `replay`: the session of `f` taken out of its capture and played to
@@ -221,7 +224,7 @@ pub fn replay_file(
     report: &mut dyn Report,
 ) -> anyhow::Result<Result<Outcome, StartError>> {
     if let Some(keys) = &f.game {
-        let script = match load_game_file(&f.file, f.flow, keys.clone()) {
+        let script = match load_game_file(&f.file, f.flow, (keys.clone(), &f.tls_keylog)) {
             Ok(s) => s,
             Err(e) => return Ok(Err(e)),
         };
@@ -271,6 +274,8 @@ pub struct ServeReplay {
     pub asap: bool,
     /// Key material to decrypt the game packets with (serving the game).
     pub keys: Keys,
+    /// A NetherNet capture's DTLS key logs (none: `$SSLKEYLOGFILE`).
+    pub tls_keylog: Vec<PathBuf>,
 }
 
 /// The game login of `serve --bedrock`: its version (default: the
@@ -293,10 +298,12 @@ pub fn serve(
 ) -> anyhow::Result<Result<Outcome, StartError>> {
     let mut captured = None;
     match replay {
-        Some(r) if game.is_some() => match load_game_file(&r.file, r.flow, r.keys.clone()) {
-            Ok(s) => captured = Some((s.version, s.s2c_packets, r.asap)),
-            Err(e) => return Ok(Err(e)),
-        },
+        Some(r) if game.is_some() => {
+            match load_game_file(&r.file, r.flow, (r.keys.clone(), &r.tls_keylog)) {
+                Ok(s) => captured = Some((s.version, s.s2c_packets, r.asap)),
+                Err(e) => return Ok(Err(e)),
+            }
+        }
         Some(r) => match load_ports(std::slice::from_ref(&r.file), r.flow, &[]) {
             Ok(s) => {
                 (setup.captured_pong, setup.captured_protocol) = (s.pong.clone(), s.protocol);
