@@ -1197,7 +1197,9 @@ async def client_main(args, record, steps, protocol):
         await pc.setRemoteDescription(RTCSessionDescription(await relay.apply(stripped), "answer"))
         await asyncio.wait_for(peer.both_open.wait(), args.step_timeout)
         record_dtls(record, pc)
-        if args.game:
+        if args.sctp_init_flood:
+            await sctp_init_flood(pc, record, args.sctp_init_flood, args.seed)
+        elif args.game:
             await peer.run_game_client(steps)
         else:
             await peer.run_session(steps)
@@ -1210,11 +1212,33 @@ async def client_main(args, record, steps, protocol):
         for ch in peer.channels.values():
             ch.close()
         await asyncio.wait_for(asyncio.gather(*(e.wait() for e in peer.closed.values())), args.step_timeout)
-        if not args.game:
+        if not (args.game or args.sctp_init_flood):
             peer.check_drained()
     finally:
         await pc.close()
         await relay.stop()
+
+
+async def sctp_init_flood(pc, record, seconds, seed):
+    """--sctp-init-flood: SCTP INIT packets (random initiate tags and TSNs, verification tag 0,
+    ports 5000) inside the DTLS association, as fast as the loop sends them, for `seconds`."""
+    from aiortc.rtcsctptransport import InitChunk, serialize_packet
+    dtls = pc.sctp.transport
+    rnd = random.Random(seed)
+    end = time.monotonic() + seconds
+    n = 0
+    while time.monotonic() < end:
+        chunk = InitChunk()
+        chunk.initiate_tag = rnd.getrandbits(32) or 1
+        chunk.advertised_rwnd = 131072
+        chunk.outbound_streams = chunk.inbound_streams = 65535
+        chunk.initial_tsn = rnd.getrandbits(32)
+        await dtls._send_data(serialize_packet(5000, 5000, 0, chunk))
+        n += 1
+        if n % 20 == 0:
+            await asyncio.sleep(0.001)
+    record("flood", kind="sctp_init", packets=n, seconds=seconds)
+    print(f"nethernet_peers: sctp init flood: {n} INITs in {seconds} s", file=sys.stderr, flush=True)
 
 
 def main():
@@ -1259,6 +1283,9 @@ def main():
                     help="server: answer a client that is not the recorded one by the names of what it "
                          "sends (run_game says how); ends when it closes its channels. client: play the "
                          "recorded client to a server that is not the recorded one (run_game_client)")
+    ap.add_argument("--sctp-init-flood", type=float, metavar="SECONDS",
+                    help="client: once both channels are open, send SCTP INITs inside the association "
+                         "for SECONDS (no session), then close")
     ap.add_argument("--allow-no-identity", action="store_true",
                     help="server: take an offer without a=identity (recorded identity null, verified false, "
                          "identity_absent true); an offer with one is still checked")

@@ -2798,6 +2798,93 @@ fn floods_do_not_lock_out_a_real_client() {
     assert!(evicted > 0);
 }
 
+/// Issue 28: an SCTP INIT flood does not lock out a real client. An
+/// aiortc client joins `serve --bedrock --nethernet` (real ICE, DTLS and
+/// SCTP) and then sends SCTP INITs inside its association as fast as it
+/// can (`--sctp-init-flood`: about 13,000 a second here, more than the
+/// RakNet floods' 10,000); meanwhile our client joins and spawns,
+/// its join within a second. The server drops every INIT that comes once
+/// an association is up (each would cost it a cookie), and says how many
+/// when the flooder leaves.
+#[test]
+fn an_sctp_init_flood_does_not_lock_out_a_real_client() {
+    let Some(py) = common::aiortc_python() else {
+        common::skip_or_fail("no Python with aiortc (target/venv/bin/pip install aiortc==1.16.0)");
+        return;
+    };
+    let dir = common::TempDir::new("nethernet-init-flood");
+    let port = common::free_port_pair();
+    let listen = format!("127.0.0.1:{port}");
+    let serve = nethernet_server(&listen, &[]);
+    let packets = sample("bedrock-login.packets.jsonl");
+    let flooders: Vec<common::Proc> = (0..1)
+        .map(|i| {
+            let (truth, keys) = (
+                dir.path().join(format!("flood{i}.jsonl")),
+                dir.path().join(format!("flood{i}.keylog")),
+            );
+            let seed = (i + 10).to_string();
+            let more = ["--sctp-init-flood", "4", "--seed", &seed];
+            nethernet_peer_with(&py, "client", port, (&packets, &truth, &keys), &more)
+        })
+        .collect();
+    // Flooding (its join takes a few hundred ms).
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let o = common::run_with_timeout(
+        common::bin().args([
+            "connect",
+            &listen,
+            "--bedrock",
+            "--nethernet",
+            "--duration",
+            "1",
+            "--json",
+        ]),
+        std::time::Duration::from_secs(30),
+    );
+    let codes: Vec<Option<i32>> = flooders
+        .into_iter()
+        .map(|mut f| f.exit_code(std::time::Duration::from_secs(30)))
+        .collect();
+    serve.proc.signal(libc::SIGTERM);
+    let f = serve.finish(std::time::Duration::from_secs(20));
+    let out = ndjson(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{out:?} {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let j = out.iter().find(|r| r["type"] == "joined").expect("joined");
+    let ms = j["join_ms"].as_f64().unwrap();
+    println!("our join during the INIT flood: {ms} ms; the flooders: {codes:?}");
+    assert!(ms < 1000.0, "the join took {ms} ms");
+    assert!(out.iter().any(|r| r["event"] == "spawned"), "{out:?}");
+    // What the flooders sent, and what the server said it dropped.
+    let sent: u64 = (0..1)
+        .map(|i| {
+            let t = std::fs::read_to_string(dir.path().join(format!("flood{i}.jsonl"))).unwrap();
+            ndjson(t.as_bytes())
+                .iter()
+                .filter(|r| r["type"] == "flood")
+                .map(|r| r["packets"].as_u64().unwrap())
+                .sum::<u64>()
+        })
+        .sum();
+    let dropped: u64 = f
+        .of_type("login")
+        .iter()
+        .filter_map(|r| {
+            let d = r["detail"].as_str()?;
+            let n = d.split("; ").nth(1)?.split(' ').next()?;
+            n.parse::<u64>().ok()
+        })
+        .sum();
+    println!("{sent} INITs sent, {dropped} dropped");
+    assert!(sent > 1000, "the flood did not press: {sent}");
+    assert!(dropped > 0 && dropped <= sent, "{dropped} of {sent}");
+}
+
 /// Issue 28: `replay --bedrock` of a captured NetherNet session (the
 /// sample join, its DTLS key log named by SSLKEYLOGFILE) joins a fresh
 /// NetherNet server (aiortc's, nethernet_peers.py --game) over NetherNet,

@@ -208,6 +208,10 @@ pub struct Rtc {
     /// ICE's pair was reported.
     ice_reported: bool,
     ended: bool,
+    /// The SCTP association is up.
+    sctp_up: bool,
+    /// SCTP INITs that came once the association was up, dropped.
+    late_inits: u64,
 }
 
 impl std::fmt::Debug for Rtc {
@@ -279,6 +283,8 @@ impl Rtc {
             key_log: None,
             ice_reported: false,
             ended: false,
+            sctp_up: false,
+            late_inits: 0,
         })
     }
 
@@ -396,6 +402,12 @@ impl Rtc {
         self.ice.stats.checks_answered > 0
     }
 
+    /// SCTP INITs the other side sent once the association was up
+    /// (dropped, unanswered).
+    pub fn late_inits(&self) -> u64 {
+        self.late_inits
+    }
+
     /// The other side's address, once known.
     pub fn remote(&self) -> Option<SocketAddr> {
         self.remote
@@ -505,6 +517,13 @@ impl Rtc {
                         return false;
                     }
                 }
+                // An INIT (alone in its packet, RFC 9260 6.10) once the
+                // association is up would restart it; a WebRTC peer never
+                // does over the same DTLS, and answering each costs a
+                // cookie: a flood of them is dropped, counted.
+                Output::ApplicationData(d) if self.sctp_up && d.get(12) == Some(&1) => {
+                    self.late_inits += 1;
+                }
                 Output::ApplicationData(d) => {
                     self.sctp.handle_input(d);
                     more = true;
@@ -538,6 +557,7 @@ impl Rtc {
                     self.flush_records();
                 }
                 SocketEvent::OnConnected() => {
+                    self.sctp_up = true;
                     self.event(RtcEvent::SctpConnected);
                     self.open_channels();
                 }

@@ -49,6 +49,9 @@ pub const HTTP_TIMEOUT: Duration = Duration::from_secs(5);
 pub const MAX_PENDING: usize = 16;
 /// From the answer to both channels open, at most.
 pub const JOIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// Reading datagrams in one turn stops after this long: then the
+/// signaling and every player have theirs, whatever a flood sends.
+pub const READ_TURN: Duration = Duration::from_millis(10);
 
 /// What `serve --bedrock --nethernet` does besides what every Bedrock
 /// server does ([`BedrockServePlan`]: the version, `--once`, the key log,
@@ -386,7 +389,10 @@ impl Server<'_> {
     /// neither).
     fn players(&mut self, report: &mut dyn Report) -> anyhow::Result<()> {
         let now = Instant::now();
-        loop {
+        for n in 0usize.. {
+            if n % 64 == 63 && now.elapsed() > READ_TURN {
+                break;
+            }
             let got = match self.udp.s.recv() {
                 Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
                 got => got?,
@@ -418,8 +424,12 @@ impl Server<'_> {
         let mut i = 0;
         while i < self.players.len() {
             let ended = self.player(i, report)?;
-            if let Some(why) = ended {
+            if let Some(mut why) = ended {
                 let p = self.players.remove(i);
+                if p.rtc.late_inits() > 0 {
+                    let n = p.rtc.late_inits();
+                    why += &format!("; {n} SCTP INITs after the association was up, dropped");
+                }
                 if p.joined {
                     self.said(report, &p, "closed", why)?;
                     self.done |= self.game.once;
