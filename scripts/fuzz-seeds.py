@@ -172,6 +172,23 @@ def main():
     ]):
         write("parsers", f"{i:02}", text.encode())
 
+    # signaling: [chunk size, players in], then the signaling TCP stream: the status
+    # request, the offers of aiortc and Chromium (the samples' truth), one pipelined.
+    offers = []
+    for name in ("nethernet-join", "nethernet-chromium"):
+        for line in open(os.path.join(SAMPLES, f"{name}.truth.jsonl")):
+            v = json.loads(line)
+            if v.get("type") == "sdp" and v.get("kind") == "offer":
+                offers.append(v["sdp"].encode())
+                break
+    get = b"GET /v1/join HTTP/1.1\r\nHost: 127.0.0.1:19132\r\n\r\n"
+    post = lambda sdp: (b"POST /v1/join/4242 HTTP/1.1\r\nHost: 127.0.0.1:19132\r\nContent-Type: "
+                        b"application/sdp\r\nContent-Length: " + str(len(sdp)).encode() + b"\r\n\r\n" + sdp)
+    write("signaling", "status", bytes([0, 0]) + get)
+    for i, sdp in enumerate(offers):
+        write("signaling", f"offer{i}", bytes([97, 1]) + post(sdp))
+    write("signaling", "pipelined", bytes([13, 0]) + get + post(offers[0]))
+
     for t in sorted(os.listdir(OUT)):
         files = os.listdir(os.path.join(OUT, t))
         size = sum(os.path.getsize(os.path.join(OUT, t, f)) for f in files)

@@ -111,21 +111,18 @@ fn response(status: u16, reason: &str, content_type: &str, body: &[u8]) -> Vec<u
     out
 }
 
-/// The server: its sockets, signaling connections and players.
-struct Server<'p> {
-    plan: &'p NetherNetServePlan,
-    game: &'p BedrockServePlan,
-    tcp: TcpListener,
-    /// The UDP socket, and the RakNet listener on it.
-    udp: super::Server,
-    /// The games of RakNet's clients (with `plan.raknet`).
-    raknet: RakNetGames,
-    udp_port: u16,
-    http: Vec<Http>,
-    players: Vec<Player>,
-    epoch: Instant,
-    /// A player has joined and gone (`--once`).
-    done: bool,
+/// The signaling's side of the server, sans IO: a request in, its
+/// response out, and for an offer that is taken the player it makes. The
+/// server ([`serve`]) keeps the players and makes room for one.
+pub struct Signaling {
+    /// The game version spoken.
+    pub version: String,
+    /// The server's name in its status.
+    pub motd: String,
+    /// Players at once, at most.
+    pub max_clients: usize,
+    /// The port of every answer's candidate.
+    pub udp_port: u16,
     /// The DTLS certificate of every answer (its SHA-256 in each), and
     /// the identity assertion over it: made once, so that an offer costs
     /// no key or signature.
@@ -133,48 +130,133 @@ struct Server<'p> {
     identity: String,
 }
 
-impl Server<'_> {
-    /// The status `GET /v1/join` answers.
-    fn status(&self) -> Vec<u8> {
-        let protocol = crate::bedrock::speak::protocol_of(&self.game.version).unwrap_or(0);
+/// What a signaling request gets.
+pub enum Reply {
+    /// This response.
+    Respond(Vec<u8>),
+    /// This response (the answer), and the player the offer made.
+    Join(Vec<u8>, Box<Pending>),
+}
+
+/// A player made by an offer, its channels not yet open.
+pub struct Pending {
+    /// Our side's ICE username fragment: its checks name it.
+    pub ufrag: String,
+    /// Its candidates.
+    pub remotes: Vec<SocketAddr>,
+    /// Its transport.
+    pub rtc: Rtc,
+    /// Its game.
+    pub game: GameServer,
+    /// What its offer's `a=identity` says.
+    pub client_identity: String,
+    /// The network id of its `POST /v1/join/{id}`.
+    pub network_id: String,
+}
+
+impl Signaling {
+    /// The signaling of a server of game `version` whose answers carry
+    /// `cert` and `key`'s identity assertion over it.
+    pub fn new(
+        version: &str,
+        (motd, max_clients): (&str, usize),
+        (cert, key): (Cert, &KeyPair),
+        udp_port: u16,
+    ) -> anyhow::Result<Signaling> {
+        let identity = operator_identity(key, &cert)?;
+        Ok(Signaling {
+            version: version.to_string(),
+            motd: motd.to_string(),
+            max_clients,
+            udp_port,
+            cert,
+            identity,
+        })
+    }
+
+    /// The status `GET /v1/join` answers, `joined` players in.
+    pub fn status(&self, joined: usize) -> Vec<u8> {
+        let protocol = crate::bedrock::speak::protocol_of(&self.version).unwrap_or(0);
         serde_json::json!({
-            "name": self.plan.motd,
+            "name": self.motd,
             "protocol": protocol,
-            "version": self.game.version,
+            "version": self.version,
             "level": "raknet-dissect",
-            "players": self.players.iter().filter(|p| p.joined).count() + self.raknet.len(),
-            "maxPlayers": self.plan.max_clients,
+            "players": joined,
+            "maxPlayers": self.max_clients,
             "gameType": 0,
         })
         .to_string()
         .into_bytes()
     }
 
-    /// The answer to an offer from `peer`, the player made; or the
-    /// response that refuses it.
+    /// The response to request `m` that came to `local_ip`, `joined`
+    /// players in. `Err` only when the system's randomness fails.
+    pub fn respond(
+        &self,
+        m: &http::Message,
+        local_ip: std::net::IpAddr,
+        joined: usize,
+    ) -> anyhow::Result<Reply> {
+        let Start::Request { method, target } = &m.start else {
+            return Ok(Reply::Respond(response(
+                400,
+                "Bad Request",
+                "text/plain",
+                b"a response?\n",
+            )));
+        };
+        let path = target.split('?').next().unwrap_or("");
+        Ok(match (method.as_str(), path) {
+            ("GET", "/v1/join") => Reply::Respond(response(
+                200,
+                "OK",
+                "application/json",
+                &self.status(joined),
+            )),
+            ("POST", p) if p.starts_with("/v1/join/") && p.len() > "/v1/join/".len() => {
+                let id = &p["/v1/join/".len()..];
+                if joined >= self.max_clients {
+                    let body = b"the server is full\n";
+                    return Ok(Reply::Respond(response(
+                        503,
+                        "Service Unavailable",
+                        "text/plain",
+                        body,
+                    )));
+                }
+                self.offer(local_ip, id, &m.body)?
+            }
+            _ => Reply::Respond(response(404, "Not Found", "text/plain", b"not found\n")),
+        })
+    }
+
+    /// The answer to an offer, the player made; or the response that
+    /// refuses it.
     fn offer(
-        &mut self,
-        peer: SocketAddr,
+        &self,
         local_ip: std::net::IpAddr,
         network_id: &str,
         body: &[u8],
-        report: &mut dyn Report,
-    ) -> anyhow::Result<Vec<u8>> {
+    ) -> anyhow::Result<Reply> {
+        let refuse = |why: &[u8]| {
+            Ok(Reply::Respond(response(
+                400,
+                "Bad Request",
+                "text/plain",
+                why,
+            )))
+        };
         let text = String::from_utf8_lossy(body);
         let Ok(offer) = sdp::Sdp::parse(&text) else {
-            return Ok(response(400, "Bad Request", "text/plain", b"not SDP\n"));
+            return refuse(b"not SDP\n");
         };
         let (Some(ufrag), Some(pwd), Some(fingerprint)) = (
             offer.ice_ufrag.clone(),
             offer.ice_pwd.clone(),
             offer.sha256().map(str::to_owned),
         ) else {
-            return Ok(response(
-                400,
-                "Bad Request",
-                "text/plain",
-                b"no ICE credentials or fingerprint\n",
-            ));
+            return refuse(b"no ICE credentials or fingerprint\n");
         };
         let remotes: Vec<SocketAddr> = offer
             .candidates
@@ -182,32 +264,6 @@ impl Server<'_> {
             .filter(|c| c.transport == "udp" && c.address.is_ipv4() == local_ip.is_ipv4())
             .map(|c| c.address)
             .collect();
-        if self.players.iter().filter(|p| p.joined).count() >= self.plan.max_clients {
-            return Ok(response(
-                503,
-                "Service Unavailable",
-                "text/plain",
-                b"the server is full\n",
-            ));
-        }
-        // The oldest player still joining makes room: first one whose side
-        // never sent a check that passed (an offer alone, as a flood's are).
-        let pending = self.players.iter().filter(|p| !p.joined).count();
-        if pending >= MAX_PENDING || self.players.len() >= self.plan.max_clients + MAX_PENDING {
-            let silent = self
-                .players
-                .iter()
-                .position(|p| !p.joined && !p.rtc.checked());
-            if let Some(i) = silent.or_else(|| self.players.iter().position(|p| !p.joined)) {
-                let old = self.players.remove(i);
-                self.said(
-                    report,
-                    &old,
-                    "evicted",
-                    "a newer offer took its place".into(),
-                )?;
-            }
-        }
         let client_identity = identity::summary(&offer);
         let (our_ufrag, our_pwd) = (
             crate::nethernet::ice::random_credential(4)?,
@@ -241,17 +297,84 @@ impl Server<'_> {
         let ids = || crate::random::bytes::<12>().unwrap_or_default();
         let rtc = match Rtc::new(cfg, Instant::now(), tie, ids) {
             Ok(r) => r,
-            Err(e) => {
-                let body = format!("{e}\n");
-                return Ok(response(400, "Bad Request", "text/plain", body.as_bytes()));
-            }
+            Err(e) => return refuse(format!("{e}\n").as_bytes()),
         };
-        let game = GameServer::new(&self.game.version)
+        let game = GameServer::new(&self.version)
             .map_err(|e| anyhow::anyhow!(e))?
             .over_nethernet();
+        let pending = Pending {
+            ufrag: our_ufrag,
+            remotes,
+            rtc,
+            game,
+            client_identity,
+            network_id: network_id.to_string(),
+        };
+        let answer = response(200, "OK", "application/sdp", answer.write().as_bytes());
+        Ok(Reply::Join(answer, Box::new(pending)))
+    }
+}
+
+/// The server: its sockets, signaling connections and players.
+struct Server<'p> {
+    plan: &'p NetherNetServePlan,
+    game: &'p BedrockServePlan,
+    tcp: TcpListener,
+    /// The UDP socket, and the RakNet listener on it.
+    udp: super::Server,
+    /// The games of RakNet's clients (with `plan.raknet`).
+    raknet: RakNetGames,
+    http: Vec<Http>,
+    players: Vec<Player>,
+    epoch: Instant,
+    /// A player has joined and gone (`--once`).
+    done: bool,
+    sig: Signaling,
+}
+
+impl Server<'_> {
+    /// Players in the game, of either transport.
+    fn joined(&self) -> usize {
+        self.players.iter().filter(|p| p.joined).count() + self.raknet.len()
+    }
+
+    /// The response to a signaling request from `peer`; a player taken
+    /// in, the oldest still joining making room: first one whose side
+    /// never sent a check that passed (an offer alone, as a flood's are).
+    fn respond(
+        &mut self,
+        m: &http::Message,
+        peer: SocketAddr,
+        local_ip: std::net::IpAddr,
+        report: &mut dyn Report,
+    ) -> anyhow::Result<Vec<u8>> {
+        let (out, p) = match self.sig.respond(m, local_ip, self.joined())? {
+            Reply::Respond(out) => return Ok(out),
+            Reply::Join(out, p) => (out, p),
+        };
+        let pending = self.players.iter().filter(|p| !p.joined).count();
+        if pending >= MAX_PENDING || self.players.len() >= self.plan.max_clients + MAX_PENDING {
+            let silent = self
+                .players
+                .iter()
+                .position(|p| !p.joined && !p.rtc.checked());
+            if let Some(i) = silent.or_else(|| self.players.iter().position(|p| !p.joined)) {
+                let old = self.players.remove(i);
+                let why = "a newer offer took its place".into();
+                self.said(report, &old, "evicted", why)?;
+            }
+        }
+        let Pending {
+            ufrag,
+            remotes,
+            rtc,
+            game,
+            client_identity,
+            network_id,
+        } = *p;
         self.players.push(Player {
             peer,
-            ufrag: our_ufrag,
+            ufrag,
             remotes,
             rtc,
             game,
@@ -261,15 +384,10 @@ impl Server<'_> {
             joined: false,
             key_logged: false,
             client_identity,
-            network_id: network_id.to_string(),
+            network_id,
             playing: None,
         });
-        Ok(response(
-            200,
-            "OK",
-            "application/sdp",
-            answer.write().as_bytes(),
-        ))
+        Ok(out)
     }
 
     /// A `login` record about `p`.
@@ -287,28 +405,6 @@ impl Server<'_> {
             event,
             detail,
         }))
-    }
-
-    /// A signaling request's response.
-    fn respond(
-        &mut self,
-        m: &http::Message,
-        peer: SocketAddr,
-        local_ip: std::net::IpAddr,
-        report: &mut dyn Report,
-    ) -> anyhow::Result<Vec<u8>> {
-        let Start::Request { method, target } = &m.start else {
-            return Ok(response(400, "Bad Request", "text/plain", b"a response?\n"));
-        };
-        let path = target.split('?').next().unwrap_or("");
-        Ok(match (method.as_str(), path) {
-            ("GET", "/v1/join") => response(200, "OK", "application/json", &self.status()),
-            ("POST", p) if p.starts_with("/v1/join/") && p.len() > "/v1/join/".len() => {
-                let id = &p["/v1/join/".len()..];
-                self.offer(peer, local_ip, id, &m.body, report)?
-            }
-            _ => response(404, "Not Found", "text/plain", b"not found\n"),
-        })
     }
 
     /// New signaling connections, and the requests of those open.
@@ -661,14 +757,13 @@ pub(crate) fn serve(
         transport: Some("nethernet"),
     }))?;
     let cert = Cert::self_signed("raknet-dissect")?;
-    let identity = operator_identity(&plan.identity, &cert)?;
+    let o = (plan.motd.as_str(), plan.max_clients);
+    let sig = Signaling::new(&game.version, o, (cert, &plan.identity), bound.port())?;
     let mut s = Server {
         plan,
         game,
-        cert,
-        identity,
+        sig,
         tcp,
-        udp_port: bound.port(),
         udp,
         raknet: RakNetGames::default(),
         http: Vec::new(),
@@ -692,5 +787,95 @@ pub(crate) fn serve(
             }
             return Ok(Ok(Outcome::Done));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn signaling(max: usize) -> Signaling {
+        let cert = Cert::self_signed("test").unwrap();
+        let key = KeyPair::generate().unwrap();
+        Signaling::new("1.26.45", ("test server", max), (cert, &key), 19132).unwrap()
+    }
+
+    /// The one request a stream of `bytes` holds, answered with `joined` in.
+    fn ask(sig: &Signaling, bytes: &[u8], joined: usize) -> Reply {
+        let mut m = http::Stream::new().push(bytes).unwrap();
+        assert_eq!(m.len(), 1);
+        sig.respond(&m.remove(0), "127.0.0.1".parse().unwrap(), joined)
+            .unwrap()
+    }
+
+    fn said(r: &Reply) -> String {
+        match r {
+            Reply::Respond(out) | Reply::Join(out, _) => String::from_utf8_lossy(out).into(),
+        }
+    }
+
+    fn post(body: &str) -> Vec<u8> {
+        format!(
+            "POST /v1/join/77 HTTP/1.1\r\nContent-Type: application/sdp\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes()
+    }
+
+    #[test]
+    fn the_status_names_the_server_and_its_players() {
+        let sig = signaling(4);
+        let r = said(&ask(&sig, b"GET /v1/join HTTP/1.1\r\n\r\n", 3));
+        let (head, body) = r.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(v["name"], "test server");
+        assert_eq!(
+            (v["players"].as_u64(), v["maxPlayers"].as_u64()),
+            (Some(3), Some(4))
+        );
+        assert_eq!(v["version"], "1.26.45");
+        assert!(said(&ask(&sig, b"GET /v2 HTTP/1.1\r\n\r\n", 0)).starts_with("HTTP/1.1 404"));
+    }
+
+    #[test]
+    fn an_offer_is_answered_with_our_identity_or_refused() {
+        let sig = signaling(1);
+        // The offer of the bundled join (aiortc's client).
+        let truth = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/samples/nethernet-join.truth.jsonl"
+        ))
+        .unwrap();
+        let offer = truth
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find(|v| v["type"] == "sdp" && v["kind"] == "offer")
+            .unwrap()["sdp"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let r = ask(&sig, &post(&offer), 0);
+        let Reply::Join(out, p) = r else {
+            panic!("refused: {}", said(&r))
+        };
+        assert_eq!(p.network_id, "77");
+        assert!(
+            p.client_identity.contains("fingerprints signed"),
+            "{}",
+            p.client_identity
+        );
+        assert!(!p.remotes.is_empty());
+        let text = String::from_utf8(out).unwrap();
+        let answer = sdp::Sdp::parse(text.split_once("\r\n\r\n").unwrap().1).unwrap();
+        assert_eq!(answer.setup.as_deref(), Some("active"));
+        assert_eq!(answer.ice_ufrag.as_deref(), Some(p.ufrag.as_str()));
+        assert_eq!(answer.sha256(), Some(sig.cert.fingerprint().as_str()));
+        assert!(identity::summary(&answer).starts_with("fingerprints signed"));
+        // Full: 503; not SDP, or no credentials: 400.
+        assert!(said(&ask(&sig, &post(&offer), 1)).starts_with("HTTP/1.1 503"));
+        assert!(said(&ask(&sig, &post("hello"), 0)).starts_with("HTTP/1.1 400"));
+        let bare = "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\n";
+        assert!(said(&ask(&sig, &post(bare), 0)).starts_with("HTTP/1.1 400"));
     }
 }
