@@ -53,7 +53,14 @@ impl PeerRecord {
                 r.peer, r.join_ms, r.network_id, r.remote, r.dtls_role, r.server_identity
             ),
             PeerRecord::Failed(r) => format!("{}: {} [{}]", r.target, r.error, r.step),
-            PeerRecord::Listening(r) => format!("listening {}", r.address),
+            PeerRecord::Listening(r) => match r.transport {
+                Some("raknet") => format!(
+                    "listening {} (RakNet protocol {}, guid {})",
+                    r.address, r.protocol, r.guid
+                ),
+                Some("nethernet") => format!("listening {} (NetherNet)", r.address),
+                _ => format!("listening {}", r.address),
+            },
             PeerRecord::Connected(r) => r.line(),
             PeerRecord::Message(r) => r.line(),
             PeerRecord::Closed(r) => r.line(),

@@ -113,7 +113,7 @@ fn response(status: u16, reason: &str, content_type: &str, body: &[u8]) -> Vec<u
 
 /// The signaling's side of the server, sans IO: a request in, its
 /// response out, and for an offer that is taken the player it makes. The
-/// server ([`serve`]) keeps the players and makes room for one.
+/// server (`serve`) keeps the players and makes room for one.
 pub struct Signaling {
     /// The game version spoken.
     pub version: String,
