@@ -229,13 +229,13 @@ pub struct NetherNetArgs {
     pub identity: Option<PathBuf>,
 }
 
-/// `--transport` and `--nethernet`: `ping` and `connect`.
+/// `--transport` and `--nethernet`: `ping`, `connect`, `probe`, and `serve --bedrock`.
 #[derive(Args, Debug, Default, Clone)]
 pub struct TransportArgs {
-    /// NetherNet (/v1/join on the TCP port), RakNet (the UDP port), or auto: NetherNet first.
+    /// NetherNet (/v1/join on the TCP port), RakNet (the UDP port), or auto (a client: NetherNet first; serve: both).
     #[arg(long, value_enum, value_name = "T")]
     pub transport: Option<crate::peer::run::Transport>,
-    /// NetherNet only (`--transport nethernet`).
+    /// NetherNet (a client: only it, `--transport nethernet`; serve --bedrock: beside RakNet).
     #[arg(long, conflicts_with = "transport")]
     pub nethernet: bool,
 }
