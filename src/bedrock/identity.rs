@@ -108,6 +108,36 @@ impl Player {
         })
     }
 
+    /// The Login's identity for `protocol`, offline and self-signed: a
+    /// chain of one (before 1.21.90), that chain as the Certificate (to
+    /// 1.26.0), or a Token with `cpk` (1.26.10 on), with XUID `xuid`.
+    pub(crate) fn identity(&self, protocol: u32, xuid: &str) -> String {
+        let t = now();
+        let chain = || {
+            let jwt = self.key.jwt(&json!({
+                "extraData": {"displayName": self.name, "identity": self.uuid, "titleId": "89692877", "XUID": xuid},
+                "certificateAuthority": true,
+                "identityPublicKey": self.key.public,
+                "nbf": t - 60, "exp": t + 3600, "iss": "self",
+            }));
+            json!({"chain": [jwt]}).to_string()
+        };
+        if protocol < 818 {
+            chain()
+        } else if protocol < 944 {
+            json!({"AuthenticationType": 2, "Certificate": chain(), "Token": ""}).to_string()
+        } else {
+            let token = self.key.jwt(&json!({
+                "cpk": self.key.public, "xid": xuid, "xname": self.name, "identity": self.uuid,
+                "nbf": t - 60, "exp": t + 3600, "iss": "self",
+                "aud": "api://auth-minecraft-services/multiplayer",
+            }));
+            // bedrock-protocol's offline client: an empty chain token.
+            json!({"AuthenticationType": 2, "Certificate": json!({"chain": [""]}).to_string(), "Token": token})
+                .to_string()
+        }
+    }
+
     /// The Login's two strings for `protocol`: the identity (chain, or
     /// Certificate/Token) and the client-data JWT of `game_version`.
     pub(crate) fn login_tokens(
@@ -116,30 +146,7 @@ impl Player {
         game_version: &str,
         server: &str,
     ) -> Result<(String, String), RandomError> {
-        let t = now();
-        let chain = || {
-            let jwt = self.key.jwt(&json!({
-                "extraData": {"displayName": self.name, "identity": self.uuid, "titleId": "89692877", "XUID": "0"},
-                "certificateAuthority": true,
-                "identityPublicKey": self.key.public,
-                "nbf": t - 60, "exp": t + 3600, "iss": "self",
-            }));
-            json!({"chain": [jwt]}).to_string()
-        };
-        let identity = if protocol < 818 {
-            chain()
-        } else if protocol < 944 {
-            json!({"AuthenticationType": 2, "Certificate": chain(), "Token": ""}).to_string()
-        } else {
-            let token = self.key.jwt(&json!({
-                "cpk": self.key.public, "xid": "0", "xname": self.name, "identity": self.uuid,
-                "nbf": t - 60, "exp": t + 3600, "iss": "self",
-                "aud": "api://auth-minecraft-services/multiplayer",
-            }));
-            // bedrock-protocol's offline client: an empty chain token.
-            json!({"AuthenticationType": 2, "Certificate": json!({"chain": [""]}).to_string(), "Token": token})
-                .to_string()
-        };
+        let identity = self.identity(protocol, "0");
         let mut data = json!({
             "ClientRandomId": i64::from_le_bytes(random::<8>()?) & i64::MAX,
             "CurrentInputMode": 1, "DefaultInputMode": 1,

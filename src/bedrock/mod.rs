@@ -23,6 +23,7 @@ pub mod login;
 pub mod names;
 pub(crate) mod packets;
 pub mod schema;
+pub mod proxy;
 pub mod server;
 pub mod speak;
 

@@ -199,7 +199,7 @@ impl GameServer {
 
 /// The player's name and key from the Login's identity: the self-signed
 /// token (1.26.10 on) or the chain, checked.
-fn client_identity(identity: &str) -> Result<(String, String), SpeakError> {
+pub(crate) fn client_identity(identity: &str) -> Result<(String, String), SpeakError> {
     let v: Value = serde_json::from_str(identity)
         .map_err(|_| SpeakError::Peer("the Login's identity is not JSON"))?;
     if let Some(token) = v["Token"].as_str().filter(|t| !t.is_empty()) {

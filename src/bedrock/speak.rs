@@ -80,6 +80,11 @@ pub(crate) fn protocol_of(version: &str) -> Option<u32> {
     super::names::protocols().find(|&p| super::names::versions(p).contains(&version))
 }
 
+/// The newest game version of protocol `p` the definitions know.
+pub(crate) fn version_of(p: u32) -> Option<&'static str> {
+    super::names::versions(p).last().copied()
+}
+
 /// The newest game version the definitions know.
 pub(crate) fn newest_version() -> &'static str {
     let p = super::names::protocols().max().unwrap_or(0);
@@ -200,6 +205,19 @@ impl Speaker {
     /// A delivered 0xFE message's packets: name and fields (an error event
     /// for what does not read).
     pub(crate) fn receive(&mut self, message: &[u8]) -> Vec<(String, Value)> {
+        let packets = self.receive_raw(message);
+        for (_, name, fields) in &packets {
+            self.event(SessionEvent::Packet {
+                name: name.clone(),
+                fields: fields.clone(),
+            });
+        }
+        packets.into_iter().map(|(_, n, f)| (n, f)).collect()
+    }
+
+    /// [`Self::receive`] with each packet's bytes (its header included),
+    /// and no `Packet` events.
+    pub(crate) fn receive_raw(&mut self, message: &[u8]) -> Vec<(Vec<u8>, String, Value)> {
         let packets = match self.codec.decode(message) {
             Ok(p) => p,
             Err(e) => {
@@ -227,11 +245,7 @@ impl Speaker {
                 }
                 None => Value::Null,
             };
-            self.event(SessionEvent::Packet {
-                name: name.clone(),
-                fields: fields.clone(),
-            });
-            out.push((name, fields));
+            out.push((p, name, fields));
         }
         out
     }
