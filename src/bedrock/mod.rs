@@ -22,8 +22,8 @@ pub mod identity;
 pub mod login;
 pub mod names;
 pub(crate) mod packets;
-pub mod schema;
 pub mod proxy;
+pub mod schema;
 pub mod server;
 pub mod speak;
 

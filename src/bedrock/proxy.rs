@@ -254,12 +254,7 @@ impl ProxySession {
         }
     }
 
-    fn client_packet(
-        &mut self,
-        name: &str,
-        f: &Value,
-        data: &[u8],
-    ) -> Result<Relay, SpeakError> {
+    fn client_packet(&mut self, name: &str, f: &Value, data: &[u8]) -> Result<Relay, SpeakError> {
         match name {
             "login" => {
                 self.login(f)?;
@@ -273,12 +268,7 @@ impl ProxySession {
         }
     }
 
-    fn server_packet(
-        &mut self,
-        name: &str,
-        f: &Value,
-        data: &[u8],
-    ) -> Result<Relay, SpeakError> {
+    fn server_packet(&mut self, name: &str, f: &Value, data: &[u8]) -> Result<Relay, SpeakError> {
         match name {
             "network_settings" => {
                 // What comes before it goes as it stood; the settings
@@ -499,10 +489,15 @@ mod tests {
             assert!(
                 c.spawned && s.spawned,
                 "{version} nethernet {nethernet}: {:?}\nclient {cev:?}\nserver {sev:?}",
-                events(&mut p).iter().map(|e| match e {
-                    ProxyEvent::Packet { dir, name, relay, .. } => format!("{dir:?} {name} {relay:?}"),
-                    e => format!("{e:?}"),
-                }).collect::<Vec<_>>()
+                events(&mut p)
+                    .iter()
+                    .map(|e| match e {
+                        ProxyEvent::Packet {
+                            dir, name, relay, ..
+                        } => format!("{dir:?} {name} {relay:?}"),
+                        e => format!("{e:?}"),
+                    })
+                    .collect::<Vec<_>>()
             );
             assert_eq!(p.version(), version);
             assert_eq!(s.player.as_deref(), Some("Steve"));
@@ -526,15 +521,25 @@ mod tests {
             let want: &[&str] = if nethernet {
                 &["login", "server_to_client_handshake"]
             } else {
-                &["client_to_server_handshake", "login", "server_to_client_handshake"]
+                &[
+                    "client_to_server_handshake",
+                    "login",
+                    "server_to_client_handshake",
+                ]
             };
             let mut got = rewritten.clone();
             got.sort_unstable();
             assert_eq!(got, want, "{version}");
-            assert!(!ev.iter().any(|e| matches!(e, ProxyEvent::Error(..))), "{ev:?}");
+            assert!(
+                !ev.iter().any(|e| matches!(e, ProxyEvent::Error(..))),
+                "{ev:?}"
+            );
             // A chat after the spawn arrives as it was sent.
-            c.send("text", json!({"type": "chat", "source_name": "Steve", "message": "hi"}))
-                .unwrap();
+            c.send(
+                "text",
+                json!({"type": "chat", "source_name": "Steve", "message": "hi"}),
+            )
+            .unwrap();
             run(&mut c, &mut p, &mut s);
             let chat = std::iter::from_fn(|| s.poll_event()).find_map(|e| match e {
                 SessionEvent::Packet { name, fields } if name == "text" => Some(fields),
@@ -550,8 +555,11 @@ mod tests {
         let mut c = Speaker::new("1.26.45").unwrap();
         let mut p = ProxySession::new("1.26.45", "h:2", (false, false)).unwrap();
         let mut s = GameServer::new("1.26.45").unwrap();
-        c.queue("request_network_settings", json!({"client_protocol": c.protocol}))
-            .unwrap();
+        c.queue(
+            "request_network_settings",
+            json!({"client_protocol": c.protocol}),
+        )
+        .unwrap();
         c.flush();
         p.from_player(&c.poll_transmit().unwrap());
         s.handle(&p.poll_to_upstream().unwrap());
@@ -572,7 +580,8 @@ mod tests {
         assert!(p.poll_to_player().is_none(), "the player got no handshake");
         let ev = events(&mut p);
         assert!(
-            ev.iter().any(|e| matches!(e, ProxyEvent::Error(Leg::Player, w) if w.starts_with("login:"))),
+            ev.iter()
+                .any(|e| matches!(e, ProxyEvent::Error(Leg::Player, w) if w.starts_with("login:"))),
             "{ev:?}"
         );
     }

@@ -284,3 +284,80 @@ mod tests {
         assert_eq!(codes(Some("live"), true), ["0", "1", "2", "4", "8"]);
     }
 }
+
+/// The command tree `root`, built (so that subcommands know their full
+/// names), without the `help` subcommand, which has no page.
+pub fn built(root: clap::Command) -> clap::Command {
+    let mut root = root.disable_help_subcommand(true);
+    root.build();
+    root
+}
+
+/// The subcommands that have a page.
+pub fn subcommands(root: &clap::Command) -> impl Iterator<Item = &clap::Command> {
+    root.get_subcommands().filter(|c| !c.is_hide_set())
+}
+
+/// The completion script of `shell` for `root`, as binary `bin`.
+pub fn completions(mut root: clap::Command, shell: clap_complete::Shell, bin: &str) -> String {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut root, bin, &mut script);
+    let script = String::from_utf8_lossy(&script).into_owned();
+    match shell {
+        clap_complete::Shell::Bash => bash_fixed(&script, bin),
+        _ => script,
+    }
+}
+
+/// Every page of `root` (built): its file name and text.
+pub fn pages(root: &clap::Command, bin: &str) -> std::io::Result<Vec<(String, Vec<u8>)>> {
+    std::iter::once(root)
+        .chain(subcommands(root))
+        .map(|cmd| {
+            let mut page = Vec::new();
+            render(cmd, root, bin, &mut page)?;
+            Ok((clap_mangen::Man::new(cmd.clone()).get_filename(), page))
+        })
+        .collect()
+}
+
+/// One page of `cmd` (of `root`, built; binary `bin`): clap_mangen's
+/// sections, then FILTERS (commands with -Y), EXIT STATUS and SEE ALSO.
+pub fn render(
+    cmd: &clap::Command,
+    root: &clap::Command,
+    bin: &str,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let version = root.get_version().unwrap_or_default();
+    let man = clap_mangen::Man::new(cmd.clone()).source(format!("{bin} {version}"));
+    man.render_title(out)?;
+    man.render_name_section(out)?;
+    man.render_synopsis_section(out)?;
+    man.render_description_section(out)?;
+    if cmd.get_arguments().any(|a| !a.is_hide_set()) {
+        man.render_options_section(out)?;
+    }
+    if cmd.get_subcommands().any(|c| !c.is_hide_set()) {
+        man.render_subcommands_section(out)?;
+    }
+    let mut roff = String::new();
+    let which = (!std::ptr::eq(cmd, root)).then(|| cmd.get_name());
+    let filter = cmd.get_arguments().any(|a| a.get_id() == "filter");
+    for (title, blocks) in extra_sections(which, filter) {
+        section(&mut roff, title, &blocks);
+    }
+    let see_also: Vec<String> = if std::ptr::eq(cmd, root) {
+        subcommands(root)
+            .map(|c| format!("{bin}-{}(1)", c.get_name()))
+            .collect()
+    } else {
+        vec![format!("{bin}(1)")]
+    };
+    section(&mut roff, "SEE ALSO", &[Block::Para(&see_also.join(", "))]);
+    out.write_all(roff.as_bytes())?;
+    if cmd.get_version().is_some() {
+        man.render_version_section(out)?;
+    }
+    Ok(())
+}
