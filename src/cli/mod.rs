@@ -112,6 +112,8 @@ pub enum Command {
     Connect(peer::ConnectArgs),
     /// A RakNet server that prints the messages it receives (and can echo them).
     Serve(peer::ServeArgs),
+    /// A Bedrock proxy: players connect to it, it logs in upstream for them and shows every game packet.
+    Proxy(peer::ProxyArgs),
     /// Perform a handshake live, one line per step, ending with the outcome and a diagnosis.
     Probe(peer::ProbeArgs),
     /// Replay a captured client's messages against a live server and compare what comes back.
@@ -256,6 +258,7 @@ fn run(command: Option<Command>, read: &ReadArgs, mut out: &mut dyn Write) -> an
         Some(Command::Ping(a)) => peer::run_ping(&a, out),
         Some(Command::Connect(a)) => peer::run_connect(&a, out),
         Some(Command::Serve(a)) => peer::run_serve(&a, out),
+        Some(Command::Proxy(a)) => peer::run_proxy(&a, out),
         Some(Command::Probe(a)) => peer::run_probe(&a, out),
         Some(Command::Replay(a)) => replay::run_replay(&a, out),
         Some(Command::Live(a)) => live::run_live(&a, out),

@@ -261,6 +261,49 @@ pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     Ok(served.map_or_else(|e| super::say(&e.to_string(), e.code()), |o| o.code()))
 }
 
+/// `proxy`: a Bedrock proxy that shows what passes.
+#[derive(Args, Debug, Clone)]
+pub struct ProxyArgs {
+    /// Where players connect.
+    #[arg(long, default_value = "0.0.0.0:19132", value_name = "ADDR", value_parser = parse_target)]
+    pub listen: SocketAddr,
+    /// The server the players' sessions go on to: HOST:PORT, [IPV6]:PORT, or HOST (port 19132).
+    #[arg(long, value_name = "HOST:PORT", value_parser = parse_target)]
+    pub upstream: SocketAddr,
+    /// The game version until a player names its own (default: the newest the definitions know).
+    #[arg(long = "version", value_name = "V", value_parser = crate::bedrock::speak::known_version)]
+    pub version: Option<String>,
+    /// Players at once, at most.
+    #[arg(long, default_value = "32", value_name = "N")]
+    pub max_players: usize,
+    /// Stop once the first player has left (the counts printed).
+    #[arg(long)]
+    pub once: bool,
+    /// Append both legs' keys to this key log (default: $BEDROCK_KEYLOG_FILE).
+    #[arg(long, value_name = "FILE")]
+    pub keylog_out: Option<std::path::PathBuf>,
+    /// Do not show these packets (names, comma-separated; still counted).
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+    pub hide: Vec<String>,
+    /// Show only these packets (names, comma-separated).
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+    pub only: Vec<String>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+pub fn run_proxy(a: &ProxyArgs, out: &mut impl Write) -> anyhow::Result<u8> {
+    let (v, k, shown) = (
+        a.version.clone(),
+        a.keylog_out.clone(),
+        (a.hide.clone(), a.only.clone()),
+    );
+    let plan =
+        crate::peer::proxy::plan((a.listen, a.upstream), v, (a.max_players, a.once), k, shown);
+    let stop = crate::capture::live::stop_on_interrupt();
+    Ok(crate::peer::proxy::proxy(&plan, &stop, &mut a.output.printer(out))?.code())
+}
+
 /// `probe`: the handshake steps performed live, one line each as it
 /// happens, then the outcome and a diagnosis, in the words of `handshake`.
 pub fn run_probe(a: &ProbeArgs, out: &mut impl Write) -> anyhow::Result<u8> {

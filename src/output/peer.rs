@@ -69,7 +69,25 @@ impl PeerRecord {
             PeerRecord::Replay(r) => r.lines(),
             PeerRecord::Game(r) => {
                 let keys = crate::output::game::key_fields(&r.fields);
-                format!("{:>11.6} {} {} {}{keys}", r.ts, r.peer, r.dir, r.name)
+                let relay = r.relay.map_or(String::new(), |w| format!(" [{w}]"));
+                format!(
+                    "{:>11.6} {} {} {}{relay}{keys}",
+                    r.ts, r.peer, r.dir, r.name
+                )
+            }
+            PeerRecord::GameCounts(r) => {
+                let mut s = format!("{} player(s); game packets by name:\n", r.players);
+                s.push_str(&format!("  {:<40} {:>9} {:>9}", "name", "c2s", "s2c"));
+                let names: std::collections::BTreeSet<&String> =
+                    r.c2s.keys().chain(r.s2c.keys()).collect();
+                for n in names {
+                    let (c, sv) = (
+                        r.c2s.get(n).copied().unwrap_or(0),
+                        r.s2c.get(n).copied().unwrap_or(0),
+                    );
+                    s.push_str(&format!("\n  {n:<40} {c:>9} {sv:>9}"));
+                }
+                s
             }
             PeerRecord::Login(r) if r.detail.is_empty() => {
                 format!("{:>11.6} {} game login: {}", r.ts, r.peer, r.event)

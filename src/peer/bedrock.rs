@@ -186,6 +186,7 @@ pub(crate) fn record_event(
                 ts,
                 name,
                 fields,
+                relay: None,
             }));
         }
         SessionEvent::KeyLog(line) => {

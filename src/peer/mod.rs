@@ -11,6 +11,7 @@ pub(crate) mod record {
 pub mod bedrock;
 pub mod nethernet;
 pub mod nethernet_serve;
+pub mod proxy;
 pub mod run;
 pub mod serve;
 pub(crate) mod signaling;

@@ -66,6 +66,8 @@ pub enum PeerRecord {
     Login(PeerLoginJson),
     /// The end of a game replay: the server's answers then and now.
     GameReplay(GameReplayJson),
+    /// `proxy`'s packets by name at its end.
+    GameCounts(GameCountsJson),
 }
 
 impl PeerRecord {
@@ -145,6 +147,21 @@ pub struct PeerGameJson {
     pub(crate) ts: f64,
     pub(crate) name: String,
     pub(crate) fields: serde_json::Value,
+    /// `proxy`: `rewritten` (the Login) or `consumed` (a leg's own
+    /// handshake); absent for a packet passed as it came.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) relay: Option<&'static str>,
+}
+
+/// `proxy`'s last record: every game packet by name, each way.
+#[derive(Serialize)]
+pub struct GameCountsJson {
+    #[serde(rename = "type")]
+    pub(crate) kind: &'static str,
+    /// Players that connected.
+    pub(crate) players: u64,
+    pub(crate) c2s: std::collections::BTreeMap<String, u64>,
+    pub(crate) s2c: std::collections::BTreeMap<String, u64>,
 }
 
 /// A step of a live Bedrock login: `key_log` (detail: the key-log line),

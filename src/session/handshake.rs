@@ -746,6 +746,13 @@ impl Listener {
         }
     }
 
+    /// Disconnect the client at `to` (its notification queued).
+    pub(crate) fn close(&mut self, now: Duration, to: SocketAddr) {
+        if let Some(c) = self.conns.get_mut(&to) {
+            c.close(now);
+        }
+    }
+
     #[cfg(test)]
     pub(crate) fn close_all(&mut self, now: Duration) {
         for c in self.conns.values_mut() {
