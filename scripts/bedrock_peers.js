@@ -69,7 +69,8 @@
 // --keylog: `BEDROCK_SALT_KEY <salt hex> <key hex>`, the salt of the
 // ServerToClientHandshake JWT and the key bedrock-protocol derived
 // (SHA-256(salt || ECDH secret)), taken from the client's key exchange and
-// checked against the server's.
+// checked against the server's; --server-only: `BEDROCK_KEY <key hex>`, the
+// server's side of it (a proxy between them has a key for each leg).
 //
 // Exit status: 0 when the session ran to the client's disconnect (or, with
 // --expect-refusal, to the server's refusal); 2 when the login did not
@@ -426,6 +427,8 @@ server.on('connect', player => {
   const enable = player.enableEncryption
   player.enableEncryption = function (material) {
     serverKey = material.secretKeyBytes.toString('hex')
+    // --server-only: the key of the server's side (no client here to give the salt).
+    if (serverOnly && args.keylog) fs.writeFileSync(args.keylog, `BEDROCK_KEY ${serverKey}\n`)
     return enable.call(this, material)
   }
   const P = (name, set) => serverSchema.params(name, set)

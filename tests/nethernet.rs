@@ -2658,13 +2658,25 @@ fn serve_replays_a_captured_nethernet_server_to_aiortcs_client() {
     );
 }
 
+/// A TCP connection to `to` from the address `from` (another loopback
+/// address than the client's: a flood's own).
+fn connect_from(from: &str, to: &str) -> std::io::Result<std::net::TcpStream> {
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+    let src: std::net::SocketAddr = format!("{from}:0").parse().unwrap();
+    s.bind(&src.into())?;
+    let dst: std::net::SocketAddr = to.parse().unwrap();
+    s.connect(&dst.into())?;
+    Ok(s.into())
+}
+
 /// Issue 28: floods do not lock a real client out of `serve --bedrock
-/// --nethernet`. While offers are posted as fast as four connections go
-/// (each a pending player that never checks), signaling connections are
-/// opened and left silent, and STUN requests, DTLS ClientHellos and junk
-/// come to the UDP port from 64 addresses (about 10,000 a second), our own
-/// client joins and spawns, its join (offer to both channels open) within
-/// a second.
+/// --nethernet`. While offers are posted from another address (127.0.0.2)
+/// as fast as four connections go (each a pending player that never
+/// checks: hundreds a second), signaling connections are opened from it
+/// and left silent, and STUN requests, DTLS ClientHellos and junk come to
+/// the UDP port from 64 sockets (about 10,000 a second), our own client
+/// joins and spawns, its join (offer to both channels open) within a
+/// second: the flood's address keeps only its newest few pending offers.
 #[test]
 fn floods_do_not_lock_out_a_real_client() {
     use std::io::Write;
@@ -2696,7 +2708,7 @@ fn floods_do_not_lock_out_a_real_client() {
                         "POST /v1/join/{t}{n} HTTP/1.1\r\nHost: x\r\nContent-Type: application/sdp\r\nContent-Length: {}\r\n\r\n{sdp}",
                         sdp.len()
                     );
-                    if let Ok(mut c) = std::net::TcpStream::connect(listen.as_str()) {
+                    if let Ok(mut c) = connect_from("127.0.0.2", listen) {
                         let _ = c.set_read_timeout(Some(std::time::Duration::from_secs(2)));
                         if c.write_all(req.as_bytes()).is_ok() {
                             let _ = std::io::Read::read(&mut c, &mut [0u8; 4096]);
@@ -2710,7 +2722,7 @@ fn floods_do_not_lock_out_a_real_client() {
         s.spawn(|| {
             let mut held = std::collections::VecDeque::new();
             while !stop.load(Ordering::Relaxed) {
-                if let Ok(c) = std::net::TcpStream::connect(listen.as_str()) {
+                if let Ok(c) = connect_from("127.0.0.2", &listen) {
                     held.push_back(c);
                     silent.fetch_add(1, Ordering::Relaxed);
                 }

@@ -81,6 +81,8 @@ pub enum ProxyEvent {
         data: Vec<u8>,
         /// What was done with it.
         relay: Relay,
+        /// Why its fields (or header) did not decode (it passed all the same).
+        error: Option<String>,
     },
     /// A leg's key, as a key-log line (`BEDROCK_SALT_KEY salt key`).
     KeyLog(Leg, String),
@@ -114,6 +116,10 @@ pub struct ProxySession {
     started: bool,
     /// The player's name, from its Login.
     pub name: Option<String>,
+    /// The player sent a Disconnect.
+    pub player_left: bool,
+    /// The upstream sent a Disconnect.
+    pub server_left: bool,
     events: VecDeque<ProxyEvent>,
 }
 
@@ -136,6 +142,8 @@ impl ProxySession {
             upstream_nethernet,
             started: false,
             name: None,
+            player_left: false,
+            server_left: false,
             events: VecDeque::new(),
         };
         s.set_transports();
@@ -164,20 +172,22 @@ impl ProxySession {
         }
         let packets = self.player.receive_raw(message);
         self.errors(Leg::Player);
-        for (data, name, fields) in packets {
-            let relay = match self.client_packet(&name, &fields, &data) {
-                Ok(r) => r,
+        for r in packets {
+            self.player_left |= r.name == "disconnect";
+            let relay = match self.client_packet(&r.name, &r.fields, &r.data) {
+                Ok(relay) => relay,
                 Err(e) => {
-                    self.error(Leg::Player, format!("{name}: {e}"));
+                    self.error(Leg::Player, format!("{}: {e}", r.name));
                     Relay::Consumed
                 }
             };
             self.events.push_back(ProxyEvent::Packet {
                 dir: Dir::C2s,
-                name,
-                fields,
-                data,
+                name: r.name,
+                fields: r.fields,
+                data: r.data,
                 relay,
+                error: r.error,
             });
         }
         self.upstream.flush();
@@ -187,23 +197,35 @@ impl ProxySession {
     pub fn from_upstream(&mut self, message: &[u8]) {
         let packets = self.upstream.receive_raw(message);
         self.errors(Leg::Upstream);
-        for (data, name, fields) in packets {
-            let relay = match self.server_packet(&name, &fields, &data) {
-                Ok(r) => r,
+        for r in packets {
+            self.server_left |= r.name == "disconnect";
+            let relay = match self.server_packet(&r.name, &r.fields, &r.data) {
+                Ok(relay) => relay,
                 Err(e) => {
-                    self.error(Leg::Upstream, format!("{name}: {e}"));
+                    self.error(Leg::Upstream, format!("{}: {e}", r.name));
                     Relay::Consumed
                 }
             };
             self.events.push_back(ProxyEvent::Packet {
                 dir: Dir::S2c,
-                name,
-                fields,
-                data,
+                name: r.name,
+                fields: r.fields,
+                data: r.data,
                 relay,
+                error: r.error,
             });
         }
         self.player.flush();
+    }
+
+    /// Tell the player its session is over (the upstream went without a
+    /// word): a Disconnect with `message`, ours.
+    pub fn disconnect_player(&mut self, message: &str) -> Result<(), SpeakError> {
+        self.player.flush();
+        self.player
+            .queue("disconnect", json!({"message": message}))?;
+        self.player.flush();
+        Ok(())
     }
 
     /// The next message for the player's transport.

@@ -132,6 +132,21 @@ pub(crate) fn merge(base: &mut Value, set: &Value) {
     }
 }
 
+/// One packet of a delivered message.
+pub(crate) struct Received {
+    /// Its bytes, header included.
+    pub(crate) data: Vec<u8>,
+    /// Its name (`unknown(0x..)` when the version has none, `unparsed`
+    /// when its header does not read).
+    pub(crate) name: String,
+    /// Its fields (null where they do not decode).
+    pub(crate) fields: Value,
+    /// Why its fields (or its header) did not decode.
+    pub(crate) error: Option<String>,
+    /// Its header read.
+    pub(crate) header: bool,
+}
+
 /// The state one end of a Bedrock connection keeps.
 #[derive(Clone)]
 pub struct Speaker {
@@ -205,19 +220,30 @@ impl Speaker {
     /// A delivered 0xFE message's packets: name and fields (an error event
     /// for what does not read).
     pub(crate) fn receive(&mut self, message: &[u8]) -> Vec<(String, Value)> {
-        let packets = self.receive_raw(message);
-        for (_, name, fields) in &packets {
+        let mut out = Vec::new();
+        for r in self.receive_raw(message) {
+            if let Some(e) = r.error {
+                self.event(SessionEvent::Error(match r.header {
+                    true => format!("{}: {e}", r.name),
+                    false => e,
+                }));
+                if !r.header {
+                    continue;
+                }
+            }
             self.event(SessionEvent::Packet {
-                name: name.clone(),
-                fields: fields.clone(),
+                name: r.name.clone(),
+                fields: r.fields.clone(),
             });
+            out.push((r.name, r.fields));
         }
-        packets.into_iter().map(|(_, n, f)| (n, f)).collect()
+        out
     }
 
-    /// [`Self::receive`] with each packet's bytes (its header included),
-    /// and no `Packet` events.
-    pub(crate) fn receive_raw(&mut self, message: &[u8]) -> Vec<(Vec<u8>, String, Value)> {
+    /// A delivered message's packets, each with its bytes (its header
+    /// included) and what did not read in it; no events but for a batch
+    /// that does not read at all.
+    pub(crate) fn receive_raw(&mut self, message: &[u8]) -> Vec<Received> {
         let packets = match self.codec.decode(message) {
             Ok(p) => p,
             Err(e) => {
@@ -228,24 +254,31 @@ impl Speaker {
         let mut out = Vec::with_capacity(packets.len());
         for p in packets {
             let Some(h) = Header::parse(&p) else {
-                self.event(SessionEvent::Error(
-                    "a packet header that does not parse".into(),
-                ));
+                out.push(Received {
+                    data: p,
+                    name: "unparsed".into(),
+                    fields: Value::Null,
+                    error: Some("a packet header that does not parse".into()),
+                    header: false,
+                });
                 continue;
             };
             let name = self
                 .defs
                 .name(h.id)
                 .map_or_else(|| format!("unknown({:#x})", h.id), str::to_string);
-            let fields = match self.defs.decode(h.id, &p[h.len..], self.session) {
-                Some(Ok(v)) => v,
-                Some(Err(e)) => {
-                    self.event(SessionEvent::Error(format!("{name}: {e}")));
-                    Value::Null
-                }
-                None => Value::Null,
+            let (fields, error) = match self.defs.decode(h.id, &p[h.len..], self.session) {
+                Some(Ok(v)) => (v, None),
+                Some(Err(e)) => (Value::Null, Some(e.to_string())),
+                None => (Value::Null, None),
             };
-            out.push((p, name, fields));
+            out.push(Received {
+                data: p,
+                name,
+                fields,
+                error,
+                header: true,
+            });
         }
         out
     }

@@ -233,6 +233,22 @@ fn unhex_fingerprint(text: &str) -> Option<[u8; 32]> {
     bytes?.try_into().ok()
 }
 
+/// dimpl's configuration, the same for every connection: made once (its
+/// checks cost a debug build 47 ms, which a flood of offers paid each).
+fn config() -> Result<Arc<Config>, RtcError> {
+    static CONFIG: std::sync::OnceLock<Result<Arc<Config>, String>> = std::sync::OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            Config::builder()
+                .with_crypto_provider(provider())
+                .build()
+                .map(Arc::new)
+                .map_err(|e| e.to_string())
+        })
+        .clone()
+        .map_err(RtcError::Dtls)
+}
+
 impl Rtc {
     /// A connection as `cfg` says, started at `now`. `tie_breaker` and
     /// `ids` (STUN transaction ids) come from the caller's randomness.
@@ -244,15 +260,11 @@ impl Rtc {
     ) -> Result<Rtc, RtcError> {
         let remote_sha256 = unhex_fingerprint(&cfg.remote_fingerprint)
             .ok_or_else(|| RtcError::Fingerprint(cfg.remote_fingerprint.clone()))?;
-        let config = Config::builder()
-            .with_crypto_provider(provider())
-            .build()
-            .map_err(|e| RtcError::Dtls(e.to_string()))?;
         let cert = DtlsCertificate {
             certificate: cfg.cert.der.clone(),
             private_key: cfg.cert.key_pkcs8.clone(),
         };
-        let mut dtls = Dtls::new_12(Arc::new(config), cert, now);
+        let mut dtls = Dtls::new_12(config()?, cert, now);
         if cfg.dtls_client {
             dtls.set_active(true);
         } else {

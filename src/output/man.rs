@@ -245,46 +245,6 @@ pub fn bash_fixed(script: &str, bin: &str) -> String {
     script.replace(&wrong, &right)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bash_cases_are_named_as_the_loop_names_them() {
-        let script = "    case \"${cmd}\" in\n        raknet__subcmd__dissect__subcmd__messages)\n";
-        let fixed = bash_fixed(script, "raknet-dissect");
-        assert!(fixed.contains("        raknet__dissect__subcmd__messages)\n"));
-        assert!(!fixed.contains("raknet__subcmd__dissect"));
-        assert_eq!(bash_fixed("a__subcmd__b", "ab"), "a__subcmd__b");
-    }
-
-    #[test]
-    fn roff_escapes() {
-        assert_eq!(roff_text(".x -Y a\\b\n'q"), "\\&.x \\-Y a\\eb\n\\&'q");
-    }
-
-    #[test]
-    fn exit_codes_go_to_the_commands_that_give_them() {
-        let codes = |name, filter| -> Vec<&str> {
-            exit_status(name, filter)
-                .iter()
-                .map(|b| match b {
-                    Block::Item(code, _) => *code,
-                    _ => "?",
-                })
-                .collect()
-        };
-        assert_eq!(codes(None, false).len(), 11);
-        assert_eq!(codes(Some("ping"), false), ["0", "1", "2", "6"]);
-        assert_eq!(codes(Some("connect"), false), ["0", "1", "2", "6", "10"]);
-        assert_eq!(
-            codes(Some("read"), true),
-            ["0", "1", "2", "3", "4", "5", "9"]
-        );
-        assert_eq!(codes(Some("live"), true), ["0", "1", "2", "4", "8"]);
-    }
-}
-
 /// The command tree `root`, built (so that subcommands know their full
 /// names), without the `help` subcommand, which has no page.
 pub fn built(root: clap::Command) -> clap::Command {
@@ -360,4 +320,44 @@ pub fn render(
         man.render_version_section(out)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bash_cases_are_named_as_the_loop_names_them() {
+        let script = "    case \"${cmd}\" in\n        raknet__subcmd__dissect__subcmd__messages)\n";
+        let fixed = bash_fixed(script, "raknet-dissect");
+        assert!(fixed.contains("        raknet__dissect__subcmd__messages)\n"));
+        assert!(!fixed.contains("raknet__subcmd__dissect"));
+        assert_eq!(bash_fixed("a__subcmd__b", "ab"), "a__subcmd__b");
+    }
+
+    #[test]
+    fn roff_escapes() {
+        assert_eq!(roff_text(".x -Y a\\b\n'q"), "\\&.x \\-Y a\\eb\n\\&'q");
+    }
+
+    #[test]
+    fn exit_codes_go_to_the_commands_that_give_them() {
+        let codes = |name, filter| -> Vec<&str> {
+            exit_status(name, filter)
+                .iter()
+                .map(|b| match b {
+                    Block::Item(code, _) => *code,
+                    _ => "?",
+                })
+                .collect()
+        };
+        assert_eq!(codes(None, false).len(), 11);
+        assert_eq!(codes(Some("ping"), false), ["0", "1", "2", "6"]);
+        assert_eq!(codes(Some("connect"), false), ["0", "1", "2", "6", "10"]);
+        assert_eq!(
+            codes(Some("read"), true),
+            ["0", "1", "2", "3", "4", "5", "9"]
+        );
+        assert_eq!(codes(Some("live"), true), ["0", "1", "2", "4", "8"]);
+    }
 }

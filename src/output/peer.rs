@@ -70,8 +70,9 @@ impl PeerRecord {
             PeerRecord::Game(r) => {
                 let keys = crate::output::game::key_fields(&r.fields);
                 let relay = r.relay.map_or(String::new(), |w| format!(" [{w}]"));
+                let error = (r.error.as_ref()).map_or(String::new(), |e| format!(" [error: {e}]"));
                 format!(
-                    "{:>11.6} {} {} {}{relay}{keys}",
+                    "{:>11.6} {} {} {}{relay}{keys}{error}",
                     r.ts, r.peer, r.dir, r.name
                 )
             }

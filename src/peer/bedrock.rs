@@ -187,6 +187,7 @@ pub(crate) fn record_event(
                 name,
                 fields,
                 relay: None,
+                error: None,
             }));
         }
         SessionEvent::KeyLog(line) => {

@@ -47,6 +47,9 @@ pub const MAX_HTTP: usize = 32;
 pub const HTTP_TIMEOUT: Duration = Duration::from_secs(5);
 /// Players not yet joined, at most.
 pub const MAX_PENDING: usize = 16;
+/// Players not yet joined from one address (of their signaling
+/// connection), at most.
+pub const MAX_PENDING_PER_IP: usize = 4;
 /// From the answer to both channels open, at most.
 pub const JOIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Reading datagrams in one turn stops after this long: then the
@@ -94,7 +97,9 @@ struct Player {
     since: Instant,
     joined: bool,
     key_logged: bool,
-    client_identity: String,
+    /// Its offer: its `a=identity` is checked when it joins (a flood's
+    /// offers never do, and each check is two P-384 verifications).
+    offer: sdp::Sdp,
     network_id: String,
     /// From its spawn, with `--replay`: when, and the next scripted packet.
     playing: Option<(Duration, usize)>,
@@ -148,8 +153,9 @@ pub struct Pending {
     pub rtc: Rtc,
     /// Its game.
     pub game: GameServer,
-    /// What its offer's `a=identity` says.
-    pub client_identity: String,
+    /// Its offer (its `a=identity` checked when it joins:
+    /// [`identity::summary`]).
+    pub offer: sdp::Sdp,
     /// The network id of its `POST /v1/join/{id}`.
     pub network_id: String,
 }
@@ -264,7 +270,6 @@ impl Signaling {
             .filter(|c| c.transport == "udp" && c.address.is_ipv4() == local_ip.is_ipv4())
             .map(|c| c.address)
             .collect();
-        let client_identity = identity::summary(&offer);
         let (our_ufrag, our_pwd) = (
             crate::nethernet::ice::random_credential(4)?,
             crate::nethernet::ice::random_credential(22)?,
@@ -307,7 +312,7 @@ impl Signaling {
             remotes,
             rtc,
             game,
-            client_identity,
+            offer,
             network_id: network_id.to_string(),
         };
         let answer = response(200, "OK", "application/sdp", answer.write().as_bytes());
@@ -352,13 +357,35 @@ impl Server<'_> {
             Reply::Respond(out) => return Ok(out),
             Reply::Join(out, p) => (out, p),
         };
-        let pending = self.players.iter().filter(|p| !p.joined).count();
-        if pending >= MAX_PENDING || self.players.len() >= self.plan.max_clients + MAX_PENDING {
+        // Room is made at the address with the most players still
+        // joining (this one's when it has its share): its oldest that has
+        // not checked, else its oldest. A flood from one address keeps
+        // only its newest few; a client from another keeps its place.
+        let pending = |ip| {
+            (self.players.iter())
+                .filter(|p| !p.joined && p.peer.ip() == ip)
+                .count()
+        };
+        let total = self.players.iter().filter(|p| !p.joined).count();
+        let full =
+            total >= MAX_PENDING || self.players.len() >= self.plan.max_clients + MAX_PENDING;
+        let from = if pending(peer.ip()) >= MAX_PENDING_PER_IP {
+            Some(peer.ip())
+        } else if full {
+            (self.players.iter())
+                .filter(|p| !p.joined)
+                .map(|p| p.peer.ip())
+                .max_by_key(|&ip| pending(ip))
+        } else {
+            None
+        };
+        if let Some(ip) = from {
+            let of_ip = |p: &Player| !p.joined && p.peer.ip() == ip;
             let silent = self
                 .players
                 .iter()
-                .position(|p| !p.joined && !p.rtc.checked());
-            if let Some(i) = silent.or_else(|| self.players.iter().position(|p| !p.joined)) {
+                .position(|p| of_ip(p) && !p.rtc.checked());
+            if let Some(i) = silent.or_else(|| self.players.iter().position(of_ip)) {
                 let old = self.players.remove(i);
                 let why = "a newer offer took its place".into();
                 self.said(report, &old, "evicted", why)?;
@@ -369,7 +396,7 @@ impl Server<'_> {
             remotes,
             rtc,
             game,
-            client_identity,
+            offer,
             network_id,
         } = *p;
         self.players.push(Player {
@@ -383,7 +410,7 @@ impl Server<'_> {
             since: Instant::now(),
             joined: false,
             key_logged: false,
-            client_identity,
+            offer,
             network_id,
             playing: None,
         });
@@ -567,7 +594,10 @@ impl Server<'_> {
                             remote: p.rtc_remote(),
                             dtls_role: "client",
                             join_ms: crate::records::peer::ms(p.since.elapsed()),
-                            server_identity: format!("the client's: {}", p.client_identity),
+                            server_identity: format!(
+                                "the client's: {}",
+                                identity::summary(&p.offer)
+                            ),
                         }))?;
                     }
                 }
@@ -860,11 +890,8 @@ mod tests {
             panic!("refused: {}", said(&r))
         };
         assert_eq!(p.network_id, "77");
-        assert!(
-            p.client_identity.contains("fingerprints signed"),
-            "{}",
-            p.client_identity
-        );
+        let client = identity::summary(&p.offer);
+        assert!(client.contains("fingerprints signed"), "{client}");
         assert!(!p.remotes.is_empty());
         let text = String::from_utf8(out).unwrap();
         let answer = sdp::Sdp::parse(text.split_once("\r\n\r\n").unwrap().1).unwrap();

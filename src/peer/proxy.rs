@@ -268,6 +268,9 @@ struct Player {
     session: ProxySession,
     /// Why it ends, once it does.
     ended: Option<String>,
+    /// The upstream is gone: the player's connection closes at this time
+    /// (on the server's clock) unless the player closes it first.
+    closing: Option<(Duration, String)>,
 }
 
 /// Packets by name, each way.
@@ -290,6 +293,9 @@ pub fn proxy(
     let mut cfg = dialect.server(None);
     cfg.guid = guid;
     cfg.max_clients = plan.max_players;
+    // Every Bedrock client's RakNet: 10 (jsp-raknet, the game before
+    // 1.19.30) or 11.
+    cfg.accept_protocols = vec![10, 11];
     let mut server = match super::Server::bind(plan.listen, cfg) {
         Ok(s) => s,
         Err(e) => anyhow::bail!("cannot listen on {}: {e}", plan.listen),
@@ -351,6 +357,7 @@ pub fn proxy(
                         up,
                         session,
                         ended: None,
+                        closing: None,
                     });
                 }
                 Event::Message(m) if m.data.first() == Some(&0xfe) => {
@@ -388,9 +395,20 @@ pub fn proxy(
                         }))?
                     }
                     UpEvent::Message(m) => p.session.from_upstream(&m),
-                    UpEvent::Closed(why) => {
-                        p.ended.get_or_insert(why);
+                    // The player hears of it (a Disconnect, unless one
+                    // went either way) and has a moment to leave itself.
+                    UpEvent::Closed(why) if p.closing.is_none() => {
+                        let s = &mut p.session;
+                        if !s.player_left && !s.server_left {
+                            let m = format!("raknet-dissect proxy: the upstream is gone ({why})");
+                            if let Err(e) = s.disconnect_player(&m) {
+                                report.warn(&format!("{}: {e}", p.addr));
+                            }
+                        }
+                        let grace = Duration::from_millis(if s.player_left { 2000 } else { 500 });
+                        p.closing = Some((now + grace, why));
                     }
+                    UpEvent::Closed(_) => {}
                 }
             }
             while let Some(m) = p.session.poll_to_upstream() {
@@ -405,6 +423,12 @@ pub fn proxy(
             }
             while let Some(e) = p.session.poll_event() {
                 said(plan, report, p.addr, ts, e, &mut counts)?;
+            }
+        }
+        for p in &mut players {
+            if p.closing.as_ref().is_some_and(|(at, _)| *at <= now) {
+                let (_, why) = p.closing.take().unwrap_or_default();
+                p.ended.get_or_insert(why);
             }
         }
         let mut i = 0;
@@ -468,6 +492,7 @@ fn said(
             name,
             fields,
             relay,
+            error,
             ..
         } => {
             let by = match dir {
@@ -490,6 +515,7 @@ fn said(
                     Relay::Rewritten => Some("rewritten"),
                     Relay::Consumed => Some("consumed"),
                 },
+                error,
             }))
         }
         ProxyEvent::KeyLog(leg, line) => {

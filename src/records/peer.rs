@@ -151,6 +151,10 @@ pub struct PeerGameJson {
     /// handshake); absent for a packet passed as it came.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) relay: Option<&'static str>,
+    /// `proxy`: why the fields did not decode (the packet passed all the
+    /// same), as `game`'s `error`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) error: Option<String>,
 }
 
 /// `proxy`'s last record: every game packet by name, each way.

@@ -1,0 +1,219 @@
+//! `proxy` between real Bedrock peers: bedrock-protocol's client (npm, on
+//! jsp-raknet) logs in through our proxy to bedrock-protocol's server,
+//! each recording from inside what it sent and what its decoder got
+//! (scripts/bedrock_peers.js): every packet either sent, but the few the
+//! proxy rewrites or ends (the Login, each leg's encryption handshake),
+//! reaches the other byte for byte and in order, with every packet type
+//! of the version each way (`--every`); each leg's key is the one its
+//! peer derived.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use common::Work;
+use serde_json::Value;
+
+/// bedrock-protocol under target/bedrock-node (scripts/bedrock-setup.sh).
+fn peers_ready() -> bool {
+    if !common::require_tool("node") || !common::require_tool("npm") || !common::require_root() {
+        return false;
+    }
+    let setup = common::root().join("scripts/bedrock-setup.sh");
+    let ok = Command::new("bash")
+        .arg(&setup)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        common::skip_or_fail("bedrock-protocol not installed (scripts/bedrock-setup.sh failed)");
+    }
+    ok
+}
+
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("NDJSON"))
+        .collect()
+}
+
+/// bedrock_peers.js as `role` (`server-only` or `client-only`) on `port`,
+/// its files named after the role.
+fn bedrock_peer(role: &str, version: &str, port: u16, work: &Work, every: &str) -> Command {
+    let side = role.trim_end_matches("-only");
+    let mut cmd = Command::new("node");
+    cmd.arg(common::root().join("scripts/bedrock_peers.js"))
+        .args(["--version", version, "--port", &port.to_string()])
+        .args([
+            &format!("--{role}"),
+            "1",
+            "--timeout",
+            "15",
+            "--every",
+            every,
+        ])
+        .arg("--out")
+        .arg(work.file(&format!("{side}-sent.jsonl")))
+        .arg("--received")
+        .arg(work.file(&format!("{side}-got.jsonl")))
+        .arg("--keylog")
+        .arg(work.file(&format!("{side}.keylog")));
+    cmd
+}
+
+/// `(name, hex)` of each packet of `records` (bedrock_peers.js's), but
+/// those the proxy rewrites or ends.
+fn passed(records: &[Value]) -> Vec<(String, String)> {
+    const ENDED: [&str; 3] = [
+        "login",
+        "client_to_server_handshake",
+        "server_to_client_handshake",
+    ];
+    records
+        .iter()
+        .filter(|r| !ENDED.contains(&r["name"].as_str().unwrap_or("")))
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap_or("").to_string(),
+                r["hex"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// `got` is `want`, or where they part, and how long each is.
+fn same(got: &[(String, String)], want: &[(String, String)], what: &str) {
+    if let Some(i) = (0..got.len().max(want.len())).find(|&i| got.get(i) != want.get(i)) {
+        panic!(
+            "{what}: they part at packet {i} of {} got, {} sent: got {:?}, sent {:?}",
+            got.len(),
+            want.len(),
+            got.get(i),
+            want.get(i)
+        );
+    }
+}
+
+#[test]
+fn bedrock_protocols_client_plays_through_the_proxy_byte_for_byte() {
+    if !peers_ready() {
+        return;
+    }
+    for version in ["1.26.45", "1.21.50"] {
+        let work = Work::new(&format!("proxy-{version}"));
+        let (upstream, listen) = (common::free_port_pair(), common::free_port_pair());
+        let mut server = bedrock_peer("server-only", version, upstream, &work, "7");
+        server.stderr(std::process::Stdio::piped());
+        let mut server = common::Proc::spawn(&mut server, "bedrock_peers.js --server-only");
+        let mut err = std::io::BufReader::new(server.child.stderr.take().unwrap());
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+        assert!(line.contains("waiting for a client"), "{line}");
+        std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+        let keys = work.file("proxy.keylog");
+        let args = common::args(&[
+            "proxy",
+            "--listen",
+            &format!("127.0.0.1:{listen}"),
+            "--upstream",
+            &format!("127.0.0.1:{upstream}"),
+            "--once",
+            "--json",
+            "--keylog-out",
+            keys.to_str().unwrap(),
+        ]);
+        let mut proxy = common::Ours::spawn(&args, None);
+        proxy
+            .wait_record("listening", Duration::from_secs(10))
+            .expect("listening");
+        let client = bedrock_peer("client-only", version, listen, &work, "7")
+            .output()
+            .expect("node runs");
+        assert!(
+            client.status.success(),
+            "{version}: the client: {}",
+            String::from_utf8_lossy(&client.stderr)
+        );
+        let f = proxy.finish(Duration::from_secs(20));
+        assert_eq!(f.code, Some(0), "{version}: {}", f.stderr);
+        assert_eq!(
+            server.exit_code(Duration::from_secs(20)),
+            Some(0),
+            "{version}: the server"
+        );
+        // What each sent, the other got, in order, byte for byte.
+        let (c_sent, c_got) = (
+            lines(&work.file("client-sent.jsonl")),
+            lines(&work.file("client-got.jsonl")),
+        );
+        let (s_sent, s_got) = (
+            lines(&work.file("server-sent.jsonl")),
+            lines(&work.file("server-got.jsonl")),
+        );
+        let (up, down) = (passed(&c_sent), passed(&s_sent));
+        println!(
+            "{version}: c2s {} packets sent, {} passed; s2c {} sent, {} passed",
+            c_sent.len(),
+            up.len(),
+            s_sent.len(),
+            down.len()
+        );
+        assert!(
+            up.len() > 100 && down.len() > 100,
+            "--every: {} {}",
+            up.len(),
+            down.len()
+        );
+        // The server stops reading at the client's first Disconnect (the
+        // client may send one more as it closes).
+        let first_bye = up
+            .iter()
+            .position(|(n, _)| n == "disconnect")
+            .expect("a disconnect");
+        let got = passed(&s_got);
+        let upto = got.len().clamp(first_bye + 1, up.len());
+        same(
+            &got,
+            &up[..upto],
+            &format!("{version}: the server got what the client sent"),
+        );
+        same(
+            &passed(&c_got),
+            &down,
+            &format!("{version}: the client got what the server sent"),
+        );
+        // Each leg's key is its peers'.
+        let ours = std::fs::read_to_string(&keys).unwrap();
+        for side in ["client", "server"] {
+            let theirs = std::fs::read_to_string(work.file(&format!("{side}.keylog"))).unwrap();
+            let key = theirs.split_whitespace().last().unwrap();
+            assert!(
+                ours.contains(key),
+                "{version}: the {side}'s key {theirs} in {ours}"
+            );
+        }
+        // The proxy showed and counted both ways.
+        let counts = f.one("game_counts");
+        assert_eq!(counts["players"], 1);
+        let count = |dir: &str| -> u64 {
+            counts[dir]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|v| v.as_u64().unwrap())
+                .sum()
+        };
+        assert_eq!(count("c2s") as usize, c_sent.len(), "{version}");
+        assert_eq!(count("s2c") as usize, s_sent.len(), "{version}");
+        let rewritten: Vec<&str> = f
+            .of_type("game")
+            .iter()
+            .filter(|r| r.get("relay").is_some())
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(rewritten.len(), 3, "{rewritten:?}");
+    }
+}
