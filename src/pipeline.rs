@@ -188,6 +188,14 @@ pub enum Item<'p, 'a> {
         /// Index of the file in [`Input::Files`] (0 for a reader).
         file: usize,
     },
+    /// Secrets of a kind the pipeline does not use itself (a pcapng
+    /// Decryption Secrets Block: Bedrock's key log), for the packets after.
+    Secrets {
+        /// The secrets type ([`crate::capture::Secrets`]).
+        kind: u32,
+        /// The secrets.
+        data: &'p [u8],
+    },
     /// The pipeline starts reading file `index` (not for a reader).
     File {
         /// Index of the file in [`Input::Files`].
@@ -711,7 +719,10 @@ impl Pipeline {
                 }
             }
             let Some(d) = slot.next.take() else { continue };
-            self.secrets(std::mem::take(&mut slot.secrets));
+            if self.secrets(std::mem::take(&mut slot.secrets), each)? {
+                ended.stopped = true;
+                break;
+            }
             if current != Some(index) {
                 current = Some(index);
                 let path = &paths[index];
@@ -760,7 +771,10 @@ impl Pipeline {
                     break;
                 }
             };
-            self.secrets(reader.take_secrets());
+            if self.secrets(reader.take_secrets(), each)? {
+                stop = true;
+                break;
+            }
             if self.datagram(d, &mut reader, file, mirror, first_ts, obs, each)? {
                 stop = true;
                 break;
@@ -771,13 +785,25 @@ impl Pipeline {
     }
 
     /// A capture's secrets: the DTLS key-log lines open the NetherNet
-    /// records after them (other kinds are not used).
-    fn secrets(&mut self, secrets: Vec<crate::capture::Secrets>) {
+    /// records after them; other kinds go to `each`. True when it asked to
+    /// stop.
+    fn secrets<E>(
+        &mut self,
+        secrets: Vec<crate::capture::Secrets>,
+        each: &mut impl FnMut(Item<'_, '_>) -> Result<Next, E>,
+    ) -> Result<bool, E> {
         for s in secrets {
             if s.kind == crate::capture::Secrets::TLS_KEY_LOG {
                 self.nethernet.add_keys(&String::from_utf8_lossy(&s.data));
+            } else if each(Item::Secrets {
+                kind: s.kind,
+                data: &s.data,
+            })? == Next::Stop
+            {
+                return Ok(true);
             }
         }
+        Ok(false)
     }
 
     /// One datagram of `reader` (which gets its buffer back) through the

@@ -114,6 +114,7 @@ fn bedrock_protocols_client_plays_through_the_proxy_byte_for_byte() {
         assert!(line.contains("waiting for a client"), "{line}");
         std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
         let keys = work.file("proxy.keylog");
+        let pcapng = work.file("proxy.pcapng");
         let args = common::args(&[
             "proxy",
             "--listen",
@@ -124,6 +125,8 @@ fn bedrock_protocols_client_plays_through_the_proxy_byte_for_byte() {
             "--json",
             "--keylog-out",
             keys.to_str().unwrap(),
+            "-w",
+            pcapng.to_str().unwrap(),
         ]);
         let mut proxy = common::Ours::spawn(&args, None);
         proxy
@@ -215,5 +218,55 @@ fn bedrock_protocols_client_plays_through_the_proxy_byte_for_byte() {
             .map(|r| r["name"].as_str().unwrap())
             .collect();
         assert_eq!(rewritten.len(), 3, "{rewritten:?}");
+        // Its capture of both legs opens in `game` with the keys inside:
+        // each leg shows what its receivers got, nothing opaque.
+        let o = common::run_bin(&["game", pcapng.to_str().unwrap(), "--json"]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let records: Vec<Value> = String::from_utf8(o.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let opaque = records.iter().filter(|r| r["type"] != "game").count();
+        assert_eq!(opaque, 0, "{version}: every batch of both legs decrypts");
+        let mut flows: Vec<u64> = records
+            .iter()
+            .map(|r| r["flow"].as_u64().unwrap())
+            .collect();
+        flows.sort_unstable();
+        flows.dedup();
+        assert_eq!(flows.len(), 2, "{version}: a flow per leg");
+        let leg = |flow: u64, dir: &str| -> Vec<(String, String)> {
+            let shown: Vec<Value> = records
+                .iter()
+                .filter(|r| r["flow"] == flow && r["dir"] == dir)
+                .map(|r| serde_json::json!({"name": r["name"], "hex": r["data"]}))
+                .collect();
+            passed(&shown)
+        };
+        let (player, upstream) = (flows[0], flows[1]);
+        same(
+            &leg(upstream, "c2s"),
+            &passed(&s_got)[..],
+            &format!("{version}: the upstream leg c2s"),
+        );
+        same(
+            &leg(player, "s2c"),
+            &passed(&c_got)[..],
+            &format!("{version}: the player's leg s2c"),
+        );
+        // tshark reads the file.
+        if common::require_tool("tshark") {
+            let t = Command::new("tshark")
+                .arg("-r")
+                .arg(&pcapng)
+                .output()
+                .unwrap();
+            assert!(
+                t.status.success(),
+                "tshark: {}",
+                String::from_utf8_lossy(&t.stderr)
+            );
+        }
     }
 }

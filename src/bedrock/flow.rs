@@ -340,6 +340,11 @@ pub struct LoginProgress {
 impl GameFlow {
     /// `signatures`: check the login's signatures (see
     /// [`Learned::unchecked`]).
+    /// The keys from now on (a capture's secrets, read as they come).
+    pub(crate) fn set_keys(&mut self, keys: Arc<Keys>) {
+        self.keys = keys;
+    }
+
     pub fn new(raknet_protocol: Option<u8>, keys: Arc<Keys>, signatures: bool) -> Self {
         GameFlow {
             raknet_protocol,

@@ -118,6 +118,21 @@ impl Game {
         }
     }
 
+    /// Secrets a capture carries (a pcapng Decryption Secrets Block of
+    /// kind [`crate::capture::Secrets::BEDROCK_KEY_LOG`]): the key-log lines
+    /// join the keys given, for every flow's batches not yet opened. The
+    /// lines that do not read, in words.
+    pub fn secrets(&mut self, kind: u32, data: &[u8]) -> Vec<String> {
+        if kind != crate::capture::Secrets::BEDROCK_KEY_LOG {
+            return Vec::new();
+        }
+        let warnings = Arc::make_mut(&mut self.keys).add_key_log(&String::from_utf8_lossy(data));
+        for f in self.flows.values_mut() {
+            f.set_keys(Arc::clone(&self.keys));
+        }
+        warnings
+    }
+
     /// A game layer for naming and counting packets: the logins'
     /// signatures unchecked.
     pub(crate) fn counting(detect: Detect, keys: Keys) -> Self {

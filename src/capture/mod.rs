@@ -105,6 +105,10 @@ impl Secrets {
     /// `TLSK`: TLS and DTLS secrets as NSS key-log lines (`CLIENT_RANDOM ...`),
     /// as Wireshark's `editcap --inject-secrets tls,FILE` writes them.
     pub const TLS_KEY_LOG: u32 = 0x544c_534b;
+    /// `BDKL`, ours (not in the pcapng registry): Bedrock's keys as key-log
+    /// lines (`BEDROCK_SALT_KEY`, `BEDROCK_KEY`, ...: docs/proxy.md), as
+    /// `proxy -w` writes them; `game` and the others read them.
+    pub const BEDROCK_KEY_LOG: u32 = 0x4244_4b4c;
     /// The block type of a Decryption Secrets Block.
     pub const BLOCK: u32 = 0x0000_000A;
 }

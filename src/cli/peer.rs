@@ -288,18 +288,17 @@ pub struct ProxyArgs {
     /// Show only these packets (names, comma-separated).
     #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
     pub only: Vec<String>,
+    /// Write both legs to this pcapng file, every key inside (`game FILE` needs no key argument).
+    #[arg(short = 'w', long = "write", value_name = "FILE")]
+    pub write: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
 }
 
 pub fn run_proxy(a: &ProxyArgs, out: &mut impl Write) -> anyhow::Result<u8> {
-    let (v, k, shown) = (
-        a.version.clone(),
-        a.keylog_out.clone(),
-        (a.hide.clone(), a.only.clone()),
-    );
-    let plan =
-        crate::peer::proxy::plan((a.listen, a.upstream), v, (a.max_players, a.once), k, shown);
+    let (v, k, w) = (a.version.clone(), a.keylog_out.clone(), a.write.clone());
+    let (shown, p) = ((a.hide.clone(), a.only.clone()), (a.max_players, a.once));
+    let plan = crate::peer::proxy::plan((a.listen, a.upstream), v, p, k, shown, w);
     let stop = crate::capture::live::stop_on_interrupt();
     Ok(crate::peer::proxy::proxy(&plan, &stop, &mut a.output.printer(out))?.code())
 }

@@ -168,6 +168,10 @@ impl PacketRecords {
                 file,
             } => self.nethernet(*packet, payload, since, file),
             Item::Packet { .. } | Item::Counted(_) => return None,
+            Item::Secrets { kind, data } => {
+                self.game.secrets(kind, data);
+                return None;
+            }
         })
     }
 }

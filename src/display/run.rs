@@ -383,6 +383,9 @@ pub fn handshakes(
                     .or_insert_with(|| discovery.unwrap_or_default());
                 s.observe_lan(l, p.flow, (p.frame, p.ts), (p.src, p.dst), p.dir);
             }
+            Item::Secrets { kind, data } => {
+                game.secrets(kind, data);
+            }
             Item::File { .. } | Item::Counted(_) | Item::Owned { .. } => {}
         }
         Ok(Next::Continue)

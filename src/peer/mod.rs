@@ -513,6 +513,27 @@ pub(crate) struct Server {
     s: Socket,
     listener: Listener,
     out: Vec<u8>,
+    /// Every datagram sent and received goes here too (`proxy -w`).
+    pub(crate) recorder: Option<Recorder>,
+    /// The write error that stopped the recording, until it is taken.
+    pub(crate) record_error: Option<io::Error>,
+    /// The local address each peer's datagrams use, when the socket is
+    /// bound to a wildcard (what the kernel routes to it from).
+    locals: std::collections::HashMap<std::net::IpAddr, SocketAddr>,
+}
+
+/// The local address that datagrams to `peer` leave from, on a socket
+/// bound to `bound` (its own address unless a wildcard).
+fn local_toward(bound: SocketAddr, peer: SocketAddr) -> SocketAddr {
+    if !bound.ip().is_unspecified() {
+        return bound;
+    }
+    let routed = UdpSocket::bind(wildcard_for(peer))
+        .and_then(|s| s.connect(peer).and_then(|()| s.local_addr()));
+    match routed {
+        Ok(a) => SocketAddr::new(a.ip(), bound.port()),
+        Err(_) => bound,
+    }
 }
 
 impl Server {
@@ -523,6 +544,9 @@ impl Server {
             s,
             listener: Listener::new(cfg, bound),
             out: Vec::new(),
+            recorder: None,
+            record_error: None,
+            locals: std::collections::HashMap::new(),
         })
     }
 
@@ -564,6 +588,9 @@ impl Server {
             while let Some(to) = self.listener.poll_transmit(now, &mut self.out) {
                 let out = std::mem::take(&mut self.out);
                 let sent = self.s.send_to(to, &out).unwrap_or(true);
+                if sent {
+                    self.record(to, &out, true);
+                }
                 self.out = out;
                 if !sent {
                     break;
@@ -583,8 +610,10 @@ impl Server {
             match self.s.recv() {
                 Ok(Some((from, n))) => {
                     let now = self.s.now();
-                    let Socket { rbuf, .. } = &self.s;
-                    self.listener.handle(now, from, &rbuf[..n]);
+                    let data = std::mem::take(&mut self.s.rbuf);
+                    self.record(from, &data[..n], false);
+                    self.listener.handle(now, from, &data[..n]);
+                    self.s.rbuf = data;
                 }
                 Ok(None) => break,
                 Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
@@ -596,5 +625,24 @@ impl Server {
 
     pub(crate) fn poll_event(&mut self) -> Option<(SocketAddr, Event)> {
         self.listener.poll_event()
+    }
+
+    /// A datagram to or from `peer` into the recording, if any (a write
+    /// error stops it).
+    fn record(&mut self, peer: SocketAddr, data: &[u8], sent: bool) {
+        let Some(r) = &mut self.recorder else { return };
+        let bound = self.s.local_addr().unwrap_or(peer);
+        if self.locals.len() >= 4096 {
+            self.locals.clear();
+        }
+        let local = *self
+            .locals
+            .entry(peer.ip())
+            .or_insert_with(|| local_toward(bound, peer));
+        let (src, dst) = if sent { (local, peer) } else { (peer, local) };
+        if let Err(e) = r.record(src, dst, data) {
+            self.recorder = None;
+            self.record_error = Some(e);
+        }
     }
 }

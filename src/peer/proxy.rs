@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use super::run::{Outcome, Report};
 use crate::bedrock::proxy::{Leg, ProxyEvent, ProxySession, Relay, MAX_WAITING};
+use crate::capture::write::Recorder;
 use crate::records::peer::{
     ConnectedJson, GameCountsJson, PeerGameJson, PeerLoginJson, PeerRecord,
 };
@@ -48,6 +49,9 @@ pub struct ProxyPlan {
     pub hide: Vec<String>,
     /// Only these packets shown (by name), when any is given.
     pub only: Vec<String>,
+    /// Both legs' datagrams written here (pcapng), with both legs' keys in
+    /// Decryption Secrets Blocks.
+    pub write: Option<PathBuf>,
 }
 
 /// The plan of `proxy`: players on `listen`, the upstream `upstream`, game
@@ -60,6 +64,7 @@ pub fn plan(
     (max_players, once): (usize, bool),
     keylog_out: Option<PathBuf>,
     (hide, only): (Vec<String>, Vec<String>),
+    write: Option<PathBuf>,
 ) -> ProxyPlan {
     ProxyPlan {
         listen,
@@ -70,6 +75,7 @@ pub fn plan(
         keylog_out: super::bedrock::keylog_path(keylog_out),
         hide,
         only,
+        write,
     }
 }
 
@@ -161,18 +167,29 @@ impl Upstream {
     }
 
     /// Send what is due, read what came, drive the handshake and the
-    /// connection.
-    fn turn(&mut self, events: &mut Vec<UpEvent>) {
-        if let Err(why) = self.drive(events) {
+    /// connection; every datagram into `rec` too.
+    fn turn(&mut self, events: &mut Vec<UpEvent>, rec: &mut Option<Recorder>) {
+        if let Err(why) = self.drive(events, rec) {
             events.push(UpEvent::Closed(why));
             self.hs = None;
             self.conn = None;
         }
     }
 
-    fn drive(&mut self, events: &mut Vec<UpEvent>) -> Result<(), String> {
-        let target = self.target;
+    fn drive(
+        &mut self,
+        events: &mut Vec<UpEvent>,
+        rec: &mut Option<Recorder>,
+    ) -> Result<(), String> {
+        let (target, local) = (self.target, self.local);
         let e = |e: io::Error| format!("{target}: {e}");
+        let mut record = |src, dst, data: &[u8]| {
+            if let Some(r) = rec {
+                if r.record(src, dst, data).is_err() {
+                    *rec = None;
+                }
+            }
+        };
         if let Some(hs) = &mut self.hs {
             let now = self.s.now();
             if hs
@@ -180,9 +197,11 @@ impl Upstream {
                 .map_err(|x| x.to_string())?
             {
                 self.s.sock.send(&self.out).map_err(e)?;
+                record(local, target, &self.out);
             }
             while let Some((_, n)) = self.s.recv().map_err(e)? {
                 let now = self.s.now();
+                record(target, local, &self.s.rbuf[..n]);
                 match hs.handle(now, &self.s.rbuf[..n]) {
                     Ok(Some(c)) => {
                         self.conn = Some(c);
@@ -215,9 +234,11 @@ impl Upstream {
             if !self.s.send_to(target, &self.out).map_err(e)? {
                 break;
             }
+            record(local, target, &self.out);
         }
         while let Some((from, n)) = self.s.recv().map_err(e)? {
             if from == target {
+                record(target, local, &self.s.rbuf[..n]);
                 c.handle(self.s.now(), &self.s.rbuf[..n]);
             }
         }
@@ -245,17 +266,22 @@ impl Upstream {
             if !self.s.send_to(target, &self.out).map_err(e)? {
                 break;
             }
+            record(local, target, &self.out);
         }
         Ok(())
     }
 
     /// Disconnect, best effort.
-    fn close(&mut self) {
+    fn close(&mut self, rec: &mut Option<Recorder>) {
         if let Some(c) = &mut self.conn {
             let now = self.s.now();
             c.close(now);
             while c.poll_transmit(now, &mut self.out) {
-                let _ = self.s.sock.send(&self.out);
+                if self.s.sock.send(&self.out).is_ok() {
+                    if let Some(r) = rec {
+                        let _ = r.record(self.local, self.target, &self.out);
+                    }
+                }
             }
         }
     }
@@ -289,6 +315,9 @@ pub fn proxy(
     report: &mut dyn Report,
 ) -> anyhow::Result<Outcome> {
     let guid = super::run::new_guid()?;
+    // The version's definitions read now, not while the first player's
+    // handshake waits (a debug build takes a tenth of a second).
+    ProxySession::new(&plan.version, "", (false, false)).map_err(|e| anyhow::anyhow!(e))?;
     let dialect = super::bedrock::game_dialect_of(&plan.version, None, None);
     let mut cfg = dialect.server(None);
     cfg.guid = guid;
@@ -310,6 +339,11 @@ pub fn proxy(
             super::bedrock::bedrock_pong(&plan.version, guid, port, plan.max_players)
         });
     server.set_pong(pong);
+    if let Some(path) = &plan.write {
+        let r = Recorder::create(path);
+        server.recorder =
+            Some(r.map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?);
+    }
     report.record(super::bedrock::raknet_listening(&server, None)?)?;
     let mut players: Vec<Player> = Vec::new();
     let mut counts = Counts::default();
@@ -321,12 +355,18 @@ pub fn proxy(
         for p in &mut players {
             wait = wait.min(p.up.wait());
         }
+        if let Some(t) = server.listener.poll_timeout() {
+            wait = wait.min(t.saturating_sub(server.now()));
+        }
         if server.listener.is_busy() {
             wait = Duration::ZERO;
         }
         super::wait_any(&fds, wait)?;
         let now = server.now();
         server.step(now)?;
+        // The ACKs of what came go before the turn's work (a Login's
+        // checks and signatures take a debug build tens of ms).
+        server.step(server.now())?;
         let ts = now.as_secs_f64();
         while let Some((addr, e)) = server.poll_event() {
             match e {
@@ -376,7 +416,7 @@ pub fn proxy(
         let mut up_events = Vec::new();
         for p in &mut players {
             up_events.clear();
-            p.up.turn(&mut up_events);
+            p.up.turn(&mut up_events, &mut server.recorder);
             for e in up_events.drain(..) {
                 match e {
                     UpEvent::Connected(t) => {
@@ -422,6 +462,14 @@ pub fn proxy(
                 server.send(p.addr, &m, Reliability::RELIABLE_ORDERED, 0);
             }
             while let Some(e) = p.session.poll_event() {
+                if let (ProxyEvent::KeyLog(_, line), Some(r)) = (&e, &mut server.recorder) {
+                    // For the datagrams after it: the leg's encrypted batches.
+                    let kind = crate::capture::Secrets::BEDROCK_KEY_LOG;
+                    if let Err(e) = r.secrets(kind, format!("{line}\n").as_bytes()) {
+                        server.record_error = Some(e);
+                        server.recorder = None;
+                    }
+                }
                 said(plan, report, p.addr, ts, e, &mut counts)?;
             }
         }
@@ -431,6 +479,8 @@ pub fn proxy(
                 p.ended.get_or_insert(why);
             }
         }
+        // What the turn queued (ACKs, the relayed batches) goes now.
+        server.step(server.now())?;
         let mut i = 0;
         while i < players.len() {
             let Some(why) = players[i].ended.clone() else {
@@ -438,7 +488,7 @@ pub fn proxy(
                 continue;
             };
             let mut p = players.remove(i);
-            p.up.close();
+            p.up.close(&mut server.recorder);
             server.listener.close(now, p.addr);
             report.record(PeerRecord::Login(PeerLoginJson {
                 kind: "login",
@@ -452,11 +502,19 @@ pub fn proxy(
     }
     // What is owed still goes (the players' last acknowledgements).
     for p in &mut players {
-        p.up.close();
+        p.up.close(&mut server.recorder);
     }
     let until = server.now() + Duration::from_millis(50);
     while server.now() < until {
         server.step(until)?;
+    }
+    if let Some(mut r) = server.recorder.take() {
+        if let Err(e) = r.flush() {
+            server.record_error = Some(e);
+        }
+    }
+    if let (Some(e), Some(path)) = (server.record_error.take(), &plan.write) {
+        report.warn(&format!("{}: the capture stopped: {e}", path.display()));
     }
     report.record(PeerRecord::GameCounts(GameCountsJson {
         kind: "game_counts",

@@ -361,6 +361,10 @@ pub(crate) fn drive_messages(
                     })?;
                 }
                 obs.ended.iter().for_each(|&f| window.close(game, f));
+            } else if let Item::Secrets { kind, data } = item {
+                // For the messages after it: those before go first.
+                window.flush(game, &mut |m, g, s, f| each(Delivered::raknet(m, g), s, f))?;
+                game.secrets(kind, data);
             } else if let Item::Nethernet {
                 seen,
                 frame,
