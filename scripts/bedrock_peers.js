@@ -570,16 +570,19 @@ async function start () {
   // start the session's end a second time.
   let chatted = false
   const chatOnce = () => { if (!chatted) { chatted = true; chat() } }
-  client.on('level_chunk', () => ++round < play ? move() : chatOnce())
+  // --client-only: the chat, then the Disconnect half a second later (after --play's rounds).
+  const leave = () => {
+    chat()
+    setTimeout(() => {
+      client.write('disconnect', clientSchema.params('disconnect', { message: 'bye from the test client' }))
+      setTimeout(() => stop(0, 'client-only: the player spawned, chatted and left'), 500)
+    }, 500)
+  }
+  const last = () => clientOnly ? (chatted ? null : (chatted = true, leave())) : chatOnce()
+  client.on('level_chunk', () => ++round < play ? move() : last())
   client.on('spawn', () => {
-    if (clientOnly) {
-      chat()
-      setTimeout(() => {
-        client.write('disconnect', clientSchema.params('disconnect', { message: 'bye from the test client' }))
-        setTimeout(() => stop(0, 'client-only: the player spawned, chatted and left'), 500)
-      }, 500)
-    } else if (play > 0) move()
-    else chatOnce()
+    if (play > 0) move()
+    else last()
   })
   // bedrock-protocol's Client.disconnect() writes the packet and closes the
   // RakNet connection at once; jsp-raknet's client then sends its 0x15 but

@@ -218,8 +218,8 @@ fn bedrock_protocols_client_plays_through_the_proxy_byte_for_byte() {
             .map(|r| r["name"].as_str().unwrap())
             .collect();
         assert_eq!(rewritten.len(), 3, "{rewritten:?}");
-        // Its capture of both legs opens in `game` with the keys inside:
-        // each leg shows what its receivers got, nothing opaque.
+        // Its capture of both legs opens in `game` with the keys inside,
+        // nothing opaque: each leg carried what its sender sent.
         let o = common::run_bin(&["game", pcapng.to_str().unwrap(), "--json"]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let records: Vec<Value> = String::from_utf8(o.stdout)
@@ -247,12 +247,12 @@ fn bedrock_protocols_client_plays_through_the_proxy_byte_for_byte() {
         let (player, upstream) = (flows[0], flows[1]);
         same(
             &leg(upstream, "c2s"),
-            &passed(&s_got)[..],
+            &up,
             &format!("{version}: the upstream leg c2s"),
         );
         same(
             &leg(player, "s2c"),
-            &passed(&c_got)[..],
+            &down,
             &format!("{version}: the player's leg s2c"),
         );
         // tshark reads the file.

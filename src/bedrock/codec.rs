@@ -130,6 +130,33 @@ impl Codec {
 
     /// A 0xFE message's packets, each with its header.
     pub(crate) fn decode(&mut self, message: &[u8]) -> Result<Vec<Vec<u8>>, CodecError> {
+        self.decode_body(message).map(|(_, packets)| packets)
+    }
+
+    /// The body of `body` (decrypted, as [`Self::decode_body`] gives it)
+    /// as a message: encrypted if the key is set, behind 0xFE unless over
+    /// NetherNet. A proxy hands a batch on this way, its compression as it
+    /// came.
+    pub(crate) fn seal_body(&mut self, body: &[u8]) -> Vec<u8> {
+        let body = match &mut self.enc {
+            Some(e) => e.seal(body),
+            None => body.to_vec(),
+        };
+        if self.nethernet {
+            return body;
+        }
+        let mut out = Vec::with_capacity(body.len() + 1);
+        out.push(0xfe);
+        out.extend(body);
+        out
+    }
+
+    /// [`Self::decode`], with the message's body decrypted but still
+    /// compressed (its algorithm byte included).
+    pub(crate) fn decode_body(
+        &mut self,
+        message: &[u8],
+    ) -> Result<(Vec<u8>, Vec<Vec<u8>>), CodecError> {
         let body = match message.split_first() {
             _ if self.nethernet => message,
             Some((&0xfe, body)) => body,
@@ -167,7 +194,8 @@ impl Codec {
         }
         .map_err(CodecError::Batch)?;
         let records = batch::split(&data).map_err(CodecError::Batch)?;
-        Ok(records.into_iter().map(<[u8]>::to_vec).collect())
+        let packets = records.into_iter().map(<[u8]>::to_vec).collect();
+        Ok((body.to_vec(), packets))
     }
 }
 

@@ -170,11 +170,23 @@ impl ProxySession {
             self.started = true;
             self.settle_version(message);
         }
-        let packets = self.player.receive_raw(message);
+        let (body, packets) = self.player.receive_raw(message);
         self.errors(Leg::Player);
+        // A batch of packets that all pass goes on as it came, its
+        // compression untouched (both legs have the same settings).
+        let own =
+            |n: &str| n == "login" || (n == "client_to_server_handshake" && !self.player_nethernet);
+        let whole = body.filter(|_| !packets.iter().any(|r| own(&r.name)));
+        if let Some(body) = &whole {
+            self.upstream.send_body(body);
+        }
         for r in packets {
             self.player_left |= r.name == "disconnect";
-            let relay = match self.client_packet(&r.name, &r.fields, &r.data) {
+            let relay = match whole {
+                Some(_) => Ok(Relay::Passed),
+                None => self.client_packet(&r.name, &r.fields, &r.data),
+            };
+            let relay = match relay {
                 Ok(relay) => relay,
                 Err(e) => {
                     self.error(Leg::Player, format!("{}: {e}", r.name));
@@ -195,11 +207,23 @@ impl ProxySession {
 
     /// A message the upstream's transport delivered.
     pub fn from_upstream(&mut self, message: &[u8]) {
-        let packets = self.upstream.receive_raw(message);
+        let (body, packets) = self.upstream.receive_raw(message);
         self.errors(Leg::Upstream);
+        let own = |n: &str| {
+            n == "network_settings"
+                || (n == "server_to_client_handshake" && !self.upstream_nethernet)
+        };
+        let whole = body.filter(|_| !packets.iter().any(|r| own(&r.name)));
+        if let Some(body) = &whole {
+            self.player.send_body(body);
+        }
         for r in packets {
             self.server_left |= r.name == "disconnect";
-            let relay = match self.server_packet(&r.name, &r.fields, &r.data) {
+            let relay = match whole {
+                Some(_) => Ok(Relay::Passed),
+                None => self.server_packet(&r.name, &r.fields, &r.data),
+            };
+            let relay = match relay {
                 Ok(relay) => relay,
                 Err(e) => {
                     self.error(Leg::Upstream, format!("{}: {e}", r.name));

@@ -221,7 +221,7 @@ impl Speaker {
     /// for what does not read).
     pub(crate) fn receive(&mut self, message: &[u8]) -> Vec<(String, Value)> {
         let mut out = Vec::new();
-        for r in self.receive_raw(message) {
+        for r in self.receive_raw(message).1 {
             if let Some(e) = r.error {
                 self.event(SessionEvent::Error(match r.header {
                     true => format!("{}: {e}", r.name),
@@ -240,15 +240,15 @@ impl Speaker {
         out
     }
 
-    /// A delivered message's packets, each with its bytes (its header
-    /// included) and what did not read in it; no events but for a batch
-    /// that does not read at all.
-    pub(crate) fn receive_raw(&mut self, message: &[u8]) -> Vec<Received> {
-        let packets = match self.codec.decode(message) {
+    /// A delivered message's body (decrypted, still compressed) and its
+    /// packets, each with its bytes (its header included) and what did not
+    /// read in it; no events but for a batch that does not read at all.
+    pub(crate) fn receive_raw(&mut self, message: &[u8]) -> (Option<Vec<u8>>, Vec<Received>) {
+        let (body, packets) = match self.codec.decode_body(message) {
             Ok(p) => p,
             Err(e) => {
                 self.event(SessionEvent::Error(format!("a batch from the peer: {e}")));
-                return Vec::new();
+                return (None, Vec::new());
             }
         };
         let mut out = Vec::with_capacity(packets.len());
@@ -280,7 +280,16 @@ impl Speaker {
                 header: true,
             });
         }
-        out
+        (Some(body), out)
+    }
+
+    /// A batch's body as it came from another connection of the same
+    /// settings (decrypted, still compressed), sent as it is: after what
+    /// is queued.
+    pub(crate) fn send_body(&mut self, body: &[u8]) {
+        self.flush();
+        let m = self.codec.seal_body(body);
+        self.out.push_back(m);
     }
 
     /// The next 0xFE message to send.

@@ -175,7 +175,8 @@ impl Socket {
 }
 
 /// Wait until one of `fds` can be read, or `timeout` passes.
-// poll(2) through libc: std has no poll over several sockets.
+// ppoll(2) through libc: std has no poll over several sockets, and poll's
+// milliseconds would turn a timer due in 400 µs into a busy loop.
 #[allow(unsafe_code)]
 pub(crate) fn wait_any(fds: &[std::os::fd::RawFd], timeout: Duration) -> io::Result<()> {
     let mut polls: Vec<libc::pollfd> = fds
@@ -186,9 +187,21 @@ pub(crate) fn wait_any(fds: &[std::os::fd::RawFd], timeout: Duration) -> io::Res
             revents: 0,
         })
         .collect();
-    let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
-    // SAFETY: a valid array of pollfds of the length given.
-    let r = unsafe { libc::poll(polls.as_mut_ptr(), polls.len() as libc::nfds_t, ms) };
+    let timeout = timeout.min(Duration::from_secs(3600));
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: a valid array of pollfds of the length given, a valid
+    // timespec, no signal mask.
+    let r = unsafe {
+        libc::ppoll(
+            polls.as_mut_ptr(),
+            polls.len() as libc::nfds_t,
+            &ts,
+            std::ptr::null(),
+        )
+    };
     if r < 0 {
         let e = io::Error::last_os_error();
         if e.kind() != io::ErrorKind::Interrupted {

@@ -271,6 +271,25 @@ impl Upstream {
         Ok(())
     }
 
+    /// Send what is queued now (the batches a turn handed it), not at the
+    /// next timer.
+    fn flush(&mut self, rec: &mut Option<Recorder>) {
+        let Some(c) = self.conn.as_mut().filter(|_| self.up) else {
+            return;
+        };
+        let now = self.s.now();
+        while c.poll_transmit(now, &mut self.out) {
+            match self.s.send_to(self.target, &self.out) {
+                Ok(true) => {
+                    if let Some(r) = rec {
+                        let _ = r.record(self.local, self.target, &self.out);
+                    }
+                }
+                _ => break,
+            }
+        }
+    }
+
     /// Disconnect, best effort.
     fn close(&mut self, rec: &mut Option<Recorder>) {
         if let Some(c) = &mut self.conn {
@@ -451,16 +470,8 @@ pub fn proxy(
                     UpEvent::Closed(_) => {}
                 }
             }
-            while let Some(m) = p.session.poll_to_upstream() {
-                if !p.up.send(m) {
-                    p.ended.get_or_insert(format!(
-                        "more than {MAX_WAITING} messages waited for the upstream"
-                    ));
-                }
-            }
-            while let Some(m) = p.session.poll_to_player() {
-                server.send(p.addr, &m, Reliability::RELIABLE_ORDERED, 0);
-            }
+            // Keys first: a leg's key goes into the capture before its
+            // first encrypted batch.
             while let Some(e) = p.session.poll_event() {
                 if let (ProxyEvent::KeyLog(_, line), Some(r)) = (&e, &mut server.recorder) {
                     // For the datagrams after it: the leg's encrypted batches.
@@ -471,6 +482,17 @@ pub fn proxy(
                     }
                 }
                 said(plan, report, p.addr, ts, e, &mut counts)?;
+            }
+            while let Some(m) = p.session.poll_to_upstream() {
+                if !p.up.send(m) {
+                    p.ended.get_or_insert(format!(
+                        "more than {MAX_WAITING} messages waited for the upstream"
+                    ));
+                }
+            }
+            p.up.flush(&mut server.recorder);
+            while let Some(m) = p.session.poll_to_player() {
+                server.send(p.addr, &m, Reliability::RELIABLE_ORDERED, 0);
             }
         }
         for p in &mut players {
