@@ -32,6 +32,7 @@ fn wanted(sub: &str) -> Vec<&'static str> {
         "live" => &[OUTPUT, DISPLAY, &["-d", "--flow", "-c", "-t"]],
         "ping" => &[OUTPUT, &["-c"]],
         "connect" | "serve" | "probe" | "fields" => &[OUTPUT],
+        "proxy" => &[OUTPUT, &["-w", "--hide", "--only", "--keylog-out"]],
         "replay" => &[OUTPUT, &["-d", "--flow"]],
         _ => &[],
     };
@@ -76,6 +77,7 @@ fn every_subcommand_takes_the_shared_flags_it_should() {
         "ping",
         "connect",
         "serve",
+        "proxy",
         "probe",
         "replay",
         "live",
