@@ -11,7 +11,7 @@
 //        [--client-version V] [--ping 1] [--expect-refusal 1] \
 //        [--client-pem client.pem] [--server-pem server.pem] [--connect-host 127.0.0.2] \
 //        [--play N] [--world 1] [--every SEED] [--server-only 1] [--client-only 1]
-//        [--received FILE] [--silent-moves 1]
+//        [--received FILE] [--silent-moves 1] [--transfer HOST:PORT]
 //
 // The session (the spawn sequence of bedrock-protocol's own examples and
 // tests, examples/server/server.js and test/internal.js, less what they
@@ -124,6 +124,10 @@ const clientOnly = Boolean(Number(args['client-only'] || 0))
 // --silent-moves: the server does not answer move_player (a server changed
 // to answer differently, for the replay's divergence report).
 const silentMoves = Boolean(Number(args['silent-moves'] || 0))
+// --transfer HOST:PORT (server): the client's chat is answered with a
+// Transfer packet there; the server then ends when the client leaves.
+const transferTo = args.transfer || null
+let transferred = false
 const world = Boolean(Number(args.world || 0))
 // --world: packets not sent (the login's, those bedrock-protocol's client
 // acts on, and those the server sends anyway).
@@ -507,6 +511,16 @@ server.on('connect', player => {
     player.queue('level_chunk', P('level_chunk', { x: 0, z: 0, sub_chunk_count: 1, payload: chunkPayload(0) }))
   }
   player.on('text', p => {
+    // --transfer HOST:PORT: the chat is answered with a Transfer there.
+    if (transferTo) {
+      const [host, tport] = [transferTo.slice(0, transferTo.lastIndexOf(':')), Number(transferTo.slice(transferTo.lastIndexOf(':') + 1))]
+      player.write('transfer', P('transfer', { server_address: host, port: tport, reload_world: false }))
+      transferred = true
+      // jsp-raknet does not tell bedrock-protocol of a disconnection
+      // notification: the server ends a moment after, the client gone.
+      setTimeout(() => stop(0, 'the server transferred the client'), 2000)
+      return
+    }
     if (world) sendWorld()
     const echo = P('text', { type: 'chat', category: 'authored', source_name: p.source_name, message: p.message })
     if (everyServer) {
@@ -518,18 +532,20 @@ server.on('connect', player => {
     }
   })
   player.on('disconnect', p => stop(0, `the server got the client's disconnect: ${JSON.stringify(p.message)}`))
-  player.on('close', () => args['expect-refusal']
+  player.on('close', () => transferred
+    ? stop(0, 'the server transferred the client, which left')
+    : args['expect-refusal']
     ? stop(0, 'refused as expected: the server closed the connection')
     : stop(4, 'the server closed the connection before the client\'s disconnect'))
 })
 
 let client
-async function start () {
+async function start (host = connectHost, toPort = port) {
   // createServer listens at once but binds asynchronously.
   for (let i = 0; i < 500 && !server.serverTimer; i++) await new Promise(resolve => setTimeout(resolve, 10))
   client = bp.createClient({
-    host: connectHost,
-    port,
+    host,
+    port: toPort,
     version: clientVersion,
     offline: true,
     username,
@@ -574,6 +590,7 @@ async function start () {
   const leave = () => {
     chat()
     setTimeout(() => {
+      if (self !== client) return // transferred: the new connection leaves
       client.write('disconnect', clientSchema.params('disconnect', { message: 'bye from the test client' }))
       setTimeout(() => stop(0, 'client-only: the player spawned, chatted and left'), 500)
     }, 500)
@@ -599,6 +616,15 @@ async function start () {
     if (!String(p.status).startsWith('failed')) return
     if (args['expect-refusal']) stop(0, `refused as expected: ${p.status}`)
     else stop(4, `the server refused the client: ${p.status}`)
+  })
+  // A Transfer: this connection closed, a new one to where it says (as
+  // the game does).
+  const self = client
+  client.on('transfer', p => {
+    console.error(`bedrock_peers: transferred to ${p.server_address}:${p.port}`)
+    self.removeAllListeners('close')
+    self.close()
+    start(p.server_address, p.port)
   })
   client.on('close', () => args['expect-refusal']
     ? stop(0, 'refused as expected: the client\'s connection closed')

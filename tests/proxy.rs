@@ -412,3 +412,117 @@ fn two_players_through_the_proxy_at_once() {
         .collect();
     assert_eq!(flows.len(), 4, "{flows:?}");
 }
+
+/// A Transfer followed: bedrock-protocol's server answers the player's chat
+/// with a Transfer to a second bedrock-protocol server; the proxy sends the
+/// player its own address instead, the player (bedrock_peers.js, as the
+/// game does) connects again, and the proxy takes this session on to the
+/// second server, where the player spawns, chats and leaves. The capture
+/// holds both sessions, every batch decrypted.
+#[test]
+fn a_transfer_goes_on_through_the_proxy() {
+    if !peers_ready() {
+        return;
+    }
+    let work = Work::new("proxy-transfer");
+    let (first, second, listen) = (
+        common::free_port_pair(),
+        common::free_port_pair(),
+        common::free_port_pair(),
+    );
+    let server = |port: u16, name: &str, more: &[&str]| {
+        let mut cmd = Command::new("node");
+        cmd.arg(common::root().join("scripts/bedrock_peers.js"))
+            .args(["--version", "1.26.45", "--port", &port.to_string()])
+            .args(["--server-only", "1", "--timeout", "15", "--out"])
+            .arg(work.file(&format!("{name}.jsonl")))
+            .arg("--keylog")
+            .arg(work.file(&format!("{name}.keylog")))
+            .args(more)
+            .stderr(std::process::Stdio::piped());
+        let mut p = common::Proc::spawn(&mut cmd, name);
+        let mut err = std::io::BufReader::new(p.child.stderr.take().unwrap());
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+        assert!(line.contains("waiting for a client"), "{line}");
+        std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+        p
+    };
+    let second_addr = format!("127.0.0.1:{second}");
+    let mut a = server(first, "first", &["--transfer", &second_addr]);
+    let mut b = server(second, "second", &[]);
+    let pcapng = work.file("transfer.pcapng");
+    let args = common::args(&[
+        "proxy",
+        "--listen",
+        &format!("127.0.0.1:{listen}"),
+        "--upstream",
+        &format!("127.0.0.1:{first}"),
+        "--once",
+        "--json",
+        "-w",
+        pcapng.to_str().unwrap(),
+    ]);
+    let mut proxy = common::Ours::spawn(&args, None);
+    proxy
+        .wait_record("listening", Duration::from_secs(10))
+        .expect("listening");
+    let client = Command::new("node")
+        .arg(common::root().join("scripts/bedrock_peers.js"))
+        .args(["--version", "1.26.45", "--port", &listen.to_string()])
+        .args(["--client-only", "1", "--timeout", "15", "--out"])
+        .arg(work.file("client.jsonl"))
+        .arg("--keylog")
+        .arg(work.file("client.keylog"))
+        .output()
+        .expect("node runs");
+    let said = String::from_utf8_lossy(&client.stderr);
+    assert!(client.status.success(), "the client: {said}");
+    assert!(
+        said.contains(&format!("transferred to 127.0.0.1:{listen}")),
+        "the player was sent the proxy's address: {said}"
+    );
+    let f = proxy.finish(Duration::from_secs(20));
+    assert_eq!(f.code, Some(0), "{}", f.stderr);
+    assert_eq!(
+        a.exit_code(Duration::from_secs(20)),
+        Some(0),
+        "the first server"
+    );
+    assert_eq!(
+        b.exit_code(Duration::from_secs(20)),
+        Some(0),
+        "the second server"
+    );
+    let transfer = f
+        .of_type("login")
+        .into_iter()
+        .find(|r| r["event"] == "transfer")
+        .expect("a transfer record");
+    assert!(
+        transfer["detail"].as_str().unwrap().contains(&second_addr),
+        "{transfer}"
+    );
+    assert_eq!(f.one("game_counts")["players"], 2);
+    let o = common::run_bin(&["game", pcapng.to_str().unwrap(), "--json"]);
+    let records: Vec<Value> = String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        records.iter().all(|r| r["type"] == "game"),
+        "nothing opaque"
+    );
+    let flows: std::collections::BTreeSet<u64> = records
+        .iter()
+        .map(|r| r["flow"].as_u64().unwrap())
+        .collect();
+    assert_eq!(flows.len(), 4, "two sessions, two legs each: {flows:?}");
+    // The second server got the chat the player sent after the transfer.
+    let got = lines(&work.file("second.jsonl"));
+    assert!(
+        got.iter().any(|r| r["name"] == "text"),
+        "the second server echoed the chat"
+    );
+}

@@ -92,6 +92,9 @@ pub enum ProxyEvent {
     Relaying,
     /// Something a side sent cannot be read or used, in words.
     Error(Leg, String),
+    /// The upstream moves the player to another server: its address and
+    /// port as the Transfer said (the player was sent the proxy's).
+    Transfer(String, u16),
 }
 
 /// Messages waiting for a leg that cannot take them yet, at most (the
@@ -120,6 +123,9 @@ pub struct ProxySession {
     pub player_left: bool,
     /// The upstream sent a Disconnect.
     pub server_left: bool,
+    /// Where the player reaches the proxy: a Transfer is rewritten to
+    /// point here (none: passed as it came).
+    pub transfer_via: Option<(String, u16)>,
     events: VecDeque<ProxyEvent>,
 }
 
@@ -144,6 +150,7 @@ impl ProxySession {
             name: None,
             player_left: false,
             server_left: false,
+            transfer_via: None,
             events: VecDeque::new(),
         };
         s.set_transports();
@@ -211,6 +218,7 @@ impl ProxySession {
         self.errors(Leg::Upstream);
         let own = |n: &str| {
             n == "network_settings"
+                || (n == "transfer" && self.transfer_via.is_some())
                 || (n == "server_to_client_handshake" && !self.upstream_nethernet)
         };
         let whole = body.filter(|_| !packets.iter().any(|r| own(&r.name)));
@@ -334,6 +342,18 @@ impl ProxySession {
             "server_to_client_handshake" if !self.upstream_nethernet => {
                 self.upstream_handshake(f)?;
                 Ok(Relay::Consumed)
+            }
+            "transfer" if self.transfer_via.is_some() => {
+                let (host, port) = self.transfer_via.clone().unwrap_or_default();
+                let to = f["server_address"].as_str().unwrap_or("").to_string();
+                let to_port = f["port"].as_u64().unwrap_or(19132) as u16;
+                let mut set = f.clone();
+                set["server_address"] = Value::from(host);
+                set["port"] = Value::from(port);
+                let p = self.player.build("transfer", &set)?;
+                self.player.queue_raw(p);
+                self.events.push_back(ProxyEvent::Transfer(to, to_port));
+                Ok(Relay::Rewritten)
             }
             _ => {
                 self.player.queue_raw(data.to_vec());

@@ -306,6 +306,11 @@ impl Upstream {
     }
 }
 
+/// Transferred players waiting to come back, at most (the oldest goes).
+const MAX_TRANSFERS: usize = 256;
+/// How long a transferred player has to come back.
+const TRANSFER_WAIT: Duration = Duration::from_secs(60);
+
 /// One player through the proxy.
 struct Player {
     addr: SocketAddr,
@@ -365,6 +370,9 @@ pub fn proxy(
     }
     report.record(super::bedrock::raknet_listening(&server, None)?)?;
     let mut players: Vec<Player> = Vec::new();
+    // Players transferred: their address, where to, and since when.
+    let mut transfers: VecDeque<(std::net::IpAddr, SocketAddr, String, std::time::Instant)> =
+        VecDeque::new();
     let mut counts = Counts::default();
     let mut done = false;
     while !done && !stop.load(Ordering::Relaxed) {
@@ -392,10 +400,21 @@ pub fn proxy(
                 Event::Connected => {
                     players.retain(|p| p.addr != addr);
                     let cfg = dialect.client(None)?;
-                    let session =
-                        ProxySession::new(&plan.version, &plan.upstream.1, (false, false))
-                            .map_err(|e| anyhow::anyhow!(e))?;
-                    let up = Upstream::new(plan.upstream.0, cfg)?;
+                    // A player the upstream transferred comes back: its
+                    // session goes on to the server it was sent to.
+                    transfers.retain(|t| t.3.elapsed() < TRANSFER_WAIT);
+                    let (target, name) = match transfers.iter().position(|t| t.0 == addr.ip()) {
+                        Some(i) => {
+                            let t = transfers.remove(i).unwrap_or_else(|| unreachable!("found"));
+                            (t.1, t.2)
+                        }
+                        None => plan.upstream.clone(),
+                    };
+                    let mut session = ProxySession::new(&plan.version, &name, (false, false))
+                        .map_err(|e| anyhow::anyhow!(e))?;
+                    let via = super::local_toward(server.local_addr()?, addr);
+                    session.transfer_via = Some((via.ip().to_string(), via.port()));
+                    let up = Upstream::new(target, cfg)?;
                     let c = server.listener.connection(addr);
                     report.record(PeerRecord::Connected(ConnectedJson {
                         kind: "connected",
@@ -473,6 +492,26 @@ pub fn proxy(
             // Keys first: a leg's key goes into the capture before its
             // first encrypted batch.
             while let Some(e) = p.session.poll_event() {
+                if let ProxyEvent::Transfer(host, port) = &e {
+                    use std::net::ToSocketAddrs;
+                    let to = format!("{host}:{port}");
+                    match (host.as_str(), *port)
+                        .to_socket_addrs()
+                        .map(|mut a| a.next())
+                    {
+                        Ok(Some(target)) => {
+                            if transfers.len() >= MAX_TRANSFERS {
+                                transfers.pop_front();
+                            }
+                            let since = std::time::Instant::now();
+                            transfers.push_back((p.addr.ip(), target, to, since));
+                        }
+                        _ => report.warn(&format!(
+                            "{}: a Transfer to {to}, which does not resolve",
+                            p.addr
+                        )),
+                    }
+                }
                 if let (ProxyEvent::KeyLog(_, line), Some(r)) = (&e, &mut server.recorder) {
                     // For the datagrams after it: the leg's encrypted batches.
                     let kind = crate::capture::Secrets::BEDROCK_KEY_LOG;
@@ -519,7 +558,7 @@ pub fn proxy(
                 event: "closed",
                 detail: why,
             }))?;
-            done |= plan.once;
+            done |= plan.once && !transfers.iter().any(|t| t.0 == p.addr.ip());
         }
     }
     // What is owed still goes (the players' last acknowledgements).
@@ -611,6 +650,10 @@ fn said(
             report.record(login("key_log", format!("{leg}: {line}")))
         }
         ProxyEvent::Login(name) => report.record(login("login", name)),
+        ProxyEvent::Transfer(host, port) => {
+            let d = format!("to {host}:{port}: the player was sent the proxy's address, and its next session goes there");
+            report.record(login("transfer", d))
+        }
         ProxyEvent::Relaying => report.record(login("relaying", String::new())),
         ProxyEvent::Error(leg, why) => {
             let leg = match leg {
