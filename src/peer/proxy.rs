@@ -306,6 +306,12 @@ impl Upstream {
     }
 }
 
+/// Bytes queued toward one side and not yet sent, at most: a side that
+/// does not keep up (a player that stopped acknowledging while the
+/// upstream streams chunks) ends its session instead of growing the
+/// proxy's memory.
+pub const MAX_QUEUED: usize = 32 << 20;
+
 /// Transferred players waiting to come back, at most (the oldest goes).
 const MAX_TRANSFERS: usize = 256;
 /// How long a transferred player has to come back.
@@ -532,6 +538,22 @@ pub fn proxy(
             p.up.flush(&mut server.recorder);
             while let Some(m) = p.session.poll_to_player() {
                 server.send(p.addr, &m, Reliability::RELIABLE_ORDERED, 0);
+            }
+            let to_player = server
+                .listener
+                .connection(p.addr)
+                .map_or(0, Connection::queued_bytes);
+            let to_upstream = p.up.conn.as_ref().map_or(0, Connection::queued_bytes);
+            if to_player.max(to_upstream) > MAX_QUEUED {
+                let who = if to_player > MAX_QUEUED {
+                    "the player"
+                } else {
+                    "the upstream"
+                };
+                p.ended.get_or_insert(format!(
+                    "{who} does not keep up: more than {} MB queued toward it",
+                    MAX_QUEUED >> 20
+                ));
             }
         }
         for p in &mut players {
