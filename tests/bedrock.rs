@@ -18,21 +18,7 @@ use common::{run_bin, Tcpdump, Work};
 use raknet_dissect::bedrock::schema::compare::differences;
 use serde_json::Value;
 
-/// bedrock-protocol under target/bedrock-node (scripts/bedrock-setup.sh).
-fn peers_ready() -> bool {
-    if !common::require_tool("node") || !common::require_tool("npm") || !common::require_root() {
-        return false;
-    }
-    let setup = common::root().join("scripts/bedrock-setup.sh");
-    let ok = Command::new("bash")
-        .arg(&setup)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        common::skip_or_fail("bedrock-protocol not installed (scripts/bedrock-setup.sh failed)");
-    }
-    ok
-}
+use common::bedrock_peers_ready as peers_ready;
 
 fn lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)

@@ -1100,6 +1100,26 @@ fn a_join_made_now_reads_as_its_peers_saw_it() {
     assert_eq!(join["outcome"], "fingerprint_mismatch", "{join}");
 }
 
+/// What scripts/chromium-capture.sh needs (root, tcpdump, unshare,
+/// aiortc's Python, Chromium): that Python, or why not (skipped).
+fn chromium_ready() -> Option<String> {
+    if !common::require_root()
+        || !common::require_tool("tcpdump")
+        || !common::require_tool("unshare")
+    {
+        return None;
+    }
+    let Some(py) = common::aiortc_python() else {
+        common::skip_or_fail("no Python with aiortc (target/venv/bin/pip install aiortc==1.16.0)");
+        return None;
+    };
+    if !std::path::Path::new("/usr/lib/chromium/chromium").exists() {
+        common::skip_or_fail("no Chromium (apt-get install -y chromium)");
+        return None;
+    }
+    Some(py)
+}
+
 /// A join made now by a second WebRTC stack: headless Chromium (libwebrtc,
 /// BoringSSL, dcsctp) as the client of the aiortc server, run by
 /// scripts/chromium-capture.sh in a network namespace that has only lo.
@@ -1109,20 +1129,9 @@ fn a_join_made_now_reads_as_its_peers_saw_it() {
 /// in CI).
 #[test]
 fn a_chromium_join_made_now_reads_as_its_peers_saw_it() {
-    if !common::require_root()
-        || !common::require_tool("tcpdump")
-        || !common::require_tool("unshare")
-    {
-        return;
-    }
-    let Some(py) = common::aiortc_python() else {
-        common::skip_or_fail("no Python with aiortc (target/venv/bin/pip install aiortc==1.16.0)");
+    let Some(py) = chromium_ready() else {
         return;
     };
-    if !std::path::Path::new("/usr/lib/chromium/chromium").exists() {
-        common::skip_or_fail("no Chromium (apt-get install -y chromium)");
-        return;
-    }
     let dir = common::TempDir::new("nethernet-chromium-now");
     let o = common::run_with_timeout(
         std::process::Command::new(common::root().join("scripts/chromium-capture.sh"))
@@ -1174,20 +1183,9 @@ fn a_chromium_join_made_now_reads_as_its_peers_saw_it() {
 /// and in order, those the page sent and received on the reliable channel.
 #[test]
 fn chromium_joins_our_server_and_spawns() {
-    if !common::require_root()
-        || !common::require_tool("tcpdump")
-        || !common::require_tool("unshare")
-    {
-        return;
-    }
-    let Some(py) = common::aiortc_python() else {
-        common::skip_or_fail("no Python with aiortc (target/venv/bin/pip install aiortc==1.16.0)");
+    let Some(py) = chromium_ready() else {
         return;
     };
-    if !std::path::Path::new("/usr/lib/chromium/chromium").exists() {
-        common::skip_or_fail("no Chromium (apt-get install -y chromium)");
-        return;
-    }
     let dir = common::TempDir::new("nethernet-chromium-ours");
     let o = common::run_with_timeout(
         std::process::Command::new(common::root().join("scripts/chromium-capture.sh"))

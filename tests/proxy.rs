@@ -16,20 +16,17 @@ use std::time::Duration;
 use common::Work;
 use serde_json::Value;
 
-/// bedrock-protocol under target/bedrock-node (scripts/bedrock-setup.sh).
-fn peers_ready() -> bool {
-    if !common::require_tool("node") || !common::require_tool("npm") || !common::require_root() {
-        return false;
-    }
-    let setup = common::root().join("scripts/bedrock-setup.sh");
-    let ok = Command::new("bash")
-        .arg(&setup)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        common::skip_or_fail("bedrock-protocol not installed (scripts/bedrock-setup.sh failed)");
-    }
-    ok
+use common::bedrock_peers_ready as peers_ready;
+
+/// `game --json` on a capture of the proxy's, with no key argument.
+fn game_records(pcapng: &Path) -> Vec<Value> {
+    let o = common::run_bin(&["game", pcapng.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 fn lines(path: &Path) -> Vec<Value> {
@@ -259,13 +256,7 @@ fn through_the_proxy(version: &str, relay: bool) -> Option<Value> {
         assert_eq!(rewritten.len(), 3, "{rewritten:?}");
         // Its capture of both legs opens in `game` with the keys inside,
         // nothing opaque: each leg carried what its sender sent.
-        let o = common::run_bin(&["game", pcapng.to_str().unwrap(), "--json"]);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let records: Vec<Value> = String::from_utf8(o.stdout)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let records = game_records(&pcapng);
         let opaque = records.iter().filter(|r| r["type"] != "game").count();
         assert_eq!(opaque, 0, "{version}: every batch of both legs decrypts");
         let mut flows: Vec<u64> = records
@@ -396,12 +387,7 @@ fn two_players_through_the_proxy_at_once() {
         .filter(|r| r["event"] == "spawned")
         .count();
     assert_eq!(spawned, 2, "our server saw both spawn");
-    let o = common::run_bin(&["game", pcapng.to_str().unwrap(), "--json"]);
-    let records: Vec<Value> = String::from_utf8(o.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let records = game_records(&pcapng);
     assert!(
         records.iter().all(|r| r["type"] == "game"),
         "nothing opaque"
@@ -504,12 +490,7 @@ fn a_transfer_goes_on_through_the_proxy() {
         "{transfer}"
     );
     assert_eq!(f.one("game_counts")["players"], 2);
-    let o = common::run_bin(&["game", pcapng.to_str().unwrap(), "--json"]);
-    let records: Vec<Value> = String::from_utf8(o.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let records = game_records(&pcapng);
     assert!(
         records.iter().all(|r| r["type"] == "game"),
         "nothing opaque"

@@ -14,6 +14,34 @@ use super::identity::Player;
 use super::login::{jwt_parts, jwt_verifies};
 use super::speak::{key_log_line, refusal, SessionEvent, SpeakError, Speaker};
 
+/// The key and salt of a ServerToClientHandshake (`f`, its fields) for
+/// the client whose private key is `secret`: the token checked against the
+/// key it names, the salt read, the shared secret derived.
+pub(crate) fn handshake_key(
+    f: &Value,
+    secret: &p384::SecretKey,
+) -> Result<(Vec<u8>, [u8; 32]), SpeakError> {
+    let token = f["token"].as_str().unwrap_or("");
+    let (header, claims) =
+        jwt_parts(token).ok_or(SpeakError::Peer("the server's handshake is not a JWT"))?;
+    let x5u = header["x5u"]
+        .as_str()
+        .ok_or(SpeakError::Peer("the server's handshake names no key"))?;
+    if !jwt_verifies(token, x5u) {
+        return Err(SpeakError::Peer(
+            "the server's handshake signature does not verify",
+        ));
+    }
+    let salt = claims["salt"]
+        .as_str()
+        .and_then(decode_base64)
+        .ok_or(SpeakError::Peer("the server's handshake has no salt"))?;
+    let shared = shared_secret(secret, x5u)
+        .ok_or(SpeakError::Peer("the server's key is not a P-384 key"))?;
+    let key = derive_key(&salt, &shared);
+    Ok((salt, key))
+}
+
 /// One client connection's game login.
 #[derive(Clone)]
 pub struct GameClient {
@@ -99,24 +127,7 @@ impl GameClient {
                 }
             }
             "server_to_client_handshake" => {
-                let token = f["token"].as_str().unwrap_or("");
-                let (header, claims) = jwt_parts(token)
-                    .ok_or(SpeakError::Peer("the server's handshake is not a JWT"))?;
-                let x5u = header["x5u"]
-                    .as_str()
-                    .ok_or(SpeakError::Peer("the server's handshake names no key"))?;
-                if !jwt_verifies(token, x5u) {
-                    return Err(SpeakError::Peer(
-                        "the server's handshake signature does not verify",
-                    ));
-                }
-                let salt = claims["salt"]
-                    .as_str()
-                    .and_then(decode_base64)
-                    .ok_or(SpeakError::Peer("the server's handshake has no salt"))?;
-                let secret = shared_secret(&self.player.key.secret, x5u)
-                    .ok_or(SpeakError::Peer("the server's key is not a P-384 key"))?;
-                let key = derive_key(&salt, &secret);
+                let (salt, key) = handshake_key(f, &self.player.key.secret)?;
                 s.event(SessionEvent::KeyLog(key_log_line(&salt, &key)));
                 s.codec.set_key(key);
                 s.queue("client_to_server_handshake", json!({}))?;

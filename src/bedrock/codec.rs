@@ -34,6 +34,9 @@ impl std::fmt::Display for CodecError {
     }
 }
 
+/// A message's body (decrypted, still compressed) and its packets.
+type Opened<'m> = (std::borrow::Cow<'m, [u8]>, Vec<Vec<u8>>);
+
 /// The framing state of one connection at one end.
 #[derive(Clone)]
 pub struct Codec {
@@ -115,22 +118,12 @@ impl Codec {
                 }
             }
         };
-        let body = match &mut self.enc {
-            Some(e) => e.seal(&body),
-            None => body,
-        };
-        if self.nethernet {
-            return body;
-        }
-        let mut out = Vec::with_capacity(body.len() + 1);
-        out.push(0xfe);
-        out.extend(body);
-        out
+        self.seal_body(&body)
     }
 
     /// A 0xFE message's packets, each with its header.
     pub(crate) fn decode(&mut self, message: &[u8]) -> Result<Vec<Vec<u8>>, CodecError> {
-        self.decode_body(message).map(|(_, packets)| packets)
+        self.open(message).map(|(_, packets)| packets)
     }
 
     /// The body of `body` (decrypted, as [`Self::decode_body`] gives it)
@@ -157,19 +150,27 @@ impl Codec {
         &mut self,
         message: &[u8],
     ) -> Result<(Vec<u8>, Vec<Vec<u8>>), CodecError> {
+        self.open(message)
+            .map(|(body, packets)| (body.into_owned(), packets))
+    }
+
+    /// The body (decrypted, still compressed; borrowed from `message`
+    /// when it was not encrypted) and the packets of a message.
+    fn open<'m>(
+        &mut self,
+        message: &'m [u8],
+    ) -> Result<Opened<'m>, CodecError> {
+        use std::borrow::Cow;
         let body = match message.split_first() {
             _ if self.nethernet => message,
             Some((&0xfe, body)) => body,
             _ => return Err(CodecError::NotABatch),
         };
-        let plain;
-        let body = match &mut self.dec {
-            Some(d) => {
-                plain = d.decrypt(body).ok_or(CodecError::Checksum)?;
-                &plain[..]
-            }
-            None => body,
+        let opened: Cow<'m, [u8]> = match &mut self.dec {
+            Some(d) => Cow::Owned(d.decrypt(body).ok_or(CodecError::Checksum)?),
+            None => Cow::Borrowed(body),
         };
+        let body = &opened[..];
         let raw_if_whole = |body: &[u8], r: Result<Vec<u8>, BatchError>| match r {
             Err(_) if batch::split(body).is_ok_and(|p| !p.is_empty()) => Ok(body.to_vec()),
             r => r,
@@ -195,7 +196,7 @@ impl Codec {
         .map_err(CodecError::Batch)?;
         let records = batch::split(&data).map_err(CodecError::Batch)?;
         let packets = records.into_iter().map(<[u8]>::to_vec).collect();
-        Ok((body.to_vec(), packets))
+        Ok((opened, packets))
     }
 }
 

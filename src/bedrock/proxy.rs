@@ -22,7 +22,7 @@ use std::collections::VecDeque;
 use serde_json::{json, Value};
 
 use super::batch::Compression;
-use super::crypto::{decode_base64, derive_key, shared_secret};
+use super::crypto::{derive_key, shared_secret};
 use super::identity::{server_handshake, KeyPair, Player};
 use super::login::{jwt_parts, jwt_verifies};
 use super::speak::{key_log_line, SessionEvent, SpeakError, Speaker};
@@ -422,24 +422,7 @@ impl ProxySession {
             .identity
             .as_ref()
             .ok_or(SpeakError::Peer("a handshake before the Login"))?;
-        let token = f["token"].as_str().unwrap_or("");
-        let (header, claims) =
-            jwt_parts(token).ok_or(SpeakError::Peer("the server's handshake is not a JWT"))?;
-        let x5u = header["x5u"]
-            .as_str()
-            .ok_or(SpeakError::Peer("the server's handshake names no key"))?;
-        if !jwt_verifies(token, x5u) {
-            return Err(SpeakError::Peer(
-                "the server's handshake signature does not verify",
-            ));
-        }
-        let salt = claims["salt"]
-            .as_str()
-            .and_then(decode_base64)
-            .ok_or(SpeakError::Peer("the server's handshake has no salt"))?;
-        let secret = shared_secret(&ours.key.secret, x5u)
-            .ok_or(SpeakError::Peer("the server's key is not a P-384 key"))?;
-        let key = derive_key(&salt, &secret);
+        let (salt, key) = super::client::handshake_key(f, &ours.key.secret)?;
         self.events
             .push_back(ProxyEvent::KeyLog(Leg::Upstream, key_log_line(&salt, &key)));
         let u = &mut self.upstream;

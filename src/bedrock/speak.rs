@@ -221,7 +221,14 @@ impl Speaker {
     /// for what does not read).
     pub(crate) fn receive(&mut self, message: &[u8]) -> Vec<(String, Value)> {
         let mut out = Vec::new();
-        for r in self.receive_raw(message).1 {
+        let packets = match self.codec.decode(message) {
+            Ok(p) => self.name(p),
+            Err(e) => {
+                self.event(SessionEvent::Error(format!("a batch from the peer: {e}")));
+                Vec::new()
+            }
+        };
+        for r in packets {
             if let Some(e) = r.error {
                 self.event(SessionEvent::Error(match r.header {
                     true => format!("{}: {e}", r.name),
@@ -244,13 +251,17 @@ impl Speaker {
     /// packets, each with its bytes (its header included) and what did not
     /// read in it; no events but for a batch that does not read at all.
     pub(crate) fn receive_raw(&mut self, message: &[u8]) -> (Option<Vec<u8>>, Vec<Received>) {
-        let (body, packets) = match self.codec.decode_body(message) {
-            Ok(p) => p,
+        match self.codec.decode_body(message) {
+            Ok((body, packets)) => (Some(body), self.name(packets)),
             Err(e) => {
                 self.event(SessionEvent::Error(format!("a batch from the peer: {e}")));
-                return (None, Vec::new());
+                (None, Vec::new())
             }
-        };
+        }
+    }
+
+    /// Each packet named, its fields decoded (or why not).
+    fn name(&self, packets: Vec<Vec<u8>>) -> Vec<Received> {
         let mut out = Vec::with_capacity(packets.len());
         for p in packets {
             let Some(h) = Header::parse(&p) else {
@@ -280,7 +291,7 @@ impl Speaker {
                 header: true,
             });
         }
-        (Some(body), out)
+        out
     }
 
     /// A batch's body as it came from another connection of the same

@@ -530,6 +530,8 @@ pub(crate) struct Server {
     pub(crate) recorder: Option<Recorder>,
     /// The write error that stopped the recording, until it is taken.
     pub(crate) record_error: Option<io::Error>,
+    /// The address the socket is bound to.
+    bound: SocketAddr,
     /// The local address each peer's datagrams use, when the socket is
     /// bound to a wildcard (what the kernel routes to it from).
     locals: std::collections::HashMap<std::net::IpAddr, SocketAddr>,
@@ -559,6 +561,7 @@ impl Server {
             out: Vec::new(),
             recorder: None,
             record_error: None,
+            bound,
             locals: std::collections::HashMap::new(),
         })
     }
@@ -644,7 +647,7 @@ impl Server {
     /// error stops it).
     fn record(&mut self, peer: SocketAddr, data: &[u8], sent: bool) {
         let Some(r) = &mut self.recorder else { return };
-        let bound = self.s.local_addr().unwrap_or(peer);
+        let bound = self.bound;
         if self.locals.len() >= 4096 {
             self.locals.clear();
         }

@@ -757,3 +757,21 @@ pub fn free_port_pair() -> u16 {
         LOW + SPAN
     )
 }
+
+/// bedrock-protocol under target/bedrock-node (scripts/bedrock-setup.sh),
+/// with node, npm and root for tcpdump; skipped (or failed in CI) without.
+#[allow(dead_code)]
+pub fn bedrock_peers_ready() -> bool {
+    if !require_tool("node") || !require_tool("npm") || !require_root() {
+        return false;
+    }
+    let setup = root().join("scripts/bedrock-setup.sh");
+    let ok = Command::new("bash")
+        .arg(&setup)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        skip_or_fail("bedrock-protocol not installed (scripts/bedrock-setup.sh failed)");
+    }
+    ok
+}
