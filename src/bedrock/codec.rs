@@ -156,10 +156,7 @@ impl Codec {
 
     /// The body (decrypted, still compressed; borrowed from `message`
     /// when it was not encrypted) and the packets of a message.
-    fn open<'m>(
-        &mut self,
-        message: &'m [u8],
-    ) -> Result<Opened<'m>, CodecError> {
+    fn open<'m>(&mut self, message: &'m [u8]) -> Result<Opened<'m>, CodecError> {
         use std::borrow::Cow;
         let body = match message.split_first() {
             _ if self.nethernet => message,
