@@ -651,8 +651,10 @@ class Peer:
         once; each packet of a server batch is matched by its name (and how many times that
         name came before) to the recording's server batch that began with it, and the client
         batches that follow that one in the recording are sent (not its chat or disconnect). It succeeds once the server's spawn
-        (play_status player_spawn) came and set_local_player_as_initialized went out; the
-        client then lingers and closes its channels."""
+        (play_status player_spawn) came and set_local_player_as_initialized went out; with
+        --chat it then sends the recording's chat, waits for a server batch holding a text
+        packet (the echo) and sends the recording's disconnect; the client then lingers and
+        closes its channels."""
         names = {}
         for step in steps:
             for p in step.get("packets", []):
@@ -692,6 +694,19 @@ class Peer:
                     if any(p["name"] in ("disconnect", "text") for p in answer["packets"]):
                         continue
                     await send(answer)
+        if self.args.chat:
+            said = [s for s in steps if s["dir"] == "c2s" and any(p["name"] == "text" for p in s["packets"])]
+            bye = [s for s in steps if s["dir"] == "c2s" and any(p["name"] == "disconnect" for p in s["packets"])]
+            if not said or not bye:
+                raise Failure("--chat: the recording has no chat or no disconnect")
+            await send(said[0])
+            echoed = False
+            while not echoed:
+                msg = await asyncio.wait_for(self.inbox[RELIABLE].get(), self.args.step_timeout)
+                _, pnames = await self.game_batch(msg, "s2c", index, compression, names)
+                index += 1
+                echoed = "text" in pnames
+            await send(bye[0])
         self.record("game", event="end", spawned=spawned)
 
     async def pings(self, step):
@@ -1283,6 +1298,9 @@ def main():
                     help="server: answer a client that is not the recorded one by the names of what it "
                          "sends (run_game says how); ends when it closes its channels. client: play the "
                          "recorded client to a server that is not the recorded one (run_game_client)")
+    ap.add_argument("--chat", action="store_true",
+                    help="client --game: after the spawn, the recording's chat, the server's echo "
+                         "awaited, then the recording's disconnect")
     ap.add_argument("--sctp-init-flood", type=float, metavar="SECONDS",
                     help="client: once both channels are open, send SCTP INITs inside the association "
                          "for SECONDS (no session), then close")

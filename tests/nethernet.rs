@@ -276,64 +276,17 @@ fn chunk_number(name: &str) -> &'static str {
     }
 }
 
-/// tshark, with the same key log, decrypts the same DTLS records and
-/// shows the same SCTP chunks in every datagram: their types, and each
-/// DATA chunk's TSN, stream and PPID; no frame of it is malformed; and the
-/// same DTLS records (content type, epoch, sequence number, length) and
-/// DCEP labels.
-/// Any RSA private key, in `dir`: tshark carries DTLS to SCTP only on the
-/// ports of a `dtls.keys_list` entry, which names a key file, though the
-/// key log gives the secrets.
-fn any_pem(dir: &common::TempDir) -> std::path::PathBuf {
-    let pem = dir.path().join("any.pem");
-    let made = std::process::Command::new("openssl")
-        .args(["genrsa", "-out", pem.to_str().unwrap(), "2048"])
-        .output()
-        .unwrap();
-    assert!(made.status.success());
-    pem
-}
-
-/// tshark's `dtls.keys_list` for `pcap`: DTLS to SCTP on the UDP ports of
-/// the ICE pairs (each leg's STUN source ports), with key file `pem`.
-fn dtls_keys_list(pcap: &str, pem: &std::path::Path) -> String {
-    let stun = std::process::Command::new("tshark")
-        .args([
-            "-r",
-            pcap,
-            "-Y",
-            "stun",
-            "-T",
-            "fields",
-            "-e",
-            "udp.srcport",
-        ])
-        .output()
-        .unwrap();
-    let mut ports: Vec<String> = String::from_utf8_lossy(&stun.stdout)
-        .lines()
-        .map(str::to_string)
-        .collect();
-    ports.sort();
-    ports.dedup();
-    let keys: Vec<String> = ports
-        .iter()
-        .map(|p| format!("127.0.0.1,{p},sctp,{}", pem.display()))
-        .collect();
-    format!("dtls.keys_list:{}", keys.join(";"))
-}
-
 #[test]
 fn tshark_shows_the_same_sctp_chunks() {
     if !common::require_tool("tshark") || !common::require_tool("openssl") {
         return;
     }
     let dir = common::TempDir::new("nethernet-tshark");
-    let pem = any_pem(&dir);
+    let pem = common::any_pem(&dir);
     for name in ["nethernet-join", "nethernet-lossy", "nethernet-chromium"] {
         let pcap = sample(&format!("{name}.pcap"));
         let keylog = sample(&format!("{name}.keylog"));
-        let keys = dtls_keys_list(pcap.to_str().unwrap(), &pem);
+        let keys = common::dtls_keys_list(pcap.to_str().unwrap(), &pem);
         let fields = ["frame.number", "sctp.chunk_type", "sctp.data_tsn_raw"];
         let more = [
             "sctp.data_sid",
@@ -1522,11 +1475,11 @@ fn pcapng_secrets_open_the_records() {
     if common::require_tool("tshark") && common::require_tool("openssl") {
         // tshark with the block alone decrypts what it decrypts with the
         // key log (SCTP DATA chunks: frames with a PPID).
-        let pem = any_pem(&dir);
+        let pem = common::any_pem(&dir);
         let data = |file: &str, more: &[String]| -> usize {
             let o = std::process::Command::new("tshark")
                 .args(["-r", file, "-Y", "sctp.data_payload_proto_id"])
-                .args(["-o", &dtls_keys_list(file, &pem)])
+                .args(["-o", &common::dtls_keys_list(file, &pem)])
                 .args(more)
                 .output()
                 .unwrap();
@@ -1577,11 +1530,11 @@ fn plot_draws_nethernet_flows() {
     let (read, _) = records(&[p, "--json", "--tls-keylog", k]);
     let tshark = common::require_tool("tshark") && common::require_tool("openssl");
     let rows: Vec<Vec<String>> = if tshark {
-        let pem = any_pem(&dir);
+        let pem = common::any_pem(&dir);
         let o = std::process::Command::new("tshark")
             .args(["-r", p, "-Y", "sctp", "-T", "fields", "-E", "separator=/t"])
             .args(["-o", &format!("tls.keylog_file:{k}")])
-            .args(["-o", &dtls_keys_list(p, &pem)])
+            .args(["-o", &common::dtls_keys_list(p, &pem)])
             .args([
                 "-e",
                 "udp.srcport",
@@ -2093,52 +2046,11 @@ fn aiortc_client_against(
         j.truth.as_path(),
         j.theirs_keys.as_path(),
     );
-    let mut client = nethernet_peer_with(py, "client", j.port, files, more);
+    let mut client = common::nethernet_peer_with(py, "client", j.port, files, more);
     let code = client.exit_code(std::time::Duration::from_secs(90));
     let f = serve.finish(std::time::Duration::from_secs(30));
     std::thread::sleep(std::time::Duration::from_millis(300));
     (code, f, dump.stop())
-}
-
-/// aiortc's Python and bedrock-protocol, or why not (skipped).
-fn nethernet_game_peers() -> Option<String> {
-    if !common::require_root() || !common::require_tool("tcpdump") || !common::require_tool("node")
-    {
-        return None;
-    }
-    let Some(py) = common::aiortc_python() else {
-        common::skip_or_fail("no Python with aiortc (target/venv/bin/pip install aiortc==1.16.0)");
-        return None;
-    };
-    let setup = common::root().join("scripts/bedrock-setup.sh");
-    let ok = std::process::Command::new("bash")
-        .arg(&setup)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        common::skip_or_fail("bedrock-protocol not installed (scripts/bedrock-setup.sh failed)");
-        return None;
-    }
-    Some(py)
-}
-
-/// bedrock-protocol's own session of `version` (bedrock_peers.js on
-/// RakNet port `port`): every game packet each side sent, recorded inside
-/// it, for nethernet_peers.py --game to play.
-fn bedrock_protocol_packets(dir: &common::TempDir, version: &str, port: u16) -> std::path::PathBuf {
-    let packets = dir.path().join(format!("{version}.packets.jsonl"));
-    let made = common::run_with_timeout(
-        std::process::Command::new("node")
-            .arg(common::root().join("scripts/bedrock_peers.js"))
-            .args(["--version", version, "--port", &port.to_string(), "--out"])
-            .arg(&packets)
-            .arg("--keylog")
-            .arg(dir.path().join(format!("{version}.raknet.keylog"))),
-        std::time::Duration::from_secs(60),
-    );
-    let err = String::from_utf8_lossy(&made.stderr);
-    assert!(made.status.success(), "bedrock_peers.js {version}: {err}");
-    packets
 }
 
 /// The files of one version's join, and its port.
@@ -2158,58 +2070,11 @@ fn join_files(dir: &common::TempDir, version: &str) -> Join {
     let file = |s: &str| dir.path().join(format!("{version}.{s}"));
     Join {
         port,
-        packets: bedrock_protocol_packets(dir, version, port + 1),
+        packets: common::bedrock_protocol_packets(dir, version, port + 1),
         truth: file("truth.jsonl"),
         theirs_keys: file("aiortc.keylog"),
         our_keys: file("ours.keylog"),
     }
-}
-
-/// nethernet_peers.py `role` --game on `port`, playing `packets`, once it
-/// says it listens (a server) or at once (a client).
-fn nethernet_peer(
-    py: &str,
-    role: &str,
-    port: u16,
-    packets: &std::path::Path,
-    truth: &std::path::Path,
-    keys: &std::path::Path,
-) -> common::Proc {
-    nethernet_peer_with(py, role, port, (packets, truth, keys), &[])
-}
-
-/// [`nethernet_peer`] with more of nethernet_peers.py's options.
-fn nethernet_peer_with(
-    py: &str,
-    role: &str,
-    port: u16,
-    (packets, truth, keys): (&std::path::Path, &std::path::Path, &std::path::Path),
-    more: &[&str],
-) -> common::Proc {
-    let mut cmd = std::process::Command::new(py);
-    cmd.arg(common::root().join("scripts/nethernet_peers.py"))
-        .args([role, "--game", "--port", &port.to_string(), "--packets"])
-        .arg(packets)
-        .arg("--truth")
-        .arg(truth)
-        .arg("--keylog")
-        .arg(keys)
-        .args(more)
-        .stderr(std::process::Stdio::piped());
-    let mut p = common::Proc::spawn(&mut cmd, "nethernet_peers.py --game");
-    let said = common::reader_lines(p.child.stderr.take().unwrap());
-    if role == "server" {
-        let up = common::wait_line(
-            &said,
-            "nethernet_peers: server listening",
-            std::time::Duration::from_secs(20),
-        );
-        assert!(up.is_some(), "nethernet_peers.py did not start");
-    }
-    // Its standard error read to the end (a closed pipe would fail its
-    // last lines, and its exit code).
-    std::thread::spawn(move || said.into_iter().for_each(drop));
-    p
 }
 
 /// The capture `pcap` of a join, read by `game` with each key log of
@@ -2300,7 +2165,7 @@ fn join_reads_as_the_peer_saw_it(
 /// tshark decrypts the game messages with our key log.
 #[test]
 fn our_client_joins_aiortcs_server_and_spawns() {
-    let Some(py) = nethernet_game_peers() else {
+    let Some(py) = common::nethernet_game_peers() else {
         return;
     };
     let dir = common::TempDir::new("nethernet-connect");
@@ -2309,7 +2174,7 @@ fn our_client_joins_aiortcs_server_and_spawns() {
         let file = |s: &str| dir.path().join(format!("{version}.{s}"));
         let dump = common::Tcpdump::start(&file("pcap"), &format!("tcp port {} or udp", j.port));
         let mut server =
-            nethernet_peer(&py, "server", j.port, &j.packets, &j.truth, &j.theirs_keys);
+            common::nethernet_peer(&py, "server", j.port, &j.packets, &j.truth, &j.theirs_keys);
         let name = format!("nn-{}", version.replace('.', "-"));
         let target = format!("127.0.0.1:{}", j.port);
         let ours = common::run_with_timeout(
@@ -2372,7 +2237,7 @@ fn our_client_joins_aiortcs_server_and_spawns() {
                     .arg(format!("tls.keylog_file:{}", j.our_keys.display()))
                     .args([
                         "-o",
-                        &dtls_keys_list(pcap.to_str().unwrap(), &any_pem(&dir)),
+                        &common::dtls_keys_list(pcap.to_str().unwrap(), &common::any_pem(&dir)),
                     ])
                     .args(["-o", "udp.try_heuristic_first:TRUE"])
                     .args(["-Y", "sctp.data_payload_proto_id == 53"])
@@ -2421,7 +2286,7 @@ fn our_client_joins_aiortcs_server_and_spawns() {
 /// as the client's application saw it, byte for byte.
 #[test]
 fn aiortcs_client_joins_our_server_and_spawns() {
-    let Some(py) = nethernet_game_peers() else {
+    let Some(py) = common::nethernet_game_peers() else {
         return;
     };
     let dir = common::TempDir::new("nethernet-serve");
@@ -2481,7 +2346,7 @@ fn aiortcs_client_joins_our_server_and_spawns() {
 /// decrypted.
 #[test]
 fn one_port_serves_raknet_and_nethernet_clients_at_once() {
-    let Some(py) = nethernet_game_peers() else {
+    let Some(py) = common::nethernet_game_peers() else {
         return;
     };
     let dir = common::TempDir::new("nethernet-both");
@@ -2516,7 +2381,7 @@ fn one_port_serves_raknet_and_nethernet_clients_at_once() {
         j.truth.as_path(),
         j.theirs_keys.as_path(),
     );
-    let mut nethernet = nethernet_peer_with(&py, "client", j.port, files, &[]);
+    let mut nethernet = common::nethernet_peer_with(&py, "client", j.port, files, &[]);
     let raknet = std::process::Command::new("node")
         .arg(common::root().join("scripts/bedrock_peers.js"))
         .args(["--version", version, "--port", &j.port.to_string()])
@@ -2583,7 +2448,7 @@ fn one_port_serves_raknet_and_nethernet_clients_at_once() {
 /// for byte.
 #[test]
 fn serve_replays_a_captured_nethernet_server_to_aiortcs_client() {
-    let Some(py) = nethernet_game_peers() else {
+    let Some(py) = common::nethernet_game_peers() else {
         return;
     };
     let after_spawn = |records: &[Value]| -> Vec<(String, String)> {
@@ -2833,7 +2698,7 @@ fn an_sctp_init_flood_does_not_lock_out_a_real_client() {
             );
             let seed = (i + 10).to_string();
             let more = ["--sctp-init-flood", "4", "--seed", &seed];
-            nethernet_peer_with(&py, "client", port, (&packets, &truth, &keys), &more)
+            common::nethernet_peer_with(&py, "client", port, (&packets, &truth, &keys), &more)
         })
         .collect();
     // Flooding (its join takes a few hundred ms).
@@ -2900,7 +2765,7 @@ fn an_sctp_init_flood_does_not_lock_out_a_real_client() {
 /// the server's application receives them byte for byte, in order.
 #[test]
 fn a_captured_nethernet_session_replays_to_a_fresh_server() {
-    let Some(py) = nethernet_game_peers() else {
+    let Some(py) = common::nethernet_game_peers() else {
         return;
     };
     let dir = common::TempDir::new("nethernet-replay");
@@ -2941,7 +2806,7 @@ fn a_captured_nethernet_session_replays_to_a_fresh_server() {
         dir.path().join("aiortc.keylog"),
     );
     let packets = sample("bedrock-login.packets.jsonl");
-    let mut server = nethernet_peer(&py, "server", port, &packets, &truth, &theirs);
+    let mut server = common::nethernet_peer(&py, "server", port, &packets, &truth, &theirs);
     let target = format!("127.0.0.1:{port}");
     let o = common::run_with_timeout(
         common::bin()
@@ -3004,14 +2869,14 @@ fn a_captured_nethernet_session_replays_to_a_fresh_server() {
 /// where a join stopped when nothing listens.
 #[test]
 fn probe_reports_the_nethernet_join_step_by_step() {
-    let Some(py) = nethernet_game_peers() else {
+    let Some(py) = common::nethernet_game_peers() else {
         return;
     };
     let dir = common::TempDir::new("nethernet-probe");
     let port = common::free_port_pair();
     let (truth, keys) = (dir.path().join("t.jsonl"), dir.path().join("k.keylog"));
     let packets = sample("bedrock-login.packets.jsonl");
-    let mut server = nethernet_peer(&py, "server", port, &packets, &truth, &keys);
+    let mut server = common::nethernet_peer(&py, "server", port, &packets, &truth, &keys);
     let target = format!("127.0.0.1:{port}");
     let probe = |target: &str| {
         let o = common::run_with_timeout(
@@ -3066,7 +2931,7 @@ fn probe_reports_the_nethernet_join_step_by_step() {
 /// the legs reads, with our key log, as the client's application saw it.
 #[test]
 fn aiortcs_client_joins_our_server_through_a_lossy_relay() {
-    let Some(py) = nethernet_game_peers() else {
+    let Some(py) = common::nethernet_game_peers() else {
         return;
     };
     let dir = common::TempDir::new("nethernet-serve-lossy");

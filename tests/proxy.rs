@@ -44,15 +44,11 @@ fn bedrock_peer(role: &str, version: &str, port: u16, work: &Work, every: &str) 
     let mut cmd = Command::new("node");
     cmd.arg(common::root().join("scripts/bedrock_peers.js"))
         .args(["--version", version, "--port", &port.to_string()])
-        .args([
-            &format!("--{role}"),
-            "1",
-            "--timeout",
-            "15",
-            "--every",
-            every,
-        ])
-        .arg("--out")
+        .args([&format!("--{role}"), "1", "--timeout", "15"]);
+    if !every.is_empty() {
+        cmd.args(["--every", every]);
+    }
+    cmd.arg("--out")
         .arg(work.file(&format!("{side}-sent.jsonl")))
         .arg("--received")
         .arg(work.file(&format!("{side}-got.jsonl")))
@@ -506,4 +502,258 @@ fn a_transfer_goes_on_through_the_proxy() {
         got.iter().any(|r| r["name"] == "text"),
         "the second server echoed the chat"
     );
+}
+
+/// The hex of each game packet aiortc's peer (nethernet_peers.py's
+/// truth) recorded as `event` (`sent` or `received`), but the Login.
+fn aiortc_packets(truth: &Path, event: &str) -> Vec<String> {
+    lines(truth)
+        .iter()
+        .filter(|r| r["type"] == "packet" && r["event"] == event && r["id"] != 1)
+        .map(|r| r["hex"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The hex of each packet of `records` (bedrock_peers.js's) the proxy
+/// passes.
+fn hex_of(records: &[Value]) -> Vec<String> {
+    passed(records).into_iter().map(|(_, h)| h).collect()
+}
+
+/// The bridge from RakNet to NetherNet: bedrock-protocol's client (RakNet)
+/// logs in through the proxy to aiortc's NetherNet server
+/// (nethernet_peers.py --game, playing the server's side of
+/// bedrock-protocol's session of the version), spawns, chats and leaves;
+/// what each application sent, the other received byte for byte, but the
+/// Login the proxy signs again and the player's leg's own encryption
+/// handshake. The proxy's capture holds both legs, the signaling's TCP too,
+/// and opens in `game` with the keys inside: 0 opaque, the NetherNet leg
+/// carrying what aiortc's server received and sent.
+#[test]
+fn a_raknet_player_through_the_proxy_to_a_nethernet_server() {
+    let Some(py) = common::nethernet_game_peers() else {
+        return;
+    };
+    let version = "1.26.45";
+    let dir = common::TempDir::new("proxy-to-nethernet");
+    let work = Work::new("proxy-to-nethernet");
+    let (upstream, listen) = (common::free_port_pair(), common::free_port_pair());
+    let packets = common::bedrock_protocol_packets(&dir, version, common::free_port_pair());
+    let (truth, theirs) = (work.file("truth.jsonl"), work.file("aiortc.keylog"));
+    let mut server = common::nethernet_peer(&py, "server", upstream, &packets, &truth, &theirs);
+    let pcapng = work.file("proxy.pcapng");
+    let args = common::args(&[
+        "proxy",
+        "--listen",
+        &format!("127.0.0.1:{listen}"),
+        "--upstream",
+        &format!("nethernet://127.0.0.1:{upstream}"),
+        "--version",
+        version,
+        "--once",
+        "--json",
+        "-w",
+        pcapng.to_str().unwrap(),
+    ]);
+    let mut proxy = common::Ours::spawn(&args, None);
+    proxy
+        .wait_record("listening", Duration::from_secs(10))
+        .expect("listening");
+    let client = bedrock_peer("client-only", version, listen, &work, "")
+        .output()
+        .expect("node runs");
+    assert!(
+        client.status.success(),
+        "the client: {}",
+        String::from_utf8_lossy(&client.stderr)
+    );
+    let f = proxy.finish(Duration::from_secs(20));
+    assert_eq!(f.code, Some(0), "{}", f.stderr);
+    assert_eq!(
+        server.exit_code(Duration::from_secs(30)),
+        Some(0),
+        "aiortc's server: {}",
+        common::tail(&common::read_text(&truth), 5)
+    );
+    let up = f.one("joined");
+    println!("{up}");
+    assert_eq!(up["peer"], format!("127.0.0.1:{upstream}"));
+    assert_eq!(up["transport"], "nethernet");
+    // What each application sent, the other received.
+    let (c_sent, c_got) = (
+        hex_of(&lines(&work.file("client-sent.jsonl"))),
+        hex_of(&lines(&work.file("client-got.jsonl"))),
+    );
+    let (s_got, s_sent) = (
+        aiortc_packets(&truth, "received"),
+        aiortc_packets(&truth, "sent"),
+    );
+    println!(
+        "c2s: the client sent {} that pass, the server got {}; s2c: the server sent {}, the client got {}",
+        c_sent.len(),
+        s_got.len(),
+        s_sent.len(),
+        c_got.len()
+    );
+    assert!(c_sent.len() > 5 && s_sent.len() > 10, "a whole session");
+    assert_eq!(s_got, c_sent, "the server got what the client sent");
+    assert_eq!(c_got, s_sent, "the client got what the server sent");
+    // The capture: both legs, every batch read with the keys inside.
+    let records = game_records(&pcapng);
+    let opaque = records.iter().filter(|r| r["type"] != "game").count();
+    assert_eq!(opaque, 0, "every batch of both legs opens: {records:?}");
+    let flows: std::collections::BTreeSet<u64> = records
+        .iter()
+        .map(|r| r["flow"].as_u64().unwrap())
+        .collect();
+    assert_eq!(flows.len(), 2, "a flow per leg: {flows:?}");
+    // The NetherNet leg: the flow without an encryption handshake.
+    let leg = flows
+        .iter()
+        .find(|&&f| {
+            !records
+                .iter()
+                .any(|r| r["flow"] == f && r["name"] == "client_to_server_handshake")
+        })
+        .copied()
+        .expect("a leg without a handshake");
+    let nethernet_leg = |dir: &str| -> Vec<String> {
+        records
+            .iter()
+            .filter(|r| r["flow"] == leg && r["dir"] == dir && r["name"] != "login")
+            .map(|r| r["data"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(nethernet_leg("c2s"), s_got, "the NetherNet leg c2s");
+    assert_eq!(nethernet_leg("s2c"), s_sent, "the NetherNet leg s2c");
+    // tshark decrypts the NetherNet leg with the keys inside the file.
+    if common::require_tool("tshark") && common::require_tool("openssl") {
+        let n = common::tshark_dtls_messages(&pcapng, &dir);
+        println!("tshark decrypts {n} binary data-channel messages");
+        assert!(n > 10, "tshark decrypts the DTLS leg: {n}");
+    }
+    // The signaling is in the capture: `handshake` reads the offer and
+    // the answer.
+    let o = common::run_bin(&["handshake", pcapng.to_str().unwrap(), "--json"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("POST /v1/join/"), "{text}");
+}
+
+/// The bridge from NetherNet to RakNet: aiortc's NetherNet client
+/// (nethernet_peers.py client --game, playing the client's side of
+/// bedrock-protocol's session of the version) joins the proxy, which
+/// listens on both transports on one port number, and plays through it to
+/// bedrock-protocol's server on RakNet; what each application sent, the
+/// other received byte for byte (but the Login, signed again, and the
+/// upstream leg's encryption handshake); the capture opens with the keys
+/// inside (0 opaque), and its DTLS key is the one aiortc logged.
+#[test]
+fn a_nethernet_player_through_the_proxy_to_a_raknet_server() {
+    let Some(py) = common::nethernet_game_peers() else {
+        return;
+    };
+    let version = "1.26.45";
+    let dir = common::TempDir::new("proxy-from-nethernet");
+    let work = Work::new("proxy-from-nethernet");
+    let (upstream, listen) = (common::free_port_pair(), common::free_port_pair());
+    let packets = common::bedrock_protocol_packets(&dir, version, common::free_port_pair());
+    let mut server = bedrock_peer("server-only", version, upstream, &work, "");
+    server.stderr(std::process::Stdio::piped());
+    let mut server = common::Proc::spawn(&mut server, "bedrock_peers.js --server-only");
+    let mut err = std::io::BufReader::new(server.child.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+    assert!(line.contains("waiting for a client"), "{line}");
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    let pcapng = work.file("proxy.pcapng");
+    let ours = work.file("ours.keylog");
+    let args = common::args(&[
+        "proxy",
+        "--listen",
+        &format!("127.0.0.1:{listen}"),
+        "--upstream",
+        &format!("raknet://127.0.0.1:{upstream}"),
+        "--version",
+        version,
+        "--once",
+        "--json",
+        "--tls-keylog-out",
+        ours.to_str().unwrap(),
+        "-w",
+        pcapng.to_str().unwrap(),
+    ]);
+    let mut proxy = common::Ours::spawn(&args, None);
+    assert_eq!(
+        proxy.wait_records("listening", 2, Duration::from_secs(10)),
+        2,
+        "listening on both transports"
+    );
+    let (truth, theirs) = (work.file("truth.jsonl"), work.file("aiortc.keylog"));
+    let files = (packets.as_path(), truth.as_path(), theirs.as_path());
+    let mut client = common::nethernet_peer_with(&py, "client", listen, files, &["--chat"]);
+    let code = client.exit_code(Duration::from_secs(60));
+    let f = proxy.finish(Duration::from_secs(20));
+    assert_eq!(
+        code,
+        Some(0),
+        "aiortc's client: {} / {}",
+        common::tail(&common::read_text(&truth), 5),
+        f.stderr
+    );
+    assert_eq!(f.code, Some(0), "{}", f.stderr);
+    for r in f.of_type("login") {
+        println!("{r}");
+    }
+    assert_eq!(
+        server.exit_code(Duration::from_secs(20)),
+        Some(0),
+        "bedrock-protocol's server"
+    );
+    assert!(
+        f.of_type("joined")
+            .iter()
+            .any(|r| r["transport"] == "nethernet"),
+        "the player joined over NetherNet: {:?}",
+        f.records
+    );
+    let (c_sent, c_got) = (
+        aiortc_packets(&truth, "sent"),
+        aiortc_packets(&truth, "received"),
+    );
+    let (s_sent, s_got) = (
+        hex_of(&lines(&work.file("server-sent.jsonl"))),
+        hex_of(&lines(&work.file("server-got.jsonl"))),
+    );
+    println!(
+        "c2s: the client sent {}, the server got {} that pass; s2c: the server sent {} that pass, the client got {}",
+        c_sent.len(),
+        s_got.len(),
+        s_sent.len(),
+        c_got.len()
+    );
+    assert!(c_sent.len() > 5 && s_sent.len() > 10, "a whole session");
+    assert_eq!(s_got, c_sent, "the server got what the client sent");
+    assert_eq!(c_got, s_sent, "the client got what the server sent");
+    // The DTLS key of the player's leg is the one aiortc logged.
+    let key = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+    let theirs_line = key(&theirs);
+    let first = theirs_line.lines().next().unwrap_or("");
+    assert!(
+        first.starts_with("CLIENT_RANDOM ") && key(&ours).contains(first),
+        "{first} in {}",
+        key(&ours)
+    );
+    let records = game_records(&pcapng);
+    let opaque = records.iter().filter(|r| r["type"] != "game").count();
+    assert_eq!(opaque, 0, "every batch of both legs opens");
+    let flows: std::collections::BTreeSet<u64> = records
+        .iter()
+        .map(|r| r["flow"].as_u64().unwrap())
+        .collect();
+    assert_eq!(flows.len(), 2, "a flow per leg: {flows:?}");
+    if common::require_tool("tshark") && common::require_tool("openssl") {
+        let n = common::tshark_dtls_messages(&pcapng, &dir);
+        println!("tshark decrypts {n} binary data-channel messages");
+        assert!(n > 10, "tshark decrypts the DTLS leg: {n}");
+    }
 }

@@ -14,7 +14,7 @@ use libfuzzer_sys::fuzz_target;
 use raknet_dissect::bedrock::identity::KeyPair;
 use raknet_dissect::nethernet::cert::Cert;
 use raknet_dissect::nethernet::http;
-use raknet_dissect::peer::nethernet_serve::{Reply, Signaling};
+use raknet_dissect::peer::nethernet_listen::{Reply, Signaling};
 
 /// The signaling, made once (a key and a certificate would be most of a run).
 fn signaling() -> &'static Signaling {

@@ -264,12 +264,12 @@ pub fn run_serve(a: &ServeArgs, out: &mut impl Write) -> anyhow::Result<u8> {
 /// `proxy`: a Bedrock proxy that shows what passes.
 #[derive(Args, Debug, Clone)]
 pub struct ProxyArgs {
-    /// Where players connect.
-    #[arg(long, default_value = "0.0.0.0:19132", value_name = "ADDR", value_parser = parse_target)]
-    pub listen: SocketAddr,
-    /// The server the players' sessions go on to: HOST:PORT, [IPV6]:PORT, or HOST (port 19132).
-    #[arg(long, value_name = "HOST:PORT", value_parser = parse_target)]
-    pub upstream: SocketAddr,
+    /// Where players connect: over RakNet and NetherNet on the same port number (as a dedicated server), or raknet://ADDR or nethernet://ADDR for one.
+    #[arg(long, default_value = "0.0.0.0:19132", value_name = "ADDR", value_parser = crate::peer::run::resolve_endpoint)]
+    pub listen: crate::peer::run::Endpoint,
+    /// The server the players' sessions go on to: HOST:PORT, [IPV6]:PORT, or HOST (port 19132); raknet://… or nethernet://… for one transport, else NetherNet when its signaling answers.
+    #[arg(long, value_name = "HOST:PORT", value_parser = crate::peer::run::resolve_endpoint)]
+    pub upstream: crate::peer::run::Endpoint,
     /// The game version until a player names its own (default: the newest the definitions know).
     #[arg(long = "version", value_name = "V", value_parser = crate::bedrock::speak::known_version)]
     pub version: Option<String>,
@@ -282,6 +282,9 @@ pub struct ProxyArgs {
     /// Append both legs' keys to this key log (default: $BEDROCK_KEYLOG_FILE).
     #[arg(long, value_name = "FILE")]
     pub keylog_out: Option<std::path::PathBuf>,
+    /// Append the NetherNet legs' DTLS keys to this NSS key log (default: $SSLKEYLOGFILE).
+    #[arg(long, value_name = "FILE")]
+    pub tls_keylog_out: Option<std::path::PathBuf>,
     /// Do not show these packets (names, comma-separated; still counted).
     #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
     pub hide: Vec<String>,
@@ -296,7 +299,8 @@ pub struct ProxyArgs {
 }
 
 pub fn run_proxy(a: &ProxyArgs, out: &mut impl Write) -> anyhow::Result<u8> {
-    let (v, k, w) = (a.version.clone(), a.keylog_out.clone(), a.write.clone());
+    let (v, w) = (a.version.clone(), a.write.clone());
+    let k = (a.keylog_out.clone(), a.tls_keylog_out.clone());
     let (shown, p) = ((a.hide.clone(), a.only.clone()), (a.max_players, a.once));
     let plan = crate::peer::proxy::plan((a.listen, a.upstream), v, p, k, shown, w);
     let stop = crate::capture::live::stop_on_interrupt();

@@ -295,6 +295,10 @@ pub struct Association {
     /// The DTLS version it chose (0xFEFD 1.2, 0xFEFC 1.3).
     pub version: Option<u16>,
     keys: Option<dtls::Keys>,
+    /// The ServerHello's random, while no key opens the records: a key
+    /// that comes later (a capture's Decryption Secrets Block written
+    /// when the key became known, after the hellos) still opens them.
+    server_random: Option<[u8; 32]>,
     /// Whether the key log lacked this association's random (said once).
     missing_key_said: bool,
     flights: BTreeMap<SocketAddr, dtls::Reassembly>,
@@ -326,6 +330,7 @@ impl Association {
             suite: None,
             version: None,
             keys: None,
+            server_random: None,
             missing_key_said: false,
             flights: BTreeMap::new(),
             receivers: BTreeMap::new(),
@@ -480,6 +485,11 @@ impl Association {
                 continue;
             }
             self.counts.entry(from).or_default().encrypted += 1;
+            if let (None, Some(suite), Some(sr)) = (&self.keys, self.suite, self.server_random) {
+                if dtls::Suite::from_id(suite).is_some() && !keylog.is_empty() {
+                    self.key(suite, &sr, keylog, true, out);
+                }
+            }
             let Some(keys) = &self.keys else {
                 out.push(Event::Record(seen));
                 if r.content == dtls::content::ALERT {
@@ -571,7 +581,8 @@ impl Association {
                         self.version = Some(version);
                         out.push(Event::Negotiated { version, suite });
                         if version != 0xFEFC {
-                            self.key(suite, &h.random, keylog, out);
+                            self.server_random = Some(h.random);
+                            self.key(suite, &h.random, keylog, false, out);
                         } else if !keylog.is_empty() {
                             // Its secrets are per traffic key, not a
                             // master secret: not read here.
@@ -606,12 +617,16 @@ impl Association {
         out.push(Event::Alert { from, alert });
     }
 
-    /// The keys, from the key log, once both randoms are known.
+    /// The keys, from the key log, once both randoms are known; a key
+    /// log without this association's line is an anomaly (once) when
+    /// `say_missing` (at the first encrypted record: its line may come
+    /// after the hellos).
     fn key(
         &mut self,
         suite: u16,
         server_random: &[u8; 32],
         keylog: &dtls::KeyLog,
+        say_missing: bool,
         out: &mut Vec<Event>,
     ) {
         let Some(cr) = self.client_random else { return };
@@ -635,7 +650,7 @@ impl Association {
                     hex(m)
                 )));
             }
-            None if !keylog.is_empty() && !self.missing_key_said => {
+            None if say_missing && !keylog.is_empty() && !self.missing_key_said => {
                 self.missing_key_said = true;
                 out.push(Event::Anomaly {
                     kind: Problem::Undecryptable,

@@ -10,6 +10,7 @@ pub(crate) mod record {
 
 pub mod bedrock;
 pub mod nethernet;
+pub mod nethernet_listen;
 pub mod nethernet_serve;
 pub mod proxy;
 pub mod run;
@@ -535,6 +536,27 @@ pub(crate) struct Server {
     /// The local address each peer's datagrams use, when the socket is
     /// bound to a wildcard (what the kernel routes to it from).
     locals: std::collections::HashMap<std::net::IpAddr, SocketAddr>,
+    /// NetherNet beside RakNet on this socket: datagrams of STUN and DTLS
+    /// (RFC 7983's first-byte ranges, which RakNet's never fall in) are
+    /// kept for [`Server::take_diverted`] instead.
+    pub(crate) divert: bool,
+    /// With `divert`: the other datagrams are dropped (no RakNet here).
+    pub(crate) only_diverted: bool,
+    diverted: std::collections::VecDeque<(SocketAddr, Vec<u8>)>,
+    /// Diverted datagrams dropped: more than [`MAX_DIVERTED`] waited.
+    pub(crate) diverted_dropped: u64,
+}
+
+/// Diverted datagrams waiting, at most.
+pub(crate) const MAX_DIVERTED: usize = 4096;
+
+/// Reading datagrams in one step stops after this long: then timers and
+/// everything else have their turn, whatever a flood sends.
+pub const READ_TURN: Duration = Duration::from_millis(10);
+
+/// Whether a datagram is WebRTC's (STUN, or DTLS: RFC 7983), not RakNet's.
+pub(crate) fn is_webrtc(data: &[u8]) -> bool {
+    crate::nethernet::stun::looks_like(data) || data.first().is_some_and(|b| (20..=63).contains(b))
 }
 
 /// The local address that datagrams to `peer` leave from, on a socket
@@ -563,11 +585,40 @@ impl Server {
             record_error: None,
             bound,
             locals: std::collections::HashMap::new(),
+            divert: false,
+            only_diverted: false,
+            diverted: std::collections::VecDeque::new(),
+            diverted_dropped: 0,
         })
     }
 
     pub(crate) fn local_addr(&self) -> io::Result<SocketAddr> {
         self.s.local_addr()
+    }
+
+    /// The next diverted datagram ([`Server::divert`]): its sender and bytes.
+    pub(crate) fn take_diverted(&mut self) -> Option<(SocketAddr, Vec<u8>)> {
+        self.diverted.pop_front()
+    }
+
+    /// A datagram of ours (not RakNet's) sent from this socket, and
+    /// recorded; false when the kernel would not take it yet (it goes
+    /// with the next step).
+    pub(crate) fn send_other(&mut self, to: SocketAddr, data: &[u8]) -> io::Result<bool> {
+        let sent = match self.s.send_to(to, data) {
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => true,
+            r => r?,
+        };
+        if sent {
+            self.record(to, data, true);
+        }
+        Ok(sent)
+    }
+
+    /// The socket, for `poll`.
+    pub(crate) fn fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.s.sock.as_raw_fd()
     }
 
     pub(crate) fn now(&self) -> Duration {
@@ -622,13 +673,25 @@ impl Server {
             self.listener.poll_timeout().map_or(until, |t| t.min(until))
         };
         self.s.wait(wake)?;
-        loop {
+        let started = Instant::now();
+        for k in 0usize.. {
+            if k % 64 == 63 && started.elapsed() > READ_TURN {
+                break;
+            }
             match self.s.recv() {
                 Ok(Some((from, n))) => {
                     let now = self.s.now();
                     let data = std::mem::take(&mut self.s.rbuf);
                     self.record(from, &data[..n], false);
-                    self.listener.handle(now, from, &data[..n]);
+                    if self.divert && is_webrtc(&data[..n]) {
+                        if self.diverted.len() < MAX_DIVERTED {
+                            self.diverted.push_back((from, data[..n].to_vec()));
+                        } else {
+                            self.diverted_dropped += 1;
+                        }
+                    } else if !(self.divert && self.only_diverted) {
+                        self.listener.handle(now, from, &data[..n]);
+                    }
                     self.s.rbuf = data;
                 }
                 Ok(None) => break,

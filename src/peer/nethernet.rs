@@ -10,6 +10,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use super::signaling::{exchange, SignalingError, JOIN_PATH};
+use crate::capture::write::Recorder;
 use crate::nethernet::cert::Cert;
 use crate::nethernet::framing::{Reassembler, Step};
 use crate::nethernet::rtc::{Rtc, RtcConfig, RtcEvent};
@@ -77,14 +78,19 @@ pub(crate) struct Joined {
 /// reassembly of the reliable channel's segments.
 pub(crate) struct NetherNetLink {
     sock: super::Socket,
+    local: SocketAddr,
     rtc: Rtc,
     epoch: Instant,
     reliable: Reassembler,
     /// Batches delivered and not yet handed on (by `pump`).
     inbox: std::collections::VecDeque<Vec<u8>>,
+    /// Channels opened.
+    open: u8,
     ended: Option<String>,
     key_log: Option<std::path::PathBuf>,
     key_logged: bool,
+    /// The DTLS key-log line is in the capture.
+    key_recorded: bool,
 }
 
 /// The local address a socket for `target` binds: the interface the
@@ -96,20 +102,31 @@ fn local_for(target: SocketAddr) -> io::Result<SocketAddr> {
     Ok(SocketAddr::new(probe.local_addr()?.ip(), 0))
 }
 
-impl NetherNetLink {
-    /// Join the NetherNet server whose signaling is on TCP `target`: the
-    /// offer (our candidate on the interface toward it, an offline
-    /// identity for `name`) posted, the answer applied, ICE, DTLS and SCTP
-    /// run, NetherNet's two channels opened, within `timeout`. The DTLS
-    /// key-log line goes to `tls_key_log` when given.
-    pub(crate) fn join(
+/// A join's offer, made and not yet answered: the socket its candidate
+/// names, the certificate its fingerprint names, the request to post.
+pub(crate) struct Offer {
+    sock: super::Socket,
+    cert: Cert,
+    ufrag: String,
+    pwd: String,
+    pub(crate) network_id: String,
+    /// `POST` here, on the server's signaling port.
+    pub(crate) path: String,
+    /// The offer's SDP, with its identity assertion.
+    pub(crate) sdp: String,
+    start: Instant,
+}
+
+impl Offer {
+    /// The offer of a join of the NetherNet server whose signaling is on
+    /// TCP `target`: our candidate on the interface toward it, an offline
+    /// identity for `name` (its key from `identity_file`, else a new one).
+    pub(crate) fn new(
         target: SocketAddr,
         name: &str,
-        timeout: Duration,
-        (tls_key_log, identity_file): (Option<std::path::PathBuf>, Option<&std::path::Path>),
-        on_step: &mut dyn FnMut(&'static str, String),
-    ) -> Result<(NetherNetLink, Joined), JoinError> {
-        use crate::nethernet::{dcep::Open, ice::Credentials, identity, sdp};
+        identity_file: Option<&std::path::Path>,
+    ) -> Result<Offer, JoinError> {
+        use crate::nethernet::{identity, sdp};
         let sock = super::Socket::bind(local_for(target)?)?;
         let local = sock.local_addr()?;
         let cert = Cert::self_signed("raknet-dissect").map_err(io::Error::from)?;
@@ -157,23 +174,41 @@ impl NetherNetLink {
             "offline.raknet-dissect.invalid",
             &unsigned,
         ));
-        let path = format!("{JOIN_PATH}/{network_id}");
-        let start = Instant::now();
-        let answer = exchange(
-            target,
-            "POST",
-            &path,
-            Some("application/sdp"),
-            offer.write().as_bytes(),
-            timeout,
-        )?;
+        Ok(Offer {
+            sock,
+            cert,
+            ufrag,
+            pwd,
+            path: format!("{JOIN_PATH}/{network_id}"),
+            network_id,
+            sdp: offer.write(),
+            start: Instant::now(),
+        })
+    }
+
+    /// Our side's address: the offer's candidate.
+    pub(crate) fn local(&self) -> io::Result<SocketAddr> {
+        self.sock.local_addr()
+    }
+
+    /// The server's `answer` applied: the transport made (ICE, DTLS and
+    /// SCTP start at once), the link that runs it, and what the answer
+    /// said; the DTLS key-log line goes to `tls_key_log` when given.
+    pub(crate) fn answered(
+        self,
+        answer: &super::signaling::Answer,
+        tls_key_log: Option<std::path::PathBuf>,
+        on_step: &mut dyn FnMut(&'static str, String),
+    ) -> Result<(NetherNetLink, Joined), JoinError> {
+        use crate::nethernet::{dcep::Open, ice::Credentials, identity, sdp};
         if !(200..300).contains(&answer.status) {
             return Err(JoinError::Refused {
-                path,
+                path: self.path,
                 status: answer.status,
-                reason: answer.reason,
+                reason: answer.reason.clone(),
             });
         }
+        let local = self.sock.local_addr()?;
         let text = String::from_utf8_lossy(&answer.body);
         let theirs = sdp::Sdp::parse(&text).map_err(|e| JoinError::Answer(e.to_string()))?;
         let server_identity = identity::summary(&theirs);
@@ -184,7 +219,8 @@ impl NetherNetLink {
         on_step(
             "offer_answered",
             format!(
-                "POST {path}: HTTP {}, a=setup:{}, {} candidate(s); the server's identity: {server_identity}",
+                "POST {}: HTTP {}, a=setup:{}, {} candidate(s); the server's identity: {server_identity}",
+                self.path,
                 answer.status,
                 theirs.setup.as_deref().unwrap_or("-"),
                 theirs.candidates.len()
@@ -201,43 +237,78 @@ impl NetherNetLink {
             .filter(|c| c.transport == "udp" && c.address.is_ipv4() == local.is_ipv4())
             .map(|c| c.address)
             .collect();
-        if remotes.is_empty() {
+        let Some(&first) = remotes.first() else {
             return Err(JoinError::Answer(
                 "no UDP candidate of our address family".into(),
             ));
-        }
+        };
         let cfg = RtcConfig {
             controlling: true,
             dtls_client,
             ice: Credentials {
-                local_ufrag: ufrag,
-                local_pwd: pwd,
+                local_ufrag: self.ufrag,
+                local_pwd: self.pwd,
                 remote_ufrag: need(theirs.ice_ufrag.clone(), "a=ice-ufrag")?,
                 remote_pwd: need(theirs.ice_pwd.clone(), "a=ice-pwd")?,
             },
             remotes,
             remote_fingerprint,
-            cert,
+            cert: self.cert,
             open: vec![Open::reliable(), Open::unreliable()],
         };
         let tie = u64::from_le_bytes(crate::random::bytes::<8>()?);
         let ids = || crate::random::bytes::<12>().unwrap_or_default();
         let rtc = Rtc::new(cfg, Instant::now(), tie, ids)
             .map_err(|e| JoinError::Transport(e.to_string()))?;
-        let mut link = NetherNetLink {
-            sock,
+        let link = NetherNetLink {
+            sock: self.sock,
+            local,
             rtc,
-            epoch: start,
+            epoch: self.start,
             reliable: Reassembler::new(crate::nethernet::framing::DEFAULT_LIMIT),
             inbox: Default::default(),
+            open: 0,
             ended: None,
             key_log: tls_key_log,
             key_logged: false,
+            key_recorded: false,
         };
+        let joined = Joined {
+            network_id: self.network_id,
+            remote: first,
+            dtls_client,
+            took: self.start.elapsed(),
+            server_identity,
+        };
+        Ok((link, joined))
+    }
+}
+
+impl NetherNetLink {
+    /// Join the NetherNet server whose signaling is on TCP `target`: the
+    /// offer ([`Offer::new`]) posted, the answer applied, ICE, DTLS and
+    /// SCTP run, NetherNet's two channels opened, within `timeout`. The
+    /// DTLS key-log line goes to `tls_key_log` when given.
+    pub(crate) fn join(
+        target: SocketAddr,
+        name: &str,
+        timeout: Duration,
+        (tls_key_log, identity_file): (Option<std::path::PathBuf>, Option<&std::path::Path>),
+        on_step: &mut dyn FnMut(&'static str, String),
+    ) -> Result<(NetherNetLink, Joined), JoinError> {
+        let offer = Offer::new(target, name, identity_file)?;
+        let start = offer.start;
+        let answer = exchange(
+            target,
+            "POST",
+            &offer.path,
+            Some("application/sdp"),
+            offer.sdp.as_bytes(),
+            timeout,
+        )?;
+        let (mut link, mut joined) = offer.answered(&answer, tls_key_log, on_step)?;
         let deadline = start + timeout;
-        let mut open = 0;
-        let mut remote = None;
-        while open < 2 {
+        while link.open < 2 {
             if Instant::now() >= deadline {
                 return Err(JoinError::Timeout(timeout));
             }
@@ -258,8 +329,7 @@ impl NetherNetLink {
                     _ => {}
                 }
                 match e {
-                    RtcEvent::ChannelOpen { .. } => open += 1,
-                    RtcEvent::IceConnected(a) => remote = Some(a),
+                    RtcEvent::IceConnected(a) => joined.remote = a,
                     RtcEvent::Failed(why) | RtcEvent::Closed(why) => {
                         return Err(JoinError::Transport(why))
                     }
@@ -267,44 +337,64 @@ impl NetherNetLink {
                 }
             }
         }
-        let joined = Joined {
-            network_id,
-            remote: remote.unwrap_or(target),
-            dtls_client,
-            took: start.elapsed(),
-            server_identity,
-        };
+        joined.took = start.elapsed();
         Ok((link, joined))
     }
 
+    /// Whether NetherNet's two channels are open.
+    pub(crate) fn is_open(&self) -> bool {
+        self.open >= 2
+    }
+
     /// Send what the transport has queued, wait for a datagram or a timer
-    /// up to `until`, feed what came; the events. Messages on the reliable
-    /// channel are reassembled into `inbox`; those on the unreliable
-    /// channel (one segment each) go there too.
+    /// up to `until`, feed what came; the events ([`Self::turn`]).
     fn step(&mut self, until: Instant) -> io::Result<Vec<RtcEvent>> {
-        let mut events = Vec::new();
-        self.flush()?;
+        self.flush(&mut None)?;
         let wake = self.rtc.poll_timeout().map_or(until, |t| t.min(until));
         let wait = wake.saturating_duration_since(Instant::now());
         self.sock.wait(self.sock.now() + wait)?;
+        self.turn(&mut None)
+    }
+
+    /// Without waiting: what came fed to the transport, its timers run,
+    /// what it queued sent; every datagram into `rec` too, after the DTLS
+    /// key-log line once it is known (a Decryption Secrets Block before
+    /// the first datagram it opens). The events; messages on the reliable
+    /// channel are reassembled into the inbox ([`Self::take_batch`]), and
+    /// those on the unreliable channel (one segment each) go there too.
+    pub(crate) fn turn(&mut self, rec: &mut Option<Recorder>) -> io::Result<Vec<RtcEvent>> {
+        let mut events = Vec::new();
         let now = Instant::now();
         while let Some((from, n)) = self.sock.recv()? {
             self.rtc.handle_datagram(now, from, &self.sock.rbuf[..n]);
+            self.record_key(rec);
+            if let Some(r) = rec {
+                if r.record(from, self.local, &self.sock.rbuf[..n]).is_err() {
+                    *rec = None;
+                }
+            }
         }
         if self.rtc.poll_timeout().is_some_and(|t| t <= now) {
             self.rtc.handle_timeout(now);
         }
-        self.flush()?;
+        self.flush(rec)?;
         while let Some(e) = self.rtc.poll_event() {
-            if let RtcEvent::Message { label, data } = &e {
-                if label == crate::nethernet::dcep::RELIABLE_LABEL {
-                    if let Step::Whole(b) = self.reliable.push(data) {
-                        self.inbox.push_back(b);
+            match &e {
+                RtcEvent::Message { label, data } => {
+                    if label == crate::nethernet::dcep::RELIABLE_LABEL {
+                        if let Step::Whole(b) = self.reliable.push(data) {
+                            self.inbox.push_back(b);
+                        }
+                    } else if let Some((0, rest)) = data.split_first() {
+                        self.inbox.push_back(rest.to_vec());
                     }
-                } else if let Some((0, rest)) = data.split_first() {
-                    self.inbox.push_back(rest.to_vec());
+                    continue;
                 }
-                continue;
+                RtcEvent::ChannelOpen { .. } => self.open += 1,
+                RtcEvent::Closed(why) | RtcEvent::Failed(why) => {
+                    self.ended.get_or_insert(why.clone());
+                }
+                _ => {}
             }
             events.push(e);
         }
@@ -312,10 +402,88 @@ impl NetherNetLink {
         Ok(events)
     }
 
-    /// Every datagram the transport queued, sent.
-    fn flush(&mut self) -> io::Result<()> {
+    /// A batch delivered and not yet taken.
+    pub(crate) fn take_batch(&mut self) -> Option<Vec<u8>> {
+        self.inbox.pop_front()
+    }
+
+    /// Why the connection ended, once it has.
+    pub(crate) fn ended(&self) -> Option<&str> {
+        self.ended.as_deref()
+    }
+
+    /// When the transport must next be woken.
+    pub(crate) fn poll_timeout(&mut self) -> Option<Instant> {
+        self.rtc.poll_timeout()
+    }
+
+    /// Its socket, for `poll`.
+    pub(crate) fn fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.sock.sock.as_raw_fd()
+    }
+
+    /// The other side's address ICE chose, once it has.
+    pub(crate) fn remote(&self) -> Option<SocketAddr> {
+        self.rtc.remote()
+    }
+
+    /// Bytes queued toward the other side and not yet acknowledged.
+    pub(crate) fn buffered(&self) -> usize {
+        self.rtc.buffered()
+    }
+
+    /// A batch queued on the reliable channel, in NetherNet's segments
+    /// (sent by the next [`Self::flush`]).
+    pub(crate) fn queue_batch(&mut self, batch: &[u8]) -> io::Result<()> {
+        let segments = crate::nethernet::framing::segments(batch, SEGMENT).ok_or_else(|| {
+            io::Error::other(format!(
+                "a batch of {} bytes is more than 256 segments",
+                batch.len()
+            ))
+        })?;
+        let now = Instant::now();
+        for s in segments {
+            self.rtc
+                .send(now, crate::nethernet::dcep::RELIABLE_LABEL, &s)
+                .map_err(io::Error::other)?;
+        }
+        Ok(())
+    }
+
+    /// The channels closed and the association shut down, at once (what
+    /// goes out into `rec` too).
+    pub(crate) fn close(&mut self, rec: &mut Option<Recorder>) -> io::Result<()> {
+        self.rtc.close_channels(Instant::now());
+        self.rtc.close(Instant::now());
+        self.flush(rec)
+    }
+
+    /// The DTLS key-log line into `rec`, once it is known.
+    fn record_key(&mut self, rec: &mut Option<Recorder>) {
+        let Some(r) = rec else { return };
+        if self.key_recorded {
+            return;
+        }
+        if let Some(line) = self.rtc.key_log_line() {
+            self.key_recorded = true;
+            let kind = crate::capture::Secrets::TLS_KEY_LOG;
+            if r.secrets(kind, format!("{line}\n").as_bytes()).is_err() {
+                *rec = None;
+            }
+        }
+    }
+
+    /// Every datagram the transport queued, sent (and into `rec`).
+    pub(crate) fn flush(&mut self, rec: &mut Option<Recorder>) -> io::Result<()> {
+        self.record_key(rec);
         while let Some((to, d)) = self.rtc.poll_transmit() {
             self.sock.send_to(to, &d)?;
+            if let Some(r) = rec {
+                if r.record(self.local, to, &d).is_err() {
+                    *rec = None;
+                }
+            }
         }
         Ok(())
     }
@@ -341,19 +509,8 @@ impl super::bedrock::GameLink for NetherNetLink {
     }
 
     fn send_batch(&mut self, batch: &[u8]) -> io::Result<()> {
-        let segments = crate::nethernet::framing::segments(batch, SEGMENT).ok_or_else(|| {
-            io::Error::other(format!(
-                "a batch of {} bytes is more than 256 segments",
-                batch.len()
-            ))
-        })?;
-        let now = Instant::now();
-        for s in segments {
-            self.rtc
-                .send(now, crate::nethernet::dcep::RELIABLE_LABEL, &s)
-                .map_err(io::Error::other)?;
-        }
-        self.flush()
+        self.queue_batch(batch)?;
+        self.flush(&mut None)
     }
 
     fn pump(
@@ -372,11 +529,7 @@ impl super::bedrock::GameLink for NetherNetLink {
             if any || self.ended.is_some() || Instant::now() >= until {
                 return Ok(self.ended.clone());
             }
-            for e in self.step(until)? {
-                if let RtcEvent::Closed(why) | RtcEvent::Failed(why) = e {
-                    self.ended = Some(why);
-                }
-            }
+            self.step(until)?;
         }
     }
 
@@ -392,7 +545,7 @@ impl super::bedrock::GameLink for NetherNetLink {
             self.step(end)?;
         }
         self.rtc.close(Instant::now());
-        self.flush()?;
+        self.flush(&mut None)?;
         Ok(())
     }
 }
@@ -406,7 +559,7 @@ pub(crate) fn join_recorded(
     keys: (Option<std::path::PathBuf>, Option<&std::path::Path>),
     report: &mut dyn super::run::Report,
 ) -> anyhow::Result<Option<NetherNetLink>> {
-    use crate::records::peer::{FailedJson, JoinedJson, PeerRecord};
+    use crate::records::peer::{FailedJson, PeerRecord};
     let (link, joined) = match NetherNetLink::join(target, name, timeout, keys, &mut |_, _| {}) {
         Ok(j) => j,
         Err(e) => {
@@ -419,21 +572,23 @@ pub(crate) fn join_recorded(
             return Ok(None);
         }
     };
-    report.record(PeerRecord::Joined(JoinedJson {
+    report.record(joined_record(target, joined))?;
+    Ok(Some(link))
+}
+
+/// The `joined` record of a join of `target`.
+pub(crate) fn joined_record(target: SocketAddr, j: Joined) -> crate::records::peer::PeerRecord {
+    use crate::records::peer::{JoinedJson, PeerRecord};
+    PeerRecord::Joined(JoinedJson {
         kind: "joined",
         transport: "nethernet",
         peer: target.to_string(),
-        network_id: joined.network_id,
-        remote: joined.remote.to_string(),
-        dtls_role: if joined.dtls_client {
-            "client"
-        } else {
-            "server"
-        },
-        join_ms: crate::records::peer::ms(joined.took),
-        server_identity: joined.server_identity,
-    }))?;
-    Ok(Some(link))
+        network_id: j.network_id,
+        remote: j.remote.to_string(),
+        dtls_role: if j.dtls_client { "client" } else { "server" },
+        join_ms: crate::records::peer::ms(j.took),
+        server_identity: j.server_identity,
+    })
 }
 
 /// The Login's server address over NetherNet: the signaling URL with the

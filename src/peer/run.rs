@@ -77,6 +77,34 @@ pub fn resolve(target: &str) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("{target}: no address"))
 }
 
+/// An address with the transport it is reached over: `raknet://HOST:PORT`,
+/// `nethernet://HOST:PORT`, or the address alone (`auto`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The transport named, or `auto`.
+    pub transport: Transport,
+    /// The address.
+    pub addr: SocketAddr,
+}
+
+/// An [`Endpoint`] from its text; the address as [`resolve`] reads it.
+pub fn resolve_endpoint(target: &str) -> Result<Endpoint, String> {
+    let (transport, rest) = match target.split_once("://") {
+        Some((scheme, rest)) => match scheme.to_ascii_lowercase().as_str() {
+            "raknet" => (Transport::RakNet, rest),
+            "nethernet" => (Transport::NetherNet, rest),
+            other => {
+                return Err(format!(
+                    "{target}: {other}://: the transports are raknet:// and nethernet://"
+                ))
+            }
+        },
+        None => (Transport::Auto, target),
+    };
+    let addr = resolve(rest.trim_end_matches('/'))?;
+    Ok(Endpoint { transport, addr })
+}
+
 /// A GUID for a new peer, from the operating system's randomness.
 pub(crate) fn new_guid() -> Result<u64, crate::random::RandomError> {
     crate::random::guid()

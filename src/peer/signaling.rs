@@ -22,6 +22,57 @@ pub(crate) struct Answer {
     pub(crate) reason: String,
     pub(crate) content_type: Option<String>,
     pub(crate) body: Vec<u8>,
+    /// What crossed the connection, for a capture.
+    pub(crate) transcript: Transcript,
+}
+
+/// One request's connection as our socket saw it: its addresses, and
+/// each side's bytes with when they went (since the Unix epoch).
+#[derive(Debug, Clone)]
+pub(crate) struct Transcript {
+    pub(crate) local: SocketAddr,
+    pub(crate) server: SocketAddr,
+    /// When the connection was made.
+    pub(crate) opened: Duration,
+    /// The request, sent whole.
+    pub(crate) sent: (Duration, Vec<u8>),
+    /// The answer, as each read returned it.
+    pub(crate) received: Vec<(Duration, Vec<u8>)>,
+}
+
+fn unix_now() -> Duration {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+}
+
+impl Transcript {
+    /// The connection into `rec` as TCP segments: the SYNs, the request,
+    /// the answer as it was read, the FINs at the end (sequence numbers
+    /// from 0 each way; no acknowledgements).
+    pub(crate) fn record(&self, rec: &mut crate::capture::write::Recorder) -> io::Result<()> {
+        use crate::capture::TcpSegment;
+        let seg = |seq: u32, syn, fin| TcpSegment {
+            seq,
+            syn,
+            fin,
+            rst: false,
+        };
+        let (c, s) = (self.local, self.server);
+        rec.record_tcp_at(self.opened, c, s, seg(0, true, false), &[])?;
+        rec.record_tcp_at(self.opened, s, c, seg(0, true, false), &[])?;
+        rec.record_tcp_at(self.sent.0, c, s, seg(1, false, false), &self.sent.1)?;
+        let mut at = 1u32;
+        let mut last = self.sent.0;
+        for (t, b) in &self.received {
+            rec.record_tcp_at(*t, s, c, seg(at, false, false), b)?;
+            at = at.wrapping_add(b.len() as u32);
+            last = *t;
+        }
+        let ours = 1u32.wrapping_add(self.sent.1.len() as u32);
+        rec.record_tcp_at(last, c, s, seg(ours, false, true), &[])?;
+        rec.record_tcp_at(last, s, c, seg(at, false, true), &[])
+    }
 }
 
 /// Why a request got no HTTP answer.
@@ -74,10 +125,18 @@ pub(crate) fn exchange(
         _ => SignalingError::Io(target, e),
     };
     let mut s = TcpStream::connect_timeout(&target, timeout).map_err(io_err)?;
+    let opened = unix_now();
     let _ = s.set_nodelay(true);
     let req = http::request(method, path, &target.to_string(), content_type, body);
     s.set_write_timeout(Some(timeout)).map_err(io_err)?;
     s.write_all(&req).map_err(io_err)?;
+    let mut transcript = Transcript {
+        local: s.local_addr().map_err(io_err)?,
+        server: target,
+        opened,
+        sent: (unix_now(), req),
+        received: Vec::new(),
+    };
     let mut stream = http::Stream::new();
     let mut buf = vec![0u8; 16 << 10];
     loop {
@@ -91,6 +150,9 @@ pub(crate) fn exchange(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(io_err(e)),
         };
+        if n > 0 {
+            transcript.received.push((unix_now(), buf[..n].to_vec()));
+        }
         let message = if n == 0 {
             stream.finish()
         } else {
@@ -114,6 +176,7 @@ pub(crate) fn exchange(
                     reason,
                     content_type: m.header("content-type").map(str::to_owned),
                     body: m.body,
+                    transcript,
                 });
             }
             None if n == 0 => return Err(SignalingError::Closed(target)),

@@ -775,3 +775,148 @@ pub fn bedrock_peers_ready() -> bool {
     }
     ok
 }
+
+/// aiortc's Python and bedrock-protocol, or why not (skipped).
+pub fn nethernet_game_peers() -> Option<String> {
+    if !require_tool("tcpdump") || !bedrock_peers_ready() {
+        return None;
+    }
+    let Some(py) = aiortc_python() else {
+        skip_or_fail("no Python with aiortc (target/venv/bin/pip install aiortc==1.16.0)");
+        return None;
+    };
+    Some(py)
+}
+
+/// bedrock-protocol's own session of `version` (bedrock_peers.js on
+/// RakNet port `port`): every game packet each side sent, recorded inside
+/// it, for nethernet_peers.py --game to play.
+pub fn bedrock_protocol_packets(dir: &TempDir, version: &str, port: u16) -> std::path::PathBuf {
+    let packets = dir.path().join(format!("{version}.packets.jsonl"));
+    let made = run_with_timeout(
+        Command::new("node")
+            .arg(root().join("scripts/bedrock_peers.js"))
+            .args(["--version", version, "--port", &port.to_string(), "--out"])
+            .arg(&packets)
+            .arg("--keylog")
+            .arg(dir.path().join(format!("{version}.raknet.keylog"))),
+        std::time::Duration::from_secs(60),
+    );
+    let err = String::from_utf8_lossy(&made.stderr);
+    assert!(made.status.success(), "bedrock_peers.js {version}: {err}");
+    packets
+}
+
+/// nethernet_peers.py `role` --game on `port`, playing `packets`, once it
+/// says it listens (a server) or at once (a client).
+pub fn nethernet_peer(
+    py: &str,
+    role: &str,
+    port: u16,
+    packets: &std::path::Path,
+    truth: &std::path::Path,
+    keys: &std::path::Path,
+) -> Proc {
+    nethernet_peer_with(py, role, port, (packets, truth, keys), &[])
+}
+
+/// [`nethernet_peer`] with more of nethernet_peers.py's options.
+pub fn nethernet_peer_with(
+    py: &str,
+    role: &str,
+    port: u16,
+    (packets, truth, keys): (&std::path::Path, &std::path::Path, &std::path::Path),
+    more: &[&str],
+) -> Proc {
+    let mut cmd = Command::new(py);
+    cmd.arg(root().join("scripts/nethernet_peers.py"))
+        .args([role, "--game", "--port", &port.to_string(), "--packets"])
+        .arg(packets)
+        .arg("--truth")
+        .arg(truth)
+        .arg("--keylog")
+        .arg(keys)
+        .args(more)
+        .stderr(std::process::Stdio::piped());
+    let mut p = Proc::spawn(&mut cmd, "nethernet_peers.py --game");
+    let said = reader_lines(p.child.stderr.take().unwrap());
+    if role == "server" {
+        let up = wait_line(
+            &said,
+            "nethernet_peers: server listening",
+            std::time::Duration::from_secs(20),
+        );
+        assert!(up.is_some(), "nethernet_peers.py did not start");
+    }
+    // Its standard error read to the end (a closed pipe would fail its
+    // last lines, and its exit code).
+    std::thread::spawn(move || said.into_iter().for_each(drop));
+    p
+}
+
+/// tshark, with the same key log, decrypts the same DTLS records and
+/// shows the same SCTP chunks in every datagram: their types, and each
+/// DATA chunk's TSN, stream and PPID; no frame of it is malformed; and the
+/// same DTLS records (content type, epoch, sequence number, length) and
+/// DCEP labels.
+/// Any RSA private key, in `dir`: tshark carries DTLS to SCTP only on the
+/// ports of a `dtls.keys_list` entry, which names a key file, though the
+/// key log gives the secrets.
+pub fn any_pem(dir: &TempDir) -> std::path::PathBuf {
+    let pem = dir.path().join("any.pem");
+    let made = std::process::Command::new("openssl")
+        .args(["genrsa", "-out", pem.to_str().unwrap(), "2048"])
+        .output()
+        .unwrap();
+    assert!(made.status.success());
+    pem
+}
+
+/// tshark's `dtls.keys_list` for `pcap`: DTLS to SCTP on the UDP ports of
+/// the ICE pairs (each leg's STUN source ports), with key file `pem`.
+pub fn dtls_keys_list(pcap: &str, pem: &std::path::Path) -> String {
+    let stun = std::process::Command::new("tshark")
+        .args([
+            "-r",
+            pcap,
+            "-Y",
+            "stun",
+            "-T",
+            "fields",
+            "-e",
+            "udp.srcport",
+        ])
+        .output()
+        .unwrap();
+    let mut ports: Vec<String> = String::from_utf8_lossy(&stun.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    ports.sort();
+    ports.dedup();
+    let keys: Vec<String> = ports
+        .iter()
+        .map(|p| format!("127.0.0.1,{p},sctp,{}", pem.display()))
+        .collect();
+    format!("dtls.keys_list:{}", keys.join(";"))
+}
+
+/// The binary messages (SCTP PPID 53) tshark decrypts in `pcapng` with
+/// the DTLS keys of its own Decryption Secrets Blocks (no key file
+/// given), DTLS read as SCTP on the ICE pairs' ports.
+pub fn tshark_dtls_messages(pcapng: &Path, dir: &TempDir) -> usize {
+    let pcap = pcapng.to_str().unwrap();
+    let o = run_with_timeout(
+        Command::new("tshark")
+            .args(["-r", pcap, "-o", &dtls_keys_list(pcap, &any_pem(dir))])
+            .args(["-o", "udp.try_heuristic_first:TRUE"])
+            .args(["-Y", "sctp.data_payload_proto_id == 53"])
+            .args(["-T", "fields", "-e", "sctp.data_payload_proto_id"])
+            .args(["-E", "aggregator=,"]),
+        Duration::from_secs(60),
+    );
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| l.split(',').filter(|p| *p == "53").count())
+        .sum()
+}
