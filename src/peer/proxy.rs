@@ -1,7 +1,8 @@
 //! `proxy --listen ADDR --upstream HOST:PORT`: a Bedrock proxy on either
 //! transport. Players connect to our server on `listen`, over RakNet or
 //! NetherNet (both on one port number, as a dedicated server: the
-//! datagrams of STUN and DTLS go to [`Listener`], the rest to RakNet);
+//! datagrams of STUN and DTLS go to the NetherNet listener
+//! (`peer::nethernet_listen`), the rest to RakNet);
 //! for each, our client connects to the upstream from a socket of its
 //! own, over RakNet or NetherNet (the offer posted from a thread, the
 //! rest on the proxy's loop), and a [`ProxySession`] hands every game
