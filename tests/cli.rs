@@ -558,6 +558,7 @@ fn a_man_page_per_command_with_filters_and_exit_status() {
         "handshake",
         "live",
         "game",
+        "proxy",
     ];
     for entry in std::fs::read_dir(&dir).expect("pages") {
         let page = entry.expect("a page").path();

@@ -57,6 +57,33 @@ fn bedrock_peer(role: &str, version: &str, port: u16, work: &Work, every: &str) 
     cmd
 }
 
+/// bedrock_peers.js `--server-only` on `port`, once it waits for a
+/// client (its standard error read to the end).
+fn bedrock_server(version: &str, port: u16, work: &Work, every: &str) -> common::Proc {
+    let mut server = bedrock_peer("server-only", version, port, work, every);
+    server.stderr(std::process::Stdio::piped());
+    let mut server = common::Proc::spawn(&mut server, "bedrock_peers.js --server-only");
+    let mut err = std::io::BufReader::new(server.child.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+    assert!(line.contains("waiting for a client"), "{line}");
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    server
+}
+
+/// bedrock_peers.js `--client-only` to `port`, run to its end, which
+/// must be a success.
+fn bedrock_client(version: &str, port: u16, work: &Work, every: &str) {
+    let client = bedrock_peer("client-only", version, port, work, every)
+        .output()
+        .expect("node runs");
+    assert!(
+        client.status.success(),
+        "{version}: the client: {}",
+        String::from_utf8_lossy(&client.stderr)
+    );
+}
+
 /// `(name, hex)` of each packet of `records` (bedrock_peers.js's), but
 /// those the proxy rewrites or ends.
 fn passed(records: &[Value]) -> Vec<(String, String)> {
@@ -137,14 +164,7 @@ fn through_the_proxy(version: &str, relay: bool) -> Option<Value> {
             cmd.spawn().expect("relay.py starts")
         });
         let upstream_host = if relay { "127.0.0.2" } else { "127.0.0.1" };
-        let mut server = bedrock_peer("server-only", version, upstream, &work, "7");
-        server.stderr(std::process::Stdio::piped());
-        let mut server = common::Proc::spawn(&mut server, "bedrock_peers.js --server-only");
-        let mut err = std::io::BufReader::new(server.child.stderr.take().unwrap());
-        let mut line = String::new();
-        std::io::BufRead::read_line(&mut err, &mut line).unwrap();
-        assert!(line.contains("waiting for a client"), "{line}");
-        std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+        let mut server = bedrock_server(version, upstream, &work, "7");
         let keys = work.file("proxy.keylog");
         let pcapng = work.file("proxy.pcapng");
         let args = common::args(&[
@@ -164,14 +184,7 @@ fn through_the_proxy(version: &str, relay: bool) -> Option<Value> {
         proxy
             .wait_record("listening", Duration::from_secs(10))
             .expect("listening");
-        let client = bedrock_peer("client-only", version, listen, &work, "7")
-            .output()
-            .expect("node runs");
-        assert!(
-            client.status.success(),
-            "{version}: the client: {}",
-            String::from_utf8_lossy(&client.stderr)
-        );
+        bedrock_client(version, listen, &work, "7");
         let f = proxy.finish(Duration::from_secs(20));
         assert_eq!(f.code, Some(0), "{version}: {}", f.stderr);
         assert_eq!(
@@ -559,14 +572,7 @@ fn a_raknet_player_through_the_proxy_to_a_nethernet_server() {
     proxy
         .wait_record("listening", Duration::from_secs(10))
         .expect("listening");
-    let client = bedrock_peer("client-only", version, listen, &work, "")
-        .output()
-        .expect("node runs");
-    assert!(
-        client.status.success(),
-        "the client: {}",
-        String::from_utf8_lossy(&client.stderr)
-    );
+    bedrock_client(version, listen, &work, "");
     let f = proxy.finish(Duration::from_secs(20));
     assert_eq!(f.code, Some(0), "{}", f.stderr);
     assert_eq!(
@@ -657,14 +663,7 @@ fn a_nethernet_player_through_the_proxy_to_a_raknet_server() {
     let work = Work::new("proxy-from-nethernet");
     let (upstream, listen) = (common::free_port_pair(), common::free_port_pair());
     let packets = common::bedrock_protocol_packets(&dir, version, common::free_port_pair());
-    let mut server = bedrock_peer("server-only", version, upstream, &work, "");
-    server.stderr(std::process::Stdio::piped());
-    let mut server = common::Proc::spawn(&mut server, "bedrock_peers.js --server-only");
-    let mut err = std::io::BufReader::new(server.child.stderr.take().unwrap());
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
-    assert!(line.contains("waiting for a client"), "{line}");
-    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    let mut server = bedrock_server(version, upstream, &work, "");
     let pcapng = work.file("proxy.pcapng");
     let ours = work.file("ours.keylog");
     let args = common::args(&[
@@ -756,4 +755,85 @@ fn a_nethernet_player_through_the_proxy_to_a_raknet_server() {
         println!("tshark decrypts {n} binary data-channel messages");
         assert!(n > 10, "tshark decrypts the DTLS leg: {n}");
     }
+    // The player's signaling to the proxy is in the capture.
+    let o = common::run_bin(&["handshake", pcapng.to_str().unwrap(), "--json"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("POST /v1/join/"), "{text}");
+}
+
+/// The live view takes `game`'s `-Y` and `-e`: bedrock-protocol's client
+/// chats through the proxy; `-Y 'name == text'` with `-e dir -e name -e
+/// text.message` prints two rows and nothing else, the chat up and
+/// its echo down, with the message bedrock-protocol's client sent; a
+/// filter that does not parse exits with 4 before anything starts.
+#[test]
+fn the_live_view_takes_filters_and_fields() {
+    let bad = common::run_bin(&["proxy", "--upstream", "127.0.0.1:9", "-Y", "name =="]);
+    assert_eq!(bad.status.code(), Some(4), "a bad filter");
+    if !peers_ready() {
+        return;
+    }
+    let version = "1.26.45";
+    let work = Work::new("proxy-view");
+    let (upstream, listen) = (common::free_port_pair(), common::free_port_pair());
+    let mut server = bedrock_server(version, upstream, &work, "");
+    let args = common::args(&[
+        "proxy",
+        "--listen",
+        &format!("127.0.0.1:{listen}"),
+        "--upstream",
+        &format!("raknet://127.0.0.1:{upstream}"),
+        "--once",
+        "-Y",
+        "name == text",
+        "-e",
+        "dir",
+        "-e",
+        "name",
+        "-e",
+        "text.message",
+    ]);
+    let mut cmd = common::bin();
+    cmd.args(&args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let proxy = cmd.spawn().expect("the proxy starts");
+    // Rows only: it listens once its signaling port takes a connection.
+    let up = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        std::net::TcpStream::connect(("127.0.0.1", listen)).is_ok()
+    });
+    assert!(up, "the proxy listens");
+    bedrock_client(version, listen, &work, "");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let pid = proxy.id();
+    std::thread::spawn(move || tx.send(proxy.wait_with_output()));
+    let out = match rx.recv_timeout(Duration::from_secs(20)) {
+        Ok(o) => o.expect("the proxy's output"),
+        Err(_) => {
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            panic!("the proxy did not end");
+        }
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(server.exit_code(Duration::from_secs(20)), Some(0));
+    let rows: Vec<Vec<String>> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.split('\t').map(str::to_string).collect())
+        .collect();
+    println!("{rows:?}");
+    assert_eq!(rows.len(), 2, "the chat and its echo: {rows:?}");
+    assert_eq!((rows[0][0].as_str(), rows[1][0].as_str()), ("c2s", "s2c"));
+    assert!(rows.iter().all(|r| r[1] == "text"));
+    assert!(
+        !rows[0][2].is_empty() && rows[0][2] == rows[1][2],
+        "{rows:?}"
+    );
+    let sent = lines(&work.file("client-sent.jsonl"));
+    let chat = sent.iter().find(|r| r["name"] == "text").expect("a chat");
+    let hex = chat["hex"].as_str().unwrap();
+    let message_hex: String = rows[0][2].bytes().map(|b| format!("{b:02x}")).collect();
+    assert!(hex.contains(&message_hex), "{} in {hex}", rows[0][2]);
 }

@@ -267,7 +267,7 @@ pub struct ProxyArgs {
     /// Where players connect: over RakNet and NetherNet on the same port number (as a dedicated server), or raknet://ADDR or nethernet://ADDR for one.
     #[arg(long, default_value = "0.0.0.0:19132", value_name = "ADDR", value_parser = crate::peer::run::resolve_endpoint)]
     pub listen: crate::peer::run::Endpoint,
-    /// The server the players' sessions go on to: HOST:PORT, [IPV6]:PORT, or HOST (port 19132); raknet://… or nethernet://… for one transport, else NetherNet when its signaling answers.
+    /// The server the players' sessions go on to: HOST:PORT, [IPV6]:PORT, or HOST (port 19132); raknet://HOST:PORT or nethernet://HOST:PORT for one transport, else NetherNet when its signaling answers.
     #[arg(long, value_name = "HOST:PORT", value_parser = crate::peer::run::resolve_endpoint)]
     pub upstream: crate::peer::run::Endpoint,
     /// The game version until a player names its own (default: the newest the definitions know).
@@ -296,15 +296,24 @@ pub struct ProxyArgs {
     pub write: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
+    /// -Y, -T, -e, -E over the game packets, with `game`'s field names.
+    #[command(flatten)]
+    pub display: super::args::DisplayArgs,
 }
 
 pub fn run_proxy(a: &ProxyArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let (v, w) = (a.version.clone(), a.write.clone());
     let k = (a.keylog_out.clone(), a.tls_keylog_out.clone());
     let (shown, p) = ((a.hide.clone(), a.only.clone()), (a.max_players, a.once));
-    let plan = crate::peer::proxy::plan((a.listen, a.upstream), v, p, k, shown, w);
+    let mut plan = crate::peer::proxy::plan((a.listen, a.upstream), v, p, k, shown, w);
+    let game = crate::display::fields::RecordType::Game;
+    let view = super::or_exit!(a.display.compile(game, a.output.json));
+    let rows = view.exports();
+    plan.view = view.reads_records().then(|| std::sync::Arc::new(view) as _);
     let stop = crate::capture::live::stop_on_interrupt();
-    Ok(crate::peer::proxy::proxy(&plan, &stop, &mut a.output.printer(out))?.code())
+    let mut printer = a.output.printer(out);
+    printer.rows_only = rows;
+    Ok(crate::peer::proxy::proxy(&plan, &stop, &mut printer)?.code())
 }
 
 /// `probe`: the handshake steps performed live, one line each as it

@@ -21,6 +21,8 @@ pub struct Printer<'o, W: Write> {
     pub quiet: bool,
     /// Lines of `message` records in text mode (replay leaves them to --json).
     pub message_lines: bool,
+    /// `-T fields`: only the rows are printed (`proxy -e`), as tshark does.
+    pub rows_only: bool,
     steps: bool,
     pal: Palette,
 }
@@ -31,6 +33,7 @@ impl<'o, W: Write> Printer<'o, W> {
             steps: !json && io::stderr().is_terminal(),
             pal,
             message_lines: true,
+            rows_only: false,
             out,
             json,
             quiet,
@@ -41,6 +44,9 @@ impl<'o, W: Write> Printer<'o, W> {
 impl<W: Write> Report for Printer<'_, W> {
     fn record(&mut self, r: PeerRecord) -> io::Result<()> {
         if self.quiet && r.is_per_message() {
+            return Ok(());
+        }
+        if self.rows_only && !matches!(r, PeerRecord::Row(_) | PeerRecord::Failed(_)) {
             return Ok(());
         }
         if let PeerRecord::Failed(_) = &r {

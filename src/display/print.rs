@@ -69,6 +69,25 @@ pub struct Choice<'a> {
     pub sink: Option<SharedSink>,
 }
 
+/// `proxy`'s live view: its game packets filtered and exported as
+/// `game`'s.
+impl crate::peer::proxy::View for Shown {
+    fn look(&self, r: &crate::records::game::GameRecord<'_>) -> Option<Option<String>> {
+        if !self.wants(r) {
+            return None;
+        }
+        Some(self.export.as_ref().map(|x| {
+            let mut row = String::new();
+            x.push_row(r, &mut row);
+            row
+        }))
+    }
+
+    fn header(&self) -> String {
+        self.export.as_ref().map(|x| x.header()).unwrap_or_default()
+    }
+}
+
 /// Why a [`Choice`] cannot be printed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ShowError {
@@ -128,6 +147,17 @@ impl Shown {
             json: c.json || c.format == Some(Format::Json) || c.sink.is_some(),
             sink: c.sink.clone(),
         })
+    }
+
+    /// Whether it asks anything of a record: a filter, or a field export.
+    pub fn reads_records(&self) -> bool {
+        self.filter.is_some() || self.export.is_some()
+    }
+
+    /// Whether it prints field export rows (`-T fields`) in place of
+    /// records.
+    pub fn exports(&self) -> bool {
+        self.export.is_some()
     }
 
     /// Whether `r` passes the filter.

@@ -602,3 +602,45 @@ fn association_reads(name: &str, lossy: bool) {
     let sealed: u64 = all().map(|c| c.encrypted).sum();
     assert_eq!(total, sealed, "every sealed record opened");
 }
+
+/// A key that comes after the hellos (a pcapng's Decryption Secrets Block
+/// written once the writer's side knew it, as `proxy -w` does) still
+/// opens the records after it, with no anomaly; a key log that never
+/// names the association is said once, at its first encrypted record.
+#[test]
+fn a_key_that_comes_after_the_hellos_opens_what_follows() {
+    use super::association::{Association, Event, Problem};
+    let name = "nethernet-join";
+    let text = std::fs::read_to_string(sample(&format!("{name}.keylog"))).unwrap();
+    let reader = crate::capture::CaptureReader::open(&sample(&format!("{name}.pcap"))).unwrap();
+    let datagrams: Vec<_> = reader.map(|d| d.unwrap()).collect();
+    let run = |later: &str| {
+        let mut a = Association::new(delivery::Limits::default(), false);
+        let (mut keylog, mut events) = (dtls::KeyLog::default(), Vec::new());
+        for d in &datagrams {
+            if a.suite.is_some() && keylog.is_empty() {
+                // After the ServerHello: the key arrives.
+                keylog.add(later);
+            }
+            let k = (&keylog, &Default::default());
+            a.datagram(d.src, d.dst, &d.payload, k, &mut events);
+        }
+        let undecryptable = events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    Event::Anomaly {
+                        kind: Problem::Undecryptable,
+                        ..
+                    }
+                )
+            })
+            .count();
+        (a.decrypts(), a.channels.len(), undecryptable)
+    };
+    assert_eq!(run(&text), (true, 2, 0));
+    let other = "CLIENT_RANDOM 00000000000000000000000000000000000000000000000000000000000000ff \
+                 000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
+    assert_eq!(run(other), (false, 0, 1));
+}

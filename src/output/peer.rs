@@ -18,7 +18,9 @@ impl PeerRecord {
         pal: &Palette,
         out: &mut dyn Write,
     ) -> io::Result<()> {
-        if json {
+        if let PeerRecord::Row(row) = self {
+            out.write_all(row.as_bytes())
+        } else if json {
             serde_json::to_writer(&mut *out, self)?;
             out.write_all(b"\n")
         } else if message_lines || !matches!(self, PeerRecord::Message(_)) {
@@ -76,6 +78,7 @@ impl PeerRecord {
                     r.ts, r.peer, r.dir, r.name
                 )
             }
+            PeerRecord::Row(row) => row.trim_end().to_string(),
             PeerRecord::GameCounts(r) => {
                 let mut s = format!("{} player(s); game packets by name:\n", r.players);
                 s.push_str(&format!("  {:<40} {:>9} {:>9}", "name", "c2s", "s2c"));

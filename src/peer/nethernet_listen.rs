@@ -57,6 +57,19 @@ struct Http {
     since: Instant,
     /// Bytes read from it.
     got: usize,
+    /// For a capture: when it was taken (since the Unix epoch), and what
+    /// it sent, as each read returned it (at most [`RECORDED`] bytes).
+    accepted: Duration,
+    read: Vec<(Duration, Vec<u8>)>,
+}
+
+/// Bytes of a signaling request kept for a capture, at most.
+const RECORDED: usize = 64 << 10;
+
+fn unix_now() -> Duration {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
 }
 
 /// One player's connection, joining or joined.
@@ -159,10 +172,12 @@ impl Listener {
 
     /// New signaling connections, and the requests of those open;
     /// `elsewhere` players in over another transport (the status counts
-    /// them, and the bound).
+    /// them, and the bound). Each exchange answered goes into `rec` as TCP
+    /// segments.
     pub(crate) fn signaling(
         &mut self,
         elsewhere: usize,
+        rec: &mut Option<crate::capture::write::Recorder>,
         report: &mut dyn Report,
     ) -> anyhow::Result<()> {
         // A few at a time, each read before more are taken (what waits
@@ -182,6 +197,8 @@ impl Listener {
                         reader: http::Stream::new(),
                         since: Instant::now(),
                         got: 0,
+                        accepted: unix_now(),
+                        read: Vec::new(),
                     });
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -199,7 +216,11 @@ impl Listener {
                 match self.http[i].stream.read(&mut buf) {
                     Ok(0) => done = true,
                     Ok(n) => {
-                        self.http[i].got += n;
+                        let h = &mut self.http[i];
+                        if rec.is_some() && h.got + n <= RECORDED {
+                            h.read.push((unix_now(), buf[..n].to_vec()));
+                        }
+                        h.got += n;
                         let pushed = self.http[i].reader.push(&buf[..n]);
                         match pushed {
                             Ok(ms) if !ms.is_empty() => {
@@ -214,6 +235,12 @@ impl Listener {
                                 let _ = s.set_write_timeout(Some(Duration::from_secs(1)));
                                 let _ = s.write_all(&out);
                                 done = true;
+                                if let Some(r) = rec {
+                                    let h = &mut self.http[i];
+                                    if transcript(h, (peer, local), out).record(r).is_err() {
+                                        *rec = None;
+                                    }
+                                }
                             }
                             Ok(_) => {}
                             Err(_) => {
@@ -478,6 +505,28 @@ impl Listener {
             .iter_mut()
             .filter_map(|c| c.rtc.poll_timeout())
             .min()
+    }
+}
+
+/// A signaling connection answered with `out`, as its client's side:
+/// the request as it was read, then the answer, written whole now.
+fn transcript(
+    h: &mut Http,
+    (peer, local): (SocketAddr, SocketAddr),
+    out: Vec<u8>,
+) -> super::signaling::Transcript {
+    let mut request = Vec::new();
+    let mut at = h.accepted;
+    for (t, b) in h.read.drain(..) {
+        request.extend_from_slice(&b);
+        at = t;
+    }
+    super::signaling::Transcript {
+        local: peer,
+        server: local,
+        opened: h.accepted,
+        sent: (at, request),
+        received: vec![(unix_now(), out)],
     }
 }
 

@@ -139,7 +139,7 @@ pub(crate) fn serve(
             wait = Duration::ZERO;
         }
         super::wait_any(&fds, wait)?;
-        listener.signaling(raknet.len(), report)?;
+        listener.signaling(raknet.len(), &mut udp.recorder, report)?;
         // Datagrams: RakNet's to its listener (dropped without `raknet`),
         // STUN and DTLS to the NetherNet player they are for.
         udp.step(udp.now())?;

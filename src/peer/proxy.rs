@@ -38,6 +38,26 @@ use crate::session::handshake::HandshakeError;
 use crate::session::{ClientConfig, ClientHandshake, Connection, Event};
 use crate::wire::Reliability;
 
+/// `proxy --help`'s examples (and its man page's).
+pub const EXAMPLES: &str = "Examples:
+  raknet-dissect proxy --listen 0.0.0.0:19133 --upstream play.example.net:19132 --hide move_player,level_chunk
+  raknet-dissect proxy --listen nethernet://0.0.0.0:19133 --upstream raknet://127.0.0.1:19132 -w session.pcapng
+  raknet-dissect game session.pcapng      # both legs, decrypted with the keys inside
+  raknet-dissect proxy --upstream 127.0.0.1:19132 --once --json | jq -c 'select(.type==\"game\") | [.dir, .name]'
+  raknet-dissect proxy --upstream 127.0.0.1:19132 -Y 'name == text' -e dir -e text.message
+The upstream must accept offline logins; docs/proxy.md says what is rewritten.";
+
+/// What `-Y` and `-e` make of the proxy's game packets (the command line
+/// gives one: the display layer's filter and field export, which read a
+/// packet as `game` reads one of a capture).
+pub trait View: Send + Sync + std::fmt::Debug {
+    /// `None`: the packet is not shown; `Some(None)`: its record is;
+    /// `Some(Some(row))`: this row (`-T fields`) in its place.
+    fn look(&self, r: &crate::records::game::GameRecord<'_>) -> Option<Option<String>>;
+    /// The rows' header line, if there is one (`-E header=y`).
+    fn header(&self) -> String;
+}
+
 /// What `proxy` does.
 #[derive(Debug, Clone)]
 pub struct ProxyPlan {
@@ -66,6 +86,9 @@ pub struct ProxyPlan {
     /// Both legs' datagrams written here (pcapng), with both legs' keys in
     /// Decryption Secrets Blocks.
     pub write: Option<PathBuf>,
+    /// `-Y` over the game packets (`game`'s field names), and `-T fields`
+    /// rows in place of the records (`-e`), when given.
+    pub view: Option<std::sync::Arc<dyn View>>,
 }
 
 /// The plan of `proxy`: players on `listen`, the upstream `upstream`, game
@@ -93,6 +116,7 @@ pub fn plan(
         hide,
         only,
         write,
+        view: None,
     }
 }
 
@@ -656,6 +680,8 @@ struct Player {
     addr: SocketAddr,
     /// Over NetherNet: its id at the NetherNet listener.
     net: Option<u64>,
+    /// Its number, from 1 (the `flow` of `-Y` and `-e`).
+    n: u32,
     up: UpLeg,
     session: ProxySession,
     /// Why it ends, once it does.
@@ -785,6 +811,11 @@ pub fn proxy(
             protocol: 0,
             transport: Some("nethernet"),
         }))?;
+    }
+    if let Some(header) = plan.view.as_ref().map(|v| v.header()) {
+        if !header.is_empty() {
+            report.record(PeerRecord::Row(header))?;
+        }
     }
     let mut p = Proxy {
         plan,
@@ -929,6 +960,7 @@ impl Proxy<'_> {
         self.players.push(Player {
             addr,
             net,
+            n: u32::try_from(self.counts.players).unwrap_or(u32::MAX),
             up,
             session,
             ended: None,
@@ -974,7 +1006,7 @@ impl Proxy<'_> {
             return Ok(());
         };
         let raknet = self.players.iter().filter(|p| p.net.is_none()).count();
-        net.signaling(raknet, report)?;
+        net.signaling(raknet, &mut self.server.recorder, report)?;
         let now = Instant::now();
         while let Some((from, d)) = self.server.take_diverted() {
             net.datagram(now, from, &d);
@@ -1086,7 +1118,9 @@ impl Proxy<'_> {
                     server.recorder = None;
                 }
             }
-            said(plan, report, p.addr, ts, e, &mut self.counts)?;
+            let protocol = crate::bedrock::speak::protocol_of(p.session.version());
+            let who = (p.addr, p.n, protocol);
+            said(plan, report, who, ts, e, &mut self.counts)?;
         }
         while let Some(m) = p.session.poll_to_upstream() {
             if let Err(why) = p.up.send(m) {
@@ -1194,12 +1228,47 @@ impl Proxy<'_> {
     }
 }
 
+/// A packet of the proxy's as the game layer of a capture has it (for
+/// `-Y` and `-e`): its header read, its name in `protocol`'s definitions.
+fn as_game_packet(
+    dir: crate::bedrock::proxy::Dir,
+    protocol: Option<u32>,
+    data: Vec<u8>,
+    fields: &serde_json::Value,
+    error: &Option<String>,
+) -> crate::bedrock::GamePacket {
+    use crate::bedrock::batch::Header;
+    let none = Header {
+        id: 0,
+        sender: 0,
+        target: 0,
+        len: 0,
+    };
+    let header = Header::parse(&data).unwrap_or(none);
+    crate::bedrock::GamePacket {
+        dir: match dir {
+            crate::bedrock::proxy::Dir::C2s => crate::dissect::Dir::C2s,
+            crate::bedrock::proxy::Dir::S2c => crate::dissect::Dir::S2c,
+        },
+        batch: 0,
+        name: crate::bedrock::names::packet_name(protocol, header.id),
+        header,
+        data,
+        encrypted: false,
+        fields: (!fields.is_null()).then(|| fields.clone()),
+        anomaly: None,
+        error: error.clone(),
+        layout: None,
+        pending: None,
+    }
+}
+
 /// A session's event as a record (a packet counted, and shown unless
-/// hidden); keys appended to the key log.
+/// hidden, or a `-T fields` row); keys appended to the key log.
 fn said(
     plan: &ProxyPlan,
     report: &mut dyn Report,
-    addr: SocketAddr,
+    (addr, n, protocol): (SocketAddr, u32, Option<u32>),
     ts: f64,
     e: ProxyEvent,
     counts: &mut Counts,
@@ -1220,7 +1289,7 @@ fn said(
             fields,
             relay,
             error,
-            ..
+            data,
         } => {
             let by = match dir {
                 crate::bedrock::proxy::Dir::C2s => &mut counts.c2s,
@@ -1229,6 +1298,28 @@ fn said(
             *by.entry(name.clone()).or_default() += 1;
             if !plan.shown(&name) {
                 return Ok(());
+            }
+            if let Some(view) = &plan.view {
+                // `-Y` and `-e` read it as `game` reads a packet of a
+                // capture: the player's number for its flow.
+                let packet = as_game_packet(dir, protocol, data, &fields, &error);
+                let message = crate::mirror::Message {
+                    flow: n,
+                    dir: packet.dir,
+                    frame: 0,
+                    ts: Duration::from_secs_f64(ts),
+                    data: Vec::new(),
+                    reliability: Reliability::RELIABLE_ORDERED,
+                    channel: Some(0),
+                    anomalies: Vec::new(),
+                };
+                let event = crate::bedrock::GameEvent::Packet(packet);
+                let r = crate::records::game::GameRecord::new(&message, &event);
+                match view.look(&r) {
+                    None => return Ok(()),
+                    Some(Some(row)) => return report.record(PeerRecord::Row(row)),
+                    Some(None) => {}
+                }
             }
             report.record(PeerRecord::Game(PeerGameJson {
                 kind: "game",

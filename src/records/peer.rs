@@ -68,6 +68,9 @@ pub enum PeerRecord {
     GameReplay(GameReplayJson),
     /// `proxy`'s packets by name at its end.
     GameCounts(GameCountsJson),
+    /// A row of `-T fields` (`proxy -e`), its line end included: printed
+    /// as it is.
+    Row(String),
 }
 
 impl PeerRecord {
@@ -75,7 +78,7 @@ impl PeerRecord {
     pub fn is_per_message(&self) -> bool {
         matches!(
             self,
-            PeerRecord::Message(_) | PeerRecord::Step(_) | PeerRecord::Game(_)
+            PeerRecord::Message(_) | PeerRecord::Step(_) | PeerRecord::Game(_) | PeerRecord::Row(_)
         )
     }
 }
