@@ -307,6 +307,23 @@ fn through_the_proxy(version: &str, relay: bool) -> Option<Value> {
                 String::from_utf8_lossy(&t.stderr)
             );
         }
+        // editcap copies it, its secrets kept (`game` opens the copy).
+        if common::require_tool("editcap") {
+            let copy = work.file("copy.pcapng");
+            let e = Command::new("editcap")
+                .args(["-F", "pcapng"])
+                .arg(&pcapng)
+                .arg(&copy)
+                .output()
+                .unwrap();
+            assert!(e.status.success(), "editcap: {e:?}");
+            let again = game_records(&copy);
+            assert_eq!(
+                again.len(),
+                records.len(),
+                "{version}: the copy opens as well"
+            );
+        }
         relayed.map(|mut r| {
             // SIGINT: the relay writes its counts and exits.
             unsafe { libc::kill(r.id() as i32, libc::SIGINT) };
