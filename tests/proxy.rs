@@ -84,6 +84,23 @@ fn bedrock_client(version: &str, port: u16, work: &Work, every: &str) {
     );
 }
 
+/// The proxy run with `args` for bedrock-protocol's client of `version`
+/// on `listen` (`every` as [`bedrock_peer`] takes it), which must succeed,
+/// as must the proxy.
+fn proxy_for_client(
+    args: &[String],
+    (version, listen, work, every): (&str, u16, &Work, &str),
+) -> common::Finished {
+    let mut proxy = common::Ours::spawn(args, None);
+    proxy
+        .wait_record("listening", Duration::from_secs(10))
+        .expect("listening");
+    bedrock_client(version, listen, work, every);
+    let f = proxy.finish(Duration::from_secs(20));
+    assert_eq!(f.code, Some(0), "{version}: {}", f.stderr);
+    f
+}
+
 /// `(name, hex)` of each packet of `records` (bedrock_peers.js's), but
 /// those the proxy rewrites or ends.
 fn passed(records: &[Value]) -> Vec<(String, String)> {
@@ -180,13 +197,7 @@ fn through_the_proxy(version: &str, relay: bool) -> Option<Value> {
             "-w",
             pcapng.to_str().unwrap(),
         ]);
-        let mut proxy = common::Ours::spawn(&args, None);
-        proxy
-            .wait_record("listening", Duration::from_secs(10))
-            .expect("listening");
-        bedrock_client(version, listen, &work, "7");
-        let f = proxy.finish(Duration::from_secs(20));
-        assert_eq!(f.code, Some(0), "{version}: {}", f.stderr);
+        let f = proxy_for_client(&args, (version, listen, &work, "7"));
         assert_eq!(
             server.exit_code(Duration::from_secs(20)),
             Some(0),
@@ -550,6 +561,33 @@ fn hex_of(records: &[Value]) -> Vec<String> {
     passed(records).into_iter().map(|(_, h)| h).collect()
 }
 
+/// The proxy's capture of a bridge between the transports, checked: its
+/// game records (`game` with no key argument, nothing opaque) and their
+/// two flows, a leg each; tshark decrypts the NetherNet leg with the
+/// file's own keys; `handshake` reads its signaling (`POST /v1/join/`).
+fn bridged_capture(
+    pcapng: &Path,
+    dir: &common::TempDir,
+) -> (Vec<Value>, std::collections::BTreeSet<u64>) {
+    let records = game_records(pcapng);
+    let opaque = records.iter().filter(|r| r["type"] != "game").count();
+    assert_eq!(opaque, 0, "every batch of both legs opens: {records:?}");
+    let flows: std::collections::BTreeSet<u64> = records
+        .iter()
+        .map(|r| r["flow"].as_u64().unwrap())
+        .collect();
+    assert_eq!(flows.len(), 2, "a flow per leg: {flows:?}");
+    if common::require_tool("tshark") && common::require_tool("openssl") {
+        let n = common::tshark_dtls_messages(pcapng, dir);
+        println!("tshark decrypts {n} binary data-channel messages");
+        assert!(n > 10, "tshark decrypts the DTLS leg: {n}");
+    }
+    let o = common::run_bin(&["handshake", pcapng.to_str().unwrap(), "--json"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("POST /v1/join/"), "the signaling: {text}");
+    (records, flows)
+}
+
 /// The bridge from RakNet to NetherNet: bedrock-protocol's client (RakNet)
 /// logs in through the proxy to aiortc's NetherNet server
 /// (nethernet_peers.py --game, playing the server's side of
@@ -585,13 +623,7 @@ fn a_raknet_player_through_the_proxy_to_a_nethernet_server() {
         "-w",
         pcapng.to_str().unwrap(),
     ]);
-    let mut proxy = common::Ours::spawn(&args, None);
-    proxy
-        .wait_record("listening", Duration::from_secs(10))
-        .expect("listening");
-    bedrock_client(version, listen, &work, "");
-    let f = proxy.finish(Duration::from_secs(20));
-    assert_eq!(f.code, Some(0), "{}", f.stderr);
+    let f = proxy_for_client(&args, (version, listen, &work, ""));
     assert_eq!(
         server.exit_code(Duration::from_secs(30)),
         Some(0),
@@ -621,15 +653,7 @@ fn a_raknet_player_through_the_proxy_to_a_nethernet_server() {
     assert!(c_sent.len() > 5 && s_sent.len() > 10, "a whole session");
     assert_eq!(s_got, c_sent, "the server got what the client sent");
     assert_eq!(c_got, s_sent, "the client got what the server sent");
-    // The capture: both legs, every batch read with the keys inside.
-    let records = game_records(&pcapng);
-    let opaque = records.iter().filter(|r| r["type"] != "game").count();
-    assert_eq!(opaque, 0, "every batch of both legs opens: {records:?}");
-    let flows: std::collections::BTreeSet<u64> = records
-        .iter()
-        .map(|r| r["flow"].as_u64().unwrap())
-        .collect();
-    assert_eq!(flows.len(), 2, "a flow per leg: {flows:?}");
+    let (records, flows) = bridged_capture(&pcapng, &dir);
     // The NetherNet leg: the flow without an encryption handshake.
     let leg = flows
         .iter()
@@ -649,17 +673,6 @@ fn a_raknet_player_through_the_proxy_to_a_nethernet_server() {
     };
     assert_eq!(nethernet_leg("c2s"), s_got, "the NetherNet leg c2s");
     assert_eq!(nethernet_leg("s2c"), s_sent, "the NetherNet leg s2c");
-    // tshark decrypts the NetherNet leg with the keys inside the file.
-    if common::require_tool("tshark") && common::require_tool("openssl") {
-        let n = common::tshark_dtls_messages(&pcapng, &dir);
-        println!("tshark decrypts {n} binary data-channel messages");
-        assert!(n > 10, "tshark decrypts the DTLS leg: {n}");
-    }
-    // The signaling is in the capture: `handshake` reads the offer and
-    // the answer.
-    let o = common::run_bin(&["handshake", pcapng.to_str().unwrap(), "--json"]);
-    let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("POST /v1/join/"), "{text}");
 }
 
 /// The bridge from NetherNet to RakNet: aiortc's NetherNet client
@@ -759,23 +772,7 @@ fn a_nethernet_player_through_the_proxy_to_a_raknet_server() {
         "{first} in {}",
         key(&ours)
     );
-    let records = game_records(&pcapng);
-    let opaque = records.iter().filter(|r| r["type"] != "game").count();
-    assert_eq!(opaque, 0, "every batch of both legs opens");
-    let flows: std::collections::BTreeSet<u64> = records
-        .iter()
-        .map(|r| r["flow"].as_u64().unwrap())
-        .collect();
-    assert_eq!(flows.len(), 2, "a flow per leg: {flows:?}");
-    if common::require_tool("tshark") && common::require_tool("openssl") {
-        let n = common::tshark_dtls_messages(&pcapng, &dir);
-        println!("tshark decrypts {n} binary data-channel messages");
-        assert!(n > 10, "tshark decrypts the DTLS leg: {n}");
-    }
-    // The player's signaling to the proxy is in the capture.
-    let o = common::run_bin(&["handshake", pcapng.to_str().unwrap(), "--json"]);
-    let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("POST /v1/join/"), "{text}");
+    bridged_capture(&pcapng, &dir);
 }
 
 /// The live view takes `game`'s `-Y` and `-e`: bedrock-protocol's client

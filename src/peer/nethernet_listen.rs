@@ -508,6 +508,18 @@ impl Listener {
     }
 }
 
+/// The `listening` record of NetherNet on `bound` (TCP for the signaling,
+/// UDP for the players).
+pub(crate) fn listening(bound: SocketAddr) -> PeerRecord {
+    PeerRecord::Listening(crate::records::peer::ListeningJson {
+        kind: "listening",
+        address: bound.to_string(),
+        guid: String::new(),
+        protocol: 0,
+        transport: Some("nethernet"),
+    })
+}
+
 /// A signaling connection answered with `out`, as its client's side:
 /// the request as it was read, then the answer, written whole now.
 fn transcript(

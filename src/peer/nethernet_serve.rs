@@ -26,7 +26,6 @@ use crate::bedrock::identity::KeyPair;
 use crate::bedrock::server::GameServer;
 use crate::bedrock::speak::SessionEvent;
 use crate::nethernet::cert::Cert;
-use crate::records::peer::{ListeningJson, PeerRecord};
 
 /// What `serve --bedrock --nethernet` does besides what every Bedrock
 /// server does ([`BedrockServePlan`]: the version, `--once`, the key log,
@@ -105,13 +104,7 @@ pub(crate) fn serve(
     if net.raknet {
         report.record(super::bedrock::raknet_listening(&udp, Some("raknet"))?)?;
     }
-    report.record(PeerRecord::Listening(ListeningJson {
-        kind: "listening",
-        address: bound.to_string(),
-        guid: String::new(),
-        protocol: 0,
-        transport: Some("nethernet"),
-    }))?;
+    report.record(super::nethernet_listen::listening(bound))?;
     (udp.divert, udp.only_diverted) = (true, !net.raknet);
     let mut raknet = RakNetGames::default();
     let mut games: HashMap<u64, Game> = HashMap::new();

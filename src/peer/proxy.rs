@@ -32,7 +32,7 @@ use super::signaling::{exchange, Answer, SignalingError};
 use crate::bedrock::proxy::{Leg, ProxyEvent, ProxySession, Relay, MAX_WAITING};
 use crate::capture::write::Recorder;
 use crate::records::peer::{
-    ConnectedJson, GameCountsJson, ListeningJson, PeerGameJson, PeerLoginJson, PeerRecord,
+    ConnectedJson, GameCountsJson, PeerGameJson, PeerLoginJson, PeerRecord,
 };
 use crate::session::handshake::HandshakeError;
 use crate::session::{ClientConfig, ClientHandshake, Connection, Event};
@@ -804,13 +804,7 @@ pub fn proxy(
         report.record(super::bedrock::raknet_listening(&server, t)?)?;
     }
     if net.is_some() {
-        report.record(PeerRecord::Listening(ListeningJson {
-            kind: "listening",
-            address: bound.to_string(),
-            guid: String::new(),
-            protocol: 0,
-            transport: Some("nethernet"),
-        }))?;
+        report.record(super::nethernet_listen::listening(bound))?;
     }
     if let Some(header) = plan.view.as_ref().map(|v| v.header()) {
         if !header.is_empty() {
