@@ -11,7 +11,7 @@
 //        [--client-version V] [--ping 1] [--expect-refusal 1] \
 //        [--client-pem client.pem] [--server-pem server.pem] [--connect-host 127.0.0.2] \
 //        [--play N] [--world 1] [--every SEED] [--server-only 1] [--client-only 1]
-//        [--received FILE] [--silent-moves 1] [--transfer HOST:PORT]
+//        [--received FILE] [--silent-moves 1] [--transfer HOST:PORT] [--burst N]
 //
 // The session (the spawn sequence of bedrock-protocol's own examples and
 // tests, examples/server/server.js and test/internal.js, less what they
@@ -124,6 +124,9 @@ const clientOnly = Boolean(Number(args['client-only'] || 0))
 // --silent-moves: the server does not answer move_player (a server changed
 // to answer differently, for the replay's divergence report).
 const silentMoves = Boolean(Number(args['silent-moves'] || 0))
+// --burst N: the chat is answered with N level_chunks at once (8 KB each, as
+// --play's), then the echo: a server that streams faster than a player takes.
+const burst = Number(args.burst || 0)
 // --transfer HOST:PORT (server): the client's chat is answered with a
 // Transfer packet there; the server then ends when the client leaves.
 const transferTo = args.transfer || null
@@ -522,6 +525,9 @@ server.on('connect', player => {
       return
     }
     if (world) sendWorld()
+    for (let i = 0; i < burst; i++) {
+      player.queue('level_chunk', P('level_chunk', { x: i, z: 0, sub_chunk_count: 1, payload: chunkPayload(i) }))
+    }
     const echo = P('text', { type: 'chat', category: 'authored', source_name: p.source_name, message: p.message })
     if (everyServer) {
       // --every: the random packets, and the echo behind them in the queue.

@@ -573,6 +573,12 @@ fn a_man_page_per_command_with_filters_and_exit_status() {
             licence, licensed,
             "{title}: the licence where data needs it"
         );
+        if name == "proxy" {
+            assert!(
+                text.contains(".SH \"EXAMPLES\"") && text.contains("nethernet://"),
+                "{title}: its examples"
+            );
+        }
         let filter = text.contains(".SH \"FILTERS\"");
         assert_eq!(
             filter,

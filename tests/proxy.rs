@@ -60,7 +60,19 @@ fn bedrock_peer(role: &str, version: &str, port: u16, work: &Work, every: &str) 
 /// bedrock_peers.js `--server-only` on `port`, once it waits for a
 /// client (its standard error read to the end).
 fn bedrock_server(version: &str, port: u16, work: &Work, every: &str) -> common::Proc {
+    bedrock_server_with(version, port, work, every, &[])
+}
+
+/// [`bedrock_server`] with more of bedrock_peers.js's options.
+fn bedrock_server_with(
+    version: &str,
+    port: u16,
+    work: &Work,
+    every: &str,
+    more: &[&str],
+) -> common::Proc {
     let mut server = bedrock_peer("server-only", version, port, work, every);
+    server.args(more);
     server.stderr(std::process::Stdio::piped());
     let mut server = common::Proc::spawn(&mut server, "bedrock_peers.js --server-only");
     let mut err = std::io::BufReader::new(server.child.stderr.take().unwrap());
@@ -850,4 +862,58 @@ fn the_live_view_takes_filters_and_fields() {
     let hex = chat["hex"].as_str().unwrap();
     let message_hex: String = rows[0][2].bytes().map(|b| format!("{b:02x}")).collect();
     assert!(hex.contains(&message_hex), "{} in {hex}", rows[0][2]);
+}
+
+/// Bounded memory per session: bedrock-protocol's server answers the
+/// player's chat with 400 level_chunks at once (`--burst`, about 1.3 MB of
+/// batches), faster than the proxy's RakNet connection to the player
+/// takes them; with `--max-queued 128` the session ends once more than
+/// 128 KB wait toward the player, in words, and the proxy itself goes on
+/// to its end (`--once`) and prints its counts.
+#[test]
+fn a_player_that_does_not_keep_up_ends_its_session() {
+    if !peers_ready() {
+        return;
+    }
+    let version = "1.26.45";
+    let work = Work::new("proxy-bound");
+    let (upstream, listen) = (common::free_port_pair(), common::free_port_pair());
+    let mut server = bedrock_server_with(version, upstream, &work, "", &["--burst", "400"]);
+    let args = common::args(&[
+        "proxy",
+        "--listen",
+        &format!("raknet://127.0.0.1:{listen}"),
+        "--upstream",
+        &format!("raknet://127.0.0.1:{upstream}"),
+        "--once",
+        "--json",
+        "--hide",
+        "level_chunk",
+        "--max-queued",
+        "128",
+    ]);
+    let mut proxy = common::Ours::spawn(&args, None);
+    proxy
+        .wait_record("listening", Duration::from_secs(10))
+        .expect("listening");
+    // The player's session is cut: its own run fails, as it should.
+    let _ = bedrock_peer("client-only", version, listen, &work, "").output();
+    let f = proxy.finish(Duration::from_secs(30));
+    let _ = server.wait_or_kill(Duration::from_secs(5));
+    assert_eq!(f.code, Some(0), "{}", f.stderr);
+    let closed = f
+        .of_type("login")
+        .into_iter()
+        .find(|r| r["event"] == "closed")
+        .expect("the session's end");
+    println!("{closed}");
+    let why = closed["detail"].as_str().unwrap();
+    assert!(
+        why.starts_with("the player does not keep up: ") && why.ends_with("more than 128 KB"),
+        "{why}"
+    );
+    let chunks = f.one("game_counts")["s2c"]["level_chunk"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(chunks > 0, "the burst came: {chunks} chunks");
 }

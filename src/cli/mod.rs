@@ -113,7 +113,7 @@ pub enum Command {
     /// A RakNet server that prints the messages it receives (and can echo them).
     Serve(peer::ServeArgs),
     /// A Bedrock proxy: players connect to it, it logs in upstream for them and shows every game packet.
-    #[command(after_long_help = crate::peer::proxy::EXAMPLES)]
+    #[command(after_long_help = crate::output::man::PROXY_EXAMPLES)]
     #[command(mut_arg("filter", |a| a.help(RecordType::Game.filter_help())))]
     Proxy(peer::ProxyArgs),
     /// Perform a handshake live, one line per step, ending with the outcome and a diagnosis.

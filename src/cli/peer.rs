@@ -279,6 +279,9 @@ pub struct ProxyArgs {
     /// Stop once the first player has left (the counts printed).
     #[arg(long)]
     pub once: bool,
+    /// Kilobytes queued toward either side of a session, at most: beyond, the session ends.
+    #[arg(long, default_value = "32768", value_name = "KB")]
+    pub max_queued: usize,
     /// Append both legs' keys to this key log (default: $BEDROCK_KEYLOG_FILE).
     #[arg(long, value_name = "FILE")]
     pub keylog_out: Option<std::path::PathBuf>,
@@ -304,7 +307,11 @@ pub struct ProxyArgs {
 pub fn run_proxy(a: &ProxyArgs, out: &mut impl Write) -> anyhow::Result<u8> {
     let (v, w) = (a.version.clone(), a.write.clone());
     let k = (a.keylog_out.clone(), a.tls_keylog_out.clone());
-    let (shown, p) = ((a.hide.clone(), a.only.clone()), (a.max_players, a.once));
+    let queued = a.max_queued.saturating_mul(1024);
+    let (shown, p) = (
+        (a.hide.clone(), a.only.clone()),
+        (a.max_players, a.once, queued),
+    );
     let mut plan = crate::peer::proxy::plan((a.listen, a.upstream), v, p, k, shown, w);
     let game = crate::display::fields::RecordType::Game;
     let view = super::or_exit!(a.display.compile(game, a.output.json));

@@ -57,6 +57,12 @@ pub fn extra_sections(
     if filter {
         out.push(("FILTERS", FILTERS.iter().map(Block::copy).collect()));
     }
+    if name == Some("proxy") {
+        // Its `--help` examples, without their heading.
+        let e = PROXY_EXAMPLES;
+        let lines = e.split_once('\n').map_or(e, |(_, rest)| rest);
+        out.push(("EXAMPLES", vec![Block::Pre(lines)]));
+    }
     out.push(("EXIT STATUS", exit_status(name, filter)));
     if matches!(name, None | Some("game")) {
         out.push((
@@ -72,6 +78,15 @@ pub fn extra_sections(
     }
     out
 }
+
+/// `proxy --help`'s examples (and its man page's).
+pub const PROXY_EXAMPLES: &str = "Examples:
+  raknet-dissect proxy --listen 0.0.0.0:19133 --upstream play.example.net:19132 --hide move_player,level_chunk
+  raknet-dissect proxy --listen nethernet://0.0.0.0:19133 --upstream raknet://127.0.0.1:19132 -w session.pcapng
+  raknet-dissect game session.pcapng      # both legs, decrypted with the keys inside
+  raknet-dissect proxy --upstream 127.0.0.1:19132 --once --json | jq -c 'select(.type==\"game\") | [.dir, .name]'
+  raknet-dissect proxy --upstream 127.0.0.1:19132 -Y 'name == text' -e dir -e text.message
+The upstream must accept offline logins; docs/proxy.md says what is rewritten.";
 
 /// minecraft-data's licence notice, as `src/bedrock/LICENSE-minecraft-data`
 /// gives it.

@@ -38,15 +38,6 @@ use crate::session::handshake::HandshakeError;
 use crate::session::{ClientConfig, ClientHandshake, Connection, Event};
 use crate::wire::Reliability;
 
-/// `proxy --help`'s examples (and its man page's).
-pub const EXAMPLES: &str = "Examples:
-  raknet-dissect proxy --listen 0.0.0.0:19133 --upstream play.example.net:19132 --hide move_player,level_chunk
-  raknet-dissect proxy --listen nethernet://0.0.0.0:19133 --upstream raknet://127.0.0.1:19132 -w session.pcapng
-  raknet-dissect game session.pcapng      # both legs, decrypted with the keys inside
-  raknet-dissect proxy --upstream 127.0.0.1:19132 --once --json | jq -c 'select(.type==\"game\") | [.dir, .name]'
-  raknet-dissect proxy --upstream 127.0.0.1:19132 -Y 'name == text' -e dir -e text.message
-The upstream must accept offline logins; docs/proxy.md says what is rewritten.";
-
 /// What `-Y` and `-e` make of the proxy's game packets (the command line
 /// gives one: the display layer's filter and field export, which read a
 /// packet as `game` reads one of a capture).
@@ -73,6 +64,9 @@ pub struct ProxyPlan {
     pub version: String,
     /// Players at once, at most.
     pub max_players: usize,
+    /// Bytes queued toward either side of a session, at most
+    /// ([`MAX_QUEUED`] unless given).
+    pub max_queued: usize,
     /// Stop once the first player has left.
     pub once: bool,
     /// Both legs' keys appended here.
@@ -98,7 +92,7 @@ pub struct ProxyPlan {
 pub fn plan(
     (listen, upstream): (Endpoint, Endpoint),
     version: Option<String>,
-    (max_players, once): (usize, bool),
+    (max_players, once, max_queued): (usize, bool, usize),
     (keylog_out, tls_keylog_out): (Option<PathBuf>, Option<PathBuf>),
     (hide, only): (Vec<String>, Vec<String>),
     write: Option<PathBuf>,
@@ -112,6 +106,7 @@ pub fn plan(
         version: version.unwrap_or_else(|| crate::bedrock::speak::newest_version().to_string()),
         max_players,
         once,
+        max_queued,
         keylog_out: super::bedrock::keylog_path(keylog_out),
         hide,
         only,
@@ -653,10 +648,10 @@ impl UpLeg {
     }
 }
 
-/// Bytes queued toward one side and not yet sent, at most: a side that
-/// does not keep up (a player that stopped acknowledging while the
-/// upstream streams chunks) ends its session instead of growing the
-/// proxy's memory.
+/// Bytes queued toward one side of a session and not yet sent, at most,
+/// unless `--max-queued` says otherwise: a side that does not keep up (a
+/// player that stopped acknowledging while the upstream streams chunks)
+/// ends its session instead of growing the proxy's memory.
 pub const MAX_QUEUED: usize = 32 << 20;
 
 /// How long the proxy waits for the status of a server a player is
@@ -1140,15 +1135,16 @@ impl Proxy<'_> {
             }
         };
         let to_upstream = p.up.queued();
-        if to_player.max(to_upstream) > MAX_QUEUED {
-            let who = if to_player > MAX_QUEUED {
-                "the player"
-            } else {
-                "the upstream"
+        let bound = plan.max_queued;
+        if to_player.max(to_upstream) > bound {
+            let (who, n) = match to_player > bound {
+                true => ("the player", to_player),
+                false => ("the upstream", to_upstream),
             };
             p.ended.get_or_insert(format!(
-                "{who} does not keep up: more than {} MB queued toward it",
-                MAX_QUEUED >> 20
+                "{who} does not keep up: {} KB queued toward it, more than {} KB",
+                n >> 10,
+                bound >> 10
             ));
         }
         Ok(())
