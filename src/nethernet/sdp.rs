@@ -141,6 +141,16 @@ impl Sdp {
         Ok(sdp)
     }
 
+    /// The addresses of its UDP candidates of `like`'s family (IPv4 or
+    /// IPv6), in order.
+    pub fn udp_candidates(&self, like: std::net::IpAddr) -> Vec<std::net::SocketAddr> {
+        self.candidates
+            .iter()
+            .filter(|c| c.transport == "udp" && c.address.is_ipv4() == like.is_ipv4())
+            .map(|c| c.address)
+            .collect()
+    }
+
     /// The SHA-256 fingerprint, when the SDP gives one.
     pub fn sha256(&self) -> Option<&str> {
         self.fingerprints

@@ -538,11 +538,14 @@ pub(crate) struct Server {
     locals: std::collections::HashMap<std::net::IpAddr, SocketAddr>,
     /// NetherNet beside RakNet on this socket: datagrams of STUN and DTLS
     /// (RFC 7983's first-byte ranges, which RakNet's never fall in) are
-    /// kept for [`Server::take_diverted`] instead.
+    /// kept for [`Server::drain_diverted`] instead.
     pub(crate) divert: bool,
     /// With `divert`: the other datagrams are dropped (no RakNet here).
     pub(crate) only_diverted: bool,
     diverted: std::collections::VecDeque<(SocketAddr, Vec<u8>)>,
+    /// Buffers of diverted datagrams handed on, for the next ones (no
+    /// allocation per datagram once the turn's largest has been seen).
+    spare: Vec<Vec<u8>>,
     /// Diverted datagrams dropped: more than [`MAX_DIVERTED`] waited.
     pub(crate) diverted_dropped: u64,
 }
@@ -556,7 +559,8 @@ pub const READ_TURN: Duration = Duration::from_millis(10);
 
 /// Whether a datagram is WebRTC's (STUN, or DTLS: RFC 7983), not RakNet's.
 pub(crate) fn is_webrtc(data: &[u8]) -> bool {
-    crate::nethernet::stun::looks_like(data) || data.first().is_some_and(|b| (20..=63).contains(b))
+    use crate::nethernet::{classify, Demux};
+    crate::nethernet::stun::looks_like(data) || classify(data) == Demux::Dtls
 }
 
 /// The local address that datagrams to `peer` leave from, on a socket
@@ -588,6 +592,7 @@ impl Server {
             divert: false,
             only_diverted: false,
             diverted: std::collections::VecDeque::new(),
+            spare: Vec::new(),
             diverted_dropped: 0,
         })
     }
@@ -596,9 +601,13 @@ impl Server {
         self.s.local_addr()
     }
 
-    /// The next diverted datagram ([`Server::divert`]): its sender and bytes.
-    pub(crate) fn take_diverted(&mut self) -> Option<(SocketAddr, Vec<u8>)> {
-        self.diverted.pop_front()
+    /// Every diverted datagram ([`Server::divert`]) handed to `f` with its
+    /// sender, in order of arrival.
+    pub(crate) fn drain_diverted(&mut self, mut f: impl FnMut(SocketAddr, &[u8])) {
+        while let Some((from, d)) = self.diverted.pop_front() {
+            f(from, &d);
+            self.spare.push(d);
+        }
     }
 
     /// A datagram of ours (not RakNet's) sent from this socket, and
@@ -685,7 +694,10 @@ impl Server {
                     self.record(from, &data[..n], false);
                     if self.divert && is_webrtc(&data[..n]) {
                         if self.diverted.len() < MAX_DIVERTED {
-                            self.diverted.push_back((from, data[..n].to_vec()));
+                            let mut d = self.spare.pop().unwrap_or_default();
+                            d.clear();
+                            d.extend_from_slice(&data[..n]);
+                            self.diverted.push_back((from, d));
                         } else {
                             self.diverted_dropped += 1;
                         }

@@ -231,12 +231,7 @@ impl Offer {
             "passive" => true,
             other => return Err(JoinError::Answer(format!("a=setup:{other} in an answer"))),
         };
-        let remotes: Vec<SocketAddr> = theirs
-            .candidates
-            .iter()
-            .filter(|c| c.transport == "udp" && c.address.is_ipv4() == local.is_ipv4())
-            .map(|c| c.address)
-            .collect();
+        let remotes = theirs.udp_candidates(local.ip());
         let Some(&first) = remotes.first() else {
             return Err(JoinError::Answer(
                 "no UDP candidate of our address family".into(),

@@ -29,6 +29,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::run::Report;
+use super::signaling::unix_now;
 use crate::bedrock::identity::KeyPair;
 use crate::nethernet::cert::Cert;
 use crate::nethernet::framing::{Reassembler, Step};
@@ -65,12 +66,6 @@ struct Http {
 
 /// Bytes of a signaling request kept for a capture, at most.
 const RECORDED: usize = 64 << 10;
-
-fn unix_now() -> Duration {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-}
 
 /// One player's connection, joining or joined.
 struct Conn {
@@ -717,12 +712,7 @@ impl Signaling {
         ) else {
             return refuse(b"no ICE credentials or fingerprint\n");
         };
-        let remotes: Vec<SocketAddr> = offer
-            .candidates
-            .iter()
-            .filter(|c| c.transport == "udp" && c.address.is_ipv4() == local_ip.is_ipv4())
-            .map(|c| c.address)
-            .collect();
+        let remotes = offer.udp_candidates(local_ip);
         let (our_ufrag, our_pwd) = (
             crate::nethernet::ice::random_credential(4)?,
             crate::nethernet::ice::random_credential(22)?,

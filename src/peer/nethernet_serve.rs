@@ -137,9 +137,7 @@ pub(crate) fn serve(
         // STUN and DTLS to the NetherNet player they are for.
         udp.step(udp.now())?;
         let now = Instant::now();
-        while let Some((from, d)) = udp.take_diverted() {
-            listener.datagram(now, from, &d);
-        }
+        udp.drain_diverted(|from, d| listener.datagram(now, from, d));
         let t = udp.now();
         done |= raknet.turn(&mut udp.listener, t, plan, report)?;
         events.clear();

@@ -496,13 +496,11 @@ impl NetUp {
             return Ok(());
         };
         l.turn(rec).map_err(|e| format!("{target}: {e}"))?;
-        let mut batches = Vec::new();
         while let Some(b) = l.take_batch() {
-            batches.push(b);
+            events.push(UpEvent::Message(b));
         }
         let ended = l.ended().map(str::to_owned);
         let open = l.is_open();
-        events.extend(batches.into_iter().map(UpEvent::Message));
         if let Some(why) = ended {
             return Err(format!("the upstream's association ended: {why}"));
         }
@@ -997,9 +995,8 @@ impl Proxy<'_> {
         let raknet = self.players.iter().filter(|p| p.net.is_none()).count();
         net.signaling(raknet, &mut self.server.recorder, report)?;
         let now = Instant::now();
-        while let Some((from, d)) = self.server.take_diverted() {
-            net.datagram(now, from, &d);
-        }
+        self.server
+            .drain_diverted(|from, d| net.datagram(now, from, d));
         let mut events = Vec::new();
         net.turn(report, &mut events)?;
         for e in events {
@@ -1107,8 +1104,7 @@ impl Proxy<'_> {
                     server.recorder = None;
                 }
             }
-            let protocol = crate::bedrock::speak::protocol_of(p.session.version());
-            let who = (p.addr, p.n, protocol);
+            let who = (p.addr, p.n, Some(p.session.player.protocol));
             said(plan, report, who, ts, e, &mut self.counts)?;
         }
         while let Some(m) = p.session.poll_to_upstream() {

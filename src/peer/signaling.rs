@@ -40,7 +40,8 @@ pub(crate) struct Transcript {
     pub(crate) received: Vec<(Duration, Vec<u8>)>,
 }
 
-fn unix_now() -> Duration {
+/// Now, since the Unix epoch (a capture's time stamps).
+pub(crate) fn unix_now() -> Duration {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default()
