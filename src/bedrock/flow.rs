@@ -6,6 +6,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use serde_json::Value;
 
 use super::batch::{self, BatchError, Compression, Header, MAX_DECOMPRESSED};
@@ -27,8 +28,9 @@ pub struct GamePacket {
     pub header: Header,
     /// Its name in the protocol definitions of the flow's version.
     pub name: Option<&'static str>,
-    /// The decompressed packet, header included.
-    pub data: Vec<u8>,
+    /// The decompressed packet, header included: a view of its batch's
+    /// inflated buffer.
+    pub data: Bytes,
     /// Whether its batch was encrypted on the wire.
     pub encrypted: bool,
     /// Its fields: by the definitions (when the flow decodes them), with
@@ -137,12 +139,14 @@ pub(crate) const AHEAD_MAX: usize = 512 << 10;
 
 /// A batch's packets, each its own bytes (or why its records do not add
 /// up), or why it does not inflate.
-type Inflated = Result<Result<Vec<Vec<u8>>, String>, BatchError>;
+type Inflated = Result<Result<Vec<Bytes>, String>, BatchError>;
 
-/// An inflated batch cut into its packets, each copied out.
-fn split_owned(b: Vec<u8>) -> Result<Vec<Vec<u8>>, String> {
+/// An inflated batch cut into its packets, each a view of the batch's
+/// buffer (no copy: the buffer is freed with its last packet).
+fn split_owned(b: Vec<u8>) -> Result<Vec<Bytes>, String> {
+    let b = Bytes::from(b);
     match batch::split(&b) {
-        Ok(r) => Ok(r.iter().map(|p| p.to_vec()).collect()),
+        Ok(r) => Ok(r.iter().map(|p| b.slice_ref(p)).collect()),
         Err(e) => Err(e.to_string()),
     }
 }
@@ -183,6 +187,22 @@ impl Ahead {
             .filter(|r| r.as_ref().map_or(true, |b| b.len() <= AHEAD_MAX))
             .map(|r| r.map(split_owned));
         Opened { plain, inflated }
+    }
+}
+
+impl Opened {
+    /// The bytes it holds: its plaintext and its packets.
+    pub(crate) fn holds(&self) -> usize {
+        let packets = match &self.inflated {
+            Some(Ok(Ok(p))) => p.iter().map(Bytes::len).sum(),
+            _ => 0,
+        };
+        self.plain.as_ref().map_or(0, Vec::len) + packets
+    }
+
+    /// Its packets let go (the batch is inflated again in its turn).
+    pub(crate) fn forget_packets(&mut self) {
+        self.inflated = None;
     }
 }
 
@@ -1023,7 +1043,7 @@ pub(crate) mod tests {
         let GameEvent::Packet(p) = &ev[6] else {
             panic!()
         };
-        assert!(p.encrypted && p.batch == 2 && p.data == [9, 1, 2]);
+        assert!(p.encrypted && p.batch == 2 && p.data[..] == [9, 1, 2]);
         let GameEvent::Packet(p) = &ev[7] else {
             panic!()
         };
@@ -1220,7 +1240,7 @@ pub(crate) mod tests {
                 .message(dir, &message)
                 .into_iter()
                 .map(|e| match e {
-                    GameEvent::Packet(p) => p.data,
+                    GameEvent::Packet(p) => p.data.to_vec(),
                     GameEvent::Opaque(o) => panic!("batch {n}: {}", o.detail),
                 })
                 .collect();

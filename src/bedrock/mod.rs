@@ -216,6 +216,19 @@ impl Game {
         self.flows.get_mut(&m.flow)?.ahead(m.dir, &m.data[1..])
     }
 
+    /// Whether a key was given to decrypt the flows with.
+    pub(crate) fn decrypts(&self) -> bool {
+        !self.keys.is_empty()
+    }
+
+    /// Whether a game message may be read by [`Game::message`] now, before
+    /// `held` messages of other flows that came before it are handed on:
+    /// a flow's state is its own, and only the bounds on the flows kept
+    /// are shared (reading it now must leave room for every message held).
+    pub(crate) fn reads_early(&self, held: usize) -> bool {
+        self.flows.len() + held < MAX_GAME_FLOWS && self.not_game.len() + held < MAX_GAME_FLOWS
+    }
+
     /// [`Game::message`] of a message opened ahead, in its turn.
     pub(crate) fn finish_ahead(
         &mut self,

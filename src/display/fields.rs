@@ -818,7 +818,7 @@ mod tests {
             batch: 1,
             header: Header::parse(&[0x01]).unwrap(),
             name: Some("login"),
-            data: vec![0x01, 0, 0, 0x08, 0x79],
+            data: vec![0x01, 0, 0, 0x08, 0x79].into(),
             encrypted: false,
             fields: Some(
                 serde_json::json!({"protocol": 2169, "display_name": "Steve",

@@ -556,7 +556,7 @@ fn association_reads(name: &str, lossy: bool) {
                     side,
                     label_of[stream].clone(),
                     p.name.unwrap_or("?").to_string(),
-                    p.data,
+                    p.data.to_vec(),
                 )),
                 crate::bedrock::GameEvent::Opaque(o) => panic!("{o:?}"),
             }

@@ -342,7 +342,7 @@ mod tests {
                 len: 1,
             },
             name: Some("play_status"),
-            data: vec![2, 0, 0, 0, 1],
+            data: vec![2, 0, 0, 0, 1].into(),
             encrypted: true,
             fields: Some(serde_json::json!({"status": 1, "status_name": "failed_client"})),
             anomaly: None,
@@ -400,7 +400,7 @@ mod tests {
                 len: 2,
             },
             name: Some("example"),
-            data: vec![0; 2 + 10 + 133],
+            data: vec![0; 2 + 10 + 133].into(),
             encrypted: false,
             fields: Some(serde_json::json!({
                 "zeta": "hi", "pos": {"x": 1, "y": 2}, "list": [], "text": long,

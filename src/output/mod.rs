@@ -72,7 +72,10 @@ pub fn stdout_writer() -> Box<dyn std::io::Write> {
 /// A record made by `make` in this thread's line buffer, then written to
 /// `out` at once (serde_json and the hand writers put out a record a token
 /// at a time: through `out` each would be a call). The buffer keeps at
-/// most 1 MiB between records, as one can be megabytes (a Login's).
+/// most 1 MiB between records, as one can be megabytes (a Login's). On a
+/// formatting thread (`pipeline::ordered`), whose `out` is the buffer of
+/// the batch it formats, the record is made in that buffer itself, not
+/// copied there.
 pub(crate) fn write_line_once(
     out: &mut dyn std::io::Write,
     make: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>,
@@ -80,6 +83,11 @@ pub(crate) fn write_line_once(
     thread_local! {
         static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
+    // On a formatting thread, the line is made in its batch's buffer.
+    let make = match crate::pipeline::ordered::in_place(make) {
+        Ok(r) => return r,
+        Err(make) => make,
+    };
     LINE.with_borrow_mut(|line| {
         line.clear();
         let r = make(line).and_then(|()| out.write_all(line));

@@ -1239,7 +1239,7 @@ fn as_game_packet(
         batch: 0,
         name: crate::bedrock::names::packet_name(protocol, header.id),
         header,
-        data,
+        data: data.into(),
         encrypted: false,
         fields: (!fields.is_null()).then(|| fields.clone()),
         anomaly: None,

@@ -16,14 +16,18 @@
 //! message changed the flow (a new key, NetworkSettings). So what comes
 //! out is the one thread's, byte for byte. A game batch that cannot be
 //! opened ahead (its flow's state is not settled: a login, a new key) is
-//! handed on at once, after the messages before it: the reading waits for
-//! their batches, so that the flow's later batches are decided on its
-//! state after it (were they read on, none of them could go ahead until it
-//! was handed on). At most
-//! [`MAX_HELD`] messages or [`MAX_HELD_BYTES`] of them wait, [`MAX_OUT`]
-//! of their batches opened ahead.
+//! read by the game layer at once when no batch of its flow waits before
+//! it (a flow's state is its own: the other flows' batches go on opening),
+//! else handed on at once, after the messages before it (the reading waits
+//! for their batches); either way the flow's later batches are decided on
+//! its state after it (were they read on, none of them could go ahead
+//! until it was read). At most [`MAX_HELD`] messages or [`MAX_HELD_BYTES`]
+//! of them wait, [`MAX_OUT`] of their batches opened ahead, holding at
+//! most [`MAX_OPENED_BYTES`] (a batch opened past it is inflated again in
+//! its turn).
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -32,24 +36,28 @@ use crate::bedrock::{Ahead, Game, GameEvent, Opened};
 use crate::mirror::Message;
 
 /// Messages waiting at most.
-pub(crate) const MAX_HELD: usize = 256;
+pub(crate) const MAX_HELD: usize = 4096;
 /// Bytes of the messages waiting, at most.
 pub(crate) const MAX_HELD_BYTES: usize = 16 << 20;
-/// Batches out at most: sent to a worker, or opened and waiting. Each
-/// keeps at most `flow::AHEAD_MAX` of packets and its plaintext (no more
-/// than its message), so that what they hold stays under about 40 MB
-/// beside the messages' 16 MB and the batch each worker is inflating,
-/// whatever the batches inflate to.
-pub(crate) const MAX_OUT: usize = 48;
+/// Batches out at most: sent to a worker, or opened and waiting (a window
+/// wide enough that the workers never wait for the reading thread to hand
+/// them more while it waits for the oldest: on two cores, 48 left them
+/// idle a third of the time).
+pub(crate) const MAX_OUT: usize = 512;
+/// Bytes the batches opened and waiting hold at most (plaintext and
+/// packets; each batch at most `flow::AHEAD_MAX` of packets): a batch
+/// opened past it lets its packets go, to be inflated again in its turn,
+/// so that memory stays flat whatever the batches inflate to.
+pub(crate) const MAX_OPENED_BYTES: usize = 32 << 20;
 
-type Job = (u64, Message, Ahead);
+type Job = (u64, Message, Ahead, Arc<AtomicUsize>);
 type Done = (u64, Message, Ahead, Opened);
 
 /// Batches handed to a worker at once, at most (a handoff between threads
-/// costs about what inflating a small batch does).
-pub(crate) const GROUP: usize = 16;
+/// costs about what inflating a small batch does, and wakes a thread).
+pub(crate) const GROUP: usize = 64;
 /// Bytes of a group's batches, at most.
-pub(crate) const GROUP_BYTES: usize = 256 << 10;
+pub(crate) const GROUP_BYTES: usize = 1 << 20;
 
 /// What waits for its turn.
 enum Entry {
@@ -67,6 +75,8 @@ enum Entry {
 enum Slot {
     /// Handed to the game layer in its turn, as it is.
     Plain(Message),
+    /// Read by the game layer already (no batch of its flow waited).
+    Read(Message, Option<Vec<GameEvent>>),
     /// Being opened by a worker.
     Opening,
     /// Opened.
@@ -86,6 +96,8 @@ pub(crate) struct Window {
     bytes: usize,
     /// Batches out: sent to a worker, or opened and waiting.
     out: usize,
+    /// The bytes the batches opened and waiting hold (the workers add).
+    opened: Arc<AtomicUsize>,
     /// The workers' queue; none without workers (every message handed on
     /// at once).
     jobs: Option<Sender<Vec<Job>>>,
@@ -96,6 +108,10 @@ pub(crate) struct Window {
     /// Batches opened ahead so far.
     #[cfg(test)]
     opened_ahead: usize,
+    /// Game batches read at once so far, and how many of them while a
+    /// batch before them was still out.
+    #[cfg(test)]
+    read_early: (usize, usize),
 }
 
 impl Window {
@@ -129,12 +145,15 @@ impl Window {
             front: 0,
             bytes: 0,
             out: 0,
+            opened: Arc::new(AtomicUsize::new(0)),
             jobs,
             done,
             group: Vec::new(),
             group_bytes: 0,
             #[cfg(test)]
             opened_ahead: 0,
+            #[cfg(test)]
+            read_early: (0, 0),
         }
     }
 
@@ -162,9 +181,30 @@ impl Window {
                 }
                 let seq = self.front + self.queue.len() as u64;
                 self.group_bytes += m.data.len();
-                self.group.push((seq, m, a));
+                self.group.push((seq, m, a, Arc::clone(&self.opened)));
                 self.out += 1;
                 Slot::Opening
+            }
+            // A game batch of a flow with nothing waiting before it is
+            // read now: its flow's later batches are decided on the state
+            // after it, while the other flows' batches go on opening.
+            None if is_game(&m) && !self.holds(flow) && game.reads_early(self.queue.len() + 1) => {
+                #[cfg(test)]
+                {
+                    let behind = self.queue.iter().any(|e| {
+                        matches!(
+                            e,
+                            Entry::Message {
+                                slot: Slot::Opening | Slot::Opened(_),
+                                ..
+                            }
+                        )
+                    });
+                    self.read_early.0 += 1;
+                    self.read_early.1 += usize::from(behind);
+                }
+                let g = game.message(&m);
+                Slot::Read(m, g)
             }
             None => Slot::Plain(m),
         };
@@ -202,11 +242,21 @@ impl Window {
         }
     }
 
-    /// Whether a message of flow `flow` waits.
+    /// Whether a game batch of flow `flow` waits to be read, or its end
+    /// (the game layer reads nothing else).
     pub(crate) fn holds(&self, flow: u32) -> bool {
-        self.queue
-            .iter()
-            .any(|e| matches!(e, Entry::Message { flow: f, .. } if *f == flow))
+        self.queue.iter().any(|e| match e {
+            Entry::Message {
+                flow: f,
+                slot: Slot::Plain(m),
+                ..
+            } => *f == flow && is_game(m),
+            Entry::Message {
+                slot: Slot::Read(..),
+                ..
+            } => false,
+            Entry::Message { flow: f, .. } | Entry::Close(f) => *f == flow,
+        })
     }
 
     /// Every message waiting, handed on.
@@ -293,9 +343,11 @@ impl Window {
                         let g = game.message(&m);
                         (m, g)
                     }
+                    Slot::Read(m, g) => (m, g),
                     Slot::Opened(done) => {
                         let (_, m, a, o) = *done;
                         self.out -= 1;
+                        self.opened.fetch_sub(o.holds(), Ordering::Relaxed);
                         let g = game.finish_ahead(&m, a, o);
                         (m, g)
                     }
@@ -337,9 +389,14 @@ fn is_game(m: &Message) -> bool {
     m.data.first() == Some(&crate::bedrock::GAME_MESSAGE)
 }
 
-/// A batch opened, on a worker.
-fn open((seq, m, mut a): Job) -> Done {
-    let opened = a.open(m.data.get(1..).unwrap_or_default());
+/// A batch opened, on a worker: its packets let go when the batches
+/// opened and waiting would hold more than [`MAX_OPENED_BYTES`] with them.
+fn open((seq, m, mut a, held): Job) -> Done {
+    let mut opened = a.open(m.data.get(1..).unwrap_or_default());
+    if held.load(Ordering::Relaxed) + opened.holds() > MAX_OPENED_BYTES {
+        opened.forget_packets();
+    }
+    held.fetch_add(opened.holds(), Ordering::Relaxed);
     (seq, m, a, opened)
 }
 
@@ -373,28 +430,49 @@ mod tests {
                 })
             })
             .collect();
-        let run = |workers: usize| {
+        // `spent`: the opened batches' budget spent before the first.
+        let run = |workers: usize, spent: bool| {
             let mut game = Game::new(Detect::Always, keys());
             let mut shown = Vec::new();
             let mut each = |m: Message, g: Option<Vec<GameEvent>>, _: Duration, _: usize| {
                 shown.push(format!("{} {:?}", m.flow, g));
                 Ok(())
             };
-            let opened = std::thread::scope(|scope| {
+            let counts = std::thread::scope(|scope| {
                 let mut window = Window::new(scope, workers);
+                if spent {
+                    window.opened.store(MAX_OPENED_BYTES, Ordering::Relaxed);
+                }
                 for m in &messages {
                     window.message(&mut game, m.clone(), Duration::ZERO, 0, &mut each)?;
                 }
                 window.flush(&mut game, &mut each)?;
-                anyhow::Ok(window.opened_ahead)
+                let held = window.opened.load(Ordering::Relaxed);
+                anyhow::Ok((window.opened_ahead, window.read_early, held))
             });
-            (opened.unwrap(), shown)
+            (counts.unwrap(), shown)
         };
-        let (none, want) = run(0);
+        let ((none, _, _), want) = run(0, false);
         assert_eq!(none, 0);
-        let (opened, shown) = run(1);
+        let ((opened, (early, behind), held), shown) = run(1, false);
         assert_eq!(shown, want);
         // Each session's 80 batches after its spawn.
         assert_eq!(opened, sessions as usize * 80, "{opened} opened ahead");
+        // Every other one read at once, each later session's first ones
+        // while the last batches of the one before were still out (the
+        // group being gathered is not sent for them).
+        assert_eq!(opened + early, messages.len());
+        assert!(
+            behind >= sessions as usize - 1,
+            "{behind} read behind batches out"
+        );
+        // What the opened batches held is given back as each is read.
+        assert_eq!(held, 0);
+        // With the budget spent, every batch opened ahead lets its packets
+        // go and is inflated again in its turn: the same output.
+        let ((opened, _, held), shown) = run(1, true);
+        assert_eq!(shown, want);
+        assert_eq!(opened, sessions as usize * 80);
+        assert_eq!(held, MAX_OPENED_BYTES);
     }
 }

@@ -333,6 +333,23 @@ pub(crate) fn drive_messages(
     // With several threads, batches are opened (decrypted, inflated) on
     // workers ahead of their turn (`ahead`).
     let workers = if cap.threads > 1 { cap.threads } else { 0 };
+    // When they decrypt (a key is given), they keep the cores busy: the
+    // capture is then read on this thread, not on one more of its own
+    // (on two cores, 6% to 10% less wall time, measured on a Bedrock play
+    // session; without a key the reading thread gains as much).
+    let inline;
+    let cap = if workers > 0 && game.decrypts() && !cap.options.one_thread {
+        inline = Reading {
+            options: PipelineOptions {
+                one_thread: true,
+                ..cap.options.clone()
+            },
+            ..cap.clone()
+        };
+        &inline
+    } else {
+        cap
+    };
     let outcome = std::thread::scope(|scope| {
         let mut window = Window::new(scope, workers);
         let outcome = drive_items(None, cap, mirror, out, |item, out| {

@@ -353,7 +353,7 @@ mod tests {
                 len: 1,
             },
             name: (sender == 0).then_some("play_status"),
-            data: vec![0x02, 0, 0, 0, 1, 0xab],
+            data: vec![0x02, 0, 0, 0, 1, 0xab].into(),
             encrypted: true,
             fields: fields
                 .then(|| serde_json::json!({"status": "failed_client", "n": [1, {"a": "\u{1}"}]})),

@@ -121,12 +121,16 @@ pub(crate) fn load_game(
                                 (Dir::C2s, None) if name == "set_local_player_as_initialized" => {
                                     c.spawned = Some(m.ts)
                                 }
-                                (Dir::C2s, Some(t0)) => {
-                                    c.script.c2s.push((m.ts.saturating_sub(t0), name, p.data))
-                                }
+                                (Dir::C2s, Some(t0)) => c.script.c2s.push((
+                                    m.ts.saturating_sub(t0),
+                                    name,
+                                    p.data.to_vec(),
+                                )),
                                 (Dir::S2c, Some(t0)) => {
                                     c.script.s2c.push(name);
-                                    c.script.s2c_packets.push((m.ts.saturating_sub(t0), p.data));
+                                    c.script
+                                        .s2c_packets
+                                        .push((m.ts.saturating_sub(t0), p.data.to_vec()));
                                 }
                                 _ => {}
                             }
