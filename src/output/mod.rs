@@ -84,7 +84,7 @@ pub(crate) fn write_line_once(
         static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
     // On a formatting thread, the line is made in its batch's buffer.
-    let make = match crate::pipeline::ordered::in_place(make) {
+    let make = match crate::wire::in_place::line(make) {
         Ok(r) => return r,
         Err(make) => make,
     };

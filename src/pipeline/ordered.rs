@@ -34,49 +34,7 @@ use std::io::{self, Write};
 use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
 use std::sync::Mutex;
 
-thread_local! {
-    /// A formatting thread's batch buffer, while it formats the batch.
-    static IN_PLACE: std::cell::RefCell<Option<Vec<u8>>> = const { std::cell::RefCell::new(None) };
-}
-
-/// What a formatting thread formats into: its batch's buffer.
-struct InPlace;
-
-impl Write for InPlace {
-    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-        IN_PLACE.with_borrow_mut(|buf| match buf {
-            Some(buf) => {
-                buf.extend_from_slice(b);
-                Ok(b.len())
-            }
-            None => Err(io::Error::other("no batch is being formatted")),
-        })
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-/// On a formatting thread, `make` run on its batch's buffer itself, and
-/// the line it made kept there (none of it when it fails): a writer of
-/// whole lines saves a copy of each. Elsewhere `make` is given back.
-pub(crate) fn in_place<F>(make: F) -> Result<io::Result<()>, F>
-where
-    F: FnOnce(&mut Vec<u8>) -> io::Result<()>,
-{
-    IN_PLACE.with_borrow_mut(|buf| match buf {
-        Some(buf) => {
-            let at = buf.len();
-            let r = make(buf);
-            if r.is_err() {
-                buf.truncate(at);
-            }
-            Ok(r)
-        }
-        None => Err(make),
-    })
-}
+use crate::wire::in_place;
 
 /// Records in a batch: enough that a handoff costs little against the
 /// formatting, few enough that workers stay busy to the end.
@@ -269,11 +227,11 @@ where
                         let Ok(Ok((seq, mut batch, mut buf))) = job else {
                             return;
                         };
-                        IN_PLACE.set(Some(std::mem::take(&mut buf)));
-                        let r = batch
-                            .iter_mut()
-                            .try_for_each(|r| format(&mut state, r, &mut InPlace));
-                        buf = IN_PLACE.take().unwrap_or_default();
+                        let r = in_place::formatting(&mut buf, |out| {
+                            batch
+                                .iter_mut()
+                                .try_for_each(|r| format(&mut state, r, out))
+                        });
                         let r = r.map(|()| buf);
                         if done_tx.send((seq, r, batch)).is_err() {
                             return;
@@ -417,7 +375,10 @@ mod tests {
     /// that fails leaves nothing; elsewhere nothing is made in place.
     #[test]
     fn lines_made_in_place_keep_their_order() {
-        assert!(in_place(|_| Ok(())).is_err(), "not on a formatting thread");
+        assert!(
+            in_place::line(|_| Ok(())).is_err(),
+            "not on a formatting thread"
+        );
         for threads in [1, 2, 3] {
             let mut out = Vec::new();
             let n = BATCH * 3 + 5;
@@ -435,7 +396,7 @@ mod tests {
                         }
                         writeln!(buf, " {i}")
                     };
-                    match in_place(line) {
+                    match in_place::line(line) {
                         Ok(r) => {
                             assert!(threads > 1, "made in place with one thread");
                             r.or_else(|_| writeln!(out, " failed"))

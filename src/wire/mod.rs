@@ -10,6 +10,7 @@ pub(crate) mod connected;
 pub mod cursor;
 pub(crate) mod datagram;
 pub mod ids;
+pub(crate) mod in_place;
 pub(crate) mod json;
 pub(crate) mod jws;
 pub(crate) mod motd;
