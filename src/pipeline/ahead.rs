@@ -45,10 +45,13 @@ pub(crate) const MAX_HELD_BYTES: usize = 16 << 20;
 /// third of the time); narrow enough that what they opened is read again
 /// while still in the cache (512 or 1024 took more CPU time for no gain).
 pub(crate) const MAX_OUT: usize = 256;
-/// Bytes the batches opened and waiting hold at most (plaintext and
-/// packets; each batch at most `flow::AHEAD_MAX` of packets): a batch
-/// opened past it lets its packets go, to be inflated again in its turn,
-/// so that memory stays flat whatever the batches inflate to.
+/// Bytes the batches opened and waiting hold (plaintext and packets; each
+/// batch at most `flow::AHEAD_MAX` of packets): a batch opened past it
+/// lets its packets go, to be inflated again in its turn, so that memory
+/// stays flat whatever the batches inflate to. The workers check it
+/// without a lock, so each may pass it by one batch, and a batch that
+/// lets its packets go still holds its plaintext (no more than its
+/// message, which `MAX_HELD_BYTES` bounds).
 pub(crate) const MAX_OPENED_BYTES: usize = 32 << 20;
 
 type Job = (u64, Message, Ahead, Arc<AtomicUsize>);
