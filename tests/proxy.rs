@@ -96,6 +96,14 @@ fn bedrock_client(version: &str, port: u16, work: &Work, every: &str) {
     );
 }
 
+/// Ours run with `args`, once it said it is listening.
+fn listening(args: &[String]) -> common::Ours {
+    let mut ours = common::Ours::spawn(args, None);
+    ours.wait_record("listening", Duration::from_secs(10))
+        .expect("listening");
+    ours
+}
+
 /// The proxy run with `args` for bedrock-protocol's client of `version`
 /// on `listen` (`every` as [`bedrock_peer`] takes it), which must succeed,
 /// as must the proxy.
@@ -103,10 +111,7 @@ fn proxy_for_client(
     args: &[String],
     (version, listen, work, every): (&str, u16, &Work, &str),
 ) -> common::Finished {
-    let mut proxy = common::Ours::spawn(args, None);
-    proxy
-        .wait_record("listening", Duration::from_secs(10))
-        .expect("listening");
+    let proxy = listening(args);
     bedrock_client(version, listen, work, every);
     let f = proxy.finish(Duration::from_secs(20));
     assert_eq!(f.code, Some(0), "{version}: {}", f.stderr);
@@ -378,10 +383,7 @@ fn two_players_through_the_proxy_at_once() {
         "1.26.45",
         "--json",
     ]);
-    let mut serve = common::Ours::spawn(&serve, None);
-    serve
-        .wait_record("listening", Duration::from_secs(10))
-        .expect("listening");
+    let serve = listening(&serve);
     let pcapng = work.file("two.pcapng");
     let args = common::args(&[
         "proxy",
@@ -393,10 +395,7 @@ fn two_players_through_the_proxy_at_once() {
         "-w",
         pcapng.to_str().unwrap(),
     ]);
-    let mut proxy = common::Ours::spawn(&args, None);
-    proxy
-        .wait_record("listening", Duration::from_secs(10))
-        .expect("listening");
+    let proxy = listening(&args);
     let clients: Vec<std::process::Child> = ["Alex", "Steve"]
         .iter()
         .map(|name| {
@@ -498,10 +497,7 @@ fn a_transfer_goes_on_through_the_proxy() {
         "-w",
         pcapng.to_str().unwrap(),
     ]);
-    let mut proxy = common::Ours::spawn(&args, None);
-    proxy
-        .wait_record("listening", Duration::from_secs(10))
-        .expect("listening");
+    let proxy = listening(&args);
     let client = Command::new("node")
         .arg(common::root().join("scripts/bedrock_peers.js"))
         .args(["--version", "1.26.45", "--port", &listen.to_string()])
@@ -892,10 +888,7 @@ fn a_player_that_does_not_keep_up_ends_its_session() {
         "--max-queued",
         "128",
     ]);
-    let mut proxy = common::Ours::spawn(&args, None);
-    proxy
-        .wait_record("listening", Duration::from_secs(10))
-        .expect("listening");
+    let proxy = listening(&args);
     // The player's session is cut: its own run fails, as it should.
     let _ = bedrock_peer("client-only", version, listen, &work, "").output();
     let f = proxy.finish(Duration::from_secs(30));

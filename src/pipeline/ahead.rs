@@ -54,7 +54,7 @@ pub(crate) const MAX_OUT: usize = 256;
 /// message, which `MAX_HELD_BYTES` bounds).
 pub(crate) const MAX_OPENED_BYTES: usize = 32 << 20;
 
-type Job = (u64, Message, Ahead, Arc<AtomicUsize>);
+type Job = (u64, Message, Ahead);
 type Done = (u64, Message, Ahead, Opened);
 
 /// Batches handed to a worker at once, at most (a handoff between threads
@@ -122,12 +122,14 @@ impl Window {
     /// A window with `workers` threads of `scope` (none: no window).
     pub(crate) fn new<'s>(scope: &'s std::thread::Scope<'s, '_>, workers: usize) -> Window {
         let (mut jobs, mut done) = (None, None);
+        let opened = Arc::new(AtomicUsize::new(0));
         if workers > 0 {
             let (tx, rx) = channel::<Vec<Job>>();
             let (done_tx, done_rx) = channel::<Vec<Done>>();
             let rx = Arc::new(Mutex::new(rx));
             for i in 0..workers {
                 let (rx, done_tx) = (Arc::clone(&rx), done_tx.clone());
+                let held = Arc::clone(&opened);
                 let worker = std::thread::Builder::new().name(format!("open-{i}"));
                 // A worker that cannot start leaves its share to the others;
                 // with none, the first batch waited for is opened here.
@@ -137,7 +139,8 @@ impl Window {
                         Err(_) => return,
                     };
                     let Ok(group) = job else { return };
-                    if done_tx.send(group.into_iter().map(open).collect()).is_err() {
+                    let group = group.into_iter().map(|j| open(j, &held)).collect();
+                    if done_tx.send(group).is_err() {
                         return;
                     }
                 });
@@ -149,7 +152,7 @@ impl Window {
             front: 0,
             bytes: 0,
             out: 0,
-            opened: Arc::new(AtomicUsize::new(0)),
+            opened,
             jobs,
             done,
             group: Vec::new(),
@@ -185,7 +188,7 @@ impl Window {
                 }
                 let seq = self.front + self.queue.len() as u64;
                 self.group_bytes += m.data.len();
-                self.group.push((seq, m, a, Arc::clone(&self.opened)));
+                self.group.push((seq, m, a));
                 self.out += 1;
                 Slot::Opening
             }
@@ -277,7 +280,7 @@ impl Window {
         }
         let Some(jobs) = &self.jobs else { return };
         if let Err(e) = jobs.send(group) {
-            let done: Vec<Done> = e.0.into_iter().map(open).collect();
+            let done: Vec<Done> = e.0.into_iter().map(|j| open(j, &self.opened)).collect();
             self.place(done);
         }
     }
@@ -395,12 +398,14 @@ fn is_game(m: &Message) -> bool {
 
 /// A batch opened, on a worker: its packets let go when the batches
 /// opened and waiting would hold more than [`MAX_OPENED_BYTES`] with them.
-fn open((seq, m, mut a, held): Job) -> Done {
+fn open((seq, m, mut a): Job, held: &AtomicUsize) -> Done {
     let mut opened = a.open(m.data.get(1..).unwrap_or_default());
-    if held.load(Ordering::Relaxed) + opened.holds() > MAX_OPENED_BYTES {
+    let mut holds = opened.holds();
+    if held.load(Ordering::Relaxed) + holds > MAX_OPENED_BYTES {
         opened.forget_packets();
+        holds = opened.holds();
     }
-    held.fetch_add(opened.holds(), Ordering::Relaxed);
+    held.fetch_add(holds, Ordering::Relaxed);
     (seq, m, a, opened)
 }
 
