@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::schema::decode::Traced;
-use super::schema::lean::Lean;
+use super::schema::lean::{with_arena, Lean};
 use super::schema::{self, DecodeError, Definitions, Session, Span};
 
 /// The newest protocol the definitions know, for a flow whose protocol was
@@ -124,8 +124,12 @@ impl Fields {
             if shield {
                 // Its item table now (for the layouts of the packets after
                 // it), its fields later with the others'.
-                let table = defs.decode_lean(id, body, self.session);
-                if let Some(s) = table.and_then(Result::ok).and_then(|v| shield_id_lean(&v)) {
+                let session = self.session;
+                let shield = with_arena(|arena| {
+                    let table = defs.decode_lean(id, body, session, arena);
+                    table.and_then(Result::ok).and_then(|v| shield_id_lean(&v))
+                });
+                if let Some(s) = shield {
                     self.session.shield_item_id = Some(s);
                 }
             }
@@ -233,42 +237,64 @@ impl Pending {
     pub(crate) fn write_json(self, body: &[u8], out: &mut Vec<u8>) -> Written {
         use super::schema::lean::sort_members;
         use crate::wire::json::write_value;
-        let written = |d: Decoded, out: &mut Vec<u8>| {
+        if self.layout {
+            let d = self.decode(body);
             if let Some(f) = &d.fields {
                 write_value(out, f);
             }
-            (d.fields.is_some(), d.anomaly, d.error)
-        };
-        if self.layout {
-            return written(self.decode(body), out);
+            return (d.fields.is_some(), d.anomaly, d.error);
         }
-        let hand = self.hand.as_ref().and_then(Value::as_object);
-        let result = match self.defs.decode_lean(self.id, body, self.session) {
-            Some(Ok(Lean::Object(mut m))) => {
-                // The hand decoders' keys the definitions lack (looked
-                // for among the definitions' alone, which are sorted).
-                let lacked: Vec<_> = hand
-                    .into_iter()
-                    .flatten()
-                    .filter(|(k, _)| m.binary_search_by(|(mk, _)| (**mk).cmp(k)).is_err())
-                    .map(|(k, v)| (k.as_str().into(), Lean::Json(v)))
-                    .collect();
-                if !lacked.is_empty() {
-                    m.extend(lacked);
-                    sort_members(&mut m);
+        let hand = self.hand.as_ref();
+        let (defs, id, session) = (&self.defs, self.id, self.session);
+        // What the definitions made of it, written as `merge` would have
+        // merged it with the hand decoders' keys: `Ok` with whether there
+        // were fields and the error (what decoded before it is written).
+        let result = with_arena(|arena| {
+            let (decoded, error) = match defs.decode_lean(id, body, session, arena) {
+                Some(Ok(v)) => (Some(v), None),
+                Some(Err((e, partial))) => (partial, Some(e)),
+                None => return Err(()),
+            };
+            let fields = match decoded {
+                Some(Lean::Object(mut m)) => {
+                    // The hand decoders' keys the definitions lack (looked
+                    // for among the definitions' alone, which are sorted).
+                    let lacked: Vec<_> = hand
+                        .and_then(Value::as_object)
+                        .into_iter()
+                        .flatten()
+                        .filter(|(k, _)| m.binary_search_by(|(mk, _)| (**mk).cmp(k)).is_err())
+                        .map(|(k, v)| (k.as_str().into(), Lean::Json(v)))
+                        .collect();
+                    if !lacked.is_empty() {
+                        m.extend(lacked);
+                        sort_members(&mut m);
+                    }
+                    Lean::Object(m).write_json(out);
+                    true
                 }
-                Lean::Object(m).write_json(out);
-                return (true, self.note, None);
+                Some(v) => {
+                    v.write_json(out);
+                    true
+                }
+                None => hand.is_some_and(|h| {
+                    write_value(out, h);
+                    true
+                }),
+            };
+            Ok((fields, error))
+        });
+        match result {
+            Ok((fields, None)) => (fields, self.note, None),
+            Ok((fields, Some(e))) => (fields, Some(format!("fields: {e}")), Some(e.to_string())),
+            Err(()) => {
+                let d = self.outcome(None);
+                if let Some(f) = &d.fields {
+                    write_value(out, f);
+                }
+                (d.fields.is_some(), d.anomaly, d.error)
             }
-            Some(Ok(v)) => {
-                v.write_json(out);
-                return (true, self.note, None);
-            }
-            // Not decoded (the error keeps what was, as a value).
-            Some(Err(e)) => Some(Err(e)),
-            None => None,
-        };
-        written(self.outcome(result), out)
+        }
     }
 }
 
@@ -378,7 +404,8 @@ mod tests {
     /// the value's JSON, with the same anomaly and error: on every packet
     /// of the vector files (the corrected packets' vectors, written by
     /// minecraft-data's layouts, stop decoding: their partial fields too),
-    /// with the hand decoders' keys, and cut short.
+    /// with the hand decoders' keys, and cut short (what decoded before the
+    /// stop is written from the arena, the value's partial from a value).
     #[test]
     fn fields_written_as_json_are_the_values() {
         use crate::bedrock::batch::Header;
@@ -403,10 +430,12 @@ mod tests {
                     hand[k] = json!("the hand decoder's");
                 }
             }
+            let cut = &body[..body.len() / 2];
             for (body, hand) in [
                 (body, None),
-                (body, Some(hand)),
-                (&body[..body.len() / 2], None),
+                (body, Some(hand.clone())),
+                (cut, None),
+                (cut, Some(hand)),
             ] {
                 let mut f = Fields {
                     defer: true,
@@ -438,22 +467,24 @@ mod tests {
     #[test]
     fn the_shield_is_found_in_the_table_as_the_interpreter_builds_it() {
         use std::borrow::Cow;
+        let arena = bumpalo::Bump::new();
         let item = |name: &'static str, id| {
-            Lean::Object(vec![
+            Lean::Object(bumpalo::vec![in &arena;
                 (Cow::Borrowed("name"), Lean::Str(name.into())),
                 (Cow::Borrowed("runtime_id"), Lean::Int(id)),
             ])
         };
-        let table = Lean::Object(vec![(
+        let table = Lean::Object(bumpalo::vec![in &arena; (
             Cow::Borrowed("itemstates"),
-            Lean::Array(vec![
+            Lean::Array(bumpalo::vec![in &arena;
                 item("minecraft:apple", 5),
                 item("minecraft:shield", 355),
             ]),
         )]);
         assert_eq!(shield_id_lean(&table), Some(355));
         assert_eq!(shield_id(&table.into_value()), Some(355));
-        assert_eq!(shield_id_lean(&Lean::Object(Vec::new())), None);
+        let none = Lean::Object(super::super::schema::lean::List::new_in(&arena));
+        assert_eq!(shield_id_lean(&none), None);
     }
 
     #[test]

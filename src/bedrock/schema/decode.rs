@@ -9,8 +9,10 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
+use bumpalo::Bump;
+
 use super::compile::{Compiled, Count, Node, NodeId, Num};
-use super::lean::{sort_members, Lean};
+use super::lean::{sort_members, with_arena, Lean, List, Members};
 
 /// Definitions (containers, arrays, switches, options ...) and NBT nested
 /// deeper than this are an error.
@@ -88,18 +90,33 @@ pub(crate) fn decode(
     body: &[u8],
     s: Session,
 ) -> Result<Value, DecodeError> {
-    decode_lean(c, root, body, s).map(Lean::into_value)
+    with_arena(|arena| {
+        decode_lean(c, root, body, s, arena)
+            .map(Lean::into_value)
+            .map_err(valued)
+    })
+}
+
+/// A packet that stopped decoding, and what decoded before it, as the
+/// interpreter builds it (not yet in [`DecodeError::partial`]).
+pub(crate) type Stopped<'a> = (DecodeError, Option<Lean<'a>>);
+
+/// The error with what decoded before it as a value.
+fn valued((mut e, partial): Stopped<'_>) -> DecodeError {
+    e.partial = partial.map(|p| Box::new(p.into_value()));
+    e
 }
 
 /// [`decode`], the value as the interpreter builds it (for output written
-/// straight from it).
+/// straight from it), its arrays and objects in `arena`.
 pub(crate) fn decode_lean<'a>(
     c: &'a Compiled,
     root: NodeId,
     body: &'a [u8],
     s: Session,
-) -> Result<Lean<'a>, DecodeError> {
-    run(c, root, body, s, None).map(|(v, _)| v)
+    arena: &'a Bump,
+) -> Result<Lean<'a>, Stopped<'a>> {
+    run(c, root, body, s, None, arena).map(|(v, _)| v)
 }
 
 /// A value and the spans of its fields (`None` past [`MAX_SPANS`]).
@@ -113,7 +130,11 @@ pub(crate) fn decode_traced(
     body: &[u8],
     s: Session,
 ) -> Result<Traced, DecodeError> {
-    run(c, root, body, s, Some(Vec::new())).map(|(v, t)| (v.into_value(), t))
+    with_arena(|arena| {
+        run(c, root, body, s, Some(Vec::new()), arena)
+            .map(|(v, t)| (v.into_value(), t))
+            .map_err(valued)
+    })
 }
 
 fn run<'a>(
@@ -122,9 +143,11 @@ fn run<'a>(
     body: &'a [u8],
     s: Session,
     trace: Option<Vec<Span>>,
-) -> Result<(Lean<'a>, Option<Vec<Span>>), DecodeError> {
+    arena: &'a Bump,
+) -> Result<(Lean<'a>, Option<Vec<Span>>), Stopped<'a>> {
     let mut d = Decoder {
         c,
+        arena,
         s,
         b: body,
         pos: 0,
@@ -138,18 +161,14 @@ fn run<'a>(
     };
     let v = match d.value(root) {
         Ok(v) => v,
-        Err(mut e) => {
-            e.partial = d.partial.take().map(|p| Box::new(p.into_value()));
-            return Err(e);
-        }
+        Err(e) => return Err((e, d.partial.take())),
     };
     if d.pos != body.len() {
-        let mut e = d.err(format!(
+        let e = d.err(format!(
             "{} bytes left after the last field",
             body.len() - d.pos
         ));
-        e.partial = Some(Box::new(v.into_value()));
-        return Err(e);
+        return Err((e, Some(v)));
     }
     Ok((v, d.trace))
 }
@@ -160,11 +179,10 @@ enum Seg<'a> {
     Element(u64),
 }
 
-/// An object's members as they are read.
-type Members<'a> = Vec<(Cow<'a, str>, Lean<'a>)>;
-
 struct Decoder<'a> {
     c: &'a Compiled,
+    /// Where the value's arrays and objects are made.
+    arena: &'a Bump,
     s: Session,
     b: &'a [u8],
     pos: usize,
@@ -441,7 +459,8 @@ impl<'a> Decoder<'a> {
                 Lean::Hex(self.take(n)?)
             }
             Node::Container(fields) => {
-                self.scopes.push(Vec::with_capacity(fields.len()));
+                self.scopes
+                    .push(List::with_capacity_in(fields.len(), self.arena));
                 for (name, node) in fields {
                     self.path.push(Seg::Field(name.as_deref().unwrap_or("")));
                     // An anonymous field's parts are its container's.
@@ -455,7 +474,10 @@ impl<'a> Decoder<'a> {
                         Ok(v) => v,
                         Err(e) => {
                             // What decoded so far goes up with the error.
-                            let mut m = self.scopes.pop().unwrap_or_default();
+                            let mut m = self
+                                .scopes
+                                .pop()
+                                .unwrap_or_else(|| List::new_in(self.arena));
                             match (name, self.partial.take()) {
                                 (Some(n), Some(p)) => m.push((Cow::Borrowed(&**n), p)),
                                 (None, Some(Lean::Object(p))) => m.extend(p),
@@ -474,7 +496,10 @@ impl<'a> Decoder<'a> {
                         (None, _) => {}
                     }
                 }
-                let mut m = self.scopes.pop().unwrap_or_default();
+                let mut m = self
+                    .scopes
+                    .pop()
+                    .unwrap_or_else(|| List::new_in(self.arena));
                 sort_members(&mut m);
                 Lean::Object(m)
             }
@@ -505,7 +530,7 @@ impl<'a> Decoder<'a> {
             Node::Array { count, of } => {
                 let n = self.count(count)?;
                 self.check_count(n)?;
-                let mut out = Vec::with_capacity(n.min(4096));
+                let mut out = List::with_capacity_in(n.min(4096), self.arena);
                 for i in 0..n {
                     self.path.push(Seg::Element(i as u64));
                     let at = self.open(None, || format!("[{i}]").into());
@@ -527,7 +552,7 @@ impl<'a> Decoder<'a> {
             Node::MaybeIncompleteArray { count, of } => {
                 let n = self.value(*count)?;
                 let n = n.as_u64().unwrap_or(0);
-                let mut out = Vec::new();
+                let mut out = List::new_in(self.arena);
                 let mut i = 0;
                 while i < n && self.pos < self.end {
                     let (at, mark) = (self.pos, self.mark());
@@ -578,7 +603,7 @@ impl<'a> Decoder<'a> {
                 for &b in bytes {
                     all = all << 8 | u128::from(b);
                 }
-                let mut m = Vec::with_capacity(fields.len());
+                let mut m = List::with_capacity_in(fields.len(), self.arena);
                 let mut left = bits;
                 for (name, size, signed) in fields {
                     let size = u32::from(*size);
@@ -627,7 +652,7 @@ impl<'a> Decoder<'a> {
                     _ => 0,
                 };
                 self.leaf("_value", start..self.pos, &v);
-                let mut m = Vec::with_capacity(flags.len() + 1);
+                let mut m = List::with_capacity_in(flags.len() + 1, self.arena);
                 m.push((Cow::Borrowed("_value"), v));
                 for (name, mask) in flags {
                     let on = Lean::Bool(*mask != 0 && n & mask == *mask);
@@ -680,7 +705,7 @@ impl<'a> Decoder<'a> {
             }
             Node::Nbt { varint } => self.nbt(*varint, 0)?,
             Node::NbtLoop => {
-                let mut out = Vec::new();
+                let mut out = List::new_in(self.arena);
                 loop {
                     if self.take(1)?[0] == 0 {
                         break;
@@ -707,7 +732,9 @@ impl<'a> Decoder<'a> {
         let kind = Lean::Str(Cow::Borrowed(tag_name(tag, self)?));
         self.leaf("type", start..self.pos, &kind);
         if tag == 0 {
-            return Ok(Lean::Object(vec![(Cow::Borrowed("type"), kind)]));
+            return Ok(Lean::Object(
+                bumpalo::vec![in self.arena; (Cow::Borrowed("type"), kind)],
+            ));
         }
         let start = self.pos;
         let name = self.nbt_string(varint)?;
@@ -716,7 +743,7 @@ impl<'a> Decoder<'a> {
         let v = self.nbt_payload(tag, varint, depth)?;
         self.close(at, &v);
         // Sorted: name, type, value.
-        Ok(Lean::Object(vec![
+        Ok(Lean::Object(bumpalo::vec![in self.arena;
             (Cow::Borrowed("name"), name),
             (Cow::Borrowed("type"), kind),
             (Cow::Borrowed("value"), v),
@@ -773,7 +800,7 @@ impl<'a> Decoder<'a> {
                     11 => Li32,
                     _ => Li64,
                 };
-                let mut out = Vec::with_capacity(n.min(4096));
+                let mut out = List::with_capacity_in(n.min(4096), self.arena);
                 for i in 0..n {
                     let start = self.pos;
                     let v = self.num(kind)?;
@@ -792,7 +819,7 @@ impl<'a> Decoder<'a> {
                 self.leaf("type", start..self.pos, &name);
                 let list = self.open(None, || "value".into());
                 let n = self.nbt_len(varint)?;
-                let mut out = Vec::with_capacity(n.min(4096));
+                let mut out = List::with_capacity_in(n.min(4096), self.arena);
                 for i in 0..n {
                     let at = self.open(None, || format!("[{i}]").into());
                     let v = self.nbt_payload(inner, varint, depth + 1)?;
@@ -801,13 +828,13 @@ impl<'a> Decoder<'a> {
                 }
                 let out = Lean::Array(out);
                 self.close(list, &out);
-                Lean::Object(vec![
+                Lean::Object(bumpalo::vec![in self.arena;
                     (Cow::Borrowed("type"), name),
                     (Cow::Borrowed("value"), out),
                 ])
             }
             10 => {
-                let mut m = Vec::new();
+                let mut m = List::new_in(self.arena);
                 loop {
                     let start = self.pos;
                     let t = self.take(1)?[0];
@@ -825,7 +852,7 @@ impl<'a> Decoder<'a> {
                     let at = self.open(None, || "value".into());
                     let v = self.nbt_payload(t, varint, depth + 1)?;
                     self.close(at, &v);
-                    let e = Lean::Object(vec![
+                    let e = Lean::Object(bumpalo::vec![in self.arena;
                         (Cow::Borrowed("type"), kind),
                         (Cow::Borrowed("value"), v),
                     ]);

@@ -1,15 +1,48 @@
 //! A decoded packet as the interpreter builds it: the JSON tree of
 //! [`super::decode`] without `serde_json`'s costs. Keys are the
 //! definitions' names, borrowed; strings that are valid UTF-8 are borrowed
-//! from the packet; buffers stay bytes until written as hex; an object is
-//! a vector of its members, sorted by key once it is complete (the order
+//! from the packet; buffers stay bytes until written as hex; arrays and
+//! objects are vectors in an arena ([`with_arena`]) emptied for the next
+//! packet, so that a packet's thousand small objects cost no malloc and
+//! free each; an object is a vector of its members, sorted by key once it
+//! is complete (the order
 //! `serde_json`'s map keeps, so that both write the same text). Written
 //! as JSON straight from here ([`Lean::write_json`]), or made into a
 //! `serde_json` value for what reads values ([`Lean::into_value`]).
 
 use std::borrow::Cow;
 
+use bumpalo::Bump;
 use serde_json::Value;
+
+/// A vector in the arena a packet's value is built in.
+pub(crate) type List<'a, T> = bumpalo::collections::Vec<'a, T>;
+
+/// An object's members.
+pub(crate) type Members<'a> = List<'a, (Cow<'a, str>, Lean<'a>)>;
+
+/// Bytes an emptied arena keeps for the next packet, at most: past them
+/// it is given back (a packet of megabytes leaves no megabytes behind).
+const ARENA_KEPT: usize = 1 << 20;
+
+/// `f` with this thread's arena, which is emptied after it (a new one
+/// when this thread's is in use further up the stack).
+pub(crate) fn with_arena<R>(f: impl FnOnce(&Bump) -> R) -> R {
+    thread_local! {
+        static ARENA: std::cell::RefCell<Bump> = std::cell::RefCell::new(Bump::new());
+    }
+    ARENA.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut arena) => {
+            let r = f(&arena);
+            arena.reset();
+            if arena.allocated_bytes() > ARENA_KEPT {
+                *arena = Bump::new();
+            }
+            r
+        }
+        Err(_) => f(&Bump::new()),
+    })
+}
 
 /// 2^53: JSON numbers are exact up to it; integers past it are strings.
 const EXACT: u128 = 1 << 53;
@@ -28,14 +61,14 @@ pub(crate) enum Lean<'a> {
     Hex(&'a [u8]),
     /// A value of the definitions themselves (a mapper's name).
     Json(&'a Value),
-    Array(Vec<Lean<'a>>),
+    Array(List<'a, Lean<'a>>),
     /// Members sorted by key, each key once ([`sort_members`]).
-    Object(Vec<(Cow<'a, str>, Lean<'a>)>),
+    Object(Members<'a>),
 }
 
 /// An object's members, sorted by key, each key once: its last value (as
 /// a map that each member was inserted into in turn keeps it).
-pub(crate) fn sort_members(m: &mut Vec<(Cow<'_, str>, Lean<'_>)>) {
+pub(crate) fn sort_members(m: &mut Members<'_>) {
     if m.windows(2).all(|w| w[0].0 < w[1].0) {
         return;
     }
@@ -187,7 +220,8 @@ mod tests {
     #[test]
     fn written_as_serde_json_writes_the_value() {
         let mapped = json!("mapped");
-        let mut members = vec![
+        let arena = Bump::new();
+        let mut members = bumpalo::vec![in &arena;
             ("z".into(), Lean::Int(-3)),
             ("a\"b".into(), Lean::Str("x\ny".into())),
             ("m".into(), Lean::Float(0.1)),
@@ -199,7 +233,7 @@ mod tests {
             ("u".into(), Lean::uint(u128::MAX)),
             (
                 "arr".into(),
-                Lean::Array(vec![Lean::Null, Lean::Bool(true), Lean::Float(-0.0)]),
+                Lean::Array(bumpalo::vec![in &arena; Lean::Null, Lean::Bool(true), Lean::Float(-0.0)]),
             ),
             ("z".into(), Lean::Int(7)),
         ];
@@ -212,12 +246,32 @@ mod tests {
     }
 
     #[test]
+    fn the_arena_is_given_back_past_its_bound_and_nesting_gets_its_own() {
+        // A packet of megabytes: the arena after it keeps no more than
+        // the bound.
+        let before = with_arena(|a| a.allocated_bytes());
+        with_arena(|a| drop(a.alloc_slice_fill_copy(4 << 20, 0u8)));
+        let after = with_arena(|a| a.allocated_bytes());
+        assert!(after <= ARENA_KEPT.max(before), "{before} {after}");
+        // Used further up the stack: a new one, not a panic.
+        let (outer, inner) = with_arena(|outer| {
+            let x: &u64 = outer.alloc(7);
+            let inner = with_arena(|inner| std::ptr::eq(inner, outer));
+            (*x, inner)
+        });
+        assert_eq!((outer, inner), (7, false));
+    }
+
+    #[test]
     fn members_sorted_keep_the_last_of_each_key() {
-        let mut m: Vec<(Cow<'_, str>, Lean<'_>)> = ["b", "a", "b", "c", "a", "b"]
-            .iter()
-            .enumerate()
-            .map(|(i, k)| (Cow::Borrowed(*k), Lean::Int(i as i64)))
-            .collect();
+        let arena = Bump::new();
+        let mut m = List::from_iter_in(
+            ["b", "a", "b", "c", "a", "b"]
+                .iter()
+                .enumerate()
+                .map(|(i, k)| (Cow::Borrowed(*k), Lean::Int(i as i64))),
+            &arena,
+        );
         sort_members(&mut m);
         let got: Vec<(&str, i64)> = m.iter().map(|(k, v)| (&**k, v.as_i64().unwrap())).collect();
         assert_eq!(got, [("a", 4), ("b", 5), ("c", 3)]);

@@ -213,15 +213,17 @@ impl Definitions {
     }
 
     /// [`Definitions::decode`], the value as the interpreter builds it
-    /// (borrowing from these definitions and from `body`).
+    /// (borrowing from these definitions and from `body`, its arrays and
+    /// objects in `arena`).
     pub(crate) fn decode_lean<'a>(
         &'a self,
         id: u16,
         body: &'a [u8],
         s: Session,
-    ) -> Option<Result<lean::Lean<'a>, DecodeError>> {
+        arena: &'a bumpalo::Bump,
+    ) -> Option<Result<lean::Lean<'a>, decode::Stopped<'a>>> {
         let &(_, node) = self.packets.get(&id)?;
-        Some(decode::decode_lean(&self.compiled, node, body, s))
+        Some(decode::decode_lean(&self.compiled, node, body, s, arena))
     }
 
     /// [`Definitions::decode`], and where each field is in the body
