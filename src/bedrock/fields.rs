@@ -264,17 +264,22 @@ impl Pending {
                         .into_iter()
                         .flatten()
                         .filter(|(k, _)| m.binary_search_by(|(mk, _)| (**mk).cmp(k)).is_err())
-                        .map(|(k, v)| (k.as_str().into(), Lean::Json(v)))
+                        .map(|(k, v)| (k.as_str(), Lean::Json(v)))
                         .collect();
                     if !lacked.is_empty() {
                         m.extend(lacked);
                         sort_members(&mut m);
                     }
-                    Lean::Object(m).write_json(out);
+                    let v = Lean::Object(m);
+                    v.write_json(out);
+                    // All of it is the arena's, emptied after: not walked
+                    // to be dropped.
+                    std::mem::forget(v);
                     true
                 }
                 Some(v) => {
                     v.write_json(out);
+                    std::mem::forget(v);
                     true
                 }
                 None => hand.is_some_and(|h| {
@@ -466,16 +471,15 @@ mod tests {
 
     #[test]
     fn the_shield_is_found_in_the_table_as_the_interpreter_builds_it() {
-        use std::borrow::Cow;
         let arena = bumpalo::Bump::new();
         let item = |name: &'static str, id| {
             Lean::Object(bumpalo::vec![in &arena;
-                (Cow::Borrowed("name"), Lean::Str(name.into())),
-                (Cow::Borrowed("runtime_id"), Lean::Int(id)),
+                ("name", Lean::Str(name)),
+                ("runtime_id", Lean::Int(id)),
             ])
         };
         let table = Lean::Object(bumpalo::vec![in &arena; (
-            Cow::Borrowed("itemstates"),
+            "itemstates",
             Lean::Array(bumpalo::vec![in &arena;
                 item("minecraft:apple", 5),
                 item("minecraft:shield", 355),

@@ -57,6 +57,60 @@ pub(crate) enum Count {
 pub(crate) struct Compare(pub(crate) Vec<Vec<Box<str>>>);
 
 /// One definition.
+/// A container's fields in wire order (`None`: an anonymous field, whose
+/// object's members are the container's), and the order its members are
+/// written in, worked out once here rather than sorted for every packet.
+#[derive(Debug, Clone)]
+pub(crate) struct Fields {
+    list: Vec<(Option<Box<str>>, NodeId)>,
+    /// Sorted by name, each name once: the index of the field that gives
+    /// each member (the last of a name), as `lean::sort_members` leaves
+    /// them. `None` when an anonymous field adds members only a packet
+    /// knows (they are sorted then).
+    pub(crate) order: Option<Box<[u16]>>,
+}
+
+impl Fields {
+    fn new(list: Vec<(Option<Box<str>>, NodeId)>) -> Fields {
+        let order = list
+            .iter()
+            .map(|(name, _)| name.as_deref())
+            .collect::<Option<Vec<&str>>>()
+            .filter(|_| list.len() <= usize::from(u16::MAX))
+            .map(|names| {
+                let mut at: Vec<u16> = (0..names.len() as u16).collect();
+                // Stable: of a name given twice, the last stays last.
+                at.sort_by_key(|&i| names[usize::from(i)]);
+                let mut kept: Vec<u16> = Vec::with_capacity(at.len());
+                for i in at {
+                    match kept.last_mut() {
+                        Some(last) if names[usize::from(*last)] == names[usize::from(i)] => {
+                            *last = i
+                        }
+                        _ => kept.push(i),
+                    }
+                }
+                kept.into_boxed_slice()
+            });
+        Fields { list, order }
+    }
+}
+
+impl std::ops::Deref for Fields {
+    type Target = [(Option<Box<str>>, NodeId)];
+    fn deref(&self) -> &Self::Target {
+        &self.list
+    }
+}
+
+impl<'a> IntoIterator for &'a Fields {
+    type Item = &'a (Option<Box<str>>, NodeId);
+    type IntoIter = std::slice::Iter<'a, (Option<Box<str>>, NodeId)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.list.iter()
+    }
+}
+
 #[derive(Debug, Clone)]
 pub(crate) enum Node {
     Num(Num),
@@ -71,7 +125,7 @@ pub(crate) enum Node {
     Cstring,
     Buffer(Count),
     RestBuffer,
-    Container(Vec<(Option<Box<str>>, NodeId)>),
+    Container(Fields),
     Switch {
         compare: Compare,
         cases: Vec<(Box<str>, NodeId)>,
@@ -209,7 +263,7 @@ impl Compiled {
                     let name = f.get("name").and_then(Value::as_str);
                     out.push(((!anon).then(|| name.unwrap_or("?").into()), node));
                 }
-                Node::Container(out)
+                Node::Container(Fields::new(out))
             }
             "switch" => {
                 let compare = o
@@ -503,6 +557,32 @@ fn native(name: &str) -> Option<Node> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_containers_members_are_in_the_order_sorting_them_leaves() {
+        let named = |n: &str, id| (Some(n.into()), id);
+        let f = Fields::new(vec![
+            named("b", 0),
+            named("a", 1),
+            named("b", 2),
+            named("c", 3),
+        ]);
+        // Sorted by name, the later "b" kept, as `sort_members` does.
+        assert_eq!(f.order.as_deref(), Some(&[1, 2, 3][..]));
+        let arena = bumpalo::Bump::new();
+        let mut m = bumpalo::vec![in &arena;
+            ("b", super::super::lean::Lean::Int(0)),
+            ("a", super::super::lean::Lean::Int(1)),
+            ("b", super::super::lean::Lean::Int(2)),
+            ("c", super::super::lean::Lean::Int(3)),
+        ];
+        super::super::lean::sort_members(&mut m);
+        let sorted: Vec<i64> = m.iter().filter_map(|(_, v)| v.as_i64()).collect();
+        let ordered: Vec<i64> = f.order.iter().flatten().map(|&i| i64::from(i)).collect();
+        assert_eq!(sorted, ordered);
+        // An anonymous field's members are known only once read.
+        assert!(Fields::new(vec![named("b", 0), (None, 1)]).order.is_none());
+    }
 
     struct T(serde_json::Map<String, Value>);
     impl Types for T {

@@ -204,9 +204,12 @@ struct Decoder<'a> {
 }
 
 /// Text from the wire: borrowed when it is UTF-8, else with U+FFFD for
-/// what is not.
-fn text(b: &[u8]) -> Lean<'_> {
-    Lean::Str(String::from_utf8_lossy(b))
+/// what is not (made in `arena`).
+fn text<'a>(b: &'a [u8], arena: &'a Bump) -> Lean<'a> {
+    Lean::Str(match String::from_utf8_lossy(b) {
+        Cow::Borrowed(s) => s,
+        Cow::Owned(s) => arena.alloc_str(&s),
+    })
 }
 
 impl<'a> Decoder<'a> {
@@ -338,7 +341,8 @@ impl<'a> Decoder<'a> {
     /// A number as the wire has it.
     fn num(&mut self, n: Num) -> Result<Lean<'a>, DecodeError> {
         use Num::*;
-        let int = |v: i64| Lean::int(i128::from(v));
+        let arena = self.arena;
+        let int = |v: i64| Lean::int(i128::from(v), arena);
         Ok(match n {
             I8 => Lean::Int(i64::from(self.arr::<1>()?[0] as i8)),
             U8 => Lean::Int(i64::from(self.arr::<1>()?[0])),
@@ -347,13 +351,13 @@ impl<'a> Decoder<'a> {
             I32 => Lean::Int(i64::from(i32::from_be_bytes(self.arr()?))),
             U32 => Lean::Int(i64::from(u32::from_be_bytes(self.arr()?))),
             I64 => int(i64::from_be_bytes(self.arr()?)),
-            U64 => Lean::uint(u128::from(u64::from_be_bytes(self.arr()?))),
+            U64 => Lean::uint(u128::from(u64::from_be_bytes(self.arr()?)), arena),
             Li16 => Lean::Int(i64::from(i16::from_le_bytes(self.arr()?))),
             Lu16 => Lean::Int(i64::from(u16::from_le_bytes(self.arr()?))),
             Li32 => Lean::Int(i64::from(i32::from_le_bytes(self.arr()?))),
             Lu32 => Lean::Int(i64::from(u32::from_le_bytes(self.arr()?))),
             Li64 => int(i64::from_le_bytes(self.arr()?)),
-            Lu64 => Lean::uint(u128::from(u64::from_le_bytes(self.arr()?))),
+            Lu64 => Lean::uint(u128::from(u64::from_le_bytes(self.arr()?)), arena),
             F32 => Lean::Float(f64::from(f32::from_be_bytes(self.arr()?))),
             F64 => Lean::Float(f64::from_be_bytes(self.arr()?)),
             Lf32 => Lean::Float(f64::from(f32::from_le_bytes(self.arr()?))),
@@ -362,8 +366,8 @@ impl<'a> Decoder<'a> {
             // complement: a negative takes 5 bytes), as ProtoDef and
             // bedrock-protocol read it: a block's y of -45 is -45.
             Varint => Lean::Int(i64::from(self.leb(35)? as u32 as i32)),
-            Varint64 => Lean::uint(u128::from(self.leb(70)? as u64)),
-            Varint128 => Lean::uint(self.leb(133)?),
+            Varint64 => Lean::uint(u128::from(self.leb(70)? as u64), arena),
+            Varint128 => Lean::uint(self.leb(133)?, arena),
             Zigzag32 => {
                 let v = self.leb(35)? as u32;
                 Lean::Int(i64::from((v >> 1) as i32 ^ -((v & 1) as i32)))
@@ -412,7 +416,7 @@ impl<'a> Decoder<'a> {
     fn lookup(&self, path: &[Box<str>]) -> Option<&Lean<'a>> {
         // A container being read may hold a name twice: its last counts.
         fn field<'s, 'a>(s: &'s Members<'a>, name: &str) -> Option<&'s Lean<'a>> {
-            s.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v)
+            s.iter().rev().find(|(k, _)| *k == name).map(|(_, v)| v)
         }
         super::compile::lookup_in(&self.scopes, path, field, |v, k| v.get(k))
     }
@@ -435,12 +439,12 @@ impl<'a> Decoder<'a> {
             Node::Void => Lean::Null,
             Node::Uuid => {
                 let b = self.arr::<16>()?;
-                Lean::Str(Cow::Owned(uuid(&b)))
+                Lean::Str(self.arena.alloc_str(&uuid(&b)))
             }
             Node::ByteRot => Lean::Float(f64::from(self.take(1)?[0]) * (360.0 / 256.0)),
             Node::PString(count) => {
                 let n = self.count(count)?;
-                text(self.take(n)?)
+                text(self.take(n)?, self.arena)
             }
             Node::Cstring => {
                 let rest = &self.b[self.pos..self.end];
@@ -448,7 +452,7 @@ impl<'a> Decoder<'a> {
                     return Err(self.err("a C string with no end".into()));
                 };
                 self.pos += n + 1;
-                text(&rest[..n])
+                text(&rest[..n], self.arena)
             }
             Node::Buffer(count) => {
                 let n = self.count(count)?;
@@ -479,7 +483,7 @@ impl<'a> Decoder<'a> {
                                 .pop()
                                 .unwrap_or_else(|| List::new_in(self.arena));
                             match (name, self.partial.take()) {
-                                (Some(n), Some(p)) => m.push((Cow::Borrowed(&**n), p)),
+                                (Some(n), Some(p)) => m.push((&**n, p)),
                                 (None, Some(Lean::Object(p))) => m.extend(p),
                                 _ => {}
                             }
@@ -491,7 +495,7 @@ impl<'a> Decoder<'a> {
                     self.close(at, &v);
                     let top = self.scopes.last_mut().expect("pushed above");
                     match (name, v) {
-                        (Some(n), v) => top.push((Cow::Borrowed(&**n), v)),
+                        (Some(n), v) => top.push((&**n, v)),
                         (None, Lean::Object(m)) => top.extend(m),
                         (None, _) => {}
                     }
@@ -500,8 +504,24 @@ impl<'a> Decoder<'a> {
                     .scopes
                     .pop()
                     .unwrap_or_else(|| List::new_in(self.arena));
-                sort_members(&mut m);
-                Lean::Object(m)
+                match &fields.order {
+                    // A member from each field, in the fields' order: put
+                    // in the order worked out when the fields were.
+                    Some(order) if m.len() == fields.len() => {
+                        let mut sorted = List::with_capacity_in(order.len(), self.arena);
+                        for &i in order.iter() {
+                            let taken = std::mem::replace(&mut m[usize::from(i)], ("", Lean::Null));
+                            sorted.push(taken);
+                        }
+                        // The arena's, emptied after: not walked to be dropped.
+                        std::mem::forget(m);
+                        Lean::Object(sorted)
+                    }
+                    _ => {
+                        sort_members(&mut m);
+                        Lean::Object(m)
+                    }
+                }
             }
             Node::Switch {
                 compare,
@@ -619,9 +639,9 @@ impl<'a> Decoder<'a> {
                     } else {
                         raw as i128
                     };
-                    let v = Lean::int(v);
+                    let v = Lean::int(v, self.arena);
                     self.leaf(name, start..self.pos, &v);
-                    m.push((Cow::Borrowed(&**name), v));
+                    m.push((&**name, v));
                 }
                 sort_members(&mut m);
                 Lean::Object(m)
@@ -653,11 +673,11 @@ impl<'a> Decoder<'a> {
                 };
                 self.leaf("_value", start..self.pos, &v);
                 let mut m = List::with_capacity_in(flags.len() + 1, self.arena);
-                m.push((Cow::Borrowed("_value"), v));
+                m.push(("_value", v));
                 for (name, mask) in flags {
                     let on = Lean::Bool(*mask != 0 && n & mask == *mask);
                     self.leaf(name, start..self.pos, &on);
-                    m.push((Cow::Borrowed(&**name), on));
+                    m.push((&**name, on));
                 }
                 sort_members(&mut m);
                 Lean::Object(m)
@@ -697,11 +717,11 @@ impl<'a> Decoder<'a> {
                     .lookup(&["values_len".into()])
                     .and_then(Lean::as_u64)
                     .unwrap_or(0);
-                Lean::Str(Cow::Borrowed(match n {
+                Lean::Str(match n {
                     0..=0x100 => "byte",
                     0x101..=0x10000 => "short",
                     _ => "int",
-                }))
+                })
             }
             Node::Nbt { varint } => self.nbt(*varint, 0)?,
             Node::NbtLoop => {
@@ -729,12 +749,10 @@ impl<'a> Decoder<'a> {
     fn nbt(&mut self, varint: bool, depth: usize) -> Result<Lean<'a>, DecodeError> {
         let start = self.pos;
         let tag = self.take(1)?[0];
-        let kind = Lean::Str(Cow::Borrowed(tag_name(tag, self)?));
+        let kind = Lean::Str(tag_name(tag, self)?);
         self.leaf("type", start..self.pos, &kind);
         if tag == 0 {
-            return Ok(Lean::Object(
-                bumpalo::vec![in self.arena; (Cow::Borrowed("type"), kind)],
-            ));
+            return Ok(Lean::Object(bumpalo::vec![in self.arena; ("type", kind)]));
         }
         let start = self.pos;
         let name = self.nbt_string(varint)?;
@@ -744,9 +762,9 @@ impl<'a> Decoder<'a> {
         self.close(at, &v);
         // Sorted: name, type, value.
         Ok(Lean::Object(bumpalo::vec![in self.arena;
-            (Cow::Borrowed("name"), name),
-            (Cow::Borrowed("type"), kind),
-            (Cow::Borrowed("value"), v),
+            ("name", name),
+            ("type", kind),
+            ("value", v),
         ]))
     }
 
@@ -756,7 +774,7 @@ impl<'a> Decoder<'a> {
         } else {
             usize::from(u16::from_le_bytes(self.arr()?))
         };
-        Ok(text(self.take(n)?))
+        Ok(text(self.take(n)?, self.arena))
     }
 
     fn nbt_len(&mut self, varint: bool) -> Result<usize, DecodeError> {
@@ -815,7 +833,7 @@ impl<'a> Decoder<'a> {
             9 => {
                 let start = self.pos;
                 let inner = self.take(1)?[0];
-                let name = Lean::Str(Cow::Borrowed(tag_name(inner, self)?));
+                let name = Lean::Str(tag_name(inner, self)?);
                 self.leaf("type", start..self.pos, &name);
                 let list = self.open(None, || "value".into());
                 let n = self.nbt_len(varint)?;
@@ -829,8 +847,8 @@ impl<'a> Decoder<'a> {
                 let out = Lean::Array(out);
                 self.close(list, &out);
                 Lean::Object(bumpalo::vec![in self.arena;
-                    (Cow::Borrowed("type"), name),
-                    (Cow::Borrowed("value"), out),
+                    ("type", name),
+                    ("value", out),
                 ])
             }
             10 => {
@@ -843,18 +861,18 @@ impl<'a> Decoder<'a> {
                     }
                     let name = match self.nbt_string(varint)? {
                         Lean::Str(s) => s,
-                        _ => Cow::Borrowed(""),
+                        _ => "",
                     };
                     // The tag, from its type byte; its name is the key.
                     let tag = self.open(Some(start), || (*name).into());
-                    let kind = Lean::Str(Cow::Borrowed(tag_name(t, self)?));
+                    let kind = Lean::Str(tag_name(t, self)?);
                     self.leaf("type", start..start + 1, &kind);
                     let at = self.open(None, || "value".into());
                     let v = self.nbt_payload(t, varint, depth + 1)?;
                     self.close(at, &v);
                     let e = Lean::Object(bumpalo::vec![in self.arena;
-                        (Cow::Borrowed("type"), kind),
-                        (Cow::Borrowed("value"), v),
+                        ("type", kind),
+                        ("value", v),
                     ]);
                     self.close(tag, &e);
                     m.push((name, e));

@@ -19,7 +19,7 @@ use serde_json::Value;
 pub(crate) type List<'a, T> = bumpalo::collections::Vec<'a, T>;
 
 /// An object's members.
-pub(crate) type Members<'a> = List<'a, (Cow<'a, str>, Lean<'a>)>;
+pub(crate) type Members<'a> = List<'a, (&'a str, Lean<'a>)>;
 
 /// Bytes an emptied arena keeps for the next packet, at most: past them
 /// it is given back (a packet of megabytes leaves no megabytes behind).
@@ -56,7 +56,9 @@ pub(crate) enum Lean<'a> {
     Int(i64),
     /// A float: a JSON number when finite, else its text as a string.
     Float(f64),
-    Str(Cow<'a, str>),
+    /// Text, borrowed (from the packet, the definitions) or made in the
+    /// arena: nothing in a value needs dropping.
+    Str(&'a str),
     /// A buffer: a string of lowercase hex.
     Hex(&'a [u8]),
     /// A value of the definitions themselves (a mapper's name).
@@ -73,7 +75,7 @@ pub(crate) fn sort_members(m: &mut Members<'_>) {
         return;
     }
     // Stable: equal keys stay in the order they came, the last one kept.
-    m.sort_by(|a, b| a.0.cmp(&b.0));
+    m.sort_by(|a, b| a.0.cmp(b.0));
     let n = m.len();
     let mut w = 0;
     for r in 0..n {
@@ -87,21 +89,22 @@ pub(crate) fn sort_members(m: &mut Members<'_>) {
 }
 
 impl<'a> Lean<'a> {
-    /// An integer: a number up to 2^53 in magnitude, a decimal string past.
-    pub(crate) fn int(v: i128) -> Lean<'a> {
+    /// An integer: a number up to 2^53 in magnitude, a decimal string past
+    /// (made in `arena`).
+    pub(crate) fn int(v: i128, arena: &'a Bump) -> Lean<'a> {
         if v.unsigned_abs() <= EXACT {
             Lean::Int(v as i64)
         } else {
-            Lean::Str(Cow::Owned(v.to_string()))
+            Lean::Str(bumpalo::format!(in arena, "{}", v).into_bump_str())
         }
     }
 
     /// [`Lean::int`] of an unsigned 128-bit integer.
-    pub(crate) fn uint(v: u128) -> Lean<'a> {
+    pub(crate) fn uint(v: u128, arena: &'a Bump) -> Lean<'a> {
         if v <= EXACT {
             Lean::Int(v as i64)
         } else {
-            Lean::Str(Cow::Owned(v.to_string()))
+            Lean::Str(bumpalo::format!(in arena, "{}", v).into_bump_str())
         }
     }
 
@@ -126,7 +129,7 @@ impl<'a> Lean<'a> {
     /// Member `key` of an object.
     pub(crate) fn get(&self, key: &str) -> Option<&Lean<'a>> {
         match self {
-            Lean::Object(m) => m.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v),
+            Lean::Object(m) => m.iter().rev().find(|(k, _)| *k == key).map(|(_, v)| v),
             _ => None,
         }
     }
@@ -188,13 +191,13 @@ impl<'a> Lean<'a> {
             Lean::Int(i) => Value::from(i),
             Lean::Float(f) => serde_json::Number::from_f64(f)
                 .map_or_else(|| Value::String(f.to_string()), Value::Number),
-            Lean::Str(s) => Value::String(s.into_owned()),
+            Lean::Str(s) => Value::String(s.to_owned()),
             Lean::Hex(b) => Value::String(crate::wire::cursor::hex(b)),
             Lean::Json(v) => v.clone(),
             Lean::Array(a) => Value::Array(a.into_iter().map(Lean::into_value).collect()),
             Lean::Object(m) => Value::Object(
                 m.into_iter()
-                    .map(|(k, v)| (k.into_owned(), v.into_value()))
+                    .map(|(k, v)| (k.to_owned(), v.into_value()))
                     .collect(),
             ),
         }
@@ -222,20 +225,20 @@ mod tests {
         let mapped = json!("mapped");
         let arena = Bump::new();
         let mut members = bumpalo::vec![in &arena;
-            ("z".into(), Lean::Int(-3)),
-            ("a\"b".into(), Lean::Str("x\ny".into())),
-            ("m".into(), Lean::Float(0.1)),
-            ("n".into(), Lean::Float(f64::NAN)),
-            ("h".into(), Lean::Hex(&[0, 0xab])),
-            ("j".into(), Lean::Json(&mapped)),
-            ("e".into(), Lean::Float(1e300)),
-            ("big".into(), Lean::int(1 << 60)),
-            ("u".into(), Lean::uint(u128::MAX)),
+            ("z", Lean::Int(-3)),
+            ("a\"b", Lean::Str("x\ny")),
+            ("m", Lean::Float(0.1)),
+            ("n", Lean::Float(f64::NAN)),
+            ("h", Lean::Hex(&[0, 0xab])),
+            ("j", Lean::Json(&mapped)),
+            ("e", Lean::Float(1e300)),
+            ("big", Lean::int(1 << 60, &arena)),
+            ("u", Lean::uint(u128::MAX, &arena)),
             (
-                "arr".into(),
+                "arr",
                 Lean::Array(bumpalo::vec![in &arena; Lean::Null, Lean::Bool(true), Lean::Float(-0.0)]),
             ),
-            ("z".into(), Lean::Int(7)),
+            ("z", Lean::Int(7)),
         ];
         sort_members(&mut members);
         let l = Lean::Object(members);
@@ -269,7 +272,7 @@ mod tests {
             ["b", "a", "b", "c", "a", "b"]
                 .iter()
                 .enumerate()
-                .map(|(i, k)| (Cow::Borrowed(*k), Lean::Int(i as i64))),
+                .map(|(i, k)| (*k, Lean::Int(i as i64))),
             &arena,
         );
         sort_members(&mut m);
@@ -281,7 +284,7 @@ mod tests {
     fn switch_text_and_truth_as_of_the_value() {
         let one = json!(1);
         for (l, text, set) in [
-            (Lean::Str("move".into()), "move", true),
+            (Lean::Str("move"), "move", true),
             (Lean::Int(0), "0", false),
             (Lean::Int(-2), "-2", true),
             (Lean::Bool(false), "false", false),
