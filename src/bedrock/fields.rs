@@ -118,6 +118,7 @@ impl Fields {
             id,
             hand,
             note,
+            written: false,
         };
         let shield = matches!(defs.name(id), Some("start_game" | "item_registry"));
         if self.defer {
@@ -158,6 +159,8 @@ pub(crate) struct Pending {
     id: u16,
     hand: Option<Value>,
     note: Option<String>,
+    /// Written by [`Pending::write_json`] already.
+    written: bool,
 }
 
 impl Pending {
@@ -234,11 +237,16 @@ impl Pending {
     /// them: whether there were fields, the anomaly and the error. For
     /// output that writes the fields and reads nothing in them (`game
     /// --json` without a filter).
-    pub(crate) fn write_json(self, body: &[u8], out: &mut Vec<u8>) -> Written {
+    ///
+    /// It stays where it is, written (what the reading thread made of it,
+    /// the hand decoders' values, is freed there, with its packet: glibc
+    /// frees another thread's memory at a cost to both).
+    pub(crate) fn write_json(&mut self, body: &[u8], out: &mut Vec<u8>) -> Written {
         use super::schema::lean::sort_members;
         use crate::wire::json::write_value;
+        self.written = true;
         if self.layout {
-            let d = self.decode(body);
+            let d = self.take().decode(body);
             if let Some(f) = &d.fields {
                 write_value(out, f);
             }
@@ -290,15 +298,30 @@ impl Pending {
             Ok((fields, error))
         });
         match result {
-            Ok((fields, None)) => (fields, self.note, None),
+            Ok((fields, None)) => (fields, self.note.take(), None),
             Ok((fields, Some(e))) => (fields, Some(format!("fields: {e}")), Some(e.to_string())),
             Err(()) => {
-                let d = self.outcome(None);
+                let d = self.take().outcome(None);
                 if let Some(f) = &d.fields {
                     write_value(out, f);
                 }
                 (d.fields.is_some(), d.anomaly, d.error)
             }
+        }
+    }
+
+    /// Whether [`Pending::write_json`] wrote it.
+    pub(crate) fn is_written(&self) -> bool {
+        self.written
+    }
+
+    /// Its parts, moved out (for the paths that consume them).
+    fn take(&mut self) -> Pending {
+        Pending {
+            defs: Arc::clone(&self.defs),
+            hand: self.hand.take(),
+            note: self.note.take(),
+            ..*self
         }
     }
 }
@@ -446,12 +469,13 @@ mod tests {
                     defer: true,
                     ..Fields::default()
                 };
-                let Ok(p) = f.prepare(Some(protocol), h.id, body, hand) else {
+                let Ok(mut p) = f.prepare(Some(protocol), h.id, body, hand) else {
                     panic!("not deferred: {line}");
                 };
                 let want = p.clone().decode(body);
                 let mut out = Vec::new();
                 let (some, anomaly, error) = p.write_json(body, &mut out);
+                assert!(p.is_written());
                 let text = want
                     .fields
                     .as_ref()

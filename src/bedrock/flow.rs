@@ -48,14 +48,14 @@ pub struct GamePacket {
     pub layout: Option<Vec<super::schema::Span>>,
     /// Its fields, still to decode (`Game::defer_fields`): `fields`,
     /// `anomaly`, `error` and `layout` are set by [`GamePacket::finish`].
-    pub(crate) pending: Option<Box<super::fields::Pending>>,
+    pub(crate) pending: Option<super::fields::Pending>,
 }
 
 impl GamePacket {
     /// Its fields decoded, if they were left for later
     /// (`Game::defer_fields`): whether they were.
     pub fn finish(&mut self) -> bool {
-        let Some(p) = self.pending.take() else {
+        let Some(p) = self.pending.take().filter(|p| !p.is_written()) else {
             return false;
         };
         let d = p.decode(self.data.get(self.header.len..).unwrap_or_default());
@@ -69,7 +69,9 @@ impl GamePacket {
     /// they are in `out` (`None` when the packet has none); `None` when
     /// they were not left for later.
     pub(crate) fn finish_json(&mut self, out: &mut Vec<u8>) -> Option<Option<Range<usize>>> {
-        let p = self.pending.take()?;
+        // Left in the packet, written: freed with it by the thread that
+        // made it.
+        let p = self.pending.as_mut().filter(|p| !p.is_written())?;
         let start = out.len();
         let body = self.data.get(self.header.len..).unwrap_or_default();
         let (fields, anomaly, error) = p.write_json(body, out);
@@ -244,6 +246,9 @@ pub struct Opaque {
 }
 
 /// What a batch gave.
+// A batch's events are one vector: a packet boxed would cost the reading
+// thread a malloc and a free per packet.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum GameEvent {
     /// A game packet decoded (its fields, as far as the schema goes).
@@ -625,7 +630,7 @@ impl GameFlow {
             let body = &rec[header.len..];
             let (decoded, pending) = match &mut self.fields {
                 Some(f) => match f.prepare(self.learned.protocol, header.id, body, hand) {
-                    Ok(p) => (Default::default(), Some(Box::new(p))),
+                    Ok(p) => (Default::default(), Some(p)),
                     Err(d) => (d, None),
                 },
                 None => (

@@ -25,18 +25,23 @@ pub(crate) type Members<'a> = List<'a, (&'a str, Lean<'a>)>;
 /// it is given back (a packet of megabytes leaves no megabytes behind).
 const ARENA_KEPT: usize = 1 << 20;
 
+/// Bytes of a new arena: what most packets' values take, so that they are
+/// made without the arena growing (each growth a malloc, and for the
+/// larger chunks, fresh pages).
+const ARENA_FIRST: usize = 256 << 10;
+
 /// `f` with this thread's arena, which is emptied after it (a new one
 /// when this thread's is in use further up the stack).
 pub(crate) fn with_arena<R>(f: impl FnOnce(&Bump) -> R) -> R {
     thread_local! {
-        static ARENA: std::cell::RefCell<Bump> = std::cell::RefCell::new(Bump::new());
+        static ARENA: std::cell::RefCell<Bump> = std::cell::RefCell::new(Bump::with_capacity(ARENA_FIRST));
     }
     ARENA.with(|cell| match cell.try_borrow_mut() {
         Ok(mut arena) => {
             let r = f(&arena);
             arena.reset();
             if arena.allocated_bytes() > ARENA_KEPT {
-                *arena = Bump::new();
+                *arena = Bump::with_capacity(ARENA_FIRST);
             }
             r
         }
