@@ -7,9 +7,8 @@
 
 use std::borrow::Cow;
 
-use serde_json::Value;
-
 use bumpalo::Bump;
+use serde_json::Value;
 
 use super::compile::{Compiled, Count, Node, NodeId, Num};
 use super::lean::{sort_members, with_arena, Lean, List, Members};
