@@ -56,7 +56,6 @@ pub(crate) enum Count {
 #[derive(Debug, Clone)]
 pub(crate) struct Compare(pub(crate) Vec<Vec<Box<str>>>);
 
-/// One definition.
 /// A container's fields in wire order (`None`: an anonymous field, whose
 /// object's members are the container's), and the order its members are
 /// written in, worked out once here rather than sorted for every packet.
@@ -111,6 +110,7 @@ impl<'a> IntoIterator for &'a Fields {
     }
 }
 
+/// One definition.
 #[derive(Debug, Clone)]
 pub(crate) enum Node {
     Num(Num),

@@ -5,8 +5,8 @@
 //! objects are vectors in an arena ([`with_arena`]) emptied for the next
 //! packet, so that a packet's thousand small objects cost no malloc and
 //! free each; an object is a vector of its members, sorted by key once it
-//! is complete (the order
-//! `serde_json`'s map keeps, so that both write the same text). Written
+//! is complete (the order `serde_json`'s map keeps, so that both write the
+//! same text). Written
 //! as JSON straight from here ([`Lean::write_json`]), or made into a
 //! `serde_json` value for what reads values ([`Lean::into_value`]).
 
